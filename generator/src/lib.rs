@@ -1,0 +1,1 @@
+//! Spec → validation → plan → rendered files.
