@@ -73,3 +73,26 @@ pub struct TensorDecl {
     pub dir: Dir,
     pub placement: Placement,
 }
+
+/// A runtime axis of the ABI shapes (`Dim::Var`) and its capacity from the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisBound {
+    pub name: &'static str,
+    pub max: usize,
+}
+
+/// Everything a generated layer variant (`generated/host/<variant>.rs`) declares
+/// to the runtime; `generated/host/mod.rs` lists one per variant.
+#[derive(Debug, Clone, Copy)]
+pub struct VariantAbi {
+    /// `<spec name>_tp<N>`.
+    pub name: &'static str,
+    /// `swa`, `hca` or `csa`.
+    pub layer: &'static str,
+    pub tp: usize,
+    /// The host ABI in the reference's parameter order.
+    pub tensors: &'static [TensorDecl],
+    /// Buffers the host allocates for the layer's TP exchanges.
+    pub workspaces: &'static [TensorDecl],
+    pub axes: &'static [AxisBound],
+}

@@ -1,0 +1,81 @@
+// Fixpipe L0C -> GM (kernel_operator_fixpipe_intf.h; docs 矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）).
+// FixpipeParamsV220: the source is the L0C "Nz" layout (see cube.h) with srcStride = the
+// distance between 16-column blocks in units of 16 elements (normally ceil(m/16)*16).
+//  - CFG_ROW_MAJOR (NZ2ND): out[nd*dstNdStride + i*dstStride + j] = C[i][j] for i < mSize,
+//    j < nSize; dstStride counts elements; srcNdStride counts source fractals (16 x 16
+//    elements, "16*C0_Size").
+//  - CFG_NZ: nSize must be a multiple of 16; column block j/16 starts dstStride * 32 bytes
+//    after the previous one, each row holds 16 output elements.
+// quantPre: NoQuant (float -> float, int32 -> int32), F322F16, F322BF16 (CAST_RINT per the
+// doc; finite overflow saturates like Cast, inf/NaN propagate). reluEn clamps at 0 before
+// the conversion. Other quantisation modes trap.
+#pragma once
+
+#include "data_copy.h"
+#include "vec_cast.h"
+
+namespace AscendC {
+
+enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
+
+struct FixpipeConfig {
+    CO2Layout format;
+    __aicore__ constexpr FixpipeConfig(CO2Layout f) : format(f) {}
+};
+inline constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ};
+inline constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR};
+inline constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR};
+
+struct FixpipeParamsV220 {
+    __aicore__ FixpipeParamsV220() {}
+    __aicore__ FixpipeParamsV220(const uint16_t nSizeIn, const uint16_t mSizeIn, const uint16_t srcStrideIn,
+                                 const uint32_t dstStrideIn, const bool reluEnIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn)
+    {}
+    __aicore__ FixpipeParamsV220(const uint16_t nSizeIn, const uint16_t mSizeIn, const uint16_t srcStrideIn,
+                                 const uint32_t dstStrideIn, const bool reluEnIn, const QuantMode_t quantPreIn,
+                                 const int64_t deqScalarIn, const uint16_t ndNumIn, const uint16_t srcNdStrideIn,
+                                 const uint16_t dstNdStrideIn, const uint8_t unitFlagIn)
+        : nSize(nSizeIn),
+          mSize(mSizeIn),
+          srcStride(srcStrideIn),
+          dstStride(dstStrideIn),
+          quantPre(quantPreIn),
+          deqScalar(deqScalarIn),
+          ndNum(ndNumIn),
+          srcNdStride(srcNdStrideIn),
+          dstNdStride(dstNdStrideIn),
+          reluEn(reluEnIn),
+          unitFlag(unitFlagIn)
+    {}
+    uint16_t nSize = 0;
+    uint16_t mSize = 0;
+    uint16_t srcStride = 0;
+    uint32_t dstStride = 0;
+    QuantMode_t quantPre = QuantMode_t::NoQuant;
+    uint64_t deqScalar = 0;
+    uint16_t ndNum = 1;
+    uint16_t srcNdStride = 0;
+    uint16_t dstNdStride = 0;
+    bool reluEn = false;
+    uint8_t unitFlag = 0;
+    bool isChannelSplit = false;
+};
+using FixpipeParamsM300 = FixpipeParamsV220;
+
+namespace sim {
+// Implemented in harness/sim/src/cube.cpp.
+void FixpipeRun(ElemKind out, ElemKind in, bool nd, void* dstAddr, int dstGm, const TensorRef& src,
+                const FixpipeParamsV220& p);
+} // namespace sim
+
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+__aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src,
+                               const FixpipeParamsV220& intriParams)
+{
+    static_assert(config.format != CO2Layout::COLUMN_MAJOR, "Fixpipe: CFG_COLUMN_MAJOR is not available on dav-c220");
+    sim::FixpipeRun(sim::KindOf<T>(), sim::KindOf<U>(), config.format == CO2Layout::ROW_MAJOR, dst.addr_, dst.gm_,
+                    sim::Ref(src), intriParams);
+}
+
+} // namespace AscendC

@@ -1,0 +1,190 @@
+// The checks every API call makes on its operands (liveness, bounds, alignment,
+// definedness) and the vector mask planning, out of line so kernel translation units stay
+// small. Every failure is a trap naming the API, the operand role and the buffer.
+#include "kernel_operator.h"
+
+namespace AscendC {
+namespace sim {
+
+std::string DescribeBuf(const BufDesc& b)
+{
+    return "`" + b.name + "` (" + kMemName[static_cast<int>(b.mem)] + " [" + Hex(b.offset) + ", +" + Hex(b.len) + "))";
+}
+
+const BufDesc& AliveRef(const TensorRef& t, const char* api, const char* role)
+{
+    Core& c = CurCore();
+    if (t.buf < 0 || static_cast<size_t>(t.buf) >= c.bufs.size()) {
+        Trap(api, std::string(role) + ": LocalTensor was never allocated (no TQue::AllocTensor / TBuf::Get)");
+    }
+    const BufDesc& b = c.bufs[t.buf];
+    if (b.released) {
+        Trap(api, std::string(role) + ": buffer " + DescribeBuf(b) + " used after its TPipe was destroyed");
+    }
+    if (b.gen != t.gen) {
+        Trap(api, std::string(role) + ": use of freed LocalTensor: buffer " + DescribeBuf(b) +
+                      " was released by FreeTensor");
+    }
+    if (b.enqueued) {
+        Trap(api, std::string(role) + ": LocalTensor of buffer " + DescribeBuf(b) +
+                      " used while enqueued (EnQue without DeQue)");
+    }
+    return b;
+}
+
+[[noreturn]] static void UnwrittenTrap(const BufDesc& b, uint32_t off, const char* api, const char* role)
+{
+    Trap(api, std::string(role) + ": read of never-written local memory at " + kMemName[static_cast<int>(b.mem)] + " " +
+                  Hex(off) + " (byte " + std::to_string(off - b.offset) + " of buffer " + DescribeBuf(b) + ")");
+}
+
+uint8_t* AccessRef(const TensorRef& t, const char* api, const char* role, uint64_t byteOff, uint64_t len, Acc acc,
+                   uint32_t align)
+{
+    const BufDesc& b = AliveRef(t, api, role);
+    if (align > 1 && (t.off % align) != 0) {
+        Trap(api, std::string(role) + ": misaligned address: " + kMemName[static_cast<int>(b.mem)] + " offset " +
+                      Hex(t.off) + " is not " + std::to_string(align) + "-byte aligned, buffer " + DescribeBuf(b));
+    }
+    uint64_t start = static_cast<uint64_t>(t.off) + byteOff;
+    if (start < b.offset || start + len > static_cast<uint64_t>(b.offset) + b.len) {
+        Trap(api, std::string(role) + ": local memory overflow: access [" + Hex(start) + ", " + Hex(start + len) +
+                      ") outside buffer " + DescribeBuf(b));
+    }
+    if ((acc == Acc::Read || acc == Acc::ReadWrite) && len > 0) {
+        uint32_t bad = FirstUnwritten(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
+        if (bad != UINT32_MAX) {
+            UnwrittenTrap(b, bad, api, role);
+        }
+    }
+    if ((acc == Acc::Write || acc == Acc::ReadWrite) && len > 0) {
+        MarkWritten(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
+    }
+    return ArenaOf(b.mem).data + start;
+}
+
+void CheckBlockWritten(const BufDesc& b, uint32_t absOff, const char* api, const char* role)
+{
+    if (!BlockWritten(b.mem, absOff)) {
+        UnwrittenTrap(b, absOff, api, role);
+    }
+}
+
+uint8_t* GmAccessRef(const void* addr, int gm, const char* api, const char* role, uint64_t byteOff, uint64_t len)
+{
+    CheckAbort();
+    if (addr == nullptr) {
+        Trap(api, std::string(role) + ": GlobalTensor used before SetGlobalBuffer");
+    }
+    if (gm < 0) {
+        Trap(api, std::string(role) + ": GM address " + Hex(reinterpret_cast<uint64_t>(addr)) +
+                      " is not inside any registered GM buffer");
+    }
+    const GmBuffer& buf = GmAt(gm);
+    int64_t s = static_cast<int64_t>(static_cast<const uint8_t*>(addr) - buf.base) + static_cast<int64_t>(byteOff);
+    if (s < 0 || static_cast<uint64_t>(s) + len > buf.len) {
+        Trap(api, std::string(role) + ": GM out of bounds: buffer `" + buf.name + "` (" + std::to_string(buf.len) +
+                      " bytes) accessed at bytes [" + std::to_string(s) + ", " + std::to_string(s + int64_t(len)) +
+                      ")");
+    }
+    return buf.base + s;
+}
+
+void RequireCoreKind(const char* api, CoreKind want)
+{
+    if (CurCore().kind != want) {
+        Trap(api, std::string("this data path is only available on ") + (want == CoreKind::AIV ? "AIV" : "AIC") +
+                      " cores (running on " + CurCore().label + ")");
+    }
+}
+
+LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask)
+{
+    Core& c = CurCore();
+    LanePlan p;
+    p.lanes = lanes;
+    if (c.maskMode == MaskMode::COUNTER) {
+        uint64_t count = isSetMask ? mask : c.maskLow;
+        p.counter = true;
+        p.repeats = static_cast<uint32_t>((count + lanes - 1) / lanes);
+        p.lastLanes = static_cast<uint32_t>(count - uint64_t(p.repeats == 0 ? 0 : p.repeats - 1) * lanes);
+        return p;
+    }
+    if (repeatTime > MAX_REPEAT_TIMES) {
+        Trap(api, "repeatTime " + std::to_string(repeatTime) + " exceeds 255");
+    }
+    p.repeats = repeatTime;
+    if (!isSetMask) {
+        p.lo = c.maskLow;
+        p.hi = c.maskHigh;
+        return p;
+    }
+    if (mask > lanes) {
+        Trap(api, "mask " + std::to_string(mask) + " exceeds the " + std::to_string(lanes) + " lanes of one repeat");
+    }
+    p.lo = mask >= 64 ? ~0ull : ((1ull << mask) - 1);
+    p.hi = mask >= 128 ? ~0ull : (mask > 64 ? ((1ull << (mask - 64)) - 1) : 0);
+    return p;
+}
+
+LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask)
+{
+    Core& c = CurCore();
+    if (c.maskMode == MaskMode::COUNTER) {
+        Trap(api, "bitwise mask used in counter mask mode");
+    }
+    if (repeatTime > MAX_REPEAT_TIMES) {
+        Trap(api, "repeatTime " + std::to_string(repeatTime) + " exceeds 255");
+    }
+    LanePlan p;
+    p.lanes = lanes;
+    p.repeats = repeatTime;
+    p.lo = isSetMask ? mask[0] : c.maskLow;
+    p.hi = isSetMask ? (lanes > 64 ? mask[1] : 0) : c.maskHigh;
+    return p;
+}
+
+VecOperand MakeOperand(const char* api, const char* role, const TensorRef& t, uint32_t es, uint32_t blk, uint32_t rep,
+                       const LanePlan& p, uint32_t align)
+{
+    const BufDesc& b = AliveRef(t, api, role);
+    if (b.mem != Mem::UB) {
+        Trap(api, std::string(role) + ": vector operands must be in UB, buffer " + DescribeBuf(b));
+    }
+    VecOperand o;
+    o.buf = &b;
+    o.arena = ArenaOf(Mem::UB).data;
+    o.off = t.off;
+    o.es = es;
+    o.blk = blk;
+    o.rep = rep;
+    if (align > 1 && t.off % align != 0) {
+        Trap(api, std::string(role) + ": misaligned address: UB offset " + Hex(t.off) + " is not " +
+                      std::to_string(align) + "-byte aligned, buffer " + DescribeBuf(b));
+    }
+    if (p.repeats == 0) {
+        return o;
+    }
+    // the farthest lane is in the last repeat (or, in counter mode, possibly the one before)
+    uint64_t end = 0;
+    uint32_t rs[2] = {p.repeats - 1, p.repeats >= 2 ? p.repeats - 2 : p.repeats - 1};
+    for (uint32_t r : rs) {
+        int h = p.HighLane(r);
+        if (h >= 0) {
+            end = std::max<uint64_t>(end, uint64_t(o.LaneOff(r, h)) + o.es);
+        }
+    }
+    if (end > uint64_t(b.offset) + b.len) {
+        Trap(api, std::string(role) + ": local memory overflow: access up to " + Hex(end) + " outside buffer " +
+                      DescribeBuf(b));
+    }
+    return o;
+}
+
+void LaneTrap(const char* api, const char* role, const VecOperand& o, uint32_t off)
+{
+    UnwrittenTrap(*o.buf, off, api, role);
+}
+
+} // namespace sim
+} // namespace AscendC

@@ -1,0 +1,521 @@
+// Runtime of the CPU model: runs one launch (one thread per simulated core), implements
+// the cross-core synchronisation, and exports the C ABI the Rust side calls
+// (harness/src/sim/ffi.rs mirrors these declarations).
+//
+// Error handling: a trap throws TrapError in its core; the thread records the first
+// error of the launch, raises the abort flag and wakes every waiting core, which then
+// unwinds with AbortLaunch. Deadlocks (every running core blocked) are reported the same
+// way. All state lives in the Launch object, so concurrent launches do not interact
+// (except through the process-wide lock that serialises GM atomic adds).
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "kernel_operator.h"
+
+namespace AscendC {
+namespace sim {
+
+thread_local Core* tlsCore = nullptr;
+thread_local TPipe* tlsPipe = nullptr;
+
+constexpr int kFlags = 16;
+constexpr uint16_t kFlagMax = 15; // the hardware flag counters are 4 bits wide
+
+struct Launch {
+    std::string kernel;
+    CoreMode mode = CoreMode::AivOnly;
+    uint32_t blockDim = 1;
+    std::vector<GmBuffer> gm;
+
+    std::atomic<bool> aborted{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::string error;
+
+    std::vector<std::unique_ptr<Core>> cores;
+    uint32_t alive = 0;
+    uint32_t waiting = 0;
+    std::vector<std::string> waitingFor;
+    std::vector<std::function<bool()>> waitingUntil; // the condition each waiting core needs
+    std::vector<std::array<uint16_t, kFlags>> flagCount;
+    std::vector<std::array<uint16_t, kFlags>> pending0;
+    std::vector<std::array<uint16_t, kFlags>> pending1;
+    std::vector<std::array<uint16_t, kFlags>> pending2;
+    uint64_t barrierGen[2] = {0, 0};
+    uint32_t barrierCount[2] = {0, 0};
+
+    uint32_t AicOf(uint32_t block) const { return mode == CoreMode::Mix12 ? block * 3 : block; }
+    uint32_t AivOf(uint32_t block, uint32_t sub) const
+    {
+        return mode == CoreMode::Mix12 ? block * 3 + 1 + sub : block;
+    }
+    uint32_t CountOf(CoreKind k) const
+    {
+        uint32_t n = 0;
+        for (auto& c : cores) {
+            n += c->kind == k ? 1 : 0;
+        }
+        return n;
+    }
+
+    // Records the first error and wakes everyone. Caller must not hold `mu`.
+    void Fail(const std::string& msg)
+    {
+        std::lock_guard<std::mutex> g(mu);
+        FailLocked(msg);
+    }
+    void FailLocked(const std::string& msg)
+    {
+        if (error.empty()) {
+            error = msg;
+        }
+        aborted.store(true);
+        cv.notify_all();
+    }
+    // With `mu` held: if every running core waits for a condition that does not hold,
+    // nobody can make progress. (A waiter whose condition already holds has merely not
+    // been scheduled yet.)
+    void CheckDeadlockLocked()
+    {
+        if (alive > 0 && waiting == alive) {
+            for (auto& until : waitingUntil) {
+                if (until && until()) {
+                    return;
+                }
+            }
+            std::string msg = "kernel `" + kernel + "`: deadlock: every running core is blocked:";
+            for (size_t i = 0; i < cores.size(); ++i) {
+                if (!waitingFor[i].empty()) {
+                    msg += "\n  " + cores[i]->label + " in " + waitingFor[i];
+                }
+            }
+            FailLocked(msg);
+        }
+    }
+    // Blocks the calling core until pred() holds (with `lk` on `mu`), or the launch aborts.
+    template <typename Pred>
+    void WaitLocked(std::unique_lock<std::mutex>& lk, Core& me, const std::string& what, Pred pred)
+    {
+        if (pred()) {
+            return;
+        }
+        waiting++;
+        waitingFor[me.index] = what;
+        waitingUntil[me.index] = pred;
+        CheckDeadlockLocked();
+        cv.wait(lk, [&] { return aborted.load() || pred(); });
+        waiting--;
+        waitingFor[me.index].clear();
+        waitingUntil[me.index] = nullptr;
+        if (aborted.load() && !pred()) {
+            throw AbortLaunch{};
+        }
+    }
+};
+
+std::string Hex(uint64_t v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+[[noreturn]] void Trap(const char* api, const std::string& what)
+{
+    Core* c = tlsCore;
+    std::string msg = "kernel `" + std::string(c ? c->kernel : "?") + "`: " + (c ? c->label : "?") + ": " + api +
+                      ": " + what;
+    throw TrapError{msg};
+}
+
+bool LaunchAborted() { return tlsCore->launch->aborted.load(std::memory_order_relaxed); }
+
+int FindGm(const void* p)
+{
+    const auto* q = static_cast<const uint8_t*>(p);
+    const auto& gm = tlsCore->launch->gm;
+    int atEnd = -1;
+    for (size_t i = 0; i < gm.size(); ++i) {
+        if (q >= gm[i].base && q < gm[i].base + gm[i].len) {
+            return static_cast<int>(i);
+        }
+        if (q == gm[i].base + gm[i].len) {
+            atEnd = static_cast<int>(i);
+        }
+    }
+    return atEnd;
+}
+
+const GmBuffer& GmAt(int idx) { return tlsCore->launch->gm[idx]; }
+
+// One lock for every launch of the process: concurrent launches (TP ranks) may share a
+// GM buffer through GmArg::from_raw, and their atomic adds must not interleave.
+static std::mutex gAtomicMu;
+void AtomicLock() { gAtomicMu.lock(); }
+void AtomicUnlock() { gAtomicMu.unlock(); }
+
+int32_t CarveBuffer(const char* api, TPosition pos, uint32_t len, const std::string& name)
+{
+    Core& c = CurCore();
+    Mem m;
+    if (!MemOf(pos, m)) {
+        Trap(api, std::string("position ") + PosName(pos) + " is not modelled by the sim");
+    }
+    bool wantAiv = m == Mem::UB;
+    if ((c.kind == CoreKind::AIV) != wantAiv) {
+        Trap(api, std::string(kMemName[static_cast<int>(m)]) + " (" + PosName(pos) + " for " + name +
+                      ") does not exist on " + c.label);
+    }
+    Arena& a = c.arena[static_cast<int>(m)];
+    uint32_t size = AlignUp(len, ONE_BLK_SIZE);
+    if (uint64_t(a.used) + size > a.capacity) {
+        Trap(api, std::string("local memory overflow: ") + name + " needs " + std::to_string(size) + " bytes at " +
+                      kMemName[static_cast<int>(m)] + " offset " + std::to_string(a.used) + ", capacity " +
+                      std::to_string(a.capacity) + " bytes");
+    }
+    BufDesc b;
+    b.name = name;
+    b.pos = pos;
+    b.mem = m;
+    b.offset = a.used;
+    b.len = size;
+    a.used += size;
+    a.peak = std::max(a.peak, a.used);
+    Poison(m, b.offset, b.len);
+    c.bufs.push_back(std::move(b));
+    return static_cast<int32_t>(c.bufs.size() - 1);
+}
+
+void CrossCoreSet(uint8_t mode, uint16_t flagId)
+{
+    const char* api = "CrossCoreSetFlag";
+    Core& me = CurCore();
+    Launch& L = *me.launch;
+    if (flagId >= kFlags) {
+        Trap(api, "flag id " + std::to_string(flagId) + " out of range [0, 15]");
+    }
+    if ((mode == 1 || mode == 2) && L.mode != CoreMode::Mix12) {
+        Trap(api, "mode " + std::to_string(mode) + " synchronises the cores of a 1:2 group; this launch is not mixed");
+    }
+    if (mode == 1 && me.kind != CoreKind::AIV) {
+        Trap(api, "mode 1 synchronises the two AIVs of a group; called on an AIC");
+    }
+    if (mode > 2) {
+        Trap(api, "mode " + std::to_string(mode) + " is not available on dav-c220 (modes 0, 1, 2)");
+    }
+    std::string overflow;
+    {
+        std::lock_guard<std::mutex> g(L.mu);
+        auto bump = [&](uint32_t core) {
+            if (++L.flagCount[core][flagId] > kFlagMax) {
+                overflow = L.cores[core]->label;
+            }
+        };
+        if (mode == 0) {
+            L.pending0[me.index][flagId]++;
+            bool all = true;
+            for (auto& c : L.cores) {
+                if (c->kind == me.kind && L.pending0[c->index][flagId] == 0) {
+                    all = false;
+                }
+            }
+            if (all) {
+                for (auto& c : L.cores) {
+                    if (c->kind == me.kind) {
+                        L.pending0[c->index][flagId]--;
+                        bump(c->index);
+                    }
+                }
+            }
+        } else if (mode == 1) {
+            uint32_t peer = L.AivOf(me.blockIdx, 1 - me.subBlockIdx);
+            L.pending1[me.index][flagId]++;
+            if (L.pending1[peer][flagId] > 0) {
+                L.pending1[peer][flagId]--;
+                L.pending1[me.index][flagId]--;
+                bump(peer);
+                bump(me.index);
+            }
+        } else if (me.kind == CoreKind::AIC) {
+            bump(L.AivOf(me.blockIdx, 0));
+            bump(L.AivOf(me.blockIdx, 1));
+        } else {
+            uint32_t peer = L.AivOf(me.blockIdx, 1 - me.subBlockIdx);
+            L.pending2[me.index][flagId]++;
+            if (L.pending2[peer][flagId] > 0) {
+                L.pending2[peer][flagId]--;
+                L.pending2[me.index][flagId]--;
+                bump(L.AicOf(me.blockIdx));
+            }
+        }
+        L.cv.notify_all();
+    }
+    if (!overflow.empty()) {
+        Trap(api, "flag " + std::to_string(flagId) + " of " + overflow +
+                      " has more than 15 unconsumed sets (the hardware counter overflows)");
+    }
+}
+
+void CrossCoreWait(uint16_t flagId)
+{
+    Core& me = CurCore();
+    Launch& L = *me.launch;
+    if (flagId >= kFlags) {
+        Trap("CrossCoreWaitFlag", "flag id " + std::to_string(flagId) + " out of range [0, 15]");
+    }
+    std::unique_lock<std::mutex> lk(L.mu);
+    L.WaitLocked(lk, me, "CrossCoreWaitFlag(" + std::to_string(flagId) + ")",
+                 [&] { return L.flagCount[me.index][flagId] > 0; });
+    L.flagCount[me.index][flagId]--;
+}
+
+void SyncAllCores(bool aivOnly, const char* api)
+{
+    Core& me = CurCore();
+    Launch& L = *me.launch;
+    if (aivOnly && me.kind != CoreKind::AIV) {
+        Trap(api, "SyncAll<isAIVOnly = true> called on an AIC");
+    }
+    int idx = aivOnly ? 0 : 1;
+    uint32_t participants = aivOnly ? L.CountOf(CoreKind::AIV) : static_cast<uint32_t>(L.cores.size());
+    std::unique_lock<std::mutex> lk(L.mu);
+    uint64_t gen = L.barrierGen[idx];
+    if (++L.barrierCount[idx] == participants) {
+        L.barrierCount[idx] = 0;
+        L.barrierGen[idx]++;
+        L.cv.notify_all();
+        return;
+    }
+    L.WaitLocked(lk, me, std::string(api) + " barrier", [&] { return L.barrierGen[idx] != gen; });
+}
+
+void DeclareKernelType(KernelMetaType t)
+{
+    CoreMode m = CurCore().launch->mode;
+    bool ok = false;
+    const char* name = "?";
+    switch (t) {
+        case KERNEL_TYPE_AIV_ONLY: ok = m == CoreMode::AivOnly; name = "KERNEL_TYPE_AIV_ONLY"; break;
+        case KERNEL_TYPE_AIC_ONLY: ok = m == CoreMode::AicOnly; name = "KERNEL_TYPE_AIC_ONLY"; break;
+        case KERNEL_TYPE_MIX_AIV_1_0: ok = m == CoreMode::AivOnly; name = "KERNEL_TYPE_MIX_AIV_1_0"; break;
+        case KERNEL_TYPE_MIX_AIC_1_0: ok = m == CoreMode::AicOnly; name = "KERNEL_TYPE_MIX_AIC_1_0"; break;
+        case KERNEL_TYPE_MIX_AIC_1_2: ok = m == CoreMode::Mix12; name = "KERNEL_TYPE_MIX_AIC_1_2"; break;
+        default: name = "an unsupported kernel type"; break;
+    }
+    if (!ok) {
+        const char* mode = m == CoreMode::AivOnly ? "AIV-only" : m == CoreMode::AicOnly ? "AIC-only" : "MIX 1:2";
+        Trap("KERNEL_TASK_TYPE_DEFAULT", std::string("kernel declares ") + name + " but was launched " + mode);
+    }
+}
+
+namespace {
+
+using G = uint8_t*;
+constexpr size_t kMaxArgs = 32;
+
+template <size_t... I>
+void CallWith(void* fn, G* a, std::index_sequence<I...>)
+{
+    using F = void (*)(decltype((void)I, G())...);
+    reinterpret_cast<F>(fn)(a[I]...);
+}
+template <size_t N>
+void CallN(void* fn, G* a)
+{
+    CallWith(fn, a, std::make_index_sequence<N>{});
+}
+template <size_t... N>
+constexpr std::array<void (*)(void*, G*), sizeof...(N)> MakeCallers(std::index_sequence<N...>)
+{
+    return {&CallN<N>...};
+}
+// Trampolines by argument count: kernels take a varying number of GM_ADDR arguments.
+constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxArgs + 1>{});
+
+void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
+{
+    tlsCore = &c;
+    tlsPipe = nullptr;
+    std::vector<std::vector<uint8_t>> storage;
+    for (int m = 0; m < static_cast<int>(Mem::COUNT); ++m) {
+        bool present = (m == static_cast<int>(Mem::UB)) == (c.kind == CoreKind::AIV);
+        if (!present) {
+            continue;
+        }
+        uint32_t cap = kMemCapacity[m];
+        storage.emplace_back(cap, kPoisonByte);
+        uint8_t* data = storage.back().data();
+        storage.emplace_back(cap / kShadowGranule, 0);
+        c.arena[m].data = data;
+        c.arena[m].shadow = storage.back().data();
+        c.arena[m].capacity = cap;
+    }
+    try {
+        kCallers[args.size()](fn, args.data());
+    } catch (const TrapError& e) {
+        L.Fail(e.message);
+    } catch (const AbortLaunch&) {
+    } catch (const std::exception& e) {
+        L.Fail("kernel `" + L.kernel + "`: " + c.label + ": C++ exception: " + e.what());
+    } catch (...) {
+        L.Fail("kernel `" + L.kernel + "`: " + c.label + ": unknown C++ exception");
+    }
+    for (auto& a : c.arena) {
+        a.data = nullptr;
+        a.shadow = nullptr;
+    }
+    {
+        std::lock_guard<std::mutex> g(L.mu);
+        L.alive--;
+        L.CheckDeadlockLocked();
+        L.cv.notify_all();
+    }
+    tlsCore = nullptr;
+    tlsPipe = nullptr;
+}
+
+} // namespace
+} // namespace sim
+} // namespace AscendC
+
+extern "C" {
+
+// Keep in sync with harness/src/sim/ffi.rs.
+struct SimGmArg {
+    uint8_t* ptr;
+    uint64_t len;
+    const char* name;
+};
+
+struct SimStats {
+    uint64_t gm_read_bytes;
+    uint64_t gm_write_bytes;
+    uint64_t scalar_gm_reads;
+    uint64_t scalar_gm_writes;
+    uint64_t mac_bf16;
+    uint64_t mac_f16;
+    uint64_t mac_f32;
+    uint64_t mac_i8;
+    uint64_t vec_elem_ops;
+    uint64_t peak_ub;
+    uint64_t peak_l1;
+    uint64_t peak_l0a;
+    uint64_t peak_l0b;
+    uint64_t peak_l0c;
+};
+
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 1; }
+
+// Runs `fn` (a kernel taking `nargs` GM_ADDR arguments) on blockDim blocks.
+// mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2. Returns 0 on success, 1 if the kernel
+// trapped or deadlocked, 2 for invalid launch arguments; `err` receives the message.
+__attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, void* fn, uint32_t mode,
+                                                          uint32_t blockDim, const SimGmArg* args, uint32_t nargs,
+                                                          SimStats* stats, char* err, uint64_t errCap)
+{
+    using namespace AscendC::sim;
+    auto report = [&](const std::string& m) {
+        if (err != nullptr && errCap > 0) {
+            size_t n = std::min<size_t>(m.size(), errCap - 1);
+            std::memcpy(err, m.data(), n);
+            err[n] = '\0';
+        }
+    };
+    std::string kname = kernel ? kernel : "?";
+    if (fn == nullptr || mode > 2 || blockDim == 0 || nargs > kMaxArgs) {
+        report("kernel `" + kname + "`: invalid launch: fn must be non-null, mode 0..2, blockDim >= 1, at most " +
+               std::to_string(kMaxArgs) + " arguments");
+        return 2;
+    }
+    uint32_t perBlock = mode == 2 ? 3 : 1;
+    if (uint64_t(blockDim) * perBlock > 4096) {
+        report("kernel `" + kname + "`: invalid launch: blockDim " + std::to_string(blockDim) +
+               " needs more than 4096 simulated cores");
+        return 2;
+    }
+    Launch L;
+    L.kernel = kname;
+    L.mode = static_cast<CoreMode>(mode);
+    L.blockDim = blockDim;
+    std::vector<uint8_t*> gmArgs;
+    for (uint32_t i = 0; i < nargs; ++i) {
+        L.gm.push_back(GmBuffer{args[i].ptr, args[i].len, args[i].name ? args[i].name : ("arg" + std::to_string(i))});
+        gmArgs.push_back(args[i].ptr);
+    }
+    auto addCore = [&](CoreKind kind, uint32_t block, uint32_t sub) {
+        auto c = std::make_unique<Core>();
+        c->launch = &L;
+        c->index = static_cast<uint32_t>(L.cores.size());
+        c->kernel = L.kernel.c_str();
+        c->kind = kind;
+        c->blockIdx = block;
+        c->subBlockIdx = sub;
+        c->blockDim = blockDim;
+        c->taskRation = (mode == 2 && kind == CoreKind::AIV) ? 2 : 1;
+        c->label = std::string(kind == CoreKind::AIV ? "AIV" : "AIC") + " core (block " + std::to_string(block) +
+                   (mode == 2 && kind == CoreKind::AIV ? ", sub " + std::to_string(sub) : std::string()) + ")";
+        L.cores.push_back(std::move(c));
+    };
+    for (uint32_t b = 0; b < blockDim; ++b) {
+        if (mode == 0) {
+            addCore(CoreKind::AIV, b, 0);
+        } else if (mode == 1) {
+            addCore(CoreKind::AIC, b, 0);
+        } else {
+            addCore(CoreKind::AIC, b, 0);
+            addCore(CoreKind::AIV, b, 0);
+            addCore(CoreKind::AIV, b, 1);
+        }
+    }
+    size_t n = L.cores.size();
+    L.alive = static_cast<uint32_t>(n);
+    L.waitingFor.assign(n, std::string());
+    L.waitingUntil.assign(n, nullptr);
+    L.flagCount.assign(n, {});
+    L.pending0.assign(n, {});
+    L.pending1.assign(n, {});
+    L.pending2.assign(n, {});
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        threads.emplace_back(RunCore, std::ref(L), std::ref(*L.cores[i]), fn, gmArgs);
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    if (stats != nullptr) {
+        SimStats s{};
+        for (auto& c : L.cores) {
+            const Counters& k = c->counters;
+            s.gm_read_bytes += k.gmReadBytes;
+            s.gm_write_bytes += k.gmWriteBytes;
+            s.scalar_gm_reads += k.scalarGmReads;
+            s.scalar_gm_writes += k.scalarGmWrites;
+            s.mac_bf16 += k.macBf16;
+            s.mac_f16 += k.macF16;
+            s.mac_f32 += k.macF32;
+            s.mac_i8 += k.macI8;
+            s.vec_elem_ops += k.vecElemOps;
+            s.peak_ub = std::max<uint64_t>(s.peak_ub, c->arena[int(Mem::UB)].peak);
+            s.peak_l1 = std::max<uint64_t>(s.peak_l1, c->arena[int(Mem::L1)].peak);
+            s.peak_l0a = std::max<uint64_t>(s.peak_l0a, c->arena[int(Mem::L0A)].peak);
+            s.peak_l0b = std::max<uint64_t>(s.peak_l0b, c->arena[int(Mem::L0B)].peak);
+            s.peak_l0c = std::max<uint64_t>(s.peak_l0c, c->arena[int(Mem::L0C)].peak);
+        }
+        *stats = s;
+    }
+    if (!L.error.empty()) {
+        report(L.error);
+        return 1;
+    }
+    return 0;
+}
+
+} // extern "C"

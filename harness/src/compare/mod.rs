@@ -1,0 +1,22 @@
+//! Comparators with the reference's semantics and thresholds
+//! (golden/validation.py; swa.md §5, hca_csa.md §8.2–8.3). Each returns a
+//! [`Report`]: pass/fail, error figures, the bad-point count against its
+//! allowance, and the worst elements.
+
+mod elementwise;
+mod layer;
+mod mapped_pool;
+mod report;
+mod topk;
+
+pub use elementwise::{ratio_allclose, ratio_reldiff};
+pub use layer::{Check, compare_layer, layer_checks};
+pub use mapped_pool::{MappedPool, mapped_pool};
+pub use report::{Report, Rule, Worst};
+pub use topk::topk_sets;
+
+/// Python's `round()` (ties to even) of `fraction · numel`: the reference's
+/// allowance of bad points.
+pub fn allowance(fraction: f64, numel: usize) -> usize {
+    (fraction * numel as f64).round_ties_even() as usize
+}

@@ -1,0 +1,224 @@
+//! KV compressors (hca_csa.md §4): the ratio-128 compressor of HCA and the
+//! overlapping ratio-4 compressors of CSA (main and indexer "inner").
+//!
+//! Per token: project with wkv / wgate, add the APE row of `p mod ratio` to
+//! the score, write `[kv | score]` to its state row. Per request (ascending,
+//! after all of its writes): at the first boundary `(p+1) mod ratio == 0`,
+//! softmax-pool the window's state rows read through the state block table.
+
+use super::GoldenError;
+use super::arith::{mean_square, rsqrt, sum, widen};
+use super::gemm::{Mat, Threads, matmul};
+use super::rope::rotate;
+use half::bf16;
+
+/// Shape of one compressor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub ratio: usize,
+    /// Pooled (output) width.
+    pub head_dim: usize,
+    /// Ratio-4 compressors also pool the previous window ("front" halves).
+    pub overlap: bool,
+    /// Rows per state page.
+    pub state_block: usize,
+}
+
+impl Geometry {
+    /// Projected width: (1 + overlap) · head_dim.
+    pub fn out_dim(&self) -> usize {
+        if self.overlap {
+            2 * self.head_dim
+        } else {
+            self.head_dim
+        }
+    }
+    /// State row width: kv then score.
+    pub fn state_width(&self) -> usize {
+        2 * self.out_dim()
+    }
+}
+
+/// wkv / wgate `[out, hidden]`, ape `[ratio, out]`, norm_w `[head_dim]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Weights<'a> {
+    pub wkv: &'a [bf16],
+    pub wgate: &'a [bf16],
+    pub ape: &'a [f32],
+    pub norm_w: &'a [bf16],
+}
+
+/// A request's state block table `[requests, width]`.
+#[derive(Debug, Clone, Copy)]
+pub struct StateTable<'a> {
+    pub entries: &'a [i32],
+    pub width: usize,
+}
+
+/// The pooled row of a request that reached a boundary this step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pooled {
+    pub request: usize,
+    /// Index within the request's tokens of the boundary token.
+    pub boundary: usize,
+    pub values: Vec<f32>,
+}
+
+/// Projects `x` `[t, hidden]` (f32 of the bf16 x_normed), updates `state`
+/// (`[pages, state_block, state_width]` flat) and pools every request that
+/// reaches a boundary. `seq` tokens per request.
+#[allow(clippy::too_many_arguments)]
+pub fn update_and_pool(
+    g: Geometry,
+    x: &[f32],
+    hidden: usize,
+    seq: usize,
+    w: Weights,
+    positions: &[i32],
+    state_slots: &[i64],
+    table: StateTable,
+    state: &mut [f32],
+    names: (&str, &str),
+) -> Result<Vec<Pooled>, GoldenError> {
+    let (out, width) = (g.out_dim(), g.state_width());
+    let t = positions.len();
+    let xm = Mat::rows(x, t, hidden);
+    let kv = matmul(
+        xm,
+        Mat::transposed(&widen(w.wkv), hidden, out),
+        Threads::All,
+    );
+    let mut score = matmul(
+        xm,
+        Mat::transposed(&widen(w.wgate), hidden, out),
+        Threads::All,
+    );
+    let state_rows = state.len() / width;
+    let (slot_name, table_name) = names;
+    let mut pooled = Vec::new();
+    for b in 0..t / seq {
+        let mut boundary = None;
+        for s in 0..seq {
+            let tok = b * seq + s;
+            let pos = position(positions[tok], tok)?;
+            let ape = &w.ape[(pos % g.ratio) * out..(pos % g.ratio + 1) * out];
+            let sc = &mut score[tok * out..(tok + 1) * out];
+            sc.iter_mut().zip(ape).for_each(|(v, &a)| *v += a);
+            let slot = state_slots[tok];
+            if slot != -1 {
+                let r = usize::try_from(slot)
+                    .ok()
+                    .filter(|&r| r < state_rows)
+                    .ok_or_else(|| {
+                        GoldenError::Contract(format!(
+                            "{slot_name}[{tok}]={slot}: expected -1 or a row in [0, {state_rows})"
+                        ))
+                    })?;
+                let row = &mut state[r * width..(r + 1) * width];
+                row[..out].copy_from_slice(&kv[tok * out..(tok + 1) * out]);
+                row[out..].copy_from_slice(sc);
+            }
+            if boundary.is_none() && (pos + 1) % g.ratio == 0 {
+                boundary = Some((s, pos));
+            }
+        }
+        if let Some((s, e)) = boundary {
+            let values = pool(g, b, e, table, state, table_name)?;
+            pooled.push(Pooled {
+                request: b,
+                boundary: s,
+                values,
+            });
+        }
+    }
+    Ok(pooled)
+}
+
+fn position(p: i32, tok: usize) -> Result<usize, GoldenError> {
+    usize::try_from(p)
+        .map_err(|_| GoldenError::Contract(format!("position_ids[{tok}]={p} is negative")))
+}
+
+/// One pooled entry: kv values and score values of `head_dim` channels.
+type Entry<'a> = (Option<&'a [f32]>, Option<&'a [f32]>);
+
+/// Softmax-pools the window ending at boundary `e` of request `b`.
+fn pool(
+    g: Geometry,
+    b: usize,
+    e: usize,
+    table: StateTable,
+    state: &[f32],
+    table_name: &str,
+) -> Result<Vec<f32>, GoldenError> {
+    let (hd, out, width) = (g.head_dim, g.out_dim(), g.state_width());
+    let state_rows = state.len() / width;
+    let read = |q: i64, back: bool| -> Result<Entry, GoldenError> {
+        if q < 0 {
+            return Ok((None, None));
+        }
+        let q = q as usize;
+        let page = q / g.state_block;
+        if page >= table.width {
+            return Err(GoldenError::Contract(format!(
+                "{table_name}: position {q} of request {b} is past the table's {} pages",
+                table.width
+            )));
+        }
+        let entry = table.entries[b * table.width + page];
+        let Ok(page) = usize::try_from(entry) else {
+            return Ok((None, None));
+        };
+        let r = page * g.state_block + q % g.state_block;
+        if r >= state_rows {
+            return Err(GoldenError::Contract(format!(
+                "{table_name}[{b}, {}]={entry} is outside the {}-row state pool",
+                q / g.state_block,
+                state_rows
+            )));
+        }
+        let row = &state[r * width..(r + 1) * width];
+        // Back (current-window) entries use the second halves when overlapping.
+        let half = if back && g.overlap { hd } else { 0 };
+        Ok((
+            Some(&row[half..half + hd]),
+            Some(&row[out + half..out + half + hd]),
+        ))
+    };
+    let (e, r) = (e as i64, g.ratio as i64);
+    let mut entries: Vec<Entry> = Vec::new();
+    if g.overlap {
+        for q in e - 2 * r + 1..=e - r {
+            entries.push(read(q, false)?);
+        }
+    }
+    for q in e - r + 1..=e {
+        entries.push(read(q, true)?);
+    }
+    // Per channel: softmax over the entries, then the weighted kv sum.
+    // Unmapped / pre-sequence entries are kv 0 with score −inf.
+    Ok((0..hd)
+        .map(|c| {
+            let sc = |en: &Entry| en.1.map_or(f32::NEG_INFINITY, |s| s[c]);
+            let max = entries.iter().map(sc).fold(f32::NEG_INFINITY, f32::max);
+            let ex: Vec<f32> = entries.iter().map(|en| (sc(en) - max).exp()).collect();
+            let total = sum(ex.iter().copied());
+            sum(entries
+                .iter()
+                .zip(&ex)
+                .map(|(en, &x)| en.0.map_or(0.0, |kv| kv[c]) * (x / total)))
+        })
+        .collect())
+}
+
+/// RMSNorm with `norm_w` (`(x · rsqrt(mean(x²) + eps)) · w`, f32) then the
+/// forward rotation of the last `cos.len() · 2` values (hca_csa.md §4.5).
+pub fn normalize_rotate(values: &mut [f32], norm_w: &[bf16], eps: f32, cos: &[f32], sin: &[f32]) {
+    let inv = rsqrt(mean_square(values) + eps);
+    values
+        .iter_mut()
+        .zip(norm_w)
+        .for_each(|(v, w)| *v = (*v * inv) * w.to_f32());
+    let n = values.len();
+    rotate(&mut values[n - 2 * cos.len()..], cos, sin);
+}

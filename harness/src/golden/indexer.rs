@@ -1,0 +1,167 @@
+//! The lightning indexer of CSA (hca_csa.md §5): int8 index queries, head
+//! weights, ReLU-weighted int8 scores against the int8 index-key cache, top-k.
+
+use super::GoldenError;
+use super::arith::{bf16_round, sum, widen};
+use super::dims::{CsaDims, Dims};
+use super::gemm::{Mat, Threads, matmul, matmul_i8, matmul_int, widen_i8};
+use super::quant::quantize_row;
+use super::rope::{RopeRows, rotate};
+use super::topk::top_k;
+use half::bf16;
+use rayon::prelude::*;
+
+/// Index queries quantised per (token, head).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexQuery {
+    /// `[t, index_heads, index_head_dim]`.
+    pub q: Vec<i8>,
+    /// `[t, index_heads]`.
+    pub scale: Vec<f32>,
+}
+
+/// Index queries (§5.1): `(qr · idx_wq_b)` exact, dequantised, RoPE on the
+/// last rope dims with the request's step row, bf16, times the Hadamard
+/// matrix, int8 per (token, head). `step` has one row per request.
+#[allow(clippy::too_many_arguments)]
+pub fn index_query(
+    d: &Dims,
+    c: &CsaDims,
+    qr: &[i8],
+    qr_scale: &[f32],
+    idx_wq_b: &[i8],
+    idx_wq_b_scale: &[f32],
+    hadamard: &[bf16],
+    step: &RopeRows,
+) -> IndexQuery {
+    let t = qr_scale.len();
+    let (ih, id) = (c.index_heads, c.index_head_dim);
+    let width = ih * id;
+    let mut q = matmul_i8(
+        Mat::rows(qr, t, d.q_lora),
+        Mat::rows(idx_wq_b, d.q_lora, width),
+        Threads::All,
+    );
+    q.par_chunks_mut(width).enumerate().for_each(|(tok, row)| {
+        let b = tok / d.seq;
+        for (v, &s) in row.iter_mut().zip(idx_wq_b_scale) {
+            *v = (*v * qr_scale[tok]) * s;
+        }
+        for head in row.chunks_exact_mut(id) {
+            let n = head.len();
+            rotate(&mut head[n - d.rope_dim..], step.cos(b), step.sin(b));
+            head.iter_mut().for_each(|v| *v = bf16_round(*v));
+        }
+    });
+    let h = widen(hadamard);
+    let qh = matmul(
+        Mat::rows(&q, t * ih, id),
+        Mat::rows(&h, id, id),
+        Threads::All,
+    );
+    let mut q8 = vec![0i8; t * width];
+    let mut scale = vec![0.0f32; t * ih];
+    q8.par_chunks_mut(id)
+        .zip(qh.par_chunks(id))
+        .zip(scale.par_iter_mut())
+        .for_each(|((q8, row), s)| *s = quantize_row(row, q8));
+    IndexQuery { q: q8, scale }
+}
+
+/// Head weights (§5.2): `(x · weights_proj) · weights_scale`, `[t, index_heads]`.
+pub fn head_weights(x: &[f32], hidden: usize, weights_proj: &[bf16], scale: f32) -> Vec<f32> {
+    let heads = weights_proj.len() / hidden;
+    let t = x.len() / hidden;
+    let mut w = matmul(
+        Mat::rows(x, t, hidden),
+        Mat::rows(&widen(weights_proj), hidden, heads),
+        Threads::All,
+    );
+    w.iter_mut().for_each(|v| *v *= scale);
+    w
+}
+
+/// The int8 index-key cache with its block table.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexCache<'a> {
+    /// `[pages · block_size, index_head_dim]`.
+    pub keys: &'a [i8],
+    /// `[pages · block_size]`.
+    pub scales: &'a [f32],
+    /// `[requests, width]`.
+    pub table: &'a [i32],
+    pub width: usize,
+}
+
+/// Scores (§5.4) and top-k (§5.5) of every token: for each visible compressed
+/// row j, `k_s[j] · Σ_h w[t,h] · ReLU(q_s[t,h] · (q_i8 · k_i8))`; the top
+/// `index_topk` rows, best first, padded with −1. Returns `[t, index_topk]`.
+#[allow(clippy::too_many_arguments)]
+pub fn select(
+    d: &Dims,
+    c: &CsaDims,
+    query: &IndexQuery,
+    weights: &[f32],
+    positions: &[i32],
+    kv_seq_lens: &[i32],
+    cache: IndexCache,
+) -> Result<Vec<i32>, GoldenError> {
+    let (ih, id, bs, seq) = (c.index_heads, c.index_head_dim, d.block_size, d.seq);
+    let rows = cache.scales.len();
+    let score_len = c.score_len(d);
+    let per_request: Vec<Vec<i32>> = kv_seq_lens
+        .par_iter()
+        .enumerate()
+        .map(|(b, &len)| -> Result<Vec<i32>, GoldenError> {
+            let mut out = vec![-1i32; seq * c.index_topk];
+            let cache_len = usize::try_from(len).unwrap_or(0) / c.ratio;
+            if cache_len == 0 {
+                return Ok(out);
+            }
+            // Gather the request's keys through idx_block_table.
+            let mut keys = Vec::with_capacity(cache_len * id);
+            let mut key_scale = Vec::with_capacity(cache_len);
+            for j in 0..cache_len {
+                let entry = if j / bs < cache.width { cache.table[b * cache.width + j / bs] } else { -1 };
+                let r = usize::try_from(entry)
+                    .ok()
+                    .map(|p| p * bs + j % bs)
+                    .filter(|&r| r < rows)
+                    .ok_or_else(|| {
+                        GoldenError::Contract(format!(
+                            "idx_block_table[{b}, {}]={entry} does not map index-cache row {j} into the {rows}-row pool",
+                            j / bs
+                        ))
+                    })?;
+                keys.extend(cache.keys[r * id..(r + 1) * id].iter().map(|&v| f32::from(v)));
+                key_scale.push(cache.scales[r]);
+            }
+            let q = widen_i8(&query.q[b * seq * ih * id..(b + 1) * seq * ih * id]);
+            let raw = matmul_int(
+                Mat::rows(&q, seq * ih, id),
+                Mat::transposed(&keys, id, cache_len),
+                Threads::One,
+            );
+            for s in 0..seq {
+                let tok = b * seq + s;
+                let visible = cache_len
+                    .min((i64::from(positions[tok]) + 1).max(0) as usize / c.ratio)
+                    .min(score_len);
+                let scores: Vec<f32> = (0..visible)
+                    .map(|j| {
+                        let head_sum = sum((0..ih).map(|h| {
+                            let v = raw[(s * ih + h) * cache_len + j] * query.scale[tok * ih + h];
+                            v.max(0.0) * weights[tok * ih + h]
+                        }));
+                        head_sum * key_scale[j]
+                    })
+                    .collect();
+                for (o, j) in out[s * c.index_topk..].iter_mut().zip(top_k(&scores, c.index_topk)) {
+                    *o = j as i32;
+                }
+            }
+            Ok(out)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(per_request.concat())
+}

@@ -1,0 +1,50 @@
+//! The C ABI of `harness/sim/src/runtime.cpp`; keep the two in step (and bump
+//! `ABI_VERSION` on both sides when it changes).
+
+use std::ffi::{c_char, c_void};
+
+pub(crate) const ABI_VERSION: u32 = 1;
+
+#[repr(C)]
+pub(crate) struct SimGmArg {
+    pub ptr: *mut u8,
+    pub len: u64,
+    pub name: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct SimStats {
+    pub gm_read_bytes: u64,
+    pub gm_write_bytes: u64,
+    pub scalar_gm_reads: u64,
+    pub scalar_gm_writes: u64,
+    pub mac_bf16: u64,
+    pub mac_f16: u64,
+    pub mac_f32: u64,
+    pub mac_i8: u64,
+    pub vec_elem_ops: u64,
+    pub peak_ub: u64,
+    pub peak_l1: u64,
+    pub peak_l0a: u64,
+    pub peak_l0b: u64,
+    pub peak_l0c: u64,
+}
+
+pub(crate) type AbiVersionFn = unsafe extern "C" fn() -> u32;
+
+/// `sim_launch(kernel, fn, mode, block_dim, args, nargs, stats, err, err_cap)`.
+pub(crate) type LaunchFn = unsafe extern "C" fn(
+    *const c_char,
+    *mut c_void,
+    u32,
+    u32,
+    *const SimGmArg,
+    u32,
+    *mut SimStats,
+    *mut c_char,
+    u64,
+) -> i32;
+
+pub(crate) const LAUNCH_OK: i32 = 0;
+pub(crate) const LAUNCH_TRAP: i32 = 1;

@@ -1,0 +1,271 @@
+//! A loaded sim library and kernel launches on raw GM byte buffers.
+
+use std::ffi::{CString, c_char, c_void};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use super::builder::{BuildSpec, build_library};
+use super::error::SimError;
+use super::ffi;
+
+/// Which cores a launch runs, as the host launch plan states it (dav-c220 topology).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoreMode {
+    /// `blockDim` vector cores.
+    Aiv,
+    /// `blockDim` cube cores.
+    Aic,
+    /// `blockDim` groups of one cube core and two vector cores (KERNEL_TYPE_MIX_AIC_1_2).
+    Mix,
+}
+
+impl CoreMode {
+    fn abi(self) -> u32 {
+        match self {
+            CoreMode::Aiv => 0,
+            CoreMode::Aic => 1,
+            CoreMode::Mix => 2,
+        }
+    }
+}
+
+/// Plain element types a GM buffer may be viewed as (no padding, any bit pattern valid).
+pub trait GmElem: Copy + sealed::Sealed {}
+mod sealed {
+    pub trait Sealed {}
+}
+macro_rules! gm_elem {
+    ($($t:ty),*) => {$(impl sealed::Sealed for $t {} impl GmElem for $t {})*};
+}
+gm_elem!(
+    u8,
+    i8,
+    u16,
+    i16,
+    u32,
+    i32,
+    u64,
+    i64,
+    f32,
+    f64,
+    half::bf16,
+    half::f16
+);
+
+/// One kernel argument: a GM buffer the kernel may access (bounds-checked by the sim).
+pub struct GmArg<'a> {
+    name: String,
+    ptr: *mut u8,
+    len: usize,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> GmArg<'a> {
+    /// A named buffer; the name appears in trap messages.
+    pub fn new<T: GmElem>(name: impl Into<String>, buf: &'a mut [T]) -> Self {
+        GmArg {
+            name: name.into(),
+            ptr: buf.as_mut_ptr().cast::<u8>(),
+            len: std::mem::size_of_val(buf),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A buffer shared between concurrent launches (e.g. TP ranks writing disjoint parts).
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid for the whole launch, and concurrent launches
+    /// touching it must not race on the same bytes except through the kernels' atomics.
+    pub unsafe fn from_raw(name: impl Into<String>, ptr: *mut u8, len: usize) -> GmArg<'static> {
+        GmArg {
+            name: name.into(),
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Counters of one launch (all cores summed; peaks are the maximum over cores).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchStats {
+    /// Bytes moved from / to GM by DMA (DataCopy, DataCopyPad, ND2NZ, Fixpipe).
+    pub gm_read_bytes: u64,
+    pub gm_write_bytes: u64,
+    /// Scalar GlobalTensor::GetValue / SetValue calls.
+    pub scalar_gm_reads: u64,
+    pub scalar_gm_writes: u64,
+    /// Cube multiply-accumulates (m·n·k of each Mmad) by input type.
+    pub mac_bf16: u64,
+    pub mac_f16: u64,
+    pub mac_f32: u64,
+    pub mac_i8: u64,
+    /// Active lanes of all vector instructions.
+    pub vec_elem_ops: u64,
+    /// Peak bytes allocated by TPipe per memory, maximum over cores.
+    pub peak_ub: u64,
+    pub peak_l1: u64,
+    pub peak_l0a: u64,
+    pub peak_l0b: u64,
+    pub peak_l0c: u64,
+}
+
+impl LaunchStats {
+    pub fn gm_bytes(&self) -> u64 {
+        self.gm_read_bytes + self.gm_write_bytes
+    }
+    pub fn macs(&self) -> u64 {
+        self.mac_bf16 + self.mac_f16 + self.mac_f32 + self.mac_i8
+    }
+}
+
+/// A compiled, loaded set of kernels.
+pub struct SimLibrary {
+    path: PathBuf,
+    launch_fn: ffi::LaunchFn,
+    lib: libloading::Library,
+}
+
+impl SimLibrary {
+    /// Compiles `spec` (or reuses the cached build) and loads it.
+    pub fn build(spec: &BuildSpec) -> Result<SimLibrary, SimError> {
+        let path = build_library(spec)?;
+        SimLibrary::load(&path)
+    }
+
+    /// Loads an already built library.
+    pub fn load(path: &Path) -> Result<SimLibrary, SimError> {
+        let load_err = |e: libloading::Error| SimError::Load {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        // SAFETY: the library is one we built from the sim runtime; its initialisers are
+        // plain C++ static initialisation.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(load_err)?;
+        // SAFETY: symbol types match harness/sim/src/runtime.cpp (checked by the ABI version).
+        let version =
+            unsafe { lib.get::<ffi::AbiVersionFn>(b"sim_abi_version\0") }.map_err(load_err)?;
+        let found = unsafe { version() };
+        if found != ffi::ABI_VERSION {
+            return Err(SimError::Load {
+                path: path.to_path_buf(),
+                message: format!(
+                    "runtime ABI version {found}, this harness expects {}",
+                    ffi::ABI_VERSION
+                ),
+            });
+        }
+        let launch_fn = *unsafe { lib.get::<ffi::LaunchFn>(b"sim_launch\0") }.map_err(load_err)?;
+        Ok(SimLibrary {
+            path: path.to_path_buf(),
+            launch_fn,
+            lib,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `kernel` (an `extern "C"` kernel of this library taking one GM_ADDR per arg)
+    /// on `block_dim` blocks and returns its counters; a trap comes back as an error.
+    pub fn launch(
+        &self,
+        kernel: &str,
+        mode: CoreMode,
+        block_dim: u32,
+        args: &mut [GmArg<'_>],
+    ) -> Result<LaunchStats, SimError> {
+        let invalid = |message: String| SimError::InvalidLaunch {
+            kernel: kernel.to_string(),
+            message,
+        };
+        let cname = CString::new(kernel).map_err(|_| invalid("kernel name contains NUL".into()))?;
+        // SAFETY: we only take the symbol's address; the runtime calls it with `args.len()`
+        // GM_ADDR arguments, which is the kernel ABI of this crate's generated kernels.
+        let sym = unsafe {
+            self.lib
+                .get::<unsafe extern "C" fn()>(cname.as_bytes_with_nul())
+        }
+        .map_err(|_| SimError::MissingKernel {
+            kernel: kernel.to_string(),
+            library: self.path.clone(),
+        })?;
+        let fn_ptr = *sym as *mut c_void;
+        let names: Vec<CString> = args
+            .iter()
+            .map(|a| {
+                CString::new(a.name.as_str())
+                    .map_err(|_| invalid(format!("argument name {:?}", a.name)))
+            })
+            .collect::<Result<_, _>>()?;
+        let raw: Vec<ffi::SimGmArg> = args
+            .iter()
+            .zip(&names)
+            .map(|(a, n)| ffi::SimGmArg {
+                ptr: a.ptr,
+                len: a.len as u64,
+                name: n.as_ptr(),
+            })
+            .collect();
+        let nargs = u32::try_from(raw.len()).map_err(|_| invalid("too many arguments".into()))?;
+        let mut stats = ffi::SimStats::default();
+        let mut err = vec![0u8; 16 * 1024];
+        // SAFETY: every pointer outlives the call; buffers are exclusively borrowed (or
+        // vouched for by `GmArg::from_raw`).
+        let rc = unsafe {
+            (self.launch_fn)(
+                cname.as_ptr(),
+                fn_ptr,
+                mode.abi(),
+                block_dim,
+                raw.as_ptr(),
+                nargs,
+                &mut stats,
+                err.as_mut_ptr().cast::<c_char>(),
+                err.len() as u64,
+            )
+        };
+        let message = || {
+            let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
+            String::from_utf8_lossy(&err[..end]).into_owned()
+        };
+        match rc {
+            ffi::LAUNCH_OK => Ok(LaunchStats {
+                gm_read_bytes: stats.gm_read_bytes,
+                gm_write_bytes: stats.gm_write_bytes,
+                scalar_gm_reads: stats.scalar_gm_reads,
+                scalar_gm_writes: stats.scalar_gm_writes,
+                mac_bf16: stats.mac_bf16,
+                mac_f16: stats.mac_f16,
+                mac_f32: stats.mac_f32,
+                mac_i8: stats.mac_i8,
+                vec_elem_ops: stats.vec_elem_ops,
+                peak_ub: stats.peak_ub,
+                peak_l1: stats.peak_l1,
+                peak_l0a: stats.peak_l0a,
+                peak_l0b: stats.peak_l0b,
+                peak_l0c: stats.peak_l0c,
+            }),
+            ffi::LAUNCH_TRAP => Err(SimError::Trap {
+                kernel: kernel.to_string(),
+                message: message(),
+            }),
+            _ => Err(invalid(message())),
+        }
+    }
+}
+
+/// Fills a GM buffer with 0xFF bytes (NaN in fp32/fp16/bf16, -1 in integers), so
+/// outputs a kernel fails to write are visible.
+pub fn poison<T: GmElem>(buf: &mut [T]) {
+    // SAFETY: GmElem types are plain numbers: every byte pattern is a valid value.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(buf))
+    };
+    bytes.fill(0xFF);
+}

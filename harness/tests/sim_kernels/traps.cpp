@@ -1,0 +1,181 @@
+// Deliberately wrong kernels, one per trap class of the sim. Each must fail with a message
+// naming the kernel, the API call and the buffer (or event / flag) involved.
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+// GM out of bounds: reads 64 floats starting 32 floats before the end of x.
+extern "C" __global__ __aicore__ void trap_gm_oob(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 64 * sizeof(float));
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, g[64 - 32], 64); // x holds 64 floats
+}
+
+// Local memory overflow: two 100 KiB buffers do not fit the 184 KiB of usable UB.
+extern "C" __global__ __aicore__ void trap_ub_overflow()
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, 100 * 1024);
+    pipe.InitBuffer(b, 100 * 1024);
+}
+
+// Misaligned DataCopy: 10 floats are 40 bytes, not whole 32-byte blocks.
+extern "C" __global__ __aicore__ void trap_misaligned_copy(GM_ADDR x)
+{
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, 256);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, g, 10);
+}
+
+// Misaligned vector operand: a LocalTensor view starting 12 bytes into the buffer.
+extern "C" __global__ __aicore__ void trap_misaligned_vec()
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 256 * sizeof(float));
+    LocalTensor<float> t = buf.Get<float>();
+    Duplicate(t, 1.0f, 256);
+    Adds(t[3], t[3], 1.0f, 64);
+}
+
+// Use of a freed LocalTensor.
+extern "C" __global__ __aicore__ void trap_use_after_free()
+{
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, 256);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 1.0f, 64);
+    q.FreeTensor(t);
+    Adds(t, t, 1.0f, 64);
+}
+
+// Queue misuse: DeQue from an empty queue.
+extern "C" __global__ __aicore__ void trap_deque_empty()
+{
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 2, 256);
+    LocalTensor<float> t = q.DeQue<float>();
+    Duplicate(t, 1.0f, 64);
+}
+
+// Queue misuse: a depth-1 queue holding two tensors.
+extern "C" __global__ __aicore__ void trap_queue_depth()
+{
+    TPipe pipe;
+    TQue<TPosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 2, 256);
+    LocalTensor<float> a = q.AllocTensor<float>();
+    LocalTensor<float> b = q.AllocTensor<float>();
+    Duplicate(a, 1.0f, 64);
+    Duplicate(b, 2.0f, 64);
+    q.EnQue(a);
+    q.EnQue(b);
+}
+
+// Reading never-written local memory: half of the buffer is written, all of it copied out.
+extern "C" __global__ __aicore__ void trap_uninit_read(GM_ADDR y)
+{
+    TPipe pipe;
+    TQue<TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 1, 128 * sizeof(float));
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)y);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    Duplicate(t, 1.0f, 64);
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    DataCopy(g, t, 128);
+    q.FreeTensor(t);
+}
+
+// WaitFlag without a matching SetFlag.
+extern "C" __global__ __aicore__ void trap_wait_without_set()
+{
+    SetFlag<HardEvent::MTE2_V>(EVENT_ID1);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID1);
+    WaitFlag<HardEvent::MTE2_V>(EVENT_ID1);
+}
+
+// Deadlock (MIX): the AIVs wait for flag 3, which the AIC never raises.
+extern "C" __global__ __aicore__ void trap_deadlock()
+{
+    if ASCEND_IS_AIV {
+        CrossCoreWaitFlag(3);
+    }
+}
+
+// A trap in one core while the others wait in SyncAll: the launch must end with the trap.
+extern "C" __global__ __aicore__ void trap_while_others_wait(GM_ADDR x)
+{
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    if (GetBlockIdx() == 1) {
+        g.GetValue(1000000);
+    }
+    SyncAll();
+}
+
+// Unsupported round mode for the type pair (float -> bf16 has no CAST_ODD on dav-c220).
+extern "C" __global__ __aicore__ void trap_cast_mode()
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, 64 * sizeof(float));
+    pipe.InitBuffer(b, 64 * sizeof(bfloat16_t));
+    LocalTensor<float> f = a.Get<float>();
+    Duplicate(f, 1.0f, 64);
+    LocalTensor<bfloat16_t> h = b.Get<bfloat16_t>();
+    Cast(h, f, RoundMode::CAST_ODD, 64);
+}
+
+// Cube layout misuse: a LoadData destination in L0A that is not 512-byte aligned.
+extern "C" __global__ __aicore__ void trap_l0_misaligned(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::A1> a1;
+    TBuf<TPosition::A2> a2;
+    pipe.InitBuffer(a1, 512 * sizeof(half));
+    pipe.InitBuffer(a2, 1024 * sizeof(half));
+    GlobalTensor<half> g;
+    g.SetGlobalBuffer((__gm__ half*)x);
+    LocalTensor<half> l1 = a1.Get<half>();
+    DataCopy(l1, g, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    LocalTensor<half> l0 = a2.Get<half>();
+    LoadData(l0[16], l1, LoadData2DParams(0, 1, 0, 0, 0, false, 0));
+}
+
+// Reading an L0A fractal row that was never loaded: Mmad over 32 rows with 16 loaded.
+extern "C" __global__ __aicore__ void trap_mmad_uninit(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::A1> a1;
+    TBuf<TPosition::A2> a2;
+    TBuf<TPosition::B2> b2;
+    TBuf<TPosition::CO1> co1;
+    pipe.InitBuffer(a1, 512 * sizeof(half));
+    pipe.InitBuffer(a2, 512 * sizeof(half));
+    pipe.InitBuffer(b2, 256 * sizeof(half));
+    pipe.InitBuffer(co1, 512 * sizeof(float));
+    GlobalTensor<half> g;
+    g.SetGlobalBuffer((__gm__ half*)x);
+    LocalTensor<half> l1 = a1.Get<half>();
+    DataCopy(l1, g, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    LocalTensor<half> a = a2.Get<half>();
+    LocalTensor<half> b = b2.Get<half>();
+    LoadData(a, l1, LoadData2DParams(0, 1, 0, 0, 0, false, 0));
+    LoadData(b, l1, LoadData2DParams(0, 1, 0, 0, 0, true, 0));
+    LocalTensor<float> c = co1.Get<float>();
+    Mmad(c, a, b, MmadParams(32, 16, 16, 0, false, true));
+}
