@@ -1,1 +1,68 @@
-fn main() {}
+//! `cargo xtask`: the project's command line.
+//!
+//! `gen` and `diff` depend only on the generator, never on generated code, so a
+//! template that renders broken Rust can be fixed by editing it and running
+//! `gen` again. Commands that run generated layers reach the `runner` crate as
+//! a subprocess.
+
+mod codegen;
+mod style;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Generate, check and diff the kernels and host harnesses in generated/"
+)]
+struct Cli {
+    /// Repository root (default: the workspace this xtask was built in).
+    #[arg(long, global = true, hide = true)]
+    root: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate every spec in specs/ and write generated/ from them.
+    ///
+    /// Only changed files are written, each atomically; files carrying the
+    /// @generated marker that no spec produces any more are removed. Nothing is
+    /// written when any spec is invalid. Exit codes: 0 ok, 1 --check found
+    /// stale, missing or orphaned files, 2 invalid spec or bad arguments.
+    Gen {
+        /// Render in memory and compare with generated/ instead of writing:
+        /// prints a unified diff per stale file and lists missing and orphaned files.
+        #[arg(long)]
+        check: bool,
+        /// Regenerate only the files of these specs (every spec is still validated;
+        /// other specs' files are left alone).
+        #[arg(long = "spec", value_name = "FILE")]
+        specs: Vec<PathBuf>,
+    },
+    /// Show what `gen` would change in generated/, as a colored unified diff.
+    Diff {
+        /// Summarise: changed lines per file and totals.
+        #[arg(long)]
+        stat: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let root = cli.root.unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives one level below the workspace root")
+            .to_path_buf()
+    });
+    let code = match cli.command {
+        Command::Gen { check, specs } => codegen::gen_command(&root, check, &specs),
+        Command::Diff { stat } => codegen::diff_command(&root, stat),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,153 @@
+//! The whole pipeline in memory: determinism, freshness of the committed tree,
+//! file hygiene, and variants nobody planned for.
+
+use std::path::{Path, PathBuf};
+
+use kernelgen::render::{self, MARKER};
+use kernelgen::tree::{self, Scope};
+use kernelgen::{generate, plan, spec};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn generating_twice_gives_identical_bytes() {
+    let a = generate(&root(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let b = generate(&root(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.files, b.files);
+    assert!(a.files.len() > 40);
+}
+
+#[test]
+fn the_committed_tree_is_fresh() {
+    // `cargo xtask gen --check` as a test.
+    let root = root();
+    let g = generate(&root, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let report = tree::compare(&root, &g.files, &Scope::All).expect("read generated/");
+    let stale: Vec<&str> = report.changes.iter().map(|c| c.path.as_str()).collect();
+    assert!(
+        report.is_clean(),
+        "generated/ is out of date ({stale:?}, unknown {:?}): run `cargo xtask gen`",
+        report.foreign
+    );
+}
+
+#[test]
+fn files_are_sorted_headed_and_free_of_machine_details() {
+    let root = root();
+    let g = generate(&root, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let paths: Vec<&str> = g.files.iter().map(|f| f.path.as_str()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort_unstable();
+    assert_eq!(paths, sorted);
+    let abs = root.canonicalize().unwrap();
+    for f in &g.files {
+        let first = f.content.lines().next().unwrap();
+        assert!(
+            first.starts_with("// ") && first.contains(MARKER),
+            "{}",
+            f.path
+        );
+        assert!(first.ends_with("— do not edit"), "{}", f.path);
+        assert_eq!(render::owner_of(&f.content), Some(f.owner.as_str()));
+        assert!(
+            f.content.ends_with('\n') && !f.content.ends_with("\n\n"),
+            "{}",
+            f.path
+        );
+        assert!(
+            !f.content.contains(abs.to_str().unwrap()),
+            "{} has an absolute path",
+            f.path
+        );
+        assert!(
+            !f.content.contains('\r') && !f.content.contains('\t'),
+            "{}",
+            f.path
+        );
+    }
+    // The header names the spec and its content hash.
+    let swa = g
+        .files
+        .iter()
+        .find(|f| f.path == "generated/host/swa_tp2.rs")
+        .unwrap();
+    let text = std::fs::read(root.join("specs/swa.yaml")).unwrap();
+    let expected = format!(
+        "from specs/swa.yaml (spec {}) — do not edit",
+        spec::short_hash(&text)
+    );
+    assert!(swa.content.lines().next().unwrap().ends_with(&expected));
+}
+
+#[test]
+fn the_unplanned_variant_generates_from_its_spec_alone() {
+    let g = generate(&root(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let p = g
+        .plans
+        .iter()
+        .find(|p| p.variant == "csa_unplanned_tp8")
+        .expect("planned");
+    assert_eq!(p.shape.tp, 8);
+    assert_eq!((p.attention.window, p.attention.window_tiles), (256, 2));
+    assert_eq!(p.compressor.as_ref().map(|c| c.ratio), Some(16));
+    assert_eq!(p.attention.padded_topk, 512);
+    assert_eq!(p.model.rope_dim, 32);
+    for path in [
+        "generated/ascendc/csa_unplanned_tp8/tiling.h",
+        "generated/host/csa_unplanned_tp8.rs",
+    ] {
+        assert!(g.files.iter().any(|f| f.path == path), "{path}");
+    }
+}
+
+#[test]
+fn pro_dims_at_tp_8_validate_and_render() {
+    // DeepSeek-V4 Pro attention dims (codegen.md §5.2), edited into the FLASH SWA spec.
+    let text = std::fs::read_to_string(root().join("specs/swa.yaml")).unwrap();
+    let mut text = text
+        .replace("name: swa", "name: swa_pro")
+        .replace("tp: [1, 2, 4]", "tp: [8]");
+    for (from, to) in [
+        ("hidden: 4096", "hidden: 7168"),
+        ("heads: 64", "heads: 128"),
+        ("q_lora_rank: 1024", "q_lora_rank: 1536"),
+        ("o_groups: 8", "o_groups: 16"),
+    ] {
+        assert!(text.contains(from));
+        text = text.replace(from, to);
+    }
+    let spec = spec::parse("specs/swa_pro.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let plans = plan::build(&spec).unwrap_or_else(|e| panic!("{}", e[0]));
+    let p = &plans[0];
+    assert_eq!(
+        (p.shape.b, p.shape.local_t, p.shape.local_o_groups),
+        (8, 64, 2)
+    );
+    assert_eq!((p.model.heads_per_group, p.model.o_group_in), (8, 4096));
+    let files = render::render(&plans).expect("renders");
+    let host = files
+        .iter()
+        .find(|f| f.path == "generated/host/swa_pro_tp8.rs")
+        .unwrap();
+    assert!(host.content.contains("shape: &[Const(7168), Const(1536)]"));
+}
+
+#[test]
+fn a_selection_renders_only_its_spec_and_the_index() {
+    let g = generate(&root(), &[PathBuf::from("specs/hca.yaml")]).unwrap_or_else(|e| panic!("{e}"));
+    let owners: std::collections::BTreeSet<&str> =
+        g.files.iter().map(|f| f.owner.as_str()).collect();
+    assert_eq!(
+        owners.into_iter().collect::<Vec<_>>(),
+        ["specs/", "specs/hca.yaml"]
+    );
+    // The index still lists every variant.
+    let index = g
+        .files
+        .iter()
+        .find(|f| f.path == "generated/host/mod.rs")
+        .unwrap();
+    assert!(index.content.contains("pub mod swa_tp1;"));
+}

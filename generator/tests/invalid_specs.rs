@@ -1,0 +1,284 @@
+//! Every invalid spec yields `file:line:col`, the offending value and the rule.
+//! Each case edits a valid small spec, then asserts where the first error points
+//! (found independently, by searching the edited text), what it says and which
+//! rule it names, and how many errors there are.
+
+mod common;
+
+use common::{SWA, check, csa, hca, locate, replace};
+
+struct Case {
+    name: &'static str,
+    text: String,
+    /// The error points at `token` on the only line containing `line`.
+    at: (&'static str, &'static str),
+    message: &'static str,
+    rule: &'static str,
+    count: usize,
+}
+
+fn case(
+    name: &'static str,
+    text: String,
+    at: (&'static str, &'static str),
+    message: &'static str,
+    rule: &'static str,
+) -> Case {
+    Case {
+        name,
+        text,
+        at,
+        message,
+        rule,
+        count: 1,
+    }
+}
+
+fn swa(edits: &[(&str, &str)]) -> String {
+    edit(SWA, edits)
+}
+
+fn edit(base: &str, edits: &[(&str, &str)]) -> String {
+    edits
+        .iter()
+        .fold(base.to_owned(), |t, (from, to)| replace(&t, from, to))
+}
+
+const HC_POST: &str = "  - hc_post:\n      tiling: { tokens: 8, cols: 128 }\n";
+const ATTN_TILING: &str = "tiling: { heads: 8, kv_rows: 128, d: 64 }";
+const QKV_TILING: &str = "tiling: { m: 32, n: 128, k: 128, tokens: 8 }";
+
+fn cases() -> Vec<Case> {
+    vec![
+        // Syntax and types, reported by the YAML layer.
+        case("unknown key", swa(&[("  heads: 16", "  headz: 16")]), ("headz", "headz"),
+            "unknown key `headz`", "only the keys of the schema are allowed"),
+        case("unknown key in a tiling", swa(&[("{ tokens: 8 }", "{ tokens: 8, rows: 2 }")]),
+            ("rows: 2", "rows"), "unknown key `rows`", "only the keys of the schema are allowed"),
+        case("duplicate key", swa(&[("  heads: 16\n", "  heads: 16\n  heads: 32\n")]),
+            ("heads: 32", "heads"), "duplicate key `heads`", "a key appears at most once"),
+        case("wrong type", swa(&[("heads: 16", "heads: sixteen")]), ("sixteen", "sixteen"),
+            "`sixteen` is not an integer", "the value must have the key's type"),
+        case("wrong type: boolean", hca().replace("overlap: false", "overlap: maybe"),
+            ("maybe", "maybe"), "`maybe` is not a boolean (true or false)", "the value must have the key's type"),
+        case("missing key points at its mapping", swa(&[("  rms_eps: 1.0e-6\n", "")]),
+            ("model:", "model"), "missing key `rms_eps`", "every key of the schema without a default must be present"),
+        case("missing key of a stage", swa(&[("      window: 128\n", "")]), ("- sparse_attention:", "sparse_attention"),
+            "missing key `window`", "every key of the schema without a default must be present"),
+        case("missing key of a flow mapping", swa(&[("tiling: { tokens: 8, cols: 128 }", "tiling: { cols: 128 }")]),
+            ("tiling: { cols: 128 }", "{"), "missing key `tokens`", "every key of the schema without a default must be present"),
+        case("missing top-level key", swa(&[("target: 910b\n", "")]), ("name: t", "name"),
+            "missing key `target`", "every key of the schema without a default must be present"),
+        case("unknown stage kind", swa(&[("- rms_norm:", "- rms_nrm:")]), ("rms_nrm", "rms_nrm"),
+            "unknown name `rms_nrm`", "the value must be one of the listed names"),
+        case("unknown rope table", swa(&[("table: per_token", "table: per_row")]),
+            ("per_row", "per_row"), "unknown name `per_row`", "the value must be one of the listed names"),
+        case("not YAML at all", "name: [unclosed\nlayer: swa\n".into(), ("name: [unclosed", "["),
+            "", "a spec is one YAML document holding a mapping"),
+        case("not a mapping", "just some words\n".into(), ("just", "just"), "",
+            "a spec is one YAML document holding a mapping"),
+        // Values.
+        case("zero dim", swa(&[("heads: 16", "heads: 0")]), ("heads: 0", "0"),
+            "heads 0 is not a positive integer", "dims, counts and tiles are positive integers"),
+        case("negative dim", swa(&[("hidden: 512", "hidden: -512")]), ("hidden: -512", "-512"),
+            "hidden -512 is not a positive integer", "dims, counts and tiles are positive integers"),
+        case("zero tile", swa(&[("{ tokens: 8 }", "{ tokens: 0 }")]), ("tokens: 0", "0"),
+            "tile tokens 0 is not a positive integer", "dims, counts and tiles are positive integers"),
+        case("epsilon not positive", swa(&[("rms_eps: 1.0e-6", "rms_eps: 0.0")]), ("rms_eps", "0.0"),
+            "rms_eps 0 is not a positive number", "positive finite numbers"),
+        case("bad spec name", swa(&[("name: t", "name: Bad-Name")]), ("Bad-Name", "Bad-Name"),
+            "`Bad-Name` is not a lowercase identifier", "name matches [a-z][a-z0-9_]*"),
+        case("unknown target chip", swa(&[("target: 910b", "target: 910c")]), ("910c", "910c"),
+            "unknown target chip `910c`; known chips: 910b, 910b3, 910b4, a3",
+            "target names a chip of the built-in table"),
+        case("empty tp list", swa(&[("tp: [1, 2, 4]", "tp: []")]), ("tp: []", "["),
+            "empty tp list", "tp lists at least one TP degree"),
+        case("duplicated tp", swa(&[("tp: [1, 2, 4]", "tp: [1, 2, 2]")]), ("tp: [1, 2, 2]", "2]"),
+            "tp 2 is listed twice", "each TP degree appears once"),
+        // Model consistency.
+        case("rope dim odd", swa(&[("rope_dim: 64", "rope_dim: 63")]), ("rope_dim", "63"),
+            "rope_dim 63 is odd", "rope_dim is even"),
+        case("rope dim larger than head dim", swa(&[("rope_dim: 64", "rope_dim: 256")]),
+            ("rope_dim", "256"), "rope_dim 256 is larger than head_dim 128",
+            "the rotary dims are the last rope_dim dims of a head"),
+        case("heads not divisible by o_groups", swa(&[("o_groups: 8", "o_groups: 6")]),
+            ("o_groups", "6"), "heads 16 is not divisible by o_groups 6", "o_groups must divide heads"),
+        case("block size not a multiple of 16", swa(&[("block_size: 32", "block_size: 24")]),
+            ("block_size", "24"), "block_size 24 is not a multiple of 16", "window gathers copy 16-row runs"),
+        // TP degrees.
+        case("o_groups not divisible by tp", swa(&[("tp: [1, 2, 4]", "tp: [1, 2, 16]")]),
+            ("tp: [1, 2, 16]", "16"), "o_groups 8 is not divisible by tp 16",
+            "each TP degree must divide o_groups"),
+        case("token capacity not divisible by tp",
+            swa(&[("o_groups: 8", "o_groups: 16"), ("tp: [1, 2, 4]", "tp: [16]"), ("decode_batch: 16", "decode_batch: 5")]),
+            ("tp: [16]", "16"), "token capacity 40 (decode_batch x decode_seq) is not divisible by tp 16",
+            "each TP degree must divide the token capacity"),
+        case("decode_batch not divisible by tp", swa(&[("tp: [1, 2, 4]", "tp: [1, 2]"), ("decode_batch: 16", "decode_batch: 3")]),
+            ("tp: [1, 2]", "2"), "decode_batch 3 is not divisible by tp 2", "a rank holds whole requests"),
+        case("token capacity per rank not a multiple of 8", swa(&[("decode_seq: 8", "decode_seq: 1")]),
+            ("tp: [1, 2, 4]", "4"), "token capacity per rank 4 at tp 4 is not a multiple of 8",
+            "kernels move tokens in 8-row blocks"),
+        // Tiles.
+        case("tile not dividing its dim", swa(&[("tiling: { tokens: 8, cols: 256 }", "tiling: { tokens: 8, cols: 192 }")]),
+            ("tokens: 8, cols: 192", "192"), "rms_norm tile cols 192 does not divide hidden 512",
+            "a tile must divide the dimension it tiles"),
+        case("matmul tile not dividing its dim", swa(&[(QKV_TILING, "tiling: { m: 32, n: 128, k: 96, tokens: 8 }")]),
+            ("k: 96", "96"), "qkv_proj_rope tile k 96 does not divide hidden 512",
+            "a matmul tile must divide the dimension it tiles or cover it whole"),
+        case("matmul rows not dividing T_PAD", swa(&[(QKV_TILING, "tiling: { m: 48, n: 128, k: 128, tokens: 8 }")]),
+            ("m: 48", "48"), "qkv_proj_rope tile m 48 does not divide T_PAD 128 at tp 1",
+            "a matmul tile must divide the dimension it tiles or cover it whole"),
+        case("cube tile not a multiple of 16", swa(&[(QKV_TILING, "tiling: { m: 24, n: 128, k: 128, tokens: 8 }")]),
+            ("m: 24", "24"), "qkv_proj_rope tile m 24 is not a multiple of 16", "cube tiles are whole 16x16 fractals"),
+        case("token tile not dividing 8", swa(&[("tiling: { tokens: 8, cols: 128 }", "tiling: { tokens: 3, cols: 128 }")]),
+            ("tokens: 3", "3"), "hc_post token tile 3 does not divide 8", "token tiles divide 8"),
+        case("attention kv tile not dividing the window", swa(&[(ATTN_TILING, "tiling: { heads: 8, kv_rows: 96, d: 64 }")]),
+            ("kv_rows: 96", "96"), "kv_rows 96 does not divide window 128", "a tile must divide the dimension it tiles"),
+        // Budgets and alignment on the target chip.
+        case("UB overflow", swa(&[(HC_POST, "  - hc_post:\n      tiling: { tokens: 8, cols: 512 }\n")]),
+            ("tokens: 8, cols: 512", "{"), "hc_post buffers need 272.6 KiB of UB but 910b has 184.0 KiB (attn_out 2x8.0 KiB, x_hc 2x64.0 KiB",
+            "the buffers of a stage must fit each on-chip memory of the target chip"),
+        case("L1 overflow", swa(&[("window: 128", "window: 1024"), (ATTN_TILING, "tiling: { heads: 8, kv_rows: 1024, d: 16 }")]),
+            ("kv_rows: 1024", "{"), "sparse_attention buffers need 530.0 KiB of L1 but 910b has 511.9 KiB",
+            "the buffers of a stage must fit each on-chip memory of the target chip"),
+        case("L0A overflow", swa(&[(QKV_TILING, "tiling: { m: 512, n: 16, k: 64, tokens: 8 }")]),
+            ("m: 512", "{"), "qkv_proj_rope buffers need 128.0 KiB of L0A but 910b has 64.0 KiB",
+            "the buffers of a stage must fit each on-chip memory of the target chip"),
+        case("L0B overflow", swa(&[(QKV_TILING, "tiling: { m: 16, n: 256, k: 256, tokens: 8 }")]),
+            ("n: 256", "{"), "qkv_proj_rope buffers need 256.0 KiB of L0B but 910b has 64.0 KiB",
+            "the buffers of a stage must fit each on-chip memory of the target chip"),
+        case("L0C overflow", swa(&[(QKV_TILING, "tiling: { m: 256, n: 128, k: 16, tokens: 8 }")]),
+            ("m: 256", "{"), "qkv_proj_rope buffers need 256.0 KiB of L0C but 910b has 128.0 KiB",
+            "the buffers of a stage must fit each on-chip memory of the target chip"),
+        case("unaligned UB rows without a pad policy", swa(&[("tiling: { m: 16, k: 128, tokens: 8, cols: 256 }", "tiling: { m: 16, k: 128, tokens: 1, cols: 256 }")]),
+            ("tokens: 1", "{"), "hc_pre moves GM rows of 16 B through UB buffer post, not a multiple of 32 B",
+            "unaligned UB rows need `unaligned_rows: data_copy_pad` on the stage"),
+        // Pools, compression and the indexer.
+        case("window larger than the physical pool", swa(&[("kv_pool_blocks: 64", "kv_pool_blocks: 2")]),
+            ("window: 128", "128"), "window 128 is larger than the physical KV pool of 64 rows (2 blocks x 32)",
+            "the window must fit in the physical KV pool of one rank"),
+        case("top-k larger than the candidates", csa().replace("topk: 64", "topk: 1024"),
+            ("topk: 1024", "1024"), "indexer topk 1024 is larger than the 512 compressed rows a request can have",
+            "topk <= min(max_positions / ratio"),
+        case("compressor stage on a ratio-0 layer", hca().replace("layer: hca", "layer: swa"),
+            ("- compressor:", "compressor"), "compressor stage in a swa layer (compress ratio 0)",
+            "only hca and csa layers compress"),
+        case("compress ratio beyond max positions", hca().replace("max_positions: 1048576", "max_positions: 64"),
+            ("ratio: 128", "128"), "compressor ratio 128 exceeds max_positions 64",
+            "ratio <= max_positions"),
+        case("hca layer without a compressor",
+            edit(&hca(), &[(common::HCA_COMPRESSOR, ""), ("sources: [window, compressed]", "sources: [window]")]),
+            ("layer: hca", "hca"), "hca layer without a compressor stage",
+            "hca and csa layers compress their KV with a compressor stage"),
+        case("indexer head_dim not a power of two", csa().replace("head_dim: 128\n      topk", "head_dim: 96\n      topk"),
+            ("head_dim: 96", "96"), "indexer head_dim 96 is not a power of two", "Hadamard"),
+        case("yarn band inverted", hca().replace("beta_fast: 32.0", "beta_fast: 0.5"),
+            ("yarn:", "0.5"), "yarn beta_fast 0.5 is not larger than beta_slow 1", "beta_fast > beta_slow"),
+        // The stage graph.
+        case("stage appears twice", swa(&[("  - sparse_attention:", "  - cache_insert: { tiling: { tokens: 4 } }\n  - sparse_attention:")]),
+            ("cache_insert: { tiling: { tokens: 4 } }", "cache_insert"), "stage cache_insert appears twice",
+            "each stage kind runs at most once per layer"),
+        case("stage before its input", swa(&[
+                ("  - hc_pre:\n      tiling: { m: 16, k: 128, tokens: 8, cols: 256 }\n  - rms_norm:\n      tiling: { tokens: 8, cols: 256 }\n",
+                 "  - rms_norm:\n      tiling: { tokens: 8, cols: 256 }\n  - hc_pre:\n      tiling: { m: 16, k: 128, tokens: 8, cols: 256 }\n")]),
+            ("- rms_norm:", "rms_norm"), "rms_norm needs x_mixed, which no earlier stage produces",
+            "a stage only uses what an earlier stage produces (x_mixed come from hc_pre)"),
+        case("attention source nobody produces", swa(&[("sources: [window]", "sources: [window, indexed]")]),
+            ("sources:", "indexed"), "KV source indexed needs top-k indices, which no earlier stage produces",
+            "(top-k indices come from indexer)"),
+        case("no stage writes x_out", swa(&[(HC_POST, "")]), ("- hc_pre:", "-"),
+            "the stage list never produces x_out", "a layer ends with hc_post"),
+        Case { count: 2, ..case("indexer without compressor",
+            csa().replace("  - compressor:\n      ratio: 4\n      overlap: true\n      state_block_size: 2\n      state_pool_blocks: 64\n      cmp_pool_blocks: 16\n      tiling: { m: 32, n: 128, k: 128, tokens: 8, channels: 64 }\n", ""),
+            ("- indexer:", "indexer"), "indexer needs compressed rows, which no earlier stage produces",
+            "(compressed rows come from compressor)") },
+    ]
+}
+
+#[test]
+fn every_invalid_spec_is_located_with_value_and_rule() {
+    let cases = cases();
+    assert!(cases.len() >= 25);
+    let mut failures = Vec::new();
+    for c in &cases {
+        let errors = match check(&c.text) {
+            Ok(_) => {
+                failures.push(format!("{}: accepted", c.name));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let first = &errors[0];
+        let (line, col) = locate(&c.text, c.at.0, c.at.1);
+        let loc = first.loc.map(|l| (l.line, l.col));
+        let headline = first.headline();
+        let ok = first.file == "specs/test/bad.yaml"
+            && loc == Some((line, col))
+            && first.message.contains(c.message)
+            && first.rule.contains(c.rule)
+            && headline.starts_with(&format!("specs/test/bad.yaml:{line}:{col}: error: "))
+            && headline.ends_with(&format!("(rule: {})", first.rule))
+            && errors.len() == c.count;
+        if !ok {
+            let all: Vec<String> = errors.iter().map(|e| e.headline()).collect();
+            failures.push(format!(
+                "{}: expected {line}:{col} `{}` (rule {}) x{}, got:\n    {}",
+                c.name,
+                c.message,
+                c.rule,
+                c.count,
+                all.join("\n    ")
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn empty_file_is_an_error_at_its_start() {
+    let errors = check("").unwrap_err();
+    let e = &errors[0];
+    assert_eq!(e.loc.map(|l| (l.line, l.col)), Some((1, 1)));
+    assert_eq!(e.rule, "a spec is one YAML document holding a mapping");
+}
+
+#[test]
+fn the_display_shows_the_offending_line_with_a_caret() {
+    let text = swa(&[("o_groups: 8", "o_groups: 6")]);
+    let e = &check(&text).unwrap_err()[0];
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(
+            "specs/test/bad.yaml:12:13: error: heads 16 is not divisible by o_groups 6 (rule: "
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("12 |   o_groups: 6\n   |             ^"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_base_specs_are_valid() {
+    for (name, text) in [("swa", SWA.to_owned()), ("hca", hca()), ("csa", csa())] {
+        let plans = check(&text).unwrap_or_else(|e| panic!("{name}: {}", e[0]));
+        assert_eq!(plans.len(), 3, "{name}");
+    }
+}
+
+#[test]
+fn a_pad_policy_admits_unaligned_rows() {
+    let text = swa(&[(
+        "      tiling: { m: 16, k: 128, tokens: 8, cols: 256 }\n",
+        "      tiling: { m: 16, k: 128, tokens: 1, cols: 256 }\n      unaligned_rows: data_copy_pad\n",
+    )]);
+    let plans = check(&text).unwrap_or_else(|e| panic!("{}", e[0]));
+    assert!(plans[0].stages[0].pad_unaligned);
+}

@@ -1,0 +1,204 @@
+//! The generated ABI tables compile and say what the specs and references say.
+
+use harness::abi::{DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
+use runner::generated::{self, VARIANTS, swa_tp2};
+
+fn tensor<'a>(v: &'a VariantAbi, name: &str) -> &'a TensorDecl {
+    v.tensors
+        .iter()
+        .chain(v.workspaces)
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("{}: no tensor {name}", v.name))
+}
+
+#[test]
+fn every_variant_is_indexed_once_and_named_after_its_tp() {
+    assert_eq!(VARIANTS.len(), 21);
+    let mut names: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), VARIANTS.len());
+    for v in VARIANTS {
+        assert!(v.name.ends_with(&format!("_tp{}", v.tp)), "{}", v.name);
+        assert!(["swa", "hca", "csa"].contains(&v.layer), "{}", v.name);
+    }
+}
+
+#[test]
+fn every_variant_has_unique_names_an_x_out_and_bound_axes() {
+    for v in VARIANTS {
+        let mut names: Vec<&str> = v
+            .tensors
+            .iter()
+            .chain(v.workspaces)
+            .map(|t| t.name)
+            .collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "{}: duplicate tensor names", v.name);
+
+        let x_out = tensor(v, "x_out");
+        assert_eq!(x_out.dir, Dir::Out, "{}", v.name);
+        assert_eq!(x_out.dtype, DType::F32, "{}", v.name);
+        assert_eq!(
+            v.tensors.last().map(|t| t.name),
+            Some("x_out"),
+            "{}",
+            v.name
+        );
+
+        for t in v.tensors.iter().chain(v.workspaces) {
+            if let Placement::Sharded { axis } = t.placement {
+                assert!(
+                    axis < t.shape.len(),
+                    "{}: {} sharded on axis {axis}",
+                    v.name,
+                    t.name
+                );
+            }
+            for d in t.shape {
+                match *d {
+                    Dim::Var(name) => assert!(
+                        v.axes.iter().any(|a| a.name == name && a.max > 0),
+                        "{}: {} uses unbound axis {name}",
+                        v.name,
+                        t.name
+                    ),
+                    Dim::Const(n) => assert!(n > 0, "{}: {} has a zero extent", v.name, t.name),
+                }
+            }
+        }
+        // The exchange windows exist exactly when there is something to exchange.
+        assert_eq!(v.workspaces.is_empty(), v.tp == 1, "{}", v.name);
+    }
+}
+
+#[test]
+fn swa_tp2_matches_the_reference_tables() {
+    // swa.md §1.2 (TP 2) and §2.1/§2.2, written out by hand.
+    let v = &swa_tp2::ABI;
+    assert_eq!(
+        (swa_tp2::B, swa_tp2::LOCAL_T, swa_tp2::T_PAD),
+        (32, 256, 256)
+    );
+    assert_eq!((swa_tp2::LOCAL_O_GROUPS, swa_tp2::LOCAL_O_WIDTH), (4, 4096));
+    assert_eq!(
+        (swa_tp2::ATTENTION_WINDOW_ROWS, swa_tp2::O_WINDOW_ROWS),
+        (2048, 512)
+    );
+    assert_eq!(swa_tp2::SOFTMAX_SCALE, 0.044194173824159216_f64 as f32);
+
+    let names: Vec<&str> = v.tensors.iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "x_hc",
+            "hc_attn_fn",
+            "hc_attn_scale",
+            "hc_attn_base",
+            "attn_norm_w",
+            "wq_a",
+            "wq_b",
+            "wq_b_scale",
+            "wkv",
+            "gamma_cq",
+            "gamma_ckv",
+            "freqs_cos",
+            "freqs_sin",
+            "kv_cache",
+            "swa_slot_mapping",
+            "swa_indices",
+            "swa_lens",
+            "position_ids",
+            "attn_sink",
+            "wo_a",
+            "wo_b",
+            "wo_b_scale",
+            "x_out",
+        ]
+    );
+    let t = Dim::Var("t");
+    assert_eq!(
+        tensor(v, "x_hc").shape,
+        &[t, Dim::Const(4), Dim::Const(4096)]
+    );
+    assert_eq!(
+        tensor(v, "hc_attn_fn").shape,
+        &[Dim::Const(24), Dim::Const(16384)]
+    );
+    assert_eq!(
+        tensor(v, "wq_b").shape,
+        &[Dim::Const(1024), Dim::Const(32768)]
+    );
+    assert_eq!(tensor(v, "wq_b").dtype, DType::I8);
+    assert_eq!(
+        tensor(v, "kv_cache").shape,
+        &[
+            Dim::Var("nb"),
+            Dim::Const(32),
+            Dim::Const(1),
+            Dim::Const(512)
+        ]
+    );
+    assert_eq!(tensor(v, "kv_cache").dir, Dir::InOut);
+    assert_eq!(tensor(v, "swa_slot_mapping").dtype, DType::I64);
+    assert_eq!(tensor(v, "swa_indices").shape, &[t, Dim::Const(128)]);
+    assert_eq!(
+        tensor(v, "wo_a").shape,
+        &[Dim::Const(4), Dim::Const(1024), Dim::Const(4096)]
+    );
+    assert_eq!(tensor(v, "wo_a").placement, Placement::Sharded { axis: 0 });
+    assert_eq!(
+        tensor(v, "wo_b").shape,
+        &[Dim::Const(4096), Dim::Const(4096)]
+    );
+    assert_eq!(tensor(v, "wo_b").placement, Placement::Sharded { axis: 1 });
+    assert_eq!(tensor(v, "wo_b_scale").placement, Placement::Replicated);
+    assert_eq!(
+        tensor(v, "attention_window").shape,
+        &[Dim::Const(2048), Dim::Const(4096)]
+    );
+    assert_eq!(
+        tensor(v, "o_window").shape,
+        &[Dim::Const(512), Dim::Const(4096)]
+    );
+    let axis = |n: &str| v.axes.iter().find(|a| a.name == n).map(|a| a.max);
+    assert_eq!(
+        (axis("t"), axis("b"), axis("nb")),
+        (Some(256), Some(32), Some(512))
+    );
+}
+
+#[test]
+fn swa_small_tp1_matches_the_golden_vector_meta() {
+    // ../shared/golden-vectors/swa_small_tp1/meta.json, at the fixture's 128 tokens and 64 blocks.
+    let v = &generated::swa_small_tp1::ABI;
+    let bind = |d: &Dim| match *d {
+        Dim::Const(n) => n,
+        Dim::Var("t") => 128,
+        Dim::Var("nb") => 64,
+        Dim::Var(other) => panic!("unexpected axis {other}"),
+    };
+    let expect: &[(&str, &[usize], DType)] = &[
+        ("x_hc", &[128, 4, 2048], DType::F32),
+        ("hc_attn_fn", &[24, 8192], DType::F32),
+        ("wq_a", &[2048, 256], DType::Bf16),
+        ("wq_b", &[256, 16384], DType::I8),
+        ("wkv", &[2048, 512], DType::Bf16),
+        ("freqs_cos", &[128, 64], DType::Bf16),
+        ("kv_cache", &[64, 32, 1, 512], DType::Bf16),
+        ("swa_indices", &[128, 128], DType::I32),
+        ("attn_sink", &[32], DType::F32),
+        ("wo_a", &[2, 256, 8192], DType::Bf16),
+        ("wo_b", &[2048, 512], DType::I8),
+        ("x_out", &[128, 4, 2048], DType::F32),
+    ];
+    for (name, shape, dtype) in expect {
+        let t = tensor(v, name);
+        let got: Vec<usize> = t.shape.iter().map(bind).collect();
+        assert_eq!(&got, shape, "{name}");
+        assert_eq!(t.dtype, *dtype, "{name}");
+    }
+    assert_eq!(v.tensors.len(), 23);
+}
