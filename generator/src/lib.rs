@@ -8,6 +8,7 @@
 
 pub mod chip;
 pub mod diag;
+pub mod kernels;
 pub mod plan;
 pub mod render;
 pub mod spec;
@@ -109,7 +110,8 @@ pub fn generate(root: &Path, selection: &[PathBuf]) -> Result<Generation, GenErr
         return Err(GenError::Specs(errors));
     }
     plans.sort_by(|a, b| a.variant.cmp(&b.variant));
-    let files = render::render(&plans)
+    let blocks = read_blocks(root)?;
+    let files = render::render(&plans, &blocks)
         .map_err(GenError::Render)?
         .into_iter()
         .filter(|f| scope.covers(&f.owner))
@@ -131,6 +133,32 @@ pub fn read_spec(root: &Path, path: &str) -> Result<spec::Spec, SpecError> {
         source_line: None,
     })?;
     spec::parse(path, &text)
+}
+
+/// The kernel building blocks under `templates/ascendc/include`, sorted by path.
+pub fn read_blocks(root: &Path) -> io::Result<Vec<render::Block>> {
+    let dir = root.join(render::BLOCKS_DIR);
+    let mut out = Vec::new();
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in fs::read_dir(dir.join(&rel))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if entry.file_type()?.is_dir() {
+                stack.push(path);
+            } else {
+                let text = fs::read_to_string(entry.path())?;
+                out.push(render::Block { path, text });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
 }
 
 /// Every `*.yaml` under `specs/`, repo-relative, sorted.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use similar::{Algorithm, ChangeTag, TextDiff};
 
-use crate::render::{GeneratedFile, INDEX_OWNER, owner_of};
+use crate::render::{GeneratedFile, INDEX_OWNER, SHARED_OWNER, owner_of};
 
 pub const GENERATED_DIR: &str = "generated";
 
@@ -23,7 +23,9 @@ impl Scope {
     pub fn covers(&self, owner: &str) -> bool {
         match self {
             Scope::All => true,
-            Scope::Specs(specs) => owner == INDEX_OWNER || specs.contains(owner),
+            Scope::Specs(specs) => {
+                owner == INDEX_OWNER || owner.starts_with(SHARED_OWNER) || specs.contains(owner)
+            }
         }
     }
 }

@@ -2,9 +2,9 @@
 //! fixtures, goldens, comparators, save/replay, and the CPU model of Ascend C.
 
 pub mod abi;
-pub mod sim;
 pub mod compare;
 pub mod fixtures;
 pub mod golden;
 pub mod io;
+pub mod sim;
 pub mod tensor;

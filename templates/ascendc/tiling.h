@@ -6,17 +6,13 @@
 
 #include <cstdint>
 
+#include "dsv4/tiling_data.h"
+
 namespace dsv4 {
 namespace {{ p.variant }} {
 
-// Runtime values of one launch, passed to every kernel as its `tiling` argument.
-struct TilingData {
-{%- for a in p.axes %}
-    uint32_t {{ a.name }};  // {{ a.doc }}, at most {{ a.max }}
-{%- endfor %}
-    uint32_t tp_rank;  // this rank's index in its TP group
-    uint32_t group_base;  // global device index of TP rank 0 of the group
-};
+// Runtime values of one launch: the layout every kernel shares.
+using TilingData = ::dsv4::TilingData;
 
 // Target chip
 constexpr uint32_t AIC_CORES = {{ p.chip.aic_cores }};

@@ -6,23 +6,13 @@
 
 #include <cstdint>
 
+#include "dsv4/tiling_data.h"
+
 namespace dsv4 {
 namespace csa_small_tp4 {
 
-// Runtime values of one launch, passed to every kernel as its `tiling` argument.
-struct TilingData {
-    uint32_t t;  // tokens on this rank (a multiple of 8), at most 32
-    uint32_t b;  // requests on this rank (t / decode_seq), at most 4
-    uint32_t nb;  // raw KV pool blocks, at most 64
-    uint32_t state_nb;  // compressor state pool blocks, at most 64
-    uint32_t cmp_nb;  // compressed KV pool blocks, at most 16
-    uint32_t cmp_tw;  // compressed KV block-table width, at most 16
-    uint32_t inner_state_nb;  // index-key compressor state pool blocks, at most 64
-    uint32_t idx_nb;  // index-key cache pool blocks, at most 16
-    uint32_t idx_tw;  // index-key cache block-table width, at most 16
-    uint32_t tp_rank;  // this rank's index in its TP group
-    uint32_t group_base;  // global device index of TP rank 0 of the group
-};
+// Runtime values of one launch: the layout every kernel shares.
+using TilingData = ::dsv4::TilingData;
 
 // Target chip
 constexpr uint32_t AIC_CORES = 24;

@@ -75,6 +75,7 @@ pub(super) fn for_tp(
         workspaces: abi::workspaces(&abi_input),
         axes: abi::axes(&abi_input),
         shape,
+        kernels: Default::default(),
     })
 }
 

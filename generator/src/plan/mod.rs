@@ -10,6 +10,7 @@ mod validate;
 
 use crate::chip::{Chip, Mem};
 use crate::diag::{Diagnostics, SpecError};
+use crate::kernels::{self, KernelPlan};
 use crate::spec::{KvSource, LayerKind, RopeTable, Spec};
 
 pub use abi::{Axis, DType, Dim, Dir, Placement, TensorPlan};
@@ -21,11 +22,14 @@ pub fn build(spec: &Spec) -> Result<Vec<Plan>, Vec<SpecError>> {
     let Some(base) = validate::check(spec, &mut diags) else {
         return Err(diags.errors);
     };
-    let plans: Vec<Plan> = base
+    let mut plans: Vec<Plan> = base
         .tp
         .iter()
         .filter_map(|tp| derive::for_tp(spec, &base, tp, &mut diags))
         .collect();
+    for p in &mut plans {
+        p.kernels = kernels::plan(p);
+    }
     if diags.is_clean() {
         Ok(plans)
     } else {
@@ -57,6 +61,8 @@ pub struct Plan {
     pub workspaces: Vec<TensorPlan>,
     /// Runtime axes of the ABI shapes and their capacities.
     pub axes: Vec<Axis>,
+    /// The kernels the stages launch, in order, and their workspaces.
+    pub kernels: KernelPlan,
 }
 
 impl Plan {

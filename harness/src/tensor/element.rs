@@ -59,3 +59,15 @@ pub(super) fn bytes_of<T: Element>(values: &[T]) -> &[u8] {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
     }
 }
+
+/// The bytes of a mutable slice of ABI elements (any bit pattern is a valid element).
+pub(super) fn bytes_of_mut<T: Element>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `bytes_of`; additionally every byte pattern is a valid value of
+    // these types, so writes through the byte view cannot create invalid elements.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
+    }
+}

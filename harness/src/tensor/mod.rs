@@ -173,6 +173,17 @@ impl Tensor {
     }
 
     /// The storage as little-endian bytes, without copying.
+    /// The storage as mutable bytes: what a kernel launch binds as a GM buffer.
+    pub fn as_le_bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.data {
+            Data::Bf16(v) => element::bytes_of_mut(v),
+            Data::F32(v) => element::bytes_of_mut(v),
+            Data::I8(v) => element::bytes_of_mut(v),
+            Data::I32(v) => element::bytes_of_mut(v),
+            Data::I64(v) => element::bytes_of_mut(v),
+        }
+    }
+
     pub fn as_le_bytes(&self) -> &[u8] {
         match &self.data {
             Data::Bf16(v) => element::bytes_of(v),

@@ -1,0 +1,19 @@
+{{ header }}
+// {{ k.doc }}
+#include "dsv4/{{ k.block }}"
+
+namespace {
+struct Params {
+{%- for (name, v) in k.params %}
+{%- let (ty, lit) = v.cpp() %}
+    static constexpr {{ ty }} {{ name }} = {{ lit }};
+{%- endfor %}
+};
+}  // namespace
+
+extern "C" __global__ __aicore__ void {{ k.name }}(
+{%- for a in k.args %}GM_ADDR {{ a }}, {% endfor %}GM_ADDR workspace, GM_ADDR tiling)
+{
+    KERNEL_TASK_TYPE_DEFAULT({{ k.cores.task_type() }});
+    dsv4::{{ k.class }}<Params>::Run({% for a in k.args %}{{ a }}, {% endfor %}workspace, tiling);
+}
