@@ -3,7 +3,7 @@
 
 use askama::Template;
 
-use crate::kernels::Kernel;
+use crate::kernels::{Kernel, Step};
 use crate::plan::Plan;
 use crate::spec::short_hash;
 

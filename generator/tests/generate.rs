@@ -114,6 +114,11 @@ fn pro_dims_at_tp_8_validate_and_render() {
         ("heads: 64", "heads: 128"),
         ("q_lora_rank: 1024", "q_lora_rank: 1536"),
         ("o_groups: 8", "o_groups: 16"),
+        // q_lora 1536 widens qkv's UB rows: 4 tokens per vector item keeps them within 184 KiB.
+        (
+            "tiling: { m: 128, n: 64, k: 128, tokens: 8 }   # L0C",
+            "tiling: { m: 128, n: 64, k: 128, tokens: 4 }   # L0C",
+        ),
     ] {
         assert!(text.contains(from));
         text = text.replace(from, to);

@@ -132,14 +132,21 @@ fn cases() -> Vec<Case> {
             ("m: 24", "24"), "qkv_proj_rope tile m 24 is not a multiple of 16", "cube tiles are whole 16x16 fractals"),
         case("token tile not dividing 8", swa(&[("tiling: { tokens: 8, cols: 128 }", "tiling: { tokens: 3, cols: 128 }")]),
             ("tokens: 3", "3"), "hc_post token tile 3 does not divide 8", "token tiles divide 8"),
+        case("hc_pre token tile other than 8", swa(&[("tiling: { m: 16, k: 128, tokens: 8, cols: 256 }", "tiling: { m: 16, k: 128, tokens: 4, cols: 256 }")]),
+            ("tokens: 4", "4"), "hc_pre tile tokens 4 is not 8", "this tile is fixed by the kernel's lane layout"),
         case("attention kv tile not dividing the window", swa(&[(ATTN_TILING, "tiling: { heads: 8, kv_rows: 96, d: 64 }")]),
             ("kv_rows: 96", "96"), "kv_rows 96 does not divide window 128", "a tile must divide the dimension it tiles"),
+        case("attention kv tile not whole fractals", swa(&[(ATTN_TILING, "tiling: { heads: 16, kv_rows: 8, d: 64 }")]),
+            ("kv_rows: 8", "8"), "sparse_attention tile kv_rows 8 is not a multiple of 16", "cube tiles are whole 16x16 fractals"),
+        case("attention head tile not whole blocks", swa(&[(ATTN_TILING, "tiling: { heads: 4, kv_rows: 128, d: 64 }")]),
+            ("heads: 4", "4"), "sparse_attention tile heads 4 is not a multiple of 8",
+            "attention head tiles are whole 32-byte blocks of f32"),
         // Budgets and alignment on the target chip.
         case("UB overflow", swa(&[(HC_POST, "  - hc_post:\n      tiling: { tokens: 8, cols: 512 }\n")]),
-            ("tokens: 8, cols: 512", "{"), "hc_post buffers need 272.6 KiB of UB but 910b has 184.0 KiB (attn_out 2x8.0 KiB, x_hc 2x64.0 KiB",
+            ("tokens: 8, cols: 512", "{"), "hc_post buffers need 290.6 KiB of UB but 910b has 184.0 KiB (attn_out 2x8.0 KiB, x_hc 2x64.0 KiB",
             "the buffers of a stage must fit each on-chip memory of the target chip"),
-        case("L1 overflow", swa(&[("window: 128", "window: 1024"), (ATTN_TILING, "tiling: { heads: 8, kv_rows: 1024, d: 16 }")]),
-            ("kv_rows: 1024", "{"), "sparse_attention buffers need 530.0 KiB of L1 but 910b has 511.9 KiB",
+        case("L1 overflow", swa(&[("head_dim: 128", "head_dim: 512"), ("window: 128", "window: 640")]),
+            ("kv_rows: 128", "{"), "sparse_attention buffers need 697.0 KiB of L1 but 910b has 511.9 KiB (cube_union 1x656.0 KiB",
             "the buffers of a stage must fit each on-chip memory of the target chip"),
         case("L0A overflow", swa(&[(QKV_TILING, "tiling: { m: 512, n: 16, k: 64, tokens: 8 }")]),
             ("m: 512", "{"), "qkv_proj_rope buffers need 128.0 KiB of L0A but 910b has 64.0 KiB",
@@ -147,11 +154,11 @@ fn cases() -> Vec<Case> {
         case("L0B overflow", swa(&[(QKV_TILING, "tiling: { m: 16, n: 256, k: 256, tokens: 8 }")]),
             ("n: 256", "{"), "qkv_proj_rope buffers need 256.0 KiB of L0B but 910b has 64.0 KiB",
             "the buffers of a stage must fit each on-chip memory of the target chip"),
-        case("L0C overflow", swa(&[(QKV_TILING, "tiling: { m: 256, n: 128, k: 16, tokens: 8 }")]),
+        case("L0C overflow", swa(&[(QKV_TILING, "tiling: { m: 256, n: 256, k: 16, tokens: 8 }")]),
             ("m: 256", "{"), "qkv_proj_rope buffers need 256.0 KiB of L0C but 910b has 128.0 KiB",
             "the buffers of a stage must fit each on-chip memory of the target chip"),
-        case("unaligned UB rows without a pad policy", swa(&[("tiling: { m: 16, k: 128, tokens: 8, cols: 256 }", "tiling: { m: 16, k: 128, tokens: 1, cols: 256 }")]),
-            ("tokens: 1", "{"), "hc_pre moves GM rows of 16 B through UB buffer post, not a multiple of 32 B",
+        case("unaligned UB rows without a pad policy", swa(&[(HC_POST, "  - hc_post:\n      tiling: { tokens: 8, cols: 8 }\n")]),
+            ("tokens: 8, cols: 8", "{"), "hc_post moves GM rows of 16 B through UB buffer attn_out, not a multiple of 32 B",
             "unaligned UB rows need `unaligned_rows: data_copy_pad` on the stage"),
         // Pools, compression and the indexer.
         case("window larger than the physical pool", swa(&[("kv_pool_blocks: 64", "kv_pool_blocks: 2")]),
@@ -276,9 +283,10 @@ fn the_base_specs_are_valid() {
 #[test]
 fn a_pad_policy_admits_unaligned_rows() {
     let text = swa(&[(
-        "      tiling: { m: 16, k: 128, tokens: 8, cols: 256 }\n",
-        "      tiling: { m: 16, k: 128, tokens: 1, cols: 256 }\n      unaligned_rows: data_copy_pad\n",
+        HC_POST,
+        "  - hc_post:\n      tiling: { tokens: 8, cols: 8 }\n      unaligned_rows: data_copy_pad\n",
     )]);
     let plans = check(&text).unwrap_or_else(|e| panic!("{}", e[0]));
-    assert!(plans[0].stages[0].pad_unaligned);
+    let hc_post = plans[0].stages.last().expect("stages");
+    assert!(hc_post.pad_unaligned);
 }

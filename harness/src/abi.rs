@@ -1,6 +1,7 @@
 //! The vocabulary generated host harnesses are written in: every tensor a layer
 //! variant exchanges with its kernels, described as data. `generated/host/*.rs`
-//! renders `&'static` tables of these types; the runtime interprets them.
+//! renders `&'static` tables of these types (and of [`crate::plan`]); the runtime
+//! interprets them.
 
 /// Element type of a tensor, as the reference ABI names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,8 +82,8 @@ pub struct AxisBound {
     pub max: usize,
 }
 
-/// Everything a generated layer variant (`generated/host/<variant>.rs`) declares
-/// to the runtime; `generated/host/mod.rs` lists one per variant.
+/// The host ABI of a generated layer variant (`generated/host/<variant>.rs`); its
+/// launch plan ([`crate::plan::VariantPlan`]) holds this and the per-rank workspaces.
 #[derive(Debug, Clone, Copy)]
 pub struct VariantAbi {
     /// `<spec name>_tp<N>`.
@@ -92,7 +93,5 @@ pub struct VariantAbi {
     pub tp: usize,
     /// The host ABI in the reference's parameter order.
     pub tensors: &'static [TensorDecl],
-    /// Buffers the host allocates for the layer's TP exchanges.
-    pub workspaces: &'static [TensorDecl],
     pub axes: &'static [AxisBound],
 }

@@ -1,6 +1,15 @@
-//! Runs generated layers. The generated host modules are compiled into this
-//! crate (never into the generator or xtask), so `cargo xtask gen` keeps working
-//! whatever the templates render.
+//! Runs generated layers: the generated host modules (ABI and launch plan per variant)
+//! are compiled into this crate — never into the generator or xtask, so `cargo xtask gen`
+//! keeps working whatever the templates render — and executed by the harness runtime.
+//! `cargo xtask run | cost | bench` reach the [`cli`] as a subprocess.
 
 #[path = "../../generated/host/mod.rs"]
 pub mod generated;
+
+pub mod cases;
+pub mod cli;
+pub mod cost;
+pub mod layer;
+pub mod report;
+pub mod stop;
+pub mod variant;

@@ -1,24 +1,22 @@
-//! The generated ABI tables compile and say what the specs and references say.
+//! The generated ABI and plan tables compile and say what the specs and references say.
 
-use harness::abi::{DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
+use harness::abi::{DType, Dim, Dir, Placement, TensorDecl};
+use harness::plan::{Step, VariantPlan};
 use runner::generated::{self, VARIANTS, swa_tp2};
 
-fn tensor<'a>(v: &'a VariantAbi, name: &str) -> &'a TensorDecl {
-    v.tensors
-        .iter()
-        .chain(v.workspaces)
-        .find(|t| t.name == name)
-        .unwrap_or_else(|| panic!("{}: no tensor {name}", v.name))
+fn tensor(v: &VariantPlan, name: &str) -> &'static TensorDecl {
+    v.buffer(name)
+        .unwrap_or_else(|| panic!("{}: no tensor {name}", v.name()))
 }
 
 #[test]
 fn every_variant_is_indexed_once_and_named_after_its_tp() {
     assert_eq!(VARIANTS.len(), 21);
-    let mut names: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+    let mut names: Vec<&str> = VARIANTS.iter().map(|v| v.name()).collect();
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), VARIANTS.len());
-    for v in VARIANTS {
+    for v in VARIANTS.iter().map(|p| &p.abi) {
         assert!(v.name.ends_with(&format!("_tp{}", v.tp)), "{}", v.name);
         assert!(["swa", "hca", "csa"].contains(&v.layer), "{}", v.name);
     }
@@ -26,11 +24,12 @@ fn every_variant_is_indexed_once_and_named_after_its_tp() {
 
 #[test]
 fn every_variant_has_unique_names_an_x_out_and_bound_axes() {
-    for v in VARIANTS {
+    for p in VARIANTS {
+        let v = &p.abi;
         let mut names: Vec<&str> = v
             .tensors
             .iter()
-            .chain(v.workspaces)
+            .chain(p.workspaces)
             .map(|t| t.name)
             .collect();
         names.sort_unstable();
@@ -38,7 +37,7 @@ fn every_variant_has_unique_names_an_x_out_and_bound_axes() {
         names.dedup();
         assert_eq!(names.len(), n, "{}: duplicate tensor names", v.name);
 
-        let x_out = tensor(v, "x_out");
+        let x_out = tensor(p, "x_out");
         assert_eq!(x_out.dir, Dir::Out, "{}", v.name);
         assert_eq!(x_out.dtype, DType::F32, "{}", v.name);
         assert_eq!(
@@ -48,7 +47,7 @@ fn every_variant_has_unique_names_an_x_out_and_bound_axes() {
             v.name
         );
 
-        for t in v.tensors.iter().chain(v.workspaces) {
+        for t in v.tensors.iter().chain(p.workspaces) {
             if let Placement::Sharded { axis } = t.placement {
                 assert!(
                     axis < t.shape.len(),
@@ -69,15 +68,57 @@ fn every_variant_has_unique_names_an_x_out_and_bound_axes() {
                 }
             }
         }
-        // The exchange windows exist exactly when there is something to exchange.
-        assert_eq!(v.workspaces.is_empty(), v.tp == 1, "{}", v.name);
+    }
+}
+
+#[test]
+fn every_plan_binds_declared_buffers_and_exchanges_only_across_ranks() {
+    for p in VARIANTS {
+        for step in p.steps {
+            match step {
+                Step::Launch(l) => {
+                    let k = p
+                        .kernel(l.kernel)
+                        .unwrap_or_else(|| panic!("{}: {} is not in KERNELS", p.name(), l.kernel));
+                    assert_eq!(k.args.len(), l.args.len(), "{}: {}", p.name(), l.kernel);
+                    assert_eq!(k.cores, l.cores, "{}: {}", p.name(), l.kernel);
+                    assert!(l.block_dim > 0);
+                    for a in l.args {
+                        tensor(p, a);
+                    }
+                }
+                Step::GroupAllToAll { src, dst, .. } | Step::TokenScatter { src, dst } => {
+                    assert!(p.abi.tp > 1, "{}: a collective at TP 1", p.name());
+                    for name in [src, dst] {
+                        assert!(
+                            p.workspaces.iter().any(|w| w.name == *name),
+                            "{}: collective buffer {name} is not a workspace",
+                            p.name()
+                        );
+                    }
+                }
+            }
+        }
+        // Every kernel is launched; none is listed twice.
+        for k in p.kernels {
+            assert_eq!(p.kernels.iter().filter(|o| o.name == k.name).count(), 1);
+            assert!(
+                p.steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Launch(l) if l.kernel == k.name)),
+                "{}: {} is never launched",
+                p.name(),
+                k.name
+            );
+        }
     }
 }
 
 #[test]
 fn swa_tp2_matches_the_reference_tables() {
     // swa.md §1.2 (TP 2) and §2.1/§2.2, written out by hand.
-    let v = &swa_tp2::ABI;
+    let p = &swa_tp2::PLAN;
+    let v = &p.abi;
     assert_eq!(
         (swa_tp2::B, swa_tp2::LOCAL_T, swa_tp2::T_PAD),
         (32, 256, 256)
@@ -120,20 +161,20 @@ fn swa_tp2_matches_the_reference_tables() {
     );
     let t = Dim::Var("t");
     assert_eq!(
-        tensor(v, "x_hc").shape,
+        tensor(p, "x_hc").shape,
         &[t, Dim::Const(4), Dim::Const(4096)]
     );
     assert_eq!(
-        tensor(v, "hc_attn_fn").shape,
+        tensor(p, "hc_attn_fn").shape,
         &[Dim::Const(24), Dim::Const(16384)]
     );
     assert_eq!(
-        tensor(v, "wq_b").shape,
+        tensor(p, "wq_b").shape,
         &[Dim::Const(1024), Dim::Const(32768)]
     );
-    assert_eq!(tensor(v, "wq_b").dtype, DType::I8);
+    assert_eq!(tensor(p, "wq_b").dtype, DType::I8);
     assert_eq!(
-        tensor(v, "kv_cache").shape,
+        tensor(p, "kv_cache").shape,
         &[
             Dim::Var("nb"),
             Dim::Const(32),
@@ -141,28 +182,32 @@ fn swa_tp2_matches_the_reference_tables() {
             Dim::Const(512)
         ]
     );
-    assert_eq!(tensor(v, "kv_cache").dir, Dir::InOut);
-    assert_eq!(tensor(v, "swa_slot_mapping").dtype, DType::I64);
-    assert_eq!(tensor(v, "swa_indices").shape, &[t, Dim::Const(128)]);
+    assert_eq!(tensor(p, "kv_cache").dir, Dir::InOut);
+    assert_eq!(tensor(p, "swa_slot_mapping").dtype, DType::I64);
+    assert_eq!(tensor(p, "swa_indices").shape, &[t, Dim::Const(128)]);
     assert_eq!(
-        tensor(v, "wo_a").shape,
+        tensor(p, "wo_a").shape,
         &[Dim::Const(4), Dim::Const(1024), Dim::Const(4096)]
     );
-    assert_eq!(tensor(v, "wo_a").placement, Placement::Sharded { axis: 0 });
+    assert_eq!(tensor(p, "wo_a").placement, Placement::Sharded { axis: 0 });
     assert_eq!(
-        tensor(v, "wo_b").shape,
+        tensor(p, "wo_b").shape,
         &[Dim::Const(4096), Dim::Const(4096)]
     );
-    assert_eq!(tensor(v, "wo_b").placement, Placement::Sharded { axis: 1 });
-    assert_eq!(tensor(v, "wo_b_scale").placement, Placement::Replicated);
-    assert_eq!(
-        tensor(v, "attention_window").shape,
-        &[Dim::Const(2048), Dim::Const(4096)]
-    );
-    assert_eq!(
-        tensor(v, "o_window").shape,
-        &[Dim::Const(512), Dim::Const(4096)]
-    );
+    assert_eq!(tensor(p, "wo_b").placement, Placement::Sharded { axis: 1 });
+    assert_eq!(tensor(p, "wo_b_scale").placement, Placement::Replicated);
+    // The reference's exchange windows and signals are not host ABI (see harness::plan).
+    for name in [
+        "attention_window",
+        "attention_signal",
+        "o_window",
+        "o_signal",
+    ] {
+        assert!(v.tensors.iter().all(|t| t.name != name), "{name}");
+    }
+    assert_eq!(p.spec.path, "specs/swa.yaml");
+    assert_eq!(p.deployment.local_t, 256);
+    assert_eq!(p.chip.aic_cores, 24);
     let axis = |n: &str| v.axes.iter().find(|a| a.name == n).map(|a| a.max);
     assert_eq!(
         (axis("t"), axis("b"), axis("nb")),
@@ -173,7 +218,8 @@ fn swa_tp2_matches_the_reference_tables() {
 #[test]
 fn swa_small_tp1_matches_the_golden_vector_meta() {
     // ../shared/golden-vectors/swa_small_tp1/meta.json, at the fixture's 128 tokens and 64 blocks.
-    let v = &generated::swa_small_tp1::ABI;
+    let p = &generated::swa_small_tp1::PLAN;
+    let v = &p.abi;
     let bind = |d: &Dim| match *d {
         Dim::Const(n) => n,
         Dim::Var("t") => 128,
@@ -195,7 +241,7 @@ fn swa_small_tp1_matches_the_golden_vector_meta() {
         ("x_out", &[128, 4, 2048], DType::F32),
     ];
     for (name, shape, dtype) in expect {
-        let t = tensor(v, name);
+        let t = tensor(p, name);
         let got: Vec<usize> = t.shape.iter().map(bind).collect();
         assert_eq!(&got, shape, "{name}");
         assert_eq!(t.dtype, *dtype, "{name}");

@@ -1,14 +1,14 @@
 {{ header }}
 //! One module per generated layer variant, and the index the runner looks them up in.
 
-use harness::abi::VariantAbi;
+use harness::plan::VariantPlan;
 {% for v in variants %}
 pub mod {{ v }};
 {%- endfor %}
 
-/// Every generated variant, sorted by name.
-pub const VARIANTS: &[VariantAbi] = &[
+/// Every generated variant's launch plan, sorted by name.
+pub const VARIANTS: &[VariantPlan] = &[
 {%- for v in variants %}
-    {{ v }}::ABI,
+    {{ v }}::PLAN,
 {%- endfor %}
 ];

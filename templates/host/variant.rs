@@ -1,9 +1,11 @@
 {{ header }}
 //! `{{ p.variant }}`: the {{ p.layer.name() }} decode layer at TP {{ p.shape.tp }} on {{ p.chip.name }} (spec `{{ p.spec_name }}`).
-//! Its host ABI and the plan constants a runtime needs.
+//! Its host ABI, the plan constants a runtime needs, and the launch plan the harness
+//! runtime executes (`PLAN`).
 
 use harness::abi::{AxisBound, TensorDecl, VariantAbi};
 use harness::abi::{DType::*, Dim::*, Dir::*, Placement::*};
+use harness::plan::{self, ChipProfile, Deployment, Kernel, Model, SpecSource, Step, VariantPlan};
 
 pub const NAME: &str = "{{ p.variant }}";
 pub const LAYER: &str = "{{ p.layer.name() }}";
@@ -82,19 +84,128 @@ pub const TENSORS: &[TensorDecl] = &[
 {%- endfor %}
 ];
 
-/// Buffers the host allocates for the layer's TP exchanges (none at TP 1).
-#[rustfmt::skip]
-pub const WORKSPACES: &[TensorDecl] = &[
-{%- for t in p.workspaces %}
-    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype.rust() }}, dir: {{ t.dir.rust() }}, placement: {{ t.placement.rust() }} },
-{%- endfor %}
-];
-
 pub const ABI: VariantAbi = VariantAbi {
     name: NAME,
     layer: LAYER,
     tp: TP,
     tensors: TENSORS,
-    workspaces: WORKSPACES,
     axes: AXES,
+};
+
+/// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
+#[rustfmt::skip]
+pub const KERNELS: &[Kernel] = &[
+{%- for k in p.kernels.kernels %}
+    Kernel { name: "{{ k.name }}", cores: plan::Cores::{{ k.cores.rust() }}, args: &[{% for a in k.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] },
+{%- endfor %}
+];
+
+/// What the layer executes, in order: kernel launches and the TP collectives.
+#[rustfmt::skip]
+pub const STEPS: &[Step] = &[
+{%- for s in p.kernels.steps %}
+{%- match s %}
+{%- when Step::Launch with (l) %}
+    Step::Launch(plan::Launch { stage: "{{ l.stage.name() }}", kernel: "{{ l.kernel }}", cores: plan::Cores::{{ l.cores.rust() }}, block_dim: {{ l.block_dim }}, args: &[{% for a in l.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] }),
+{%- when Step::GroupAllToAll with { src, dst } %}
+    Step::GroupAllToAll { src: "{{ src }}", dst: "{{ dst }}", local_groups: {{ p.shape.local_o_groups }}, src_slab_rows: {{ p.shape.t_pad }}, dst_slab_rows: {{ p.shape.group_t_pad }} },
+{%- when Step::TokenScatter with { src, dst } %}
+    Step::TokenScatter { src: "{{ src }}", dst: "{{ dst }}" },
+{%- endmatch %}
+{%- endfor %}
+];
+
+/// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
+#[rustfmt::skip]
+pub const WORKSPACES: &[TensorDecl] = &[
+{%- for t in p.kernels.workspaces %}
+    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype.rust() }}, dir: {{ t.dir.rust() }}, placement: {{ t.placement.rust() }} },
+{%- endfor %}
+];
+
+/// Stages of the spec without kernels yet: the variant renders but cannot run.
+pub const MISSING: &[&str] = &[{% for s in p.kernels.missing %}"{{ s.name() }}"{% if !loop.last %}, {% endif %}{% endfor %}];
+
+pub const PLAN: VariantPlan = VariantPlan {
+    abi: ABI,
+    spec: SpecSource {
+        path: "{{ p.spec_path }}",
+        name: "{{ p.spec_name }}",
+        hash: "{{ p.spec_hash }}",
+    },
+    model: Model {
+        hidden: HIDDEN,
+        heads: HEADS,
+        head_dim: HEAD_DIM,
+        rope_dim: ROPE_DIM,
+        q_lora_rank: Q_LORA_RANK,
+        o_lora_rank: O_LORA_RANK,
+        o_groups: O_GROUPS,
+        hc_mult: HC_MULT,
+        hc_sinkhorn_iters: HC_SINKHORN_ITERS,
+        hc_eps: HC_EPS,
+        rms_eps: RMS_EPS,
+        softmax_scale: SOFTMAX_SCALE,
+        window: WINDOW,
+        rope_theta: ROPE_THETA,
+{%- if p.rope.yarn.is_some() %}
+        yarn: Some(plan::Yarn {
+            factor: YARN_FACTOR,
+            beta_fast: YARN_BETA_FAST,
+            beta_slow: YARN_BETA_SLOW,
+            original_max_positions: YARN_ORIGINAL_MAX_POSITIONS,
+        }),
+{%- else %}
+        yarn: None,
+{%- endif %}
+    },
+    deployment: Deployment {
+        tp: TP,
+        decode_batch: DECODE_BATCH,
+        decode_seq: DECODE_SEQ,
+        b: B,
+        local_t: LOCAL_T,
+        t_pad: T_PAD,
+        group_t_pad: GROUP_T_PAD,
+        local_o_groups: LOCAL_O_GROUPS,
+        block_size: BLOCK_SIZE,
+        kv_pool_blocks: KV_POOL_BLOCKS,
+        max_positions: MAX_POSITIONS,
+    },
+{%- if p.compressor.is_some() %}
+    compressor: Some(plan::Compressor {
+        ratio: COMPRESS_RATIO,
+        overlap: COMPRESS_OVERLAP,
+        state_block_size: STATE_BLOCK_SIZE,
+        state_pool_blocks: STATE_POOL_BLOCKS,
+        cmp_pool_blocks: CMP_POOL_BLOCKS,
+    }),
+{%- else %}
+    compressor: None,
+{%- endif %}
+{%- if p.indexer.is_some() %}
+    indexer: Some(plan::Indexer {
+        heads: INDEX_HEADS,
+        head_dim: INDEX_HEAD_DIM,
+        topk: INDEX_TOPK,
+        inner_state_pool_blocks: INNER_STATE_POOL_BLOCKS,
+        key_pool_blocks: KEY_POOL_BLOCKS,
+    }),
+{%- else %}
+    indexer: None,
+{%- endif %}
+    chip: ChipProfile {
+        name: "{{ p.chip.name }}",
+        aic_cores: {{ p.chip.aic_cores }},
+        aiv_cores: {{ p.chip.aiv_cores }},
+        cube_bf16_flops: {{ p.chip.cube_bf16_flops()|fmt("{:e}") }},
+        cube_int8_ops: {{ p.chip.cube_int8_ops()|fmt("{:e}") }},
+        cube_f32_flops: {{ p.chip.cube_f32_flops()|fmt("{:e}") }},
+        vector_elem_ops: {{ p.chip.vector_elem_ops()|fmt("{:e}") }},
+        hbm_bytes_per_s: {{ p.chip.hbm_bytes_per_s()|fmt("{:e}") }},
+    },
+    kernels: KERNELS,
+    steps: STEPS,
+    workspaces: WORKSPACES,
+    missing: MISSING,
 };

@@ -6,8 +6,10 @@
 //! a subprocess.
 
 mod codegen;
+mod layers;
 mod style;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,7 +18,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    about = "Generate, check and diff the kernels and host harnesses in generated/"
+    about = "Generate, check and diff the kernels and host harnesses in generated/; run, cost and bench the layers"
 )]
 struct Cli {
     /// Repository root (default: the workspace this xtask was built in).
@@ -50,6 +52,25 @@ enum Command {
         #[arg(long)]
         stat: bool,
     },
+    /// Run a layer end to end on a backend and compare with the golden
+    /// (`--layer swa|hca|csa --tp N …`; `cargo xtask run --help` lists the options).
+    #[command(disable_help_flag = true)]
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Per-launch FLOPs, GM bytes against the minimum and roofline time of one sim run.
+    #[command(disable_help_flag = true)]
+    Cost {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Time the layer on the sim against the golden on the same inputs.
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -63,6 +84,9 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Gen { check, specs } => codegen::gen_command(&root, check, &specs),
         Command::Diff { stat } => codegen::diff_command(&root, stat),
+        Command::Run { args } => layers::forward(&root, "run", &args),
+        Command::Cost { args } => layers::forward(&root, "cost", &args),
+        Command::Bench { args } => layers::forward(&root, "bench", &args),
     };
     ExitCode::from(code)
 }

@@ -1,8 +1,43 @@
-//! Kernels of stage cache_insert: KV rows into the paged pool through the slot mapping (swa.md §3.4).
+//! Kernels of stage cache_insert (swa.md §3.4, hca_csa.md §4.2), building block
+//! `dsv4/cache_insert.h`: each token's kv row into the paged raw pool through the
+//! slot mapping (SWA names it `swa_slot_mapping`, compressed layers
+//! `ori_slot_mapping`). A launch of its own, so it completes before attention.
 
-use super::Builder;
-use crate::plan::StagePlan;
+use super::{Builder, Cores, Kernel, Value};
+use crate::plan::{DType, Dim, StagePlan};
 
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
-    b.missing(s.kind);
+    let p = b.plan;
+    let Some(slots) = ["swa_slot_mapping", "ori_slot_mapping"]
+        .into_iter()
+        .find(|n| p.tensor(n).is_some())
+    else {
+        b.missing(s.kind);
+        return;
+    };
+    let [("tokens", tokens)] = s.tiles[..] else {
+        unreachable!("cache_insert tiling is tokens")
+    };
+    let (hd, bs) = (p.model.head_dim, p.pools.block_size);
+    // The kernel moves whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
+    if hd % 16 != 0 {
+        b.missing(s.kind);
+        return;
+    }
+    b.workspace("kv", vec![Dim::Var("t"), Dim::Const(hd)], DType::Bf16);
+    let kernel = Kernel {
+        name: format!("cache_insert_d{hd}_bs{bs}_t{tokens}"),
+        doc: "kv rows into the paged pool at their slots; -1 skips".into(),
+        block: "cache_insert.h",
+        class: "CacheInsert",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEAD_DIM", Value::U32(hd as u32)),
+            ("BLOCK_SIZE", Value::U32(bs as u32)),
+            ("TOKENS", Value::U32(tokens as u32)),
+        ],
+        args: vec!["kv", "slots", "kv_cache"],
+    };
+    let blocks = p.chip.aiv_cores.min(p.shape.local_t);
+    b.launch(s.kind, kernel, blocks as u32, &["kv", slots, "kv_cache"]);
 }

@@ -1,8 +1,182 @@
-//! Kernels of stage sparse_attention: window gather, scores, sink softmax, P·V, inverse RoPE, packing (swa.md §3.5–3.6).
+//! Kernels of stage sparse_attention over the SWA window (swa.md §3.5–3.6), building
+//! blocks `dsv4/attention_*.h`. Attention is MQA over the latent (K = V = the cache row),
+//! and a request's `decode_seq` tokens have windows that overlap almost entirely, so each
+//! request's *union* of window rows is gathered once and all `decode_seq · heads` query
+//! rows of the request run against it; each token then masks its own lanes.
+//!
+//! Four launches hand off through GM workspaces (the cube cannot reach UB on dav-c220, so
+//! a fused kernel would round-trip the same data through GM and count it against itself):
+//! 1. `attn_window_scores` (cube): `attn_scores` = q · unionᵀ per request.
+//! 2. `attn_window_softmax` (vector): checks the metadata contract the union relies on,
+//!    masks, softmax with bf16 probabilities `attn_probs` and the sink denominators
+//!    `attn_denom`.
+//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request.
+//! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
+//!    bf16, packs heads by output group into `o_packed_heads`.
+//!
+//! Only the window source is built: variants whose attention also reads compressed or
+//! indexed rows (HCA, CSA) mark the stage missing.
 
-use super::Builder;
-use crate::plan::StagePlan;
+use super::{Builder, Cores, Kernel, Value};
+use crate::plan::budget::attention_union_rows;
+use crate::plan::{DType, Dim, ModelDims, StagePlan};
+use crate::spec::KvSource;
 
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
-    b.missing(s.kind);
+    let p = b.plan;
+    let m = &p.model;
+    if p.attention.sources != [KvSource::Window] || !supported(m) {
+        b.missing(s.kind);
+        return;
+    }
+    let [("heads", head_tile), ("kv_rows", kv_tile), ("d", d_tile)] = s.tiles[..] else {
+        unreachable!("sparse_attention tiling is heads, kv_rows, d")
+    };
+    let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
+    let (seq, t_pad) = (p.shape.decode_seq, p.shape.t_pad);
+    let union = attention_union_rows(window, seq);
+    let per_token = |dims: &[usize]| {
+        let mut v = vec![Dim::Var("t")];
+        v.extend(dims.iter().map(|&n| Dim::Const(n)));
+        v
+    };
+    b.workspace("q", per_token(&[heads, hd]), DType::Bf16);
+    b.workspace("attn_scores", per_token(&[heads, union]), DType::F32);
+    b.workspace("attn_probs", per_token(&[heads, union]), DType::Bf16);
+    b.workspace("attn_denom", per_token(&[heads]), DType::F32);
+    b.workspace("attn_o", per_token(&[heads, hd]), DType::F32);
+    b.workspace(
+        "o_packed_heads",
+        vec![Dim::Const(m.o_groups * t_pad), Dim::Const(m.o_group_in)],
+        DType::Bf16,
+    );
+
+    let u32 = |v: usize| Value::U32(v as u32);
+    let cube_tag = format!(
+        "h{heads}_d{hd}_w{window}_s{seq}_bs{}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+        p.pools.block_size
+    );
+    let cube_params = vec![
+        ("HEADS", u32(heads)),
+        ("HEAD_DIM", u32(hd)),
+        ("WINDOW", u32(window)),
+        ("SEQ", u32(seq)),
+        ("BLOCK_SIZE", u32(p.pools.block_size)),
+        ("UNION_ROWS", u32(union)),
+        ("HEAD_TILE", u32(head_tile)),
+        ("KV_TILE", u32(kv_tile)),
+        ("D_TILE", u32(d_tile)),
+    ];
+    let cube_args = vec!["kv_cache", "swa_indices", "swa_lens"];
+    let scores = Kernel {
+        name: format!("attn_window_scores_{cube_tag}"),
+        doc: "window attention scores q · unionᵀ per request (f32, unscaled)".into(),
+        block: "attention_cube.h",
+        class: "AttentionScores",
+        cores: Cores::Aic,
+        params: cube_params.clone(),
+        args: [&["q"][..], &cube_args, &["scores"]].concat(),
+    };
+    let softmax = Kernel {
+        name: format!("attn_window_softmax_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"),
+        doc: "window attention softmax: lane mask, bf16 probabilities, sink denominators".into(),
+        block: "attention_softmax.h",
+        class: "AttentionSoftmax",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("WINDOW", u32(window)),
+            ("SEQ", u32(seq)),
+            ("UNION_ROWS", u32(union)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: vec![
+            "scores",
+            "swa_indices",
+            "swa_lens",
+            "attn_sink",
+            "probs",
+            "denom",
+        ],
+    };
+    let values = Kernel {
+        name: format!("attn_window_values_{cube_tag}"),
+        doc: "window attention values probs · union per request (f32)".into(),
+        block: "attention_cube.h",
+        class: "AttentionValues",
+        cores: Cores::Aic,
+        params: cube_params,
+        args: [&["probs"][..], &cube_args, &["o"]].concat(),
+    };
+    let finish = Kernel {
+        name: format!(
+            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
+            m.rope_dim, m.heads_per_group
+        ),
+        doc: "attention output: o / denom, inverse RoPE on the rope dims, bf16, heads packed by group"
+            .into(),
+        block: "attention_finish.h",
+        class: "AttentionFinish",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("ROPE_DIM", u32(m.rope_dim)),
+            ("HEADS_PER_GROUP", u32(m.heads_per_group)),
+            ("T_PAD", u32(t_pad)),
+            ("HEAD_TILE", u32(head_tile)),
+        ],
+        args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
+    };
+
+    let requests = p.shape.b;
+    let (aic, aiv) = (
+        p.chip.aic_cores.min(requests),
+        p.chip.aiv_cores.min(requests),
+    );
+    let metadata = ["kv_cache", "swa_indices", "swa_lens"];
+    b.launch(
+        s.kind,
+        scores,
+        aic as u32,
+        &[&["q"][..], &metadata, &["attn_scores"]].concat(),
+    );
+    b.launch(
+        s.kind,
+        softmax,
+        aiv as u32,
+        &[
+            "attn_scores",
+            "swa_indices",
+            "swa_lens",
+            "attn_sink",
+            "attn_probs",
+            "attn_denom",
+        ],
+    );
+    b.launch(
+        s.kind,
+        values,
+        aic as u32,
+        &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
+    );
+    b.launch(
+        s.kind,
+        finish,
+        p.chip.aiv_cores.min(p.shape.local_t) as u32,
+        &[
+            "attn_o",
+            "attn_denom",
+            "freqs_cos",
+            "freqs_sin",
+            "o_packed_heads",
+        ],
+    );
+}
+
+/// The finish kernel moves the nope and rope parts of a head as whole 32-byte blocks of
+/// bf16 (and of f32 at their starts); other head splits are not built.
+fn supported(m: &ModelDims) -> bool {
+    m.nope_dim.is_multiple_of(16) && m.rope_dim.is_multiple_of(16)
 }

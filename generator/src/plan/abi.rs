@@ -402,26 +402,3 @@ pub(super) fn tensors(a: &AbiInput) -> Vec<TensorPlan> {
     ]);
     v
 }
-
-/// The symmetric exchange windows and signals of the TP collectives (swa.md §2.2).
-pub(super) fn workspaces(a: &AbiInput) -> Vec<TensorPlan> {
-    let s = a.shape;
-    if s.tp == 1 {
-        return Vec::new();
-    }
-    let m = a.model;
-    vec![
-        pool(
-            "attention_window",
-            vec![C(s.attention_window_rows), C(m.o_group_in)],
-            DType::Bf16,
-        ),
-        pool("attention_signal", vec![C(s.tp), C(1)], DType::I32),
-        pool(
-            "o_window",
-            vec![C(s.o_window_rows), C(m.hidden)],
-            DType::F32,
-        ),
-        pool("o_signal", vec![C(s.tp), C(1)], DType::I32),
-    ]
-}

@@ -59,6 +59,10 @@ pub(super) struct Dims<'a> {
     pub compressor: Option<&'a CompressorPlan>,
     pub indexer: Option<&'a IndexerPlan>,
     pub block_size: usize,
+    pub chip: &'a Chip,
+    /// SWA window lanes per token and tokens per request (the attention's union of windows).
+    pub window: usize,
+    pub decode_seq: usize,
 }
 
 const fn row(
@@ -77,6 +81,57 @@ const fn row(
         count,
         gm_run,
     }
+}
+
+/// The on-chip buffers of the shared cube matmul (`dsv4/matmul.h`, planned by
+/// `kernels::gemm`) for Mmad tiles `m × n × k` of bf16 (an int8 matmul keeps the byte
+/// sizes: its tiles hold twice the k values). B tiles and the L0 operands rotate in
+/// pairs; the A panel takes the rest of L1 (each launch sizes its panel within it); L0C
+/// holds one `n`-column strip of C over as many `m`-row Mmad tiles as fit (at least one).
+pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
+    use DType::{Bf16, F32};
+    use Mem::*;
+    let b_l1 = row("mm_b_l1", L1, Bf16, k * n, 2, None);
+    let panel = chip.l1_bytes.saturating_sub(b_l1.allocated(chip)) / 32 * 32;
+    let strip_rows = (chip.l0c_bytes / (m * n * F32.size())).max(1) * m;
+    vec![
+        row("mm_a_panel", L1, Bf16, panel / Bf16.size(), 1, None),
+        b_l1,
+        row("mm_a_l0", L0a, Bf16, m * k, 2, None),
+        row("mm_b_l0", L0b, Bf16, k * n, 2, None),
+        row("mm_c_strip", L0c, F32, strip_rows * n, 1, None),
+    ]
+}
+
+/// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
+pub const ZERO_FILL_TILE: usize = 8192;
+
+/// ReduceSum / ReduceMax scratch for `count` f32 values: one result per 64-lane repeat,
+/// rounded up to a 32-byte block (`dsv4/quant.h` ReduceTmpElems).
+pub fn reduce_tmp(count: usize) -> usize {
+    count.div_ceil(64).next_multiple_of(8)
+}
+
+/// Heads per work item of qkv_proj_rope's QHeads kernel: as many as fit 4096 values
+/// (16 KiB of f32), so few head groups share a token and its RoPE rows are read by few
+/// blocks, while a group's rows stay small in UB.
+pub fn qkv_heads_per_item(heads: usize, head_dim: usize) -> usize {
+    (1..=heads)
+        .filter(|g| heads.is_multiple_of(*g) && g * head_dim <= 4096)
+        .max()
+        .unwrap_or(1)
+}
+
+/// Columns of group_combine.h's one-row tiles: the widest divisor of `hidden` (whole
+/// 32-byte blocks in bf16) whose buffers (7 rows of 4-byte values, one 32-byte block of
+/// scales per group) fit `room` bytes of UB; 16 if none does (the budget check then
+/// reports the overflow). Wide rows keep the vector instructions long and few.
+pub fn o_proj_combine_cols(hidden: usize, groups: usize, room: usize) -> usize {
+    (16..=hidden)
+        .step_by(16)
+        .filter(|c| hidden.is_multiple_of(*c) && 7 * 4 * c + 32 * groups <= room)
+        .max()
+        .unwrap_or(16)
 }
 
 /// L1/L0 buffers of a cube matmul tile m×n×k, inputs `a` and accumulator `acc`,
@@ -101,52 +156,110 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
     match (kind, *tiling) {
         (StageKind::HcPre, Tiling::HcPre { m, k, tokens, cols }) => {
             let (m, k, t, c) = (m.value, k.value, tokens.value, cols.value);
-            let hc = md.hc_mult;
-            let mut v = cube(m, md.mix_hc.next_multiple_of(16), k, F32, F32);
-            v.extend([
-                row("x_in", Ub, F32, t * c, 2, Some(c)),
-                row("x_mixed", Ub, Bf16, t * c, 2, Some(c)),
-                row("sumsq", Ub, F32, t * 8, 1, None),
-                row("mix", Ub, F32, t * md.mix_hc, 1, Some(t * md.mix_hc)),
-                row("pre", Ub, F32, t * hc, 1, None),
-                row("post", Ub, F32, t * hc, 1, Some(t * hc)),
-                row("comb", Ub, F32, t * hc * hc, 1, Some(t * hc * hc)),
-            ]);
-            v
+            let (hc, mix) = (md.hc_mult, md.mix_hc);
+            let mix_pad = mix.next_multiple_of(16);
+            let split = hc_pre_split(md.hc_dim, k, d.chip.aic_cores);
+            let span = split.chunks_per_block * k;
+            let (rows, out) = (1 + mix, t * (hc + hc * hc));
+            // A token's partials row: per projection block, m dot products and the logits.
+            let row_len = split.blocks * (m + mix);
+            use Mem::*;
+            vec![
+                // hc_pre.h HcPreProjection: the block's fn slice, x tiles, one k chunk in L0.
+                row("fn_l1", L1, F32, mix_pad * span, 1, None),
+                row("x_l1", L1, F32, m * span, 2, None),
+                row("x_l0a", L0a, F32, m * k, 2, None),
+                row("x_l0b", L0b, F32, m * k, 2, None),
+                row("fn_l0b", L0b, F32, mix_pad * k, 2, None),
+                row("logits_l0c", L0c, F32, m * mix_pad, 1, None),
+                row("squares_l0c", L0c, F32, m * m, 1, None),
+                // HcPreMix: a group of t tokens (its partials rows), the entry-major table,
+                // gather offsets (u32, sized as i32), one mix chunk per token.
+                row("partials", Ub, F32, t * row_len, 1, Some(t * row_len)),
+                row("x_in", Ub, F32, hc * c, 2, Some(c)),
+                row("x_mixed", Ub, Bf16, c, 2, Some(c)),
+                row("gates_out", Ub, F32, out, 1, Some(t * hc)),
+                row("table", Ub, F32, rows * t, 1, None),
+                row("gathered", Ub, F32, rows * t, 1, None),
+                row("in_offsets", Ub, I32, rows * t, 1, None),
+                row("diag_offsets", Ub, I32, t, 1, None),
+                row("out_offsets", Ub, I32, out, 1, None),
+                row("base_rows", Ub, F32, mix * t, 1, None),
+                // hc_attn_scale and hc_attn_base, moved with DataCopyPad.
+                row("weights", Ub, F32, 8 + mix.next_multiple_of(8), 1, None),
+                row("ones", Ub, F32, 2 * hc * t, 1, None),
+                row("pairs", Ub, F32, 2 * hc * t, 1, None),
+                row("sums", Ub, F32, hc * t, 1, None),
+            ]
         }
         (StageKind::RmsNorm, Tiling::Vector { tokens, cols }) => {
-            let (t, c) = (tokens.value, cols.value);
+            // rms_norm.h: tiles of t whole rows; f32 work in c-wide chunks.
+            let (t, c, h) = (tokens.value, cols.value, md.hidden);
             vec![
-                row("x_in", Ub, Bf16, t * c, 2, Some(c)),
-                row("weight", Ub, Bf16, c, 2, Some(c)),
-                row("x_f32", Ub, F32, t * c, 1, None),
-                row("sumsq", Ub, F32, t * 8, 1, None),
-                row("x_out", Ub, Bf16, t * c, 2, Some(c)),
+                row("x_in", Ub, Bf16, t * h, 2, Some(h)),
+                row("x_out", Ub, Bf16, t * h, 2, Some(h)),
+                row("weight", Ub, F32, h, 1, None),
+                row("x_f32", Ub, F32, c, 1, None),
+                row("squares", Ub, F32, c, 1, None),
+                row("square_sums", Ub, F32, c, 1, None),
+                row("reduce_tmp", Ub, F32, c, 1, None),
+                row("scalars", Ub, F32, 16, 1, None),
             ]
         }
         (StageKind::QkvProjRope, Tiling::Matmul { m, n, k, tokens }) => {
-            let t = tokens.value;
-            let (hd, ql, rd) = (md.head_dim, md.q_lora_rank, md.rope_dim);
-            let mut v = cube(m.value, n.value, k.value, Bf16, F32);
+            // The cube matmuls (wq_a, wq_b int8, wkv) share the matmul rows. The UB rows are
+            // roles shared by the stage's vector kernels (qkv_proj_rope.h QLatentQuant,
+            // QHeads, KvFinish, and zero_rows.h before a split-K matmul), each allocating at
+            // most the row: their sum bounds every one of them.
+            let (t, hd, ql, rd) = (tokens.value, md.head_dim, md.q_lora_rank, md.rope_dim);
+            let w = qkv_heads_per_item(md.heads, hd) * hd;
+            let mut v = matmul(m.value, n.value, k.value, d.chip);
             v.extend([
-                row("latent", Ub, F32, t * ql, 1, Some(ql)),
-                row("qr", Ub, I8, t * ql, 1, Some(ql)),
-                row("qr_scale", Ub, F32, t, 1, Some(t)),
-                row("q_acc", Ub, I32, t * hd, 2, Some(hd)),
-                row("q_scale", Ub, F32, hd, 2, Some(hd)),
-                row("q_f32", Ub, F32, t * hd, 1, None),
-                row("q_out", Ub, Bf16, t * hd, 2, Some(hd)),
-                row("rope_cos", Ub, Bf16, t * rd, 1, Some(rd)),
-                row("rope_sin", Ub, Bf16, t * rd, 1, Some(rd)),
+                // latent tiles (f32), q_acc head groups (i32), kv latent tiles (f32)
+                row(
+                    "vec_in",
+                    Ub,
+                    F32,
+                    (t * ql).max(w).max(t * hd),
+                    2,
+                    Some(hd.min(ql)),
+                ),
+                // qr tiles (i8), q head groups and kv tiles (bf16); sized in bytes
+                row(
+                    "vec_out",
+                    Ub,
+                    I8,
+                    (t * ql).max(2 * w).max(2 * t * hd),
+                    2,
+                    Some(ql),
+                ),
+                row("vec_x", Ub, F32, w, 1, None),
+                // gamma_cq / gamma_ckv widened, or the head group's wq_b_scale
+                row("vec_weight", Ub, F32, ql.max(w).max(hd), 1, Some(w)),
+                row("vec_weight_in", Ub, Bf16, ql.max(hd), 1, Some(hd.min(ql))),
+                row("vec_work", Ub, F32, ql.max(hd), 1, None),
+                // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
+                row("vec_f16", Ub, Bf16, ql, 1, None),
+                // qr_scale out (DataCopyPad), or 8 tokens' qr_scale in
+                row("vec_scales", Ub, F32, 8, 2, None),
+                row("vec_slot", Ub, F32, 8, 1, None),
+                row("vec_reduce_tmp", Ub, F32, reduce_tmp(ql.max(hd)), 1, None),
+                // rope.h: the token's cos/sin rows, [cos | sin | -sin], gather offsets,
+                // the interleaved tables and the pair-swapped slice
+                row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
+                row("rope_trig", Ub, F32, 3 * rd, 1, None),
+                row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+                row("rope_tables", Ub, F32, 2 * rd, 1, None),
+                row("rope_swap", Ub, F32, rd, 1, None),
+                row("zero_tile", Ub, F32, ZERO_FILL_TILE, 1, None),
             ]);
             v
         }
         (StageKind::CacheInsert, Tiling::Tokens { tokens }) => {
+            // cache_insert.h: t kv rows staged per DMA; the slots are scalar GM reads.
             let t = tokens.value;
-            vec![
-                row("slots", Ub, I64, t, 1, Some(t)),
-                row("kv_rows", Ub, Bf16, t * md.head_dim, 2, Some(md.head_dim)),
-            ]
+            let hd = md.head_dim;
+            vec![row("kv_rows", Ub, Bf16, t * hd, 2, Some(hd))]
         }
         (
             StageKind::Compressor,
@@ -205,62 +318,132 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 d: dk,
             },
         ) => {
-            let (h, kv, dk, hd) = (heads.value, kv_rows.value, dk.value, md.head_dim);
+            let (ht, kv, dk) = (heads.value, kv_rows.value, dk.value);
+            let (h, hd, rope) = (md.heads, md.head_dim, md.rope_dim);
+            let union = attention_union_rows(d.window, d.decode_seq);
+            let (m_pad, l0_k) = (ht.next_multiple_of(16), dk.max(kv));
+            let lanes = d.window.next_multiple_of(8);
+            let (tile, rope_tile) = (ht * hd, ht * rope);
             use Mem::*;
             vec![
-                row("q", L1, Bf16, h * hd, 1, None),
-                row("kv", L1, Bf16, kv * hd, 2, None),
-                row("p", L1, Bf16, h * kv, 1, None),
-                row("a_l0", L0a, Bf16, h * dk.max(kv), 2, None),
-                row("b_l0", L0b, Bf16, dk * kv, 2, None),
-                row("c_l0", L0c, F32, h * kv.max(dk), 2, None),
-                row("indices", Ub, I32, kv, 2, Some(kv)),
-                row("bias", Ub, F32, kv, 1, None),
-                row("scores", Ub, F32, h * kv, 2, Some(kv)),
-                row("probs", Ub, Bf16, h * kv, 1, Some(kv)),
-                row("stats", Ub, F32, h * 8, 3, None),
-                row("sink", Ub, F32, h, 1, Some(h)),
-                row("o_acc", Ub, F32, h * hd, 1, None),
-                row("o_out", Ub, Bf16, h * hd, 1, Some(hd)),
-                row("rope_cos", Ub, Bf16, md.rope_dim, 1, Some(md.rope_dim)),
-                row("rope_sin", Ub, Bf16, md.rope_dim, 1, Some(md.rope_dim)),
+                // attention_cube.h, both cube kernels: a request's union rows (K = V) and
+                // the query-side tiles (q rows or probability rows, whichever is wider).
+                row("cube_union", L1, Bf16, union * hd, 1, None),
+                row("cube_a_tile", L1, Bf16, m_pad * hd.max(union), 2, None),
+                row("cube_a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+                row("cube_b_l0", L0b, Bf16, dk * kv, 2, None),
+                row("cube_c_l0", L0c, F32, m_pad * l0_k, 2, None),
+                // attention_softmax.h: a tile of head rows over the union lanes, one
+                // token's index row (DataCopyPad) for the contract check, per-lane
+                // constants and per-head statistics (one 32-byte slot per row result).
+                row("softmax_scores", Ub, F32, ht * union, 2, Some(ht * union)),
+                row("softmax_probs", Ub, Bf16, ht * union, 2, Some(ht * union)),
+                row("softmax_index_row", Ub, I32, lanes, 1, None),
+                row("softmax_union", Ub, I32, union, 1, None),
+                row("softmax_lane_offsets", Ub, I32, lanes, 1, None),
+                row("softmax_gather_offsets", Ub, I32, lanes, 1, None),
+                row("softmax_expected", Ub, I32, lanes, 1, None),
+                row("softmax_mismatch", Ub, F32, lanes, 1, None),
+                row("softmax_lane", Ub, F32, union, 1, None),
+                row("softmax_bias", Ub, F32, union, 1, None),
+                row("softmax_clamp", Ub, F32, union, 1, None),
+                row("softmax_reduce_tmp", Ub, F32, union, 1, None),
+                row("softmax_row_stats", Ub, F32, ht * 8, 1, None),
+                row("softmax_sink", Ub, F32, h, 1, Some(h)),
+                row("softmax_row_max", Ub, F32, h, 1, None),
+                row("softmax_row_sum", Ub, F32, h, 1, None),
+                row("softmax_denom", Ub, F32, h, 1, Some(h)),
+                // attention_finish.h: a tile of head rows in and out (out leaves in runs of
+                // whole heads), the token's denominators and freqs half-rows (DataCopyPad),
+                // the rope gather tables.
+                row("finish_o", Ub, F32, tile, 2, Some(tile)),
+                row("finish_out", Ub, Bf16, tile, 2, Some(hd)),
+                row("finish_denom", Ub, F32, h, 1, Some(h)),
+                row("finish_divisor", Ub, F32, hd, 1, None),
+                row("finish_cos_row", Ub, Bf16, rope / 2, 1, None),
+                row("finish_sin_row", Ub, Bf16, rope / 2, 1, None),
+                row("finish_trig", Ub, F32, 3 * rope / 2, 1, None),
+                row("finish_cos_table", Ub, F32, rope_tile, 1, None),
+                row("finish_sin_table", Ub, F32, rope_tile, 1, None),
+                row("finish_rope", Ub, F32, rope_tile, 1, None),
+                row("finish_partner", Ub, F32, rope_tile, 1, None),
+                row("finish_rope_offsets", Ub, I32, rope_tile, 1, None),
+                row("finish_partner_offsets", Ub, I32, rope_tile, 1, None),
+                row("finish_cos_offsets", Ub, I32, rope_tile, 1, None),
+                row("finish_sin_offsets", Ub, I32, rope_tile, 1, None),
             ]
         }
-        (StageKind::OGroupAllToAll, Tiling::Collective { rows, cols }) => {
-            let (r, c) = (rows.value, cols.value);
-            vec![row("rows", Ub, Bf16, r * c, 2, Some(c))]
-        }
+        // A data-movement step between ranks: no kernel, no on-chip buffers.
+        (StageKind::OGroupAllToAll, Tiling::Collective { .. }) => Vec::new(),
         (StageKind::OProj, Tiling::Matmul { m, n, k, tokens }) => {
-            let (t, n) = (tokens.value, n.value);
+            let t = tokens.value;
             let ol = md.o_lora_rank;
-            let mut v = cube(m.value, n, k.value, Bf16, F32);
+            // group_quant.h: a tile of t latent rows, quantised row by row (dsv4/quant.h).
+            let quant = [
+                row("quant_in", Ub, F32, t * ol, 2, Some(t * ol)),
+                row("quant_i8", Ub, I8, t * ol, 2, Some(t * ol)),
+                // Moved with DataCopyPad.
+                row("quant_scale", Ub, F32, t.next_multiple_of(8), 2, None),
+                row("quant_work", Ub, F32, ol, 1, None),
+                // f16 staging between the f32 rne and int8 (2 bytes, sized as bf16).
+                row("quant_f16", Ub, Bf16, ol, 1, None),
+                row("quant_amax", Ub, F32, 8, 1, None),
+                // ReduceMax scratch as its doc sizes it (value and index per repeat).
+                row(
+                    "quant_reduce_tmp",
+                    Ub,
+                    F32,
+                    (2 * ol / 64).next_multiple_of(8),
+                    1,
+                    None,
+                ),
+            ];
+            let room = d.chip.ub_bytes.saturating_sub(bytes_in(&quant, Ub, d.chip));
+            // group_combine.h: one row × c columns of every group's products; the scales
+            // (one 32-byte block per group; o_groups is TP 1's count, an upper bound) move
+            // with DataCopyPad.
+            let groups = md.o_groups;
+            let c = o_proj_combine_cols(md.hidden, groups, room);
+            // wo_a (bf16) and wo_b (int8) run the shared matmul with the same tiles.
+            let mut v = matmul(m.value, n.value, k.value, d.chip);
+            v.extend(quant);
             v.extend([
-                row("a_f32", Ub, F32, t * ol, 2, Some(ol)),
-                row("a_i8", Ub, I8, t * ol, 2, Some(ol)),
-                row("a_scale", Ub, F32, t, 1, Some(t)),
-                row("p_i32", Ub, I32, t * n, 2, Some(n)),
-                row("acc", Ub, F32, t * n, 1, None),
-                row("wo_b_scale", Ub, F32, n, 1, Some(n)),
-                row("out", Ub, F32, t * n, 1, Some(n)),
+                row("combine_p", Ub, I32, c, 2, Some(c)),
+                row("combine_scales", Ub, F32, groups * 8, 1, None),
+                row("combine_wo_b_scale", Ub, F32, c, 1, Some(c)),
+                row("combine_acc", Ub, F32, c, 1, None),
+                row("combine_term", Ub, F32, c, 1, None),
+                // f32 at TP > 1, bf16 at TP 1.
+                row("combine_out", Ub, F32, c, 2, Some(c)),
             ]);
             v
         }
         (StageKind::OReduceScatter, Tiling::Collective { rows, cols }) => {
+            // rank_sum.h: a rows × cols tile of each source rank, double buffered.
             let (r, c) = (rows.value, cols.value);
             vec![
                 row("rows_in", Ub, F32, r * c, 2, Some(c)),
                 row("acc", Ub, F32, r * c, 1, None),
-                row("rows_out", Ub, Bf16, r * c, 1, Some(c)),
+                row("rows_out", Ub, Bf16, r * c, 2, Some(c)),
             ]
         }
         (StageKind::HcPost, Tiling::Vector { tokens, cols }) => {
+            // hc_post.h: an item of t tokens x c columns; post and comb by DataCopyPad.
             let (t, c, hc) = (tokens.value, cols.value, md.hc_mult);
             vec![
                 row("attn_out", Ub, Bf16, t * c, 2, Some(c)),
                 row("x_hc", Ub, F32, t * hc * c, 2, Some(c)),
-                row("post", Ub, F32, t * hc, 1, Some(t * hc)),
-                row("comb", Ub, F32, t * hc * hc, 1, Some(t * hc * hc)),
                 row("x_out", Ub, F32, t * hc * c, 2, Some(c)),
+                row("attn_f32", Ub, F32, t * c, 1, None),
+                row("product", Ub, F32, c, 1, None),
+                row(
+                    "weights",
+                    Ub,
+                    F32,
+                    (t * hc).next_multiple_of(8) + (t * hc * hc).next_multiple_of(8),
+                    1,
+                    None,
+                ),
             ]
         }
         // The spec model pairs each stage kind with exactly one tiling shape.
@@ -310,6 +493,30 @@ fn compressor_vector(
         row("cmp_sin", Ub, F32, half_rope, 1, Some(half_rope)),
         row("cmp_out", Ub, Bf16, c.head_dim, 1, Some(c.head_dim)),
     ]
+}
+
+/// Rows of the window attention's per-request union (a token's window plus one new row
+/// per later token of its request), rounded up to whole 16-row fractals.
+pub fn attention_union_rows(window: usize, decode_seq: usize) -> usize {
+    (window + decode_seq - 1).next_multiple_of(16)
+}
+
+/// How hc_pre's projection splits the `hc_dim` columns over the cube cores: whole
+/// `k`-column chunks, as many per block as spreading them over `aic_cores` takes,
+/// and as many blocks (each one part of a token's partials row) as that needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HcPreSplit {
+    pub chunks_per_block: usize,
+    pub blocks: usize,
+}
+
+pub fn hc_pre_split(hc_dim: usize, k: usize, aic_cores: usize) -> HcPreSplit {
+    let chunks = hc_dim.div_ceil(k);
+    let chunks_per_block = chunks.div_ceil(aic_cores);
+    HcPreSplit {
+        chunks_per_block,
+        blocks: chunks.div_ceil(chunks_per_block),
+    }
 }
 
 /// A budget violation: what to say and which rule it breaks.

@@ -22,6 +22,9 @@ pub(super) fn for_tp(
         compressor: base.compressor.as_ref(),
         indexer: base.indexer.as_ref(),
         block_size: base.pools.block_size,
+        chip: base.chip,
+        window: base.attention.window,
+        decode_seq: base.decode_seq,
     };
     let mut stages = Vec::new();
     for st in &base.stages {
@@ -72,7 +75,6 @@ pub(super) fn for_tp(
         attention: base.attention.clone(),
         stages,
         tensors: abi::tensors(&abi_input),
-        workspaces: abi::workspaces(&abi_input),
         axes: abi::axes(&abi_input),
         shape,
         kernels: Default::default(),
@@ -162,8 +164,9 @@ fn check_tiles(base: &Base, s: &TpShape, st: &StageSpec, d: &mut Diagnostics) ->
             c.cube(mt, "m");
             c.cube(k, "k");
             c.rows(mt, "m", s.t_pad);
-            c.fits(k, "k", m.hidden, "hidden");
-            c.tokens(tokens);
+            c.divides(k, "k", m.hc_dim, "hc_mult x hidden");
+            // The gates run with one f32 lane per token in a 32-byte block.
+            c.equals(tokens, "tokens", 8);
             c.divides(cols, "cols", m.hidden, "hidden");
         }
         Tiling::Vector { tokens, cols } => {
@@ -249,12 +252,21 @@ fn check_tiles(base: &Base, s: &TpShape, st: &StageSpec, d: &mut Diagnostics) ->
         }
         Tiling::Attention {
             heads,
-            kv_rows: _,
+            kv_rows,
             d: dk,
         } => {
             // kv_rows against the window is checked with the window itself.
             c.divides(heads, "heads", m.heads, "heads");
             c.divides(dk, "d", m.head_dim, "head_dim");
+            c.cube(kv_rows, "kv_rows");
+            c.cube(dk, "d");
+            // Per-head f32 values (row maxima, sums, denominators) in whole 32-byte blocks.
+            c.multiple(
+                heads,
+                "heads",
+                8,
+                "attention head tiles are whole 32-byte blocks of f32",
+            );
         }
         Tiling::Collective { rows, cols } => {
             c.tokens(rows);
@@ -333,6 +345,29 @@ impl TileCheck<'_, '_> {
                     self.stage, t.value
                 ),
                 "cube tiles are whole 16x16 fractals",
+            );
+        }
+    }
+
+    fn multiple(&mut self, t: Tile, name: &str, of: usize, rule: &'static str) {
+        if !self.reported(t) && !t.value.is_multiple_of(of) {
+            self.d.error(
+                t.loc,
+                format!(
+                    "{} tile {name} {} is not a multiple of {of}",
+                    self.stage, t.value
+                ),
+                rule,
+            );
+        }
+    }
+
+    fn equals(&mut self, t: Tile, name: &str, want: usize) {
+        if !self.reported(t) && t.value != want {
+            self.d.error(
+                t.loc,
+                format!("{} tile {name} {} is not {want}", self.stage, t.value),
+                "this tile is fixed by the kernel's lane layout",
             );
         }
     }

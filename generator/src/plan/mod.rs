@@ -57,19 +57,20 @@ pub struct Plan {
     pub stages: Vec<StagePlan>,
     /// The host ABI in the reference's parameter order.
     pub tensors: Vec<TensorPlan>,
-    /// Buffers the host allocates for the layer itself (TP exchange windows).
-    pub workspaces: Vec<TensorPlan>,
     /// Runtime axes of the ABI shapes and their capacities.
     pub axes: Vec<Axis>,
-    /// The kernels the stages launch, in order, and their workspaces.
+    /// The kernels the stages launch, in order, and the per-rank workspaces between
+    /// them (the only buffers besides the ABI: the TP collectives move rows between
+    /// workspaces, so the reference's exchange windows are not planned).
     pub kernels: KernelPlan,
 }
 
 impl Plan {
+    /// An ABI tensor or a workspace by name.
     pub fn tensor(&self, name: &str) -> Option<&TensorPlan> {
         self.tensors
             .iter()
-            .chain(&self.workspaces)
+            .chain(&self.kernels.workspaces)
             .find(|t| t.name == name)
     }
 

@@ -17,3 +17,4 @@
 #include "sim/cube.h"
 #include "sim/fixpipe.h"
 #include "sim/sync.h"
+#include "sim/debug.h"

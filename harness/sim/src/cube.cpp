@@ -53,6 +53,53 @@ void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, c
     }
 }
 
+void LoadData2DTranspose(const TensorRef& dst, const TensorRef& src, uint32_t elemSize,
+                         const LoadData2dTransposeParams& p)
+{
+    const char* api = "LoadDataWithTranspose";
+    RequireCoreKind(api, CoreKind::AIC);
+    Mem md = AliveRef(dst, api, "dst").mem;
+    if (AliveRef(src, api, "src").mem != Mem::L1 || (md != Mem::L0A && md != Mem::L0B)) {
+        Trap(api, "LoadDataWithTranspose supports L1 (A1/B1) -> L0A (A2) / L0B (B2) only");
+    }
+    if (elemSize != 1 && elemSize != 2) {
+        Trap(api, "only 8-bit and 16-bit element types are modelled (b32/b4 squares are not)");
+    }
+    if (p.repeatTimes == 0) {
+        return;
+    }
+    // A square is `side` rows of 32 bytes: 16 x 16 b16 (one fractal), 32 x 32 b8 (two).
+    const uint32_t side = elemSize == 2 ? 16 : 32;
+    const uint32_t fractals = side / 16;
+    const uint64_t squareBytes = uint64_t(side) * 32;
+    AccessRef(dst, api, "dst", 0, 0, Acc::None, 512);
+    AccessRef(src, api, "src", 0, 0, Acc::None, 32);
+    Arena& as = ArenaOf(Mem::L1);
+    Arena& ad = ArenaOf(md);
+    for (uint32_t r = 0; r < p.repeatTimes; ++r) {
+        int64_t sq = p.addrMode == 0 ? int64_t(p.startIndex) + int64_t(r) * p.srcStride
+                                     : int64_t(p.startIndex) - int64_t(r) * p.srcStride;
+        if (sq < 0) {
+            Trap(api, "addrMode 1 steps before the start of src (square " + std::to_string(sq) + ")");
+        }
+        uint64_t so = uint64_t(sq) * squareBytes;
+        const uint8_t* s = AccessRef(src, api, "src", so, squareBytes, Acc::None, 32);
+        const uint8_t* ss = as.shadow + (src.off + so) / kShadowGranule;
+        bool defined = std::memchr(ss, 0, side) == nullptr;
+        for (uint32_t j = 0; j < fractals; ++j) {
+            uint64_t dof = (uint64_t(r) * (p.dstGap + 1u) + uint64_t(j) * (p.dstFracGap + 1u)) * 512;
+            uint8_t* d = AccessRef(dst, api, "dst", dof, 512, Acc::None, 512);
+            // dst row k of fractal j is column 16j + k of the square, element c its row c
+            for (uint32_t k = 0; k < 16; ++k) {
+                for (uint32_t c = 0; c < side; ++c) {
+                    std::memcpy(d + (k * side + c) * elemSize, s + c * 32 + (16 * j + k) * elemSize, elemSize);
+                }
+            }
+            std::memset(ad.shadow + (dst.off + dof) / kShadowGranule, defined ? 1 : 0, 16);
+        }
+    }
+}
+
 namespace {
 
 // C[M x N] += A[M x K] * B[K x N], all row-major, M and N multiples of 16, in 4 x 16
@@ -308,12 +355,12 @@ void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const
                 }
                 if (!nd) {
                     uint64_t o = uint64_t(jb) * p.dstStride * 32 + uint64_t(i) * 16 * sizeof(T);
-                    GmStore(api, KindOf<T>(), d + o, reinterpret_cast<const uint8_t*>(&row[jb * 16]), 16 * sizeof(T));
+                    GmStore(api, KindOf<T>(), dstGm, d + o, reinterpret_cast<const uint8_t*>(&row[jb * 16]), 16 * sizeof(T));
                 }
             }
             if (nd) {
                 uint64_t o = (uint64_t(q) * p.dstNdStride + uint64_t(i) * p.dstStride) * sizeof(T);
-                GmStore(api, KindOf<T>(), d + o, reinterpret_cast<const uint8_t*>(row.data()), p.nSize * sizeof(T));
+                GmStore(api, KindOf<T>(), dstGm, d + o, reinterpret_cast<const uint8_t*>(row.data()), p.nSize * sizeof(T));
             }
         }
     }

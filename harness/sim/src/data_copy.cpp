@@ -36,10 +36,11 @@ const BufDesc& LocalOn(const char* api, const char* role, const TensorRef& t, Me
 }
 } // namespace
 
-void GmStore(const char* api, ElemKind kind, uint8_t* dst, const uint8_t* src, uint64_t bytes)
+void GmStore(const char* api, ElemKind kind, int gm, uint8_t* dst, const uint8_t* src, uint64_t bytes)
 {
     Core& c = CurCore();
     c.counters.gmWriteBytes += bytes;
+    NoteGmWrite(gm, dst, bytes);
     if (c.atomicOp == AtomicOp::None) {
         std::memcpy(dst, src, bytes);
         return;
@@ -94,6 +95,7 @@ void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gm
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         std::memcpy(d + i * dstStep, s + i * srcStep, burst);
         MarkWritten(b.mem, dst.off + static_cast<uint32_t>(i * dstStep), static_cast<uint32_t>(burst));
+        NoteGmRead(gmIdx, s + i * srcStep, burst);
     }
     CurCore().counters.gmReadBytes += burst * p.blockCount;
 }
@@ -112,7 +114,7 @@ void CopyLocalToGm(const char* api, ElemKind kind, void* gm, int gmIdx, const Te
     (void)b;
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         const uint8_t* s = AccessRef(src, api, "src", i * srcStep, burst, Acc::Read, 32);
-        GmStore(api, kind, d + i * dstStep, s, burst);
+        GmStore(api, kind, gmIdx, d + i * dstStep, s, burst);
     }
 }
 
@@ -149,6 +151,7 @@ void CopyNd2Nz(const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, con
     for (uint32_t i = 0; i < p.ndNum; ++i) {
         for (uint32_t r = 0; r < p.nValue; ++r) {
             const uint8_t* srow = s + (uint64_t(i) * p.srcNdMatrixStride + uint64_t(r) * p.srcDValue) * es;
+            NoteGmRead(gmIdx, srow, uint64_t(p.dValue) * es);
             for (uint32_t j = 0; j < colBlocks; ++j) {
                 uint64_t dof = uint64_t(i) * p.dstNzMatrixStride * es +
                                (uint64_t(j) * p.dstNzC0Stride + uint64_t(r) * p.dstNzNStride) * 32;
@@ -188,6 +191,7 @@ void PadGmToUb(const char* api, const TensorRef& dst, const void* gm, int gmIdx,
     const uint64_t lanes = rowBlocks * 32 / es;
     for (uint32_t i = 0; i < blockCount; ++i) {
         const uint8_t* srow = s + i * (uint64_t(blockLen) + srcStride);
+        NoteGmRead(gmIdx, srow, blockLen);
         uint64_t dof = i * (rowBlocks + dstStride) * 32;
         const uint8_t* fill = pad.isPad ? static_cast<const uint8_t*>(pad.padValue) : srow;
         for (uint64_t l = 0; l < lanes; ++l) {
@@ -224,7 +228,7 @@ void PadUbToGm(const char* api, ElemKind kind, uint32_t es, void* gm, int gmIdx,
     AccessRef(src, api, "src", 0, srcSpan, Acc::None, 32);
     for (uint32_t i = 0; i < blockCount; ++i) {
         const uint8_t* s = AccessRef(src, api, "src", i * (rowBlocks + srcStride) * 32, blockLen, Acc::Read, 32);
-        GmStore(api, kind, d + i * (uint64_t(blockLen) + dstStride), s, blockLen);
+        GmStore(api, kind, gmIdx, d + i * (uint64_t(blockLen) + dstStride), s, blockLen);
     }
 }
 

@@ -9,6 +9,7 @@
 // (except through the process-wide lock that serialises GM atomic adds).
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -28,11 +29,57 @@ thread_local TPipe* tlsPipe = nullptr;
 constexpr int kFlags = 16;
 constexpr uint16_t kFlagMax = 15; // the hardware flag counters are 4 bits wide
 
+// DMA traffic of one GM buffer during a launch: bytes moved each way, and one bit per
+// byte touched each way (so re-reads are told apart from first reads). The bitmaps are
+// calloc'ed: pages of a buffer region nobody touches are never materialised.
+struct GmTraffic {
+    std::atomic<uint64_t> readBytes{0};
+    std::atomic<uint64_t> writeBytes{0};
+    uint64_t* readBits = nullptr;
+    uint64_t* writeBits = nullptr;
+    uint64_t words = 0;
+
+    explicit GmTraffic(uint64_t len) : words((len + 63) / 64)
+    {
+        readBits = static_cast<uint64_t*>(std::calloc(words ? words : 1, sizeof(uint64_t)));
+        writeBits = static_cast<uint64_t*>(std::calloc(words ? words : 1, sizeof(uint64_t)));
+    }
+    ~GmTraffic()
+    {
+        std::free(readBits);
+        std::free(writeBits);
+    }
+    GmTraffic(const GmTraffic&) = delete;
+    GmTraffic& operator=(const GmTraffic&) = delete;
+
+    // Sets bits [off, off+len) of `bits` (several cores may mark the same word).
+    static void Mark(uint64_t* bits, uint64_t off, uint64_t len)
+    {
+        uint64_t end = off + len;
+        while (off < end) {
+            uint64_t w = off / 64, b = off % 64;
+            uint64_t n = std::min<uint64_t>(64 - b, end - off);
+            uint64_t mask = n == 64 ? ~0ull : ((1ull << n) - 1) << b;
+            __atomic_fetch_or(&bits[w], mask, __ATOMIC_RELAXED);
+            off += n;
+        }
+    }
+    static uint64_t Count(const uint64_t* bits, uint64_t words)
+    {
+        uint64_t n = 0;
+        for (uint64_t i = 0; i < words; ++i) {
+            n += static_cast<uint64_t>(__builtin_popcountll(bits[i]));
+        }
+        return n;
+    }
+};
+
 struct Launch {
     std::string kernel;
     CoreMode mode = CoreMode::AivOnly;
     uint32_t blockDim = 1;
     std::vector<GmBuffer> gm;
+    std::vector<std::unique_ptr<GmTraffic>> traffic; // one per entry of `gm`
 
     std::atomic<bool> aborted{false};
     std::mutex mu;
@@ -154,6 +201,23 @@ int FindGm(const void* p)
 }
 
 const GmBuffer& GmAt(int idx) { return tlsCore->launch->gm[idx]; }
+
+namespace {
+void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
+{
+    if (gm < 0 || len == 0) {
+        return;
+    }
+    Launch& L = *tlsCore->launch;
+    GmTraffic& t = *L.traffic[gm];
+    uint64_t off = static_cast<uint64_t>(p - L.gm[gm].base);
+    (write ? t.writeBytes : t.readBytes).fetch_add(len, std::memory_order_relaxed);
+    GmTraffic::Mark(write ? t.writeBits : t.readBits, off, len);
+}
+} // namespace
+
+void NoteGmRead(int gm, const uint8_t* p, uint64_t len) { NoteGm(gm, p, len, false); }
+void NoteGmWrite(int gm, const uint8_t* p, uint64_t len) { NoteGm(gm, p, len, true); }
 
 // One lock for every launch of the process: concurrent launches (TP ranks) may share a
 // GM buffer through GmArg::from_raw, and their atomic adds must not interleave.
@@ -409,16 +473,28 @@ struct SimStats {
     uint64_t peak_l0a;
     uint64_t peak_l0b;
     uint64_t peak_l0c;
+    uint64_t gm_distinct_read_bytes;
+    uint64_t gm_distinct_write_bytes;
 };
 
-__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 1; }
+// DMA traffic of one GM argument of a launch.
+struct SimArgTraffic {
+    uint64_t read_bytes;
+    uint64_t write_bytes;
+    uint64_t distinct_read_bytes;
+    uint64_t distinct_write_bytes;
+};
+
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 2; }
 
 // Runs `fn` (a kernel taking `nargs` GM_ADDR arguments) on blockDim blocks.
 // mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2. Returns 0 on success, 1 if the kernel
 // trapped or deadlocked, 2 for invalid launch arguments; `err` receives the message.
+// `traffic` (nullable) receives one entry per argument.
 __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, void* fn, uint32_t mode,
                                                           uint32_t blockDim, const SimGmArg* args, uint32_t nargs,
-                                                          SimStats* stats, char* err, uint64_t errCap)
+                                                          SimStats* stats, SimArgTraffic* traffic, char* err,
+                                                          uint64_t errCap)
 {
     using namespace AscendC::sim;
     auto report = [&](const std::string& m) {
@@ -447,6 +523,7 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     std::vector<uint8_t*> gmArgs;
     for (uint32_t i = 0; i < nargs; ++i) {
         L.gm.push_back(GmBuffer{args[i].ptr, args[i].len, args[i].name ? args[i].name : ("arg" + std::to_string(i))});
+        L.traffic.push_back(std::make_unique<GmTraffic>(args[i].len));
         gmArgs.push_back(args[i].ptr);
     }
     auto addCore = [&](CoreKind kind, uint32_t block, uint32_t sub) {
@@ -509,7 +586,18 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
             s.peak_l0b = std::max<uint64_t>(s.peak_l0b, c->arena[int(Mem::L0B)].peak);
             s.peak_l0c = std::max<uint64_t>(s.peak_l0c, c->arena[int(Mem::L0C)].peak);
         }
+        for (auto& t : L.traffic) {
+            s.gm_distinct_read_bytes += GmTraffic::Count(t->readBits, t->words);
+            s.gm_distinct_write_bytes += GmTraffic::Count(t->writeBits, t->words);
+        }
         *stats = s;
+    }
+    if (traffic != nullptr) {
+        for (uint32_t i = 0; i < nargs; ++i) {
+            const GmTraffic& t = *L.traffic[i];
+            traffic[i] = SimArgTraffic{t.readBytes.load(), t.writeBytes.load(), GmTraffic::Count(t.readBits, t.words),
+                                       GmTraffic::Count(t.writeBits, t.words)};
+        }
     }
     if (!L.error.empty()) {
         report(L.error);

@@ -5,8 +5,9 @@
 //!
 //! The model's own translation units (harness/sim/src) are compiled once per model hash
 //! into `<cache>/model-<hash>/`; a kernel library then compiles only its kernel sources
-//! (one translation unit each, in parallel) and links them with those objects into
-//! `<cache>/<kernels hash>-<model hash>/libsimkernels.so`. Everything is built in private
+//! (one translation unit each, in parallel, each object cached on its own as
+//! `<cache>/obj-<hash>.o` so libraries sharing a kernel compile it once) and links them
+//! with those objects into `<cache>/<kernels hash>-<model hash>/libsimkernels.so`. Everything is built in private
 //! temporary directories and renamed into place, so concurrent builders (parallel test
 //! processes) never see a half-written file.
 
@@ -135,7 +136,7 @@ pub(crate) fn build_library(spec: &BuildSpec) -> Result<PathBuf, SimError> {
     }
     let tmp = scratch_dir(&dir)?;
     // kernels first: a broken kernel fails before the model is (re)compiled
-    let result = compile_units(&cxx, &spec.sources, &includes, &tmp)
+    let result = kernel_objects(&cxx, &version.stdout, &spec.sources, &includes, &cache)
         .and_then(|mut objs| {
             let model_dir = cache.join(format!("model-{model_key}"));
             objs.extend(model_objects(
@@ -152,6 +153,48 @@ pub(crate) fn build_library(spec: &BuildSpec) -> Result<PathBuf, SimError> {
         });
     let _ = std::fs::remove_dir_all(&tmp);
     result.map(|()| lib)
+}
+
+/// Object files of the kernel sources, each cached under its own key (its path and text,
+/// every include directory, flags and compiler), so libraries sharing a kernel (the TP
+/// degrees and variants of a layer) compile it once.
+fn kernel_objects(
+    cxx: &str,
+    version: &[u8],
+    units: &[PathBuf],
+    includes: &[PathBuf],
+    cache: &Path,
+) -> Result<Vec<PathBuf>, SimError> {
+    let objects = units
+        .iter()
+        .map(|u| {
+            let key = cache_key(cxx, version, std::slice::from_ref(u), includes)?;
+            Ok(cache.join(format!("obj-{key}.o")))
+        })
+        .collect::<Result<Vec<PathBuf>, SimError>>()?;
+    let (todo, targets): (Vec<PathBuf>, Vec<&PathBuf>) = units
+        .iter()
+        .zip(&objects)
+        .filter(|(_, o)| !o.is_file())
+        .map(|(u, o)| (u.clone(), o))
+        .unzip();
+    if todo.is_empty() {
+        return Ok(objects);
+    }
+    let tmp = scratch_dir(&cache.join("objects"))?;
+    let built = compile_units(cxx, &todo, includes, &tmp).and_then(|objs| {
+        for (obj, target) in objs.iter().zip(&targets) {
+            // a concurrent builder may have placed the same object first; it is as good
+            if let Err(e) = std::fs::rename(obj, target)
+                && !target.is_file()
+            {
+                return Err(SimError::io(*target, e));
+            }
+        }
+        Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    built.map(|()| objects)
 }
 
 /// Object files of the model's sources, compiled once per key into `dir`.

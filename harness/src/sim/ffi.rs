@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_void};
 
-pub(crate) const ABI_VERSION: u32 = 1;
+pub(crate) const ABI_VERSION: u32 = 2;
 
 #[repr(C)]
 pub(crate) struct SimGmArg {
@@ -29,11 +29,22 @@ pub(crate) struct SimStats {
     pub peak_l0a: u64,
     pub peak_l0b: u64,
     pub peak_l0c: u64,
+    pub gm_distinct_read_bytes: u64,
+    pub gm_distinct_write_bytes: u64,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SimArgTraffic {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub distinct_read_bytes: u64,
+    pub distinct_write_bytes: u64,
 }
 
 pub(crate) type AbiVersionFn = unsafe extern "C" fn() -> u32;
 
-/// `sim_launch(kernel, fn, mode, block_dim, args, nargs, stats, err, err_cap)`.
+/// `sim_launch(kernel, fn, mode, block_dim, args, nargs, stats, traffic, err, err_cap)`.
 pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const c_char,
     *mut c_void,
@@ -42,6 +53,7 @@ pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const SimGmArg,
     u32,
     *mut SimStats,
+    *mut SimArgTraffic,
     *mut c_char,
     u64,
 ) -> i32;

@@ -96,6 +96,11 @@ pub struct LaunchStats {
     /// Bytes moved from / to GM by DMA (DataCopy, DataCopyPad, ND2NZ, Fixpipe).
     pub gm_read_bytes: u64,
     pub gm_write_bytes: u64,
+    /// Distinct GM bytes those transfers touched (each byte counted once per direction
+    /// and buffer): what a kernel that reads every input once and writes every output
+    /// once would move. `gm_bytes() / gm_distinct_bytes()` > 1 means re-reads.
+    pub gm_distinct_read_bytes: u64,
+    pub gm_distinct_write_bytes: u64,
     /// Scalar GlobalTensor::GetValue / SetValue calls.
     pub scalar_gm_reads: u64,
     pub scalar_gm_writes: u64,
@@ -118,9 +123,23 @@ impl LaunchStats {
     pub fn gm_bytes(&self) -> u64 {
         self.gm_read_bytes + self.gm_write_bytes
     }
+    pub fn gm_distinct_bytes(&self) -> u64 {
+        self.gm_distinct_read_bytes + self.gm_distinct_write_bytes
+    }
     pub fn macs(&self) -> u64 {
         self.mac_bf16 + self.mac_f16 + self.mac_f32 + self.mac_i8
     }
+}
+
+/// DMA traffic of one GM argument of a launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgTraffic {
+    /// The argument's name (as given to [`GmArg`]).
+    pub name: String,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub distinct_read_bytes: u64,
+    pub distinct_write_bytes: u64,
 }
 
 /// A compiled, loaded set of kernels.
@@ -180,6 +199,18 @@ impl SimLibrary {
         block_dim: u32,
         args: &mut [GmArg<'_>],
     ) -> Result<LaunchStats, SimError> {
+        self.launch_traced(kernel, mode, block_dim, args)
+            .map(|(stats, _)| stats)
+    }
+
+    /// [`launch`](Self::launch), also returning the DMA traffic of each argument in order.
+    pub fn launch_traced(
+        &self,
+        kernel: &str,
+        mode: CoreMode,
+        block_dim: u32,
+        args: &mut [GmArg<'_>],
+    ) -> Result<(LaunchStats, Vec<ArgTraffic>), SimError> {
         let invalid = |message: String| SimError::InvalidLaunch {
             kernel: kernel.to_string(),
             message,
@@ -214,6 +245,7 @@ impl SimLibrary {
             .collect();
         let nargs = u32::try_from(raw.len()).map_err(|_| invalid("too many arguments".into()))?;
         let mut stats = ffi::SimStats::default();
+        let mut traffic = vec![ffi::SimArgTraffic::default(); raw.len()];
         let mut err = vec![0u8; 16 * 1024];
         // SAFETY: every pointer outlives the call; buffers are exclusively borrowed (or
         // vouched for by `GmArg::from_raw`).
@@ -226,6 +258,7 @@ impl SimLibrary {
                 raw.as_ptr(),
                 nargs,
                 &mut stats,
+                traffic.as_mut_ptr(),
                 err.as_mut_ptr().cast::<c_char>(),
                 err.len() as u64,
             )
@@ -235,22 +268,36 @@ impl SimLibrary {
             String::from_utf8_lossy(&err[..end]).into_owned()
         };
         match rc {
-            ffi::LAUNCH_OK => Ok(LaunchStats {
-                gm_read_bytes: stats.gm_read_bytes,
-                gm_write_bytes: stats.gm_write_bytes,
-                scalar_gm_reads: stats.scalar_gm_reads,
-                scalar_gm_writes: stats.scalar_gm_writes,
-                mac_bf16: stats.mac_bf16,
-                mac_f16: stats.mac_f16,
-                mac_f32: stats.mac_f32,
-                mac_i8: stats.mac_i8,
-                vec_elem_ops: stats.vec_elem_ops,
-                peak_ub: stats.peak_ub,
-                peak_l1: stats.peak_l1,
-                peak_l0a: stats.peak_l0a,
-                peak_l0b: stats.peak_l0b,
-                peak_l0c: stats.peak_l0c,
-            }),
+            ffi::LAUNCH_OK => Ok((
+                LaunchStats {
+                    gm_read_bytes: stats.gm_read_bytes,
+                    gm_write_bytes: stats.gm_write_bytes,
+                    gm_distinct_read_bytes: stats.gm_distinct_read_bytes,
+                    gm_distinct_write_bytes: stats.gm_distinct_write_bytes,
+                    scalar_gm_reads: stats.scalar_gm_reads,
+                    scalar_gm_writes: stats.scalar_gm_writes,
+                    mac_bf16: stats.mac_bf16,
+                    mac_f16: stats.mac_f16,
+                    mac_f32: stats.mac_f32,
+                    mac_i8: stats.mac_i8,
+                    vec_elem_ops: stats.vec_elem_ops,
+                    peak_ub: stats.peak_ub,
+                    peak_l1: stats.peak_l1,
+                    peak_l0a: stats.peak_l0a,
+                    peak_l0b: stats.peak_l0b,
+                    peak_l0c: stats.peak_l0c,
+                },
+                args.iter()
+                    .zip(&traffic)
+                    .map(|(a, t)| ArgTraffic {
+                        name: a.name.clone(),
+                        read_bytes: t.read_bytes,
+                        write_bytes: t.write_bytes,
+                        distinct_read_bytes: t.distinct_read_bytes,
+                        distinct_write_bytes: t.distinct_write_bytes,
+                    })
+                    .collect(),
+            )),
             ffi::LAUNCH_TRAP => Err(SimError::Trap {
                 kernel: kernel.to_string(),
                 message: message(),

@@ -82,11 +82,12 @@ pub fn shape(dims: &[Dim], vars: &[(&str, usize)]) -> Vec<usize> {
     dims.iter()
         .map(|d| match d {
             Dim::Const(n) => *n,
-            Dim::Var(v) => vars
-                .iter()
-                .find(|(n, _)| n == v)
-                .unwrap_or_else(|| panic!("no value for axis {v}"))
-                .1,
+            Dim::Var(v) => {
+                vars.iter()
+                    .find(|(n, _)| n == v)
+                    .unwrap_or_else(|| panic!("no value for axis {v}"))
+                    .1
+            }
         })
         .collect()
 }
@@ -109,7 +110,9 @@ pub fn run(
                 let w = plan
                     .tensor(a)
                     .or_else(|| plan.kernels.workspaces.iter().find(|w| w.name == a))
-                    .unwrap_or_else(|| panic!("{kernel}: argument {a} is neither given nor declared"));
+                    .unwrap_or_else(|| {
+                        panic!("{kernel}: argument {a} is neither given nor declared")
+                    });
                 tensors.insert(a.clone(), poisoned(w.dtype, shape(&w.shape, &caps)));
             }
         }

@@ -13,6 +13,12 @@
 // fractals along k (fp32 with kDirectionAlign: ceil(k/16)*2), so the k tail must hold
 // zeros (ND2NZ zero-fills a dValue tail); rows >= m and columns >= n are computed but
 // are not checked for definedness.
+// LoadDataWithTranspose (doc LoadDataWithTranspose.md and its load_data_with_transpose.py
+// reference) works on square blocks: b16 one 16x16 fractal, b8 two consecutive 16x32
+// fractals read as one 32x32 byte square. Repeat r transposes the square at
+// startIndex + r*srcStride (in squares; addrMode 1 counts down) and writes its fractals
+// (dstFracGap+1) fractals apart, starting (dstGap+1)*r fractals from dst. A transposed
+// row is defined only if every source row of its square is. b32 is not modelled.
 // Accumulation order (the sim's choice): every C element adds its products in ascending
 // k in fp32 (bf16/fp16 products are exact in fp32; fp32 inputs use a fused multiply-add
 // where the host has FMA) or int32 (int8).
@@ -42,6 +48,35 @@ struct LoadData2DParams {
     bool ifTranspose = 0;
     uint8_t repeatTimes = 0;
     uint8_t sid = 0;
+    uint8_t addrMode = 0;
+};
+
+struct LoadData2dTransposeParams {
+    __aicore__ LoadData2dTransposeParams() {}
+    __aicore__ LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn,
+                                         const uint16_t srcStrideIn, const uint16_t dstGapIn,
+                                         const uint16_t dstfracGapIn, const uint8_t addrModeIn)
+        : startIndex(startIndexIn),
+          repeatTimes(repeatTimesIn),
+          srcStride(srcStrideIn),
+          dstGap(dstGapIn),
+          dstFracGap(dstfracGapIn),
+          addrMode(addrModeIn)
+    {}
+    __aicore__ LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn,
+                                         const uint16_t srcStrideIn, const uint16_t dstGapIn,
+                                         const uint16_t dstfracGapIn)
+        : startIndex(startIndexIn),
+          repeatTimes(repeatTimesIn),
+          srcStride(srcStrideIn),
+          dstGap(dstGapIn),
+          dstFracGap(dstfracGapIn)
+    {}
+    uint16_t startIndex = 0;
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;
+    uint16_t dstGap = 0;
+    uint16_t dstFracGap = 0;
     uint8_t addrMode = 0;
 };
 
@@ -80,6 +115,8 @@ struct MmadParams {
 namespace sim {
 // Implemented in harness/sim/src/cube.cpp.
 void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, const LoadData2DParams& p);
+void LoadData2DTranspose(const TensorRef& dst, const TensorRef& src, uint32_t elemSize,
+                         const LoadData2dTransposeParams& p);
 void MmadRun(ElemKind in, const TensorRef& dst, const TensorRef& fm, const TensorRef& filter, const MmadParams& p);
 
 template <typename T, typename U, typename S>
@@ -92,10 +129,62 @@ constexpr bool MmadTypesOk()
 }
 } // namespace sim
 
+// Fill (矩阵搬入辅助配置接口/Fill.md; formerly InitConstValue): sets `repeatTimes` runs of
+// `blockNum` blocks to initValue, runs `dstGap` blocks apart; a block is 32 bytes in L1
+// (A1/B1, 32-byte aligned start) and one 512-byte fractal in L0A/L0B (512-byte aligned).
+template <typename T>
+struct InitConstValueParams {
+    __aicore__ InitConstValueParams() {}
+    __aicore__ InitConstValueParams(const uint16_t repeatTimesIn, const uint16_t blockNumIn, const uint16_t dstGapIn,
+                                    const T initValueIn)
+        : repeatTimes(repeatTimesIn), blockNum(blockNumIn), dstGap(dstGapIn), initValue(initValueIn)
+    {}
+    __aicore__ InitConstValueParams(const uint16_t repeatTimesIn, const T initValueIn)
+        : repeatTimes(repeatTimesIn), initValue(initValueIn)
+    {}
+    uint16_t repeatTimes = 0;
+    uint16_t blockNum = 0;
+    uint16_t dstGap = 0;
+    T initValue = T(0);
+};
+
+template <typename T, typename U = T>
+__aicore__ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParams<U>& p)
+{
+    static_assert(std::is_same_v<T, U>, "Fill: the init value type must be the tensor's element type");
+    static_assert(sim::OneOf<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>,
+                  "Fill: element type not supported on dav-c220");
+    const char* api = "Fill";
+    sim::RequireCoreKind(api, sim::CoreKind::AIC);
+    sim::Mem m = sim::MemOfTensor(dst, api, "dst");
+    if (m != sim::Mem::L1 && m != sim::Mem::L0A && m != sim::Mem::L0B) {
+        sim::Trap(api, "Fill initialises L1 (A1/B1), L0A (A2) or L0B (B2) only");
+    }
+    if (p.repeatTimes == 0 || p.blockNum == 0) {
+        return;
+    }
+    const uint32_t block = m == sim::Mem::L1 ? 32 : 512;
+    for (uint32_t r = 0; r < p.repeatTimes; ++r) {
+        uint64_t off = uint64_t(r) * (uint64_t(p.blockNum) + p.dstGap) * block;
+        uint64_t len = uint64_t(p.blockNum) * block;
+        uint8_t* d = sim::Access(dst, api, "dst", off, len, sim::Acc::Write, block);
+        for (uint64_t i = 0; i < len; i += sizeof(T)) {
+            std::memcpy(d + i, &p.initValue, sizeof(T));
+        }
+    }
+}
+
 template <typename T>
 __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p)
 {
     sim::LoadData2D(sim::Ref(dst), sim::Ref(src), sizeof(T), p);
+}
+
+template <typename T>
+__aicore__ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                             const LoadData2dTransposeParams& loadDataParams)
+{
+    sim::LoadData2DTranspose(sim::Ref(dst), sim::Ref(src), sizeof(T), loadDataParams);
 }
 
 template <typename T, typename U, typename S>

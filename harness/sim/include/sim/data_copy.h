@@ -103,9 +103,10 @@ struct Nd2NzParams {
 namespace sim {
 // Implemented in harness/sim/src/data_copy.cpp (type-erased by element size / kind).
 
-// Stores `bytes` from `src` to GM at `dst`: a plain store, or under SetAtomicAdd an
-// element-wise add of `kind` (which must match the atomic type).
-void GmStore(const char* api, ElemKind kind, uint8_t* dst, const uint8_t* src, uint64_t bytes);
+// Stores `bytes` from `src` to GM at `dst` (inside registered buffer `gm`): a plain
+// store, or under SetAtomicAdd an element-wise add of `kind` (which must match the
+// atomic type).
+void GmStore(const char* api, ElemKind kind, int gm, uint8_t* dst, const uint8_t* src, uint64_t bytes);
 // The count form moves whole 32-byte blocks only; `local` names the buffer in the trap.
 DataCopyParams CountParams(const char* api, uint32_t count, uint32_t elemSize, const TensorRef& local);
 void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gmIdx, const DataCopyParams& p);

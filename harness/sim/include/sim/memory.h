@@ -161,6 +161,13 @@ inline void CheckAbort()
 int FindGm(const void* p);
 const GmBuffer& GmAt(int idx);
 
+// Traffic of one DMA transfer between GM buffer `gm` (an index from FindGm) and the
+// core, for the launch's per-buffer counters: bytes moved, and the distinct bytes
+// touched (a bitmap per buffer), so a kernel that re-reads an operand shows
+// moved > distinct. Scalar GetValue/SetValue are counted separately (Counters).
+void NoteGmRead(int gm, const uint8_t* p, uint64_t len);
+void NoteGmWrite(int gm, const uint8_t* p, uint64_t len);
+
 // Serialise read-modify-write of GM under SetAtomicAdd (process-wide, see runtime.cpp).
 void AtomicLock();
 void AtomicUnlock();

@@ -1,0 +1,161 @@
+//! Where a plan's kernels run: [`sim`], the CPU model of Ascend C (TP ranks are threads
+//! and the collectives copy rows between their buffers), or [`npu`], Ascend devices
+//! through CANN (kernels built with its toolchain, ACL for memory and launches, HCCL for
+//! the collectives), loaded at run time so the project builds without CANN.
+//!
+//! The runtime drives a backend through three objects: a [`Backend`] builds the plan's
+//! kernels once ([`Kernels`]); for each run the kernels allocate every rank's buffers
+//! ([`Group`]), which one thread per rank then uses to launch kernels and exchange rows.
+
+pub mod npu;
+pub mod sim;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::plan::{Launch, VariantPlan};
+use crate::runtime::{Exchange, Progress, Tiling};
+use crate::sim::{ArgTraffic, LaunchStats};
+
+/// Where the generated kernel sources and their building blocks are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSources {
+    /// `generated/ascendc/kernels`: one `<name>.cpp` per kernel.
+    pub kernels_dir: PathBuf,
+    /// `generated/ascendc/include`: the `dsv4/*.h` building blocks.
+    pub include_dir: PathBuf,
+}
+
+impl KernelSources {
+    /// The generated tree of the repository at `root`.
+    pub fn in_repo(root: &Path) -> KernelSources {
+        KernelSources {
+            kernels_dir: root.join("generated/ascendc/kernels"),
+            include_dir: root.join("generated/ascendc/include"),
+        }
+    }
+
+    pub fn source(&self, kernel: &str) -> PathBuf {
+        self.kernels_dir.join(format!("{kernel}.cpp"))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run on this machine (no toolkit, no device): one line saying
+    /// what is missing and what to do.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Building the kernels failed.
+    #[error("{0}")]
+    Build(String),
+    /// A kernel trapped or a device call failed.
+    #[error("{0}")]
+    Run(String),
+}
+
+/// Counters of one launch, measured by the sim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchCounters {
+    pub stats: LaunchStats,
+    /// DMA traffic per kernel argument (the workspace and tiling arguments last).
+    pub args: Vec<ArgTraffic>,
+}
+
+/// A place kernels can run.
+pub trait Backend: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// Whether this machine can use the backend at all (cheap; before any build).
+    fn available(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Builds the kernels of `plan` (its distinct kernel list) for this backend.
+    fn load(
+        &self,
+        plan: &VariantPlan,
+        sources: &KernelSources,
+        progress: &Progress,
+    ) -> Result<Box<dyn Kernels>, BackendError>;
+}
+
+/// A plan's kernels, built and loaded.
+pub trait Kernels: Send + Sync {
+    /// Allocates the buffers of every rank with these initial contents
+    /// (`initial[rank][buffer id]`; `names[id]` labels them in messages).
+    fn group<'a>(
+        &'a self,
+        initial: Vec<Vec<Vec<u8>>>,
+        names: &[&'static str],
+    ) -> Result<Box<dyn Group + 'a>, BackendError>;
+}
+
+/// The buffers of all TP ranks, used concurrently by one thread per rank.
+pub trait Group: Sync {
+    /// Called once on each rank's thread before its first step.
+    fn enter(&self, _rank: usize) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Runs one launch on `rank` with its arguments bound to buffer ids `args`.
+    fn launch(
+        &self,
+        rank: usize,
+        launch: &Launch,
+        args: &[usize],
+        tiling: &Tiling,
+    ) -> Result<Option<LaunchCounters>, BackendError>;
+
+    /// `rank`'s part of a collective: every rank calls it between two meetings, so it may
+    /// read the other ranks' `src` and writes only its own `dst`.
+    fn exchange(
+        &self,
+        rank: usize,
+        exchange: &Exchange,
+        tp: usize,
+        t: usize,
+    ) -> Result<(), BackendError>;
+
+    /// The current contents of a buffer of `rank`.
+    fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError>;
+}
+
+/// The backends `--backend` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    Sim,
+    Npu,
+}
+
+impl BackendKind {
+    /// The backend, on `devices` (one per TP rank; the sim ignores them).
+    pub fn create(self, devices: &[u32]) -> Box<dyn Backend> {
+        match self {
+            BackendKind::Sim => Box::new(sim::Sim::default()),
+            BackendKind::Npu => Box::new(npu::Npu::new(devices.to_vec())),
+        }
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sim" => Ok(BackendKind::Sim),
+            "npu" => Ok(BackendKind::Npu),
+            _ => Err(format!("unknown backend `{s}` (expected sim or npu)")),
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Sim => "sim",
+            BackendKind::Npu => "npu",
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! The HCCL calls of the `npu` backend's collectives, loaded from `libhccl.so` at run time
+//! (signatures: asc-devkit `include/adv_api/hccl/internal/{hccl.h,hcomm/hccl/hccl_comm.h}`).
+//!
+//! Ranks are threads of this process, one per device: rank 0 creates the root info and
+//! every rank joins the communicator from its own thread. A collective step becomes
+//! `HcclAlltoAllV` calls on raw bytes (int8 elements), built from the same transfer list
+//! the sim executes ([`crate::runtime::Exchange::all`]).
+
+use std::ffi::c_void;
+use std::path::Path;
+
+use super::acl::Stream;
+use crate::backend::BackendError;
+
+/// `HCCL_ROOT_INFO_BYTES`.
+const ROOT_INFO_BYTES: usize = 4108;
+/// `HcclDataType::HCCL_DATA_TYPE_INT8`: collectives move bytes.
+const DATA_TYPE_INT8: i32 = 0;
+
+pub type Comm = *mut c_void;
+
+/// `HcclRootInfo`: an opaque blob rank 0 creates and every rank passes to the init call.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct RootInfo([u8; ROOT_INFO_BYTES]);
+
+type GetRootInfoFn = unsafe extern "C" fn(*mut RootInfo) -> i32;
+type InitRootInfoFn = unsafe extern "C" fn(u32, *const RootInfo, u32, *mut Comm) -> i32;
+type AllToAllVFn = unsafe extern "C" fn(
+    *const c_void,
+    *const c_void,
+    *const c_void,
+    i32,
+    *const c_void,
+    *const c_void,
+    *const c_void,
+    i32,
+    Comm,
+    Stream,
+) -> i32;
+type CommDestroyFn = unsafe extern "C" fn(Comm) -> i32;
+
+pub struct Hccl {
+    get_root_info: GetRootInfoFn,
+    init_root_info: InitRootInfoFn,
+    all_to_all_v: AllToAllVFn,
+    comm_destroy: CommDestroyFn,
+    _lib: libloading::Library,
+}
+
+fn check(call: &str, status: i32) -> Result<(), BackendError> {
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(BackendError::Run(format!(
+            "{call} failed with HCCL error {status}"
+        )))
+    }
+}
+
+/// One rank's side of an all-to-all: per peer, bytes and byte offsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllToAllV {
+    pub send_counts: Vec<u64>,
+    pub send_displs: Vec<u64>,
+    pub recv_counts: Vec<u64>,
+    pub recv_displs: Vec<u64>,
+}
+
+impl Hccl {
+    pub(crate) fn load(path: &Path) -> Result<Hccl, BackendError> {
+        let unavailable = |e: libloading::Error| {
+            BackendError::Unavailable(format!("backend npu: cannot load {}: {e}", path.display()))
+        };
+        // SAFETY: loading CANN's HCCL library; the symbols are declared with its C signatures.
+        unsafe {
+            let lib = libloading::Library::new(path).map_err(unavailable)?;
+            macro_rules! sym {
+                ($name:literal) => {
+                    *lib.get(concat!($name, "\0").as_bytes())
+                        .map_err(unavailable)?
+                };
+            }
+            Ok(Hccl {
+                get_root_info: sym!("HcclGetRootInfo"),
+                init_root_info: sym!("HcclCommInitRootInfo"),
+                all_to_all_v: sym!("HcclAlltoAllV"),
+                comm_destroy: sym!("HcclCommDestroy"),
+                _lib: lib,
+            })
+        }
+    }
+
+    /// Rank 0's root info (its device must be set on the calling thread).
+    pub(crate) fn root_info(&self) -> Result<RootInfo, BackendError> {
+        let mut info = RootInfo([0; ROOT_INFO_BYTES]);
+        // SAFETY: HCCL fills the 4108-byte blob.
+        check("HcclGetRootInfo", unsafe {
+            (self.get_root_info)(&mut info)
+        })?;
+        Ok(info)
+    }
+
+    /// Joins the communicator as `rank` of `ranks`; blocks until every rank has joined.
+    pub(crate) fn join(&self, ranks: usize, info: &RootInfo, rank: usize) -> Result<Comm, BackendError> {
+        let mut comm: Comm = std::ptr::null_mut();
+        // SAFETY: `info` is rank 0's root info; HCCL writes the communicator into `comm`.
+        check("HcclCommInitRootInfo", unsafe {
+            (self.init_root_info)(ranks as u32, info, rank as u32, &mut comm)
+        })?;
+        Ok(comm)
+    }
+
+    /// Enqueues one all-to-all of bytes on `stream`.
+    pub(crate) fn all_to_all_v(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        plan: &AllToAllV,
+        comm: Comm,
+        stream: Stream,
+    ) -> Result<(), BackendError> {
+        // SAFETY: the count and displacement arrays hold one u64 per rank of `comm`; the
+        // device buffers cover every displacement + count (checked by the runtime's plan).
+        check("HcclAlltoAllV", unsafe {
+            (self.all_to_all_v)(
+                send,
+                plan.send_counts.as_ptr().cast(),
+                plan.send_displs.as_ptr().cast(),
+                DATA_TYPE_INT8,
+                recv,
+                plan.recv_counts.as_ptr().cast(),
+                plan.recv_displs.as_ptr().cast(),
+                DATA_TYPE_INT8,
+                comm,
+                stream,
+            )
+        })
+    }
+
+    pub(crate) fn destroy(&self, comm: Comm) {
+        // SAFETY: `comm` came from join and is not used afterwards.
+        unsafe { (self.comm_destroy)(comm) };
+    }
+}

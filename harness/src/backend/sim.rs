@@ -1,0 +1,160 @@
+//! The `sim` backend: the plan's kernels compiled with the host C++ compiler against the
+//! CPU model of Ascend C (harness/sim) into one shared library, cached by content hash;
+//! each rank's buffers are host memory, and a collective copies rows between the ranks'
+//! buffers.
+
+use std::path::PathBuf;
+use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
+
+use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
+use crate::plan::{Cores, Launch, VariantPlan};
+use crate::runtime::{Exchange, POISON, Progress, Tiling};
+use crate::sim::{BuildSpec, CoreMode, GmArg, SimLibrary};
+
+/// The CPU model.
+#[derive(Debug, Clone, Default)]
+pub struct Sim {
+    /// Where built libraries are cached (default: the sim builder's).
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Backend for Sim {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn load(
+        &self,
+        plan: &VariantPlan,
+        sources: &KernelSources,
+        _progress: &Progress,
+    ) -> Result<Box<dyn Kernels>, BackendError> {
+        let mut spec = BuildSpec::new(plan.kernels.iter().map(|k| sources.source(k.name)))
+            .include_dir(&sources.include_dir);
+        if let Some(dir) = &self.cache_dir {
+            spec = spec.cache_dir(dir);
+        }
+        let lib = SimLibrary::build(&spec).map_err(|e| BackendError::Build(e.to_string()))?;
+        Ok(Box::new(SimKernels { lib }))
+    }
+}
+
+struct SimKernels {
+    lib: SimLibrary,
+}
+
+impl Kernels for SimKernels {
+    fn group<'a>(
+        &'a self,
+        initial: Vec<Vec<Vec<u8>>>,
+        names: &[&'static str],
+    ) -> Result<Box<dyn Group + 'a>, BackendError> {
+        Ok(Box::new(SimGroup {
+            lib: &self.lib,
+            names: names.to_vec(),
+            ranks: initial
+                .into_iter()
+                .map(|bufs| bufs.into_iter().map(RwLock::new).collect())
+                .collect(),
+        }))
+    }
+}
+
+/// Every rank's buffers. A launch write-locks the buffers it binds (its own rank's only);
+/// a collective write-locks the rank's `dst` and read-locks the ranks' `src` one at a time.
+struct SimGroup<'a> {
+    lib: &'a SimLibrary,
+    names: Vec<&'static str>,
+    ranks: Vec<Vec<RwLock<Vec<u8>>>>,
+}
+
+fn core_mode(c: Cores) -> CoreMode {
+    match c {
+        Cores::Aiv => CoreMode::Aiv,
+        Cores::Aic => CoreMode::Aic,
+        Cores::Mix => CoreMode::Mix,
+    }
+}
+
+impl Group for SimGroup<'_> {
+    fn launch(
+        &self,
+        rank: usize,
+        launch: &Launch,
+        args: &[usize],
+        tiling: &Tiling,
+    ) -> Result<Option<LaunchCounters>, BackendError> {
+        let bufs = &self.ranks[rank];
+        // A buffer bound twice is locked once and passed twice.
+        let mut ids: Vec<usize> = Vec::with_capacity(args.len());
+        for &a in args {
+            if !ids.contains(&a) {
+                ids.push(a);
+            }
+        }
+        let mut guards: Vec<RwLockWriteGuard<'_, Vec<u8>>> = ids
+            .iter()
+            .map(|&i| bufs[i].write().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        let raw: Vec<(*mut u8, usize)> = guards
+            .iter_mut()
+            .map(|g| (g.as_mut_ptr(), g.len()))
+            .collect();
+        let mut workspace = [POISON; 32];
+        let mut tiling = tiling.to_bytes();
+        let mut gm: Vec<GmArg<'_>> = args
+            .iter()
+            .map(|a| {
+                let (ptr, len) = raw[ids.iter().position(|i| i == a).expect("locked above")];
+                // SAFETY: the buffer is write-locked by `guards` until after the launch, and
+                // no other GmArg aliases it except the same buffer bound twice by the plan.
+                unsafe { GmArg::from_raw(self.names[*a], ptr, len) }
+            })
+            .collect();
+        gm.push(GmArg::new("workspace", &mut workspace));
+        gm.push(GmArg::new("tiling", &mut tiling));
+        let (stats, traffic) = self
+            .lib
+            .launch_traced(
+                launch.kernel,
+                core_mode(launch.cores),
+                launch.block_dim,
+                &mut gm,
+            )
+            .map_err(|e| BackendError::Run(e.to_string()))?;
+        drop(gm);
+        drop(guards);
+        Ok(Some(LaunchCounters {
+            stats,
+            args: traffic,
+        }))
+    }
+
+    fn exchange(
+        &self,
+        rank: usize,
+        ex: &Exchange,
+        tp: usize,
+        t: usize,
+    ) -> Result<(), BackendError> {
+        let mut dst = self.ranks[rank][ex.dst]
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for x in ex.incoming(rank, tp, t) {
+            let n = x.rows * ex.row_bytes;
+            let src = self.ranks[x.from][ex.src]
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let (from, to) = (x.src_row * ex.row_bytes, x.dst_row * ex.row_bytes);
+            dst[to..to + n].copy_from_slice(&src[from..from + n]);
+        }
+        Ok(())
+    }
+
+    fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError> {
+        Ok(self.ranks[rank][id]
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
+    }
+}

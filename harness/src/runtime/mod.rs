@@ -1,0 +1,423 @@
+//! Executes a generated launch plan ([`crate::plan::VariantPlan`]) on a backend.
+//!
+//! [`Runtime::prepare`] checks the plan can run (every stage has kernels, every launch
+//! binds declared buffers, the kernel sources exist) and builds the kernel library once
+//! from the plan's kernel list. [`Runtime::run`] then executes the layer on a case's
+//! inputs (reference names, `[tp]`-stacked at TP > 1):
+//!
+//! 1. binds the runtime axes (`t`, `nb`, …) from the inputs' shapes and derives each
+//!    rank's tiling words;
+//! 2. gives every rank its buffers: its slice of each input, every output and workspace
+//!    at capacity filled with 0xFF (NaN in floats);
+//! 3. runs one thread per TP rank; each executes the plan's steps in order, launching
+//!    kernels, and meets the other ranks at each collective, which moves rows between the
+//!    ranks' workspaces (see [`collectives`]);
+//! 4. reads the outputs back at their runtime extent, noting any written beyond it.
+
+mod buffers;
+pub mod collectives;
+mod progress;
+mod record;
+mod rendezvous;
+pub mod tiling;
+
+pub use buffers::{Collected, Extents, Layout, POISON, Role};
+pub use collectives::{Exchange, Pattern, Transfer};
+pub use progress::Progress;
+pub use record::{RunRecord, StageTime, StepKind, StepRecord};
+pub use tiling::{TILING_FIELDS, TILING_WORDS, Tiling};
+
+use std::time::Instant;
+
+use crate::backend::{Backend, BackendError, Group, KernelSources, Kernels};
+use crate::plan::{Launch, Step, VariantPlan};
+use crate::tensor::TensorMap;
+use rendezvous::{Aborted, Rendezvous};
+
+/// Why a plan could not be prepared or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(
+        "{variant}: stage {} has no kernels yet (missing: {})",
+        stages[0],
+        stages.join(", ")
+    )]
+    MissingStages {
+        variant: &'static str,
+        stages: Vec<&'static str>,
+    },
+    /// A generated kernel source is absent.
+    #[error("{0}")]
+    Sources(String),
+    /// The plan contradicts itself (a bug in the generator or a template).
+    #[error("plan: {0}")]
+    Plan(String),
+    /// The inputs do not match the plan's ABI.
+    #[error("inputs: {0}")]
+    Inputs(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A step failed on a rank (a kernel trapped, a device call failed).
+    #[error("rank {rank}, step {step} ({what}): {message}")]
+    Step {
+        rank: usize,
+        step: usize,
+        what: String,
+        message: String,
+    },
+}
+
+impl RuntimeError {
+    /// 2 for what the user can fix by other arguments or setup, 1 for failures.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RuntimeError::MissingStages { .. }
+            | RuntimeError::Sources(_)
+            | RuntimeError::Inputs(_)
+            | RuntimeError::Backend(BackendError::Unavailable(_)) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A plan step with its buffer ids resolved.
+#[derive(Debug, Clone)]
+enum Resolved {
+    Launch {
+        launch: &'static Launch,
+        args: Vec<usize>,
+        /// 1-based position among its stage's launches, and their count.
+        nth: usize,
+        of: usize,
+    },
+    Exchange(Exchange),
+}
+
+/// What one run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Outputs at their runtime extent and the updated pools, stacked like the inputs.
+    pub outputs: TensorMap,
+    /// Outputs written beyond their runtime extent (a kernel bug), one line each.
+    pub stray: Vec<String>,
+    pub record: RunRecord,
+}
+
+/// Options of [`Runtime::prepare`].
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    pub progress: Progress,
+    /// Global device index of TP rank 0 (the tiling's `group_base`).
+    pub group_base: u32,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            progress: Progress::quiet(),
+            group_base: 0,
+        }
+    }
+}
+
+/// A plan ready to run: its steps resolved and its kernels built.
+pub struct Runtime {
+    plan: &'static VariantPlan,
+    layout: Layout,
+    steps: Vec<Resolved>,
+    kernels: Box<dyn Kernels>,
+    options: RuntimeOptions,
+}
+
+impl Runtime {
+    pub fn prepare(
+        plan: &'static VariantPlan,
+        backend: &dyn Backend,
+        sources: &KernelSources,
+        options: RuntimeOptions,
+    ) -> Result<Runtime, RuntimeError> {
+        if !plan.missing.is_empty() {
+            return Err(RuntimeError::MissingStages {
+                variant: plan.name(),
+                stages: plan.missing.to_vec(),
+            });
+        }
+        backend.available()?;
+        let layout = Layout::of(plan)?;
+        let steps = resolve(plan, &layout)?;
+        for k in plan.kernels {
+            let path = sources.source(k.name);
+            if !path.is_file() {
+                return Err(RuntimeError::Sources(format!(
+                    "{}: kernel source {} does not exist; run `cargo xtask gen`",
+                    plan.name(),
+                    path.display()
+                )));
+            }
+        }
+        let started = Instant::now();
+        options.progress.note(&format!(
+            "building {} kernels for the {} backend…",
+            plan.kernels.len(),
+            backend.name()
+        ));
+        let kernels = backend.load(plan, sources, &options.progress)?;
+        options.progress.note(&format!(
+            "kernels ready in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(Runtime {
+            plan,
+            layout,
+            steps,
+            kernels,
+            options,
+        })
+    }
+
+    pub fn plan(&self) -> &'static VariantPlan {
+        self.plan
+    }
+
+    /// Runs the layer once on `inputs` (reference names, `[tp]`-stacked at TP > 1).
+    pub fn run(&self, inputs: &TensorMap) -> Result<RunOutput, RuntimeError> {
+        let plan = self.plan;
+        let tp = plan.abi.tp;
+        let setup_start = Instant::now();
+        let extents = Extents::bind(plan, &self.layout, inputs)?;
+        let t = extents.t();
+        for s in &self.steps {
+            if let Resolved::Exchange(ex) = s {
+                ex.check(tp, t).map_err(RuntimeError::Inputs)?;
+            }
+        }
+        let initial = (0..tp)
+            .map(|rank| buffers::initial(plan, &self.layout, inputs, rank))
+            .collect::<Result<Vec<_>, _>>()?;
+        let names: Vec<&'static str> = (0..self.layout.len())
+            .map(|i| self.layout.spec(i).decl.name)
+            .collect();
+        let group = self.kernels.group(initial, &names)?;
+        let tilings: Vec<Tiling> = (0..tp)
+            .map(|rank| Tiling::new(&extents, rank, tp, self.options.group_base))
+            .collect();
+        let setup = setup_start.elapsed();
+
+        let meet = Rendezvous::new(tp);
+        let start = Instant::now();
+        let results: Vec<Result<Vec<StepRecord>, RankFailure>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..tp)
+                .map(|rank| {
+                    let (group, meet, tiling) = (&*group, &meet, &tilings[rank]);
+                    s.spawn(move || {
+                        let _guard = AbortOnPanic(meet);
+                        let out = self.rank_steps(group, meet, rank, tiling, t, start);
+                        if out.is_err() {
+                            meet.abort();
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(RankFailure::Panicked)))
+                .collect()
+        });
+        let execute = start.elapsed();
+        let mut records = Vec::new();
+        let mut aborted = false;
+        for (rank, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(steps) => records.extend(steps),
+                Err(RankFailure::Error(e)) => return Err(e),
+                Err(RankFailure::Aborted) => aborted = true,
+                Err(RankFailure::Panicked) => {
+                    return Err(RuntimeError::Step {
+                        rank,
+                        step: 0,
+                        what: "rank thread".into(),
+                        message: "panicked".into(),
+                    });
+                }
+            }
+        }
+        if aborted {
+            return Err(RuntimeError::Plan(
+                "a rank left a collective without an error".into(),
+            ));
+        }
+
+        let read_start = Instant::now();
+        let results = self.layout.results();
+        let per_rank = (0..tp)
+            .map(|rank| {
+                results
+                    .iter()
+                    .map(|&id| Ok((id, group.read(rank, id)?)))
+                    .collect::<Result<Vec<_>, BackendError>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let collected = buffers::collect(plan, &self.layout, &extents, per_rank)?;
+        let readback = read_start.elapsed();
+        Ok(RunOutput {
+            outputs: collected.outputs,
+            stray: collected.stray,
+            record: RunRecord {
+                tp,
+                steps: records,
+                setup,
+                execute,
+                readback,
+            },
+        })
+    }
+
+    /// One rank's pass over the steps.
+    fn rank_steps(
+        &self,
+        group: &dyn Group,
+        meet: &Rendezvous,
+        rank: usize,
+        tiling: &Tiling,
+        t: usize,
+        start: Instant,
+    ) -> Result<Vec<StepRecord>, RankFailure> {
+        let tp = self.plan.abi.tp;
+        let fail = |step: usize, what: String, e: BackendError| {
+            RankFailure::Error(RuntimeError::Step {
+                rank,
+                step,
+                what,
+                message: e.to_string(),
+            })
+        };
+        group
+            .enter(rank)
+            .map_err(|e| fail(0, "device setup".into(), e))?;
+        let mut out = Vec::with_capacity(self.steps.len());
+        for (i, (resolved, step)) in self.steps.iter().zip(self.plan.steps).enumerate() {
+            let begin = start.elapsed();
+            let kind = match resolved {
+                Resolved::Launch {
+                    launch,
+                    args,
+                    nth,
+                    of,
+                } => {
+                    self.options.progress.rank_note(
+                        rank,
+                        &format!("{} {nth}/{of} {}", launch.stage, launch.kernel),
+                    );
+                    let counters = group
+                        .launch(rank, launch, args, tiling)
+                        .map_err(|e| fail(i, format!("{} {}", launch.stage, launch.kernel), e))?;
+                    StepKind::Launch {
+                        kernel: launch.kernel,
+                        block_dim: launch.block_dim,
+                        counters,
+                    }
+                }
+                Resolved::Exchange(ex) => {
+                    meet.wait().map_err(|Aborted| RankFailure::Aborted)?;
+                    group
+                        .exchange(rank, ex, tp, t)
+                        .map_err(|e| fail(i, step.stage().into(), e))?;
+                    meet.wait().map_err(|Aborted| RankFailure::Aborted)?;
+                    let incoming = ex.incoming(rank, tp, t);
+                    let bytes = |x: &Transfer| (x.rows * ex.row_bytes) as u64;
+                    StepKind::Exchange {
+                        bytes: incoming.iter().map(bytes).sum(),
+                        cross_rank_bytes: incoming
+                            .iter()
+                            .filter(|x| x.from != rank)
+                            .map(bytes)
+                            .sum(),
+                    }
+                }
+            };
+            out.push(StepRecord {
+                rank,
+                step: i,
+                stage: step.stage(),
+                kind,
+                start: begin,
+                end: start.elapsed(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Releases the other ranks from their collectives if this rank's thread panics.
+struct AbortOnPanic<'a>(&'a Rendezvous);
+
+impl Drop for AbortOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort();
+        }
+    }
+}
+
+enum RankFailure {
+    Error(RuntimeError),
+    /// Released from a collective because another rank failed.
+    Aborted,
+    Panicked,
+}
+
+/// Resolves every step's buffer names to ids and checks launches against their kernels.
+fn resolve(plan: &'static VariantPlan, layout: &Layout) -> Result<Vec<Resolved>, RuntimeError> {
+    let bad = |what: String| RuntimeError::Plan(format!("{}: {what}", plan.name()));
+    let launches_of = |stage: &str| {
+        plan.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Launch(l) if l.stage == stage))
+            .count()
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    plan.steps
+        .iter()
+        .map(|step| {
+            if let Some(ex) = Exchange::resolve(plan, layout, step)? {
+                return Ok(Resolved::Exchange(ex));
+            }
+            let Step::Launch(launch) = step else {
+                unreachable!("every collective resolves to an exchange")
+            };
+            let kernel = plan
+                .kernel(launch.kernel)
+                .ok_or_else(|| bad(format!("launch of unknown kernel {}", launch.kernel)))?;
+            if kernel.args.len() != launch.args.len() || kernel.cores != launch.cores {
+                return Err(bad(format!(
+                    "launch of {} binds {} tensors on {:?} cores; the kernel takes {} on {:?}",
+                    kernel.name,
+                    launch.args.len(),
+                    launch.cores,
+                    kernel.args.len(),
+                    kernel.cores
+                )));
+            }
+            let args = launch
+                .args
+                .iter()
+                .map(|a| {
+                    layout.id(a).ok_or_else(|| {
+                        bad(format!(
+                            "{} binds `{a}`, which is neither an ABI tensor nor a workspace",
+                            launch.kernel
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            seen.push(launch.stage);
+            Ok(Resolved::Launch {
+                launch,
+                args,
+                nth: seen.iter().filter(|s| **s == launch.stage).count(),
+                of: launches_of(launch.stage),
+            })
+        })
+        .collect()
+}

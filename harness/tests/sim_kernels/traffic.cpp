@@ -1,0 +1,44 @@
+// Kernels for the per-argument DMA traffic counters: one reads its input twice, one
+// reads every other row of a strided matrix, one writes half of its output twice.
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+constexpr uint32_t kTrafficElems = 512;
+
+// y = x + x, with x read from GM twice (two DataCopy of the same bytes).
+extern "C" __global__ __aicore__ void sim_traffic_reread(GM_ADDR x, GM_ADDR y)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, kTrafficElems * sizeof(float));
+    pipe.InitBuffer(b, kTrafficElems * sizeof(float));
+    GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, kTrafficElems);
+    gy.SetGlobalBuffer((__gm__ float*)y, kTrafficElems);
+    LocalTensor<float> la = a.Get<float>();
+    LocalTensor<float> lb = b.Get<float>();
+    DataCopy(la, gx, kTrafficElems);
+    DataCopy(lb, gx, kTrafficElems);
+    Add(la, la, lb, kTrafficElems);
+    DataCopy(gy, la, kTrafficElems);
+}
+
+// x is 8 rows of 64 floats; rows 0, 2, 4, 6 are copied to y (4 x 64) with one strided
+// DataCopy, then row 0 of y is written a second time.
+extern "C" __global__ __aicore__ void sim_traffic_strided(GM_ADDR x, GM_ADDR y)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a;
+    pipe.InitBuffer(a, 4 * 64 * sizeof(float));
+    GlobalTensor<float> gx, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, 8 * 64);
+    gy.SetGlobalBuffer((__gm__ float*)y, 4 * 64);
+    LocalTensor<float> la = a.Get<float>();
+    // 4 bursts of 64 floats (8 blocks), skipping one 64-float row (8 blocks) between them
+    DataCopy(la, gx, DataCopyParams(4, 8, 8, 0));
+    DataCopy(gy, la, 4 * 64);
+    DataCopy(gy, la, 64);
+}

@@ -1,0 +1,442 @@
+//! The runner's command line: `run`, `cost` and `bench` (DESIGN §10; `cargo xtask run |
+//! cost | bench` forward here). Bad arguments exit 2 with one line saying why; a failed
+//! comparison exits 1.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use harness::backend::{BackendKind, KernelSources};
+use harness::compare::compare_layer;
+use harness::golden::{self, LayerSpec};
+use harness::io;
+use harness::plan::VariantPlan;
+use harness::runtime::{Progress, Runtime, RuntimeError, RuntimeOptions};
+
+use crate::cases::{self, Choice, Source};
+use crate::layer::{self, CaseResult, secs};
+use crate::stop::Stop;
+use crate::{cost, report, variant};
+
+#[derive(Parser)]
+#[command(
+    name = "runner",
+    about = "Run generated decode layers on a backend and compare them with the golden"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a layer end to end and compare every output with the golden.
+    ///
+    /// Without --start-pos and --tokens: TP 1 runs once at capacity, TP > 1 at capacity
+    /// and capacity − 8 tokens per rank (the reference's defaults). Exit codes: 0 every
+    /// output passed, 1 a comparison or a kernel failed, 2 bad arguments.
+    Run(RunArgs),
+    /// One sim run at capacity: per kernel launch FLOPs, GM bytes moved against the
+    /// minimum, scalar GM accesses and roofline time on the plan's chip.
+    Cost(CostArgs),
+    /// Time the layer on the sim against the golden on the same inputs (medians).
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// swa, hca or csa.
+    #[arg(long)]
+    layer: String,
+    /// TP degree: one rank per device (threads on the sim).
+    #[arg(long, default_value_t = 2)]
+    tp: usize,
+    /// The spec whose generated plan runs (default specs/<layer>.yaml).
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// sim (the CPU model) or npu (CANN).
+    #[arg(long, default_value = "sim")]
+    backend: String,
+    /// Device ids, one per rank (default 0,…,TP−1).
+    #[arg(
+        short = 'd',
+        long = "devices",
+        value_name = "0,1,…",
+        allow_hyphen_values = true
+    )]
+    devices: Option<String>,
+    /// One start (batch 1) or one per request (every rank gets the list).
+    #[arg(long = "start-pos", value_name = "N|N,N,…", allow_hyphen_values = true)]
+    start_pos: Option<String>,
+    /// Tokens per rank (a multiple of 8, at most the capacity) with the default starts.
+    #[arg(long, value_name = "N")]
+    tokens: Option<usize>,
+    /// Fixture seed (rank r draws with seed + r).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Write in.safetensors / out.safetensors (inputs and golden outputs) of the run
+    /// (of each run in DIR/t<tokens>/ when there are several).
+    #[arg(long = "save-data", value_name = "DIR")]
+    save_data: Option<PathBuf>,
+    /// Replay DIR/in.safetensors and compare with DIR/out.safetensors instead of the golden.
+    #[arg(long = "golden-data", value_name = "DIR")]
+    golden_data: Option<PathBuf>,
+    /// Write every figure, stage and launch timing and sim counter as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    report: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CostArgs {
+    #[arg(long)]
+    layer: String,
+    #[arg(long, default_value_t = 2)]
+    tp: usize,
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    #[arg(long, default_value = "swa")]
+    layer: String,
+    #[arg(long, default_value_t = 2)]
+    tp: usize,
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// Repetitions of each side.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Tokens per rank (default: the capacity).
+    #[arg(long, value_name = "N")]
+    tokens: Option<usize>,
+}
+
+/// Runs the command line `args` (program name first); returns the exit code.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            print!("{e}");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("{}", one_line(&e.render().to_string()));
+            return 2;
+        }
+    };
+    let outcome = match cli.command {
+        Command::Run(a) => run(a),
+        Command::Cost(a) => cost_command(a),
+        Command::Bench(a) => bench(a),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(stop) => {
+            eprintln!("error: {}", stop.message);
+            stop.code
+        }
+    }
+}
+
+/// clap's multi-line error as one line (without the usage and help pointers).
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_default()
+}
+
+/// The device ids of `-d` (default 0,…,tp−1): integers, no duplicates, one per rank.
+pub fn devices(text: Option<&str>, tp: usize) -> Result<Vec<u32>, Stop> {
+    let Some(text) = text else {
+        return Ok((0..tp as u32).collect());
+    };
+    let mut ids = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let id: u32 = part.parse().map_err(|_| {
+            Stop::usage(format!(
+                "-d/--devices: `{part}` is not a device id (a non-negative integer)"
+            ))
+        })?;
+        if ids.contains(&id) {
+            return Err(Stop::usage(format!(
+                "-d/--devices: device {id} is listed twice"
+            )));
+        }
+        ids.push(id);
+    }
+    if ids.len() != tp {
+        return Err(Stop::usage(format!(
+            "-d/--devices lists {} device(s) but --tp {tp} needs one per rank",
+            ids.len()
+        )));
+    }
+    Ok(ids)
+}
+
+/// The plan's kernels built on `backend`, after checking the plan can run at all.
+fn prepare(
+    plan: &'static VariantPlan,
+    backend: BackendKind,
+    devices: &[u32],
+) -> Result<Runtime, Stop> {
+    let backend = backend.create(devices);
+    let options = RuntimeOptions {
+        progress: Progress::stderr(plan.name()),
+        group_base: devices.first().copied().unwrap_or(0),
+    };
+    let sources = KernelSources::in_repo(&variant::repo_root());
+    Ok(Runtime::prepare(plan, backend.as_ref(), &sources, options)?)
+}
+
+/// Fails early (before fixtures and builds) when the plan has stages without kernels.
+fn require_kernels(plan: &'static VariantPlan) -> Result<(), Stop> {
+    if plan.missing.is_empty() {
+        Ok(())
+    } else {
+        Err(RuntimeError::MissingStages {
+            variant: plan.name(),
+            stages: plan.missing.to_vec(),
+        }
+        .into())
+    }
+}
+
+fn target(
+    layer: &str,
+    tp: usize,
+    spec: Option<&Path>,
+) -> Result<(&'static VariantPlan, LayerSpec), Stop> {
+    let plan = variant::select(layer, tp, spec, &cwd()).map_err(Stop::usage)?;
+    let spec = variant::layer_spec(plan).map_err(Stop::fail)?;
+    Ok((plan, spec))
+}
+
+fn run(a: RunArgs) -> Result<u8, Stop> {
+    let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
+    let backend: BackendKind = a.backend.parse().map_err(Stop::usage)?;
+    let devices = devices(a.devices.as_deref(), plan.abi.tp)?;
+    backend
+        .create(&devices)
+        .available()
+        .map_err(|e| Stop::from(RuntimeError::from(e)))?;
+    let choice = Choice {
+        start_pos: a.start_pos,
+        tokens: a.tokens,
+        seed: a.seed,
+        golden_data: a.golden_data,
+    };
+    let source = Source::choose(&spec, plan, &choice)?;
+    require_kernels(plan)?;
+    let runtime = prepare(plan, backend, &devices)?;
+    let total = cases::count(&source);
+    let mut results = Vec::with_capacity(total);
+    for (i, case) in cases::cases(&spec, plan, &source).enumerate() {
+        let case = case?;
+        println!(
+            "{} ({}) on {backend}, run {}/{total}: {}",
+            plan.name(),
+            plan.spec.path,
+            i + 1,
+            case.label
+        );
+        let (want, golden) = layer::expected(&spec, &case)?;
+        if let Some(dir) = &a.save_data {
+            let dir = match case.metadata.get("tokens") {
+                Some(t) if total > 1 => dir.join(format!("t{t}")),
+                _ => dir.clone(),
+            };
+            io::save_case(&dir, &case.inputs, &want, &case.metadata)
+                .map_err(|e| Stop::usage(format!("--save-data: {e}")))?;
+            println!("  saved to {}", dir.display());
+        }
+        let result = layer::judge(&runtime, &spec, &case, &want, golden)?;
+        layer::print(&result);
+        results.push(result);
+    }
+    if let Some(path) = &a.report {
+        report::write(path, plan, &backend.to_string(), &results)?;
+    }
+    let failed = results.iter().filter(|r| !r.pass()).count();
+    if failed == 0 {
+        println!("PASS: {total} run(s) of {}", plan.name());
+        Ok(0)
+    } else {
+        println!("FAIL: {failed} of {total} run(s) of {}", plan.name());
+        Ok(1)
+    }
+}
+
+fn cost_command(a: CostArgs) -> Result<u8, Stop> {
+    let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
+    let source = Source::choose(
+        &spec,
+        plan,
+        &Choice {
+            tokens: Some(plan.deployment.local_t),
+            ..Choice::default()
+        },
+    )?;
+    require_kernels(plan)?;
+    let runtime = prepare(plan, BackendKind::Sim, &devices(None, plan.abi.tp)?)?;
+    let case = cases::cases(&spec, plan, &source)
+        .next()
+        .expect("one case at capacity")?;
+    let out = runtime.run(&case.inputs)?;
+    let c = &plan.chip;
+    println!(
+        "{} ({}): one sim run, {}; rank 0 of {}. Roofline on {}: cube bf16 {:.1} TFLOPS, int8 {:.1} TOPS, \
+         fp32 {:.1} TFLOPS, vector {:.2} T op/s, HBM {:.2} TB/s",
+        plan.name(),
+        plan.spec.path,
+        case.label,
+        plan.abi.tp,
+        c.name,
+        c.cube_bf16_flops / 1e12,
+        c.cube_int8_ops / 1e12,
+        c.cube_f32_flops / 1e12,
+        c.vector_elem_ops / 1e12,
+        c.hbm_bytes_per_s / 1e12
+    );
+    cost::print(&out.record.steps, 0, c);
+    println!("sim wall time {}", secs(out.record.total()));
+    Ok(0)
+}
+
+fn bench(a: BenchArgs) -> Result<u8, Stop> {
+    if a.reps == 0 {
+        return Err(Stop::usage("--reps must be at least 1"));
+    }
+    let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
+    let source = Source::choose(
+        &spec,
+        plan,
+        &Choice {
+            tokens: Some(a.tokens.unwrap_or(plan.deployment.local_t)),
+            ..Choice::default()
+        },
+    )?;
+    require_kernels(plan)?;
+    let built = Instant::now();
+    let runtime = prepare(plan, BackendKind::Sim, &devices(None, plan.abi.tp)?)?;
+    let built = built.elapsed();
+    let case = cases::cases(&spec, plan, &source)
+        .next()
+        .expect("one case")?;
+    println!(
+        "bench {} ({}): {}, {} repetition(s); kernels built or found in {}",
+        plan.name(),
+        plan.spec.path,
+        case.label,
+        a.reps,
+        secs(built)
+    );
+    let mut sim = Vec::new();
+    let mut gold = Vec::new();
+    let mut stage_walls: Vec<Vec<(&'static str, Duration)>> = Vec::new();
+    let mut verdict: Option<CaseResult> = None;
+    for rep in 0..a.reps {
+        let start = Instant::now();
+        let out = runtime.run(&case.inputs)?;
+        sim.push(start.elapsed());
+        stage_walls.push(
+            out.record
+                .stage_times()
+                .iter()
+                .map(|s| (s.stage, s.wall))
+                .collect(),
+        );
+        let start = Instant::now();
+        let want =
+            golden::run(&spec, &case.inputs).map_err(|e| Stop::fail(format!("golden: {e}")))?;
+        gold.push(start.elapsed());
+        if rep == 0 {
+            verdict = Some(CaseResult {
+                label: case.label.clone(),
+                reports: compare_layer(&spec, &case.inputs, &out.outputs, &want),
+                stray: out.stray,
+                record: out.record,
+                golden: Some(gold[0]),
+                notes: case.notes.clone(),
+            });
+        }
+    }
+    let (ms, mg) = (median(&sim), median(&gold));
+    println!(
+        "  sim     median {}  (min {}, max {})",
+        secs(ms),
+        secs(*sim.iter().min().expect("reps ≥ 1")),
+        secs(*sim.iter().max().expect("reps ≥ 1"))
+    );
+    println!(
+        "  golden  median {}  (min {}, max {})",
+        secs(mg),
+        secs(*gold.iter().min().expect("reps ≥ 1")),
+        secs(*gold.iter().max().expect("reps ≥ 1"))
+    );
+    println!(
+        "  sim / golden: {:.2}×",
+        ms.as_secs_f64() / mg.as_secs_f64().max(1e-9)
+    );
+    let stages: Vec<String> = stage_walls[0]
+        .iter()
+        .map(|(stage, _)| {
+            let walls: Vec<Duration> = stage_walls
+                .iter()
+                .filter_map(|r| r.iter().find(|(s, _)| s == stage).map(|(_, w)| *w))
+                .collect();
+            format!("{stage} {}", secs(median(&walls)))
+        })
+        .collect();
+    println!("  stage medians: {}", stages.join(" · "));
+    let verdict = verdict.expect("reps ≥ 1");
+    println!("  verdict of repetition 1:");
+    layer::print(&verdict);
+    Ok(if verdict.pass() { 0 } else { 1 })
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s[s.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_lists_follow_the_reference_cli_rules() {
+        assert_eq!(devices(None, 2).unwrap(), [0, 1]);
+        assert_eq!(devices(Some("3, 5"), 2).unwrap(), [3, 5]);
+        for (text, why) in [
+            ("0,x", "`x` is not a device id"),
+            ("0,-1", "`-1` is not a device id"),
+            ("1,1", "device 1 is listed twice"),
+            ("0", "lists 1 device(s) but --tp 2"),
+        ] {
+            let e = devices(Some(text), 2).unwrap_err();
+            assert_eq!(e.code, 2);
+            assert!(e.message.contains(why), "{text}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let e = Cli::try_parse_from(["runner", "run", "--layer", "swa", "--bogus"])
+            .err()
+            .unwrap();
+        let line = one_line(&e.render().to_string());
+        assert!(!line.contains('\n'));
+        assert!(line.contains("--bogus"), "{line}");
+    }
+}

@@ -1,0 +1,107 @@
+//! One case of a layer, judged: the plan on its backend and the golden (or the saved
+//! outputs) on the same inputs, every output compared with its reference comparator.
+
+use std::time::{Duration, Instant};
+
+use harness::compare::{Report, compare_layer};
+use harness::golden::{self, LayerSpec};
+use harness::runtime::{RunRecord, Runtime};
+use harness::tensor::TensorMap;
+
+use crate::cases::Case;
+use crate::stop::Stop;
+
+/// The outcome of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub label: String,
+    /// One per compared output (x_out, then the pools).
+    pub reports: Vec<Report>,
+    /// Outputs written beyond their runtime extent.
+    pub stray: Vec<String>,
+    pub record: RunRecord,
+    /// Time of the golden; `None` when the expected outputs were loaded.
+    pub golden: Option<Duration>,
+    pub notes: Vec<String>,
+}
+
+impl CaseResult {
+    pub fn pass(&self) -> bool {
+        self.reports.iter().all(|r| r.pass) && self.stray.is_empty()
+    }
+}
+
+/// The expected outputs of `case`: saved, or the golden's (timed).
+pub fn expected(spec: &LayerSpec, case: &Case) -> Result<(TensorMap, Option<Duration>), Stop> {
+    match &case.expected {
+        Some(saved) => Ok((saved.clone(), None)),
+        None => {
+            let start = Instant::now();
+            let out =
+                golden::run(spec, &case.inputs).map_err(|e| Stop::fail(format!("golden: {e}")))?;
+            Ok((out, Some(start.elapsed())))
+        }
+    }
+}
+
+/// Runs `case` on `runtime` and compares with `want`.
+pub fn judge(
+    runtime: &Runtime,
+    spec: &LayerSpec,
+    case: &Case,
+    want: &TensorMap,
+    golden: Option<Duration>,
+) -> Result<CaseResult, Stop> {
+    let out = runtime.run(&case.inputs)?;
+    let reports = compare_layer(spec, &case.inputs, &out.outputs, want);
+    Ok(CaseResult {
+        label: case.label.clone(),
+        reports,
+        stray: out.stray,
+        record: out.record,
+        golden,
+        notes: case.notes.clone(),
+    })
+}
+
+/// Seconds, to the millisecond.
+pub fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+/// The lines of a case for people: one per output (with the worst elements on failure),
+/// stray writes, per-stage wall times, totals.
+pub fn print(result: &CaseResult) {
+    for n in &result.notes {
+        println!("  note: {n}");
+    }
+    for r in &result.reports {
+        if r.pass {
+            println!("  {r}");
+        } else {
+            println!("  {}", r.detail().replace('\n', "\n  "));
+        }
+    }
+    for s in &result.stray {
+        println!("  FAIL  {s}");
+    }
+    let stages: Vec<String> = result
+        .record
+        .stage_times()
+        .iter()
+        .map(|s| format!("{} {}", s.stage, secs(s.wall)))
+        .collect();
+    println!("  stages: {}", stages.join(" · "));
+    let r = &result.record;
+    let golden = match result.golden {
+        Some(g) => format!("; golden {}", secs(g)),
+        None => String::new(),
+    };
+    println!(
+        "  total {} (setup {}, steps {}, read-back {}){golden}",
+        secs(r.total()),
+        secs(r.setup),
+        secs(r.execute),
+        secs(r.readback)
+    );
+}

@@ -1,0 +1,154 @@
+//! The SWA layer end to end on the sim: the generated plans of the small specs at TP 1, 2
+//! and 4 against the golden with the reference's comparators, at default, mixed and
+//! near-1M start positions, at capacity and capacity − 8 tokens; the reference's own
+//! vectors replayed; and a corrupted plan that must fail.
+
+use std::sync::OnceLock;
+
+use harness::backend::{KernelSources, sim::Sim};
+use harness::compare::{Report, compare_layer};
+use harness::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
+use harness::golden::{self, LayerSpec};
+use harness::io;
+use harness::plan::{Step, VariantPlan};
+use harness::runtime::{Runtime, RuntimeOptions};
+use harness::tensor::TensorMap;
+use runner::variant;
+
+/// The prepared runtime of a generated variant, built once per test binary.
+fn runtime(name: &str) -> &'static Runtime {
+    static CACHE: OnceLock<std::sync::Mutex<Vec<(String, &'static Runtime)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap();
+    if let Some((_, rt)) = cache.iter().find(|(n, _)| n == name) {
+        return rt;
+    }
+    let plan = variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"));
+    let rt: &'static Runtime = Box::leak(Box::new(prepare(plan)));
+    cache.push((name.to_string(), rt));
+    rt
+}
+
+fn prepare(plan: &'static VariantPlan) -> Runtime {
+    let sources = KernelSources::in_repo(&variant::repo_root());
+    Runtime::prepare(plan, &Sim::default(), &sources, RuntimeOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `inputs` on `rt` and compares with `want`.
+fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -> Vec<Report> {
+    let out = rt.run(inputs).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.stray.is_empty(), "{:?}", out.stray);
+    compare_layer(spec, inputs, &out.outputs, want)
+}
+
+fn assert_pass(what: &str, reports: &[Report]) {
+    let lines: Vec<String> = reports.iter().map(Report::detail).collect();
+    assert!(
+        !reports.is_empty() && reports.iter().all(|r| r.pass),
+        "{what}:\n{}",
+        lines.join("\n")
+    );
+}
+
+/// One seeded case of `name` against the golden.
+fn case(name: &str, starts: StartPositions, tokens: Option<usize>) {
+    let rt = runtime(name);
+    let spec = variant::layer_spec(rt.plan()).unwrap();
+    let opts = FixtureOptions {
+        seed: DEFAULT_SEED,
+        starts,
+        tokens,
+    };
+    let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{name} {opts:?}: {e}"));
+    let want = golden::run(&spec, &f.inputs).unwrap();
+    let reports = judge(rt, &spec, &f.inputs, &want);
+    assert_pass(&format!("{name} {opts:?}"), &reports);
+    assert_eq!(
+        reports
+            .iter()
+            .map(|r| r.output.as_str())
+            .collect::<Vec<_>>(),
+        ["x_out", "kv_cache"]
+    );
+}
+
+/// The default starts at capacity and capacity − 8; the reference's mixed list
+/// (`16384,16384,131072,524288`, one request each); near-1M starts filling the capacity
+/// (the largest legal start first), and the largest legal start alone.
+fn every_start_set(name: &str) {
+    let plan = variant::by_name(name).unwrap();
+    let cap = plan.deployment.local_t;
+    let batch = plan.deployment.b;
+    case(name, StartPositions::Default, Some(cap));
+    case(name, StartPositions::Default, Some(cap - 8));
+    case(
+        name,
+        StartPositions::List(vec![16384, 16384, 131072, 524288]),
+        None,
+    );
+    let near_1m = (0..batch as i64).map(|b| 1_048_568 - 977 * b).collect();
+    case(name, StartPositions::List(near_1m), None);
+    case(name, StartPositions::Scalar(1_048_568), None);
+}
+
+#[test]
+fn swa_mini_tp1_passes_the_golden() {
+    every_start_set("swa_mini_tp1");
+}
+
+#[test]
+fn swa_mini_tp2_passes_the_golden() {
+    every_start_set("swa_mini_tp2");
+}
+
+#[test]
+fn swa_mini_tp4_passes_the_golden() {
+    every_start_set("swa_mini_tp4");
+}
+
+#[test]
+fn swa_small_at_tp1_and_tp2_passes_the_golden() {
+    for name in ["swa_small_tp1", "swa_small_tp2"] {
+        let cap = variant::by_name(name).unwrap().deployment.local_t;
+        case(name, StartPositions::Default, Some(cap));
+        case(name, StartPositions::Default, Some(cap - 8));
+    }
+}
+
+#[test]
+fn the_reference_vectors_replay_through_swa_small_at_tp1() {
+    let dir = std::path::Path::new("/work/shared/golden-vectors/swa_small_tp1");
+    let saved = io::load_case(dir).unwrap();
+    let rt = runtime("swa_small_tp1");
+    let spec = variant::layer_spec(rt.plan()).unwrap();
+    let reports = judge(rt, &spec, &saved.inputs, &saved.outputs);
+    assert_pass("reference vectors", &reports);
+}
+
+#[test]
+fn a_plan_that_skips_the_cache_insert_fails_on_x_out() {
+    // Without the insert, the window reads the pool's stale rows where this step's own
+    // tokens belong: attention, and so x_out, must come out wrong.
+    let good = variant::by_name("swa_mini_tp2").unwrap();
+    let steps: Vec<Step> = good
+        .steps
+        .iter()
+        .filter(|s| s.stage() != "cache_insert")
+        .copied()
+        .collect();
+    assert_eq!(steps.len() + 1, good.steps.len(), "one cache-insert launch");
+    let broken: &'static VariantPlan = Box::leak(Box::new(VariantPlan {
+        steps: Box::leak(steps.into_boxed_slice()),
+        ..*good
+    }));
+    let rt = prepare(broken);
+    let spec = variant::layer_spec(good).unwrap();
+    let f = fixtures::build(&spec, &FixtureOptions::default()).unwrap();
+    let want = golden::run(&spec, &f.inputs).unwrap();
+    let reports = judge(&rt, &spec, &f.inputs, &want);
+    let x_out = reports.iter().find(|r| r.output == "x_out").unwrap();
+    assert!(!x_out.pass, "{}", x_out.detail());
+    let kv = reports.iter().find(|r| r.output == "kv_cache").unwrap();
+    assert!(!kv.pass, "{}", kv.detail());
+}

@@ -1,0 +1,484 @@
+//! The shared cube matmul (`dsv4/matmul.h`, with `zero_rows.h` before split-K) against
+//! `harness::golden::gemm`:
+//! - building-block cases rendered through the real kernel template with chosen splits:
+//!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
+//!   the matrices, row ranges, k slices added atomically, ragged slices and N ranges;
+//! - the matmuls the generator plans for the small specs' qkv_proj_rope.
+//!
+//! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
+//! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
+//! products are exact; bf16 ones within f32 accumulation error. Peak L1/L0 use is checked
+//! against the stage budget.
+
+mod support;
+
+use std::path::PathBuf;
+
+use half::bf16;
+use harness::abi::DType;
+use harness::golden::gemm::{Mat, Threads, matmul};
+use harness::sim::{BuildSpec, CoreMode, GmArg, LaunchStats, SimLibrary};
+use harness::tensor::Tensor;
+use kernelgen::chip::Mem;
+use kernelgen::kernels::{Cores, Kernel, Value};
+use kernelgen::plan::StageKind;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use support::{Tiling, plan, repo_root};
+
+/// One building-block case: a product and the split the kernel is told to use.
+#[derive(Clone, Copy)]
+struct Case {
+    name: &'static str,
+    int8: bool,
+    b_nk: bool,
+    max_rows: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    lda: usize,
+    ldb: usize,
+    ldc: usize,
+    /// Batch strides of A, B, C in elements.
+    strides: [usize; 3],
+    /// Mmad tile m, n, k.
+    tile: [usize; 3],
+    /// Rows per range, k per slice, columns per range.
+    split: [usize; 3],
+}
+
+impl Case {
+    fn atomic(&self) -> bool {
+        self.k > self.split[1]
+    }
+
+    fn kernel(&self) -> Kernel {
+        let u = |v: usize| Value::U32(v as u32);
+        Kernel {
+            name: format!("test_mm_{}", self.name),
+            doc: format!("building-block case {}", self.name),
+            block: "matmul.h",
+            class: "Matmul",
+            cores: Cores::Aic,
+            params: vec![
+                ("INT8", Value::Bool(self.int8)),
+                ("B_NK", Value::Bool(self.b_nk)),
+                ("GROUP_ROWS", Value::Bool(false)),
+                ("N", u(self.n)),
+                ("K", u(self.k)),
+                ("BATCH", u(self.batch)),
+                ("LDA", u(self.lda)),
+                ("LDB", u(self.ldb)),
+                ("LDC", u(self.ldc)),
+                ("STRIDE_A", u(self.strides[0])),
+                ("STRIDE_B", u(self.strides[1])),
+                ("STRIDE_C", u(self.strides[2])),
+                ("TILE_M", u(self.tile[0])),
+                ("TILE_N", u(self.tile[1])),
+                ("TILE_K", u(self.tile[2])),
+                ("RANGE_M", u(self.split[0])),
+                ("SLICE_K", u(self.split[1])),
+                ("RANGE_N", u(self.split[2])),
+                ("ATOMIC", Value::Bool(self.atomic())),
+            ],
+            args: vec!["a", "b", "c"],
+        }
+    }
+
+    fn zero_kernel(&self) -> Kernel {
+        let u = |v: usize| Value::U32(v as u32);
+        Kernel {
+            name: format!("test_zero_{}", self.name),
+            doc: format!("zero fill of case {}", self.name),
+            block: "zero_rows.h",
+            class: "ZeroRows",
+            cores: Cores::Aiv,
+            params: vec![
+                ("GROUP_ROWS", Value::Bool(false)),
+                ("N", u(self.n)),
+                ("LD", u(self.ldc)),
+                ("BATCH", u(self.batch)),
+                ("STRIDE", u(self.strides[2])),
+                // two rows per copy: exercises multi-row copies and the batch boundary
+                ("TILE", u(2 * self.n)),
+            ],
+            args: vec!["out"],
+        }
+    }
+}
+
+const CASES: &[Case] = &[
+    // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) added atomically,
+    // ragged N ranges (128, 64).
+    Case {
+        name: "bf16_kn_split",
+        int8: false,
+        b_nk: false,
+        max_rows: 96,
+        n: 192,
+        k: 320,
+        batch: 1,
+        lda: 320,
+        ldb: 192,
+        ldc: 192,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [64, 128, 128],
+    },
+    // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
+    Case {
+        name: "bf16_nk_batch",
+        int8: false,
+        b_nk: true,
+        max_rows: 48,
+        n: 64,
+        k: 96,
+        batch: 3,
+        lda: 128,
+        ldb: 96,
+        ldc: 80,
+        strides: [48 * 128, 64 * 96, 48 * 80],
+        tile: [32, 32, 32],
+        split: [48, 96, 32],
+    },
+    // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix.
+    Case {
+        name: "i8_kn",
+        int8: true,
+        b_nk: false,
+        max_rows: 64,
+        n: 128,
+        k: 256,
+        batch: 1,
+        lda: 256,
+        ldb: 160,
+        ldc: 128,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [64, 256, 64],
+    },
+    // int8, B [N, K], two batches, k slices added atomically in int32.
+    Case {
+        name: "i8_nk_atomic",
+        int8: true,
+        b_nk: true,
+        max_rows: 32,
+        n: 96,
+        k: 192,
+        batch: 2,
+        lda: 192,
+        ldb: 192,
+        ldc: 96,
+        strides: [32 * 192, 96 * 192, 32 * 96],
+        tile: [16, 32, 64],
+        split: [32, 64, 96],
+    },
+];
+
+/// Renders `kernels` through the real kernel template and compiles them with the
+/// building blocks in `generated/ascendc/include`.
+fn build(kernels: Vec<Kernel>) -> SimLibrary {
+    let mut p = plan("swa_mini_tp1").clone();
+    p.kernels.kernels = kernels;
+    p.kernels.steps = Vec::new();
+    let files = kernelgen::render::render(&[p], &[]).expect("kernels render");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stage_gemm");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sources = Vec::new();
+    for f in files {
+        if let Some(name) = f.path.strip_prefix("generated/ascendc/kernels/") {
+            let path = dir.join(name);
+            std::fs::write(&path, f.content).unwrap();
+            sources.push(path);
+        }
+    }
+    SimLibrary::build(
+        &BuildSpec::new(sources).include_dir(repo_root().join("generated/ascendc/include")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A's, B's and C's element counts: A ends with the last valid row of the last batch.
+fn extents(c: &Case, rows: usize) -> [usize; 3] {
+    let b_rows = if c.b_nk { c.n } else { c.k };
+    let b_cols = if c.b_nk { c.k } else { c.n };
+    [
+        (c.batch - 1) * c.strides[0] + (rows - 1) * c.lda + c.k,
+        (c.batch - 1) * c.strides[1] + (b_rows - 1) * c.ldb + b_cols,
+        (c.batch - 1) * c.strides[2] + c.max_rows * c.ldc,
+    ]
+}
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// Random A and B of a case as f32 values (int8 integers, or bf16-representable).
+fn operands(c: &Case, rows: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let [na, nb, _] = extents(c, rows);
+    let mut r = rng(seed);
+    let mut draw = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                if c.int8 {
+                    f32::from(r.random_range(-127i8..=127))
+                } else {
+                    bf16::from_f32(r.random_range(-1.0f32..1.0)).to_f32()
+                }
+            })
+            .collect()
+    };
+    (draw(na), draw(nb))
+}
+
+/// A GM operand of the case's input type.
+fn input(c: &Case, values: &[f32]) -> Tensor {
+    if c.int8 {
+        Tensor::from_vec(
+            vec![values.len()],
+            values.iter().map(|&v| v as i8).collect(),
+        )
+        .unwrap()
+    } else {
+        Tensor::from_vec(
+            vec![values.len()],
+            values.iter().map(|&v| bf16::from_f32(v)).collect(),
+        )
+        .unwrap()
+    }
+}
+
+/// The expected C of batch `bi`: `[rows, n]` f32 (exact integers for int8).
+fn reference(c: &Case, a: &[f32], b: &[f32], bi: usize, rows: usize) -> Vec<f32> {
+    let am = Mat {
+        data: &a[bi * c.strides[0]..],
+        rows,
+        cols: c.k,
+        rs: c.lda,
+        cs: 1,
+    };
+    let (rs, cs) = if c.b_nk { (1, c.ldb) } else { (c.ldb, 1) };
+    let bm = Mat {
+        data: &b[bi * c.strides[1]..],
+        rows: c.k,
+        cols: c.n,
+        rs,
+        cs,
+    };
+    if c.int8 {
+        // exact: |partial sums| < 2^24 for these K
+        assert!(c.k * 127 * 127 < 1 << 24);
+    }
+    matmul(am, bm, Threads::One)
+}
+
+/// Checks C: valid rows against `want` (per batch), everything else still poisoned.
+fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f32>], rows: usize) {
+    let bits: Vec<u32> = got
+        .as_le_bytes()
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    for bi in 0..c.batch {
+        for r in 0..c.max_rows {
+            for col in 0..c.ldc {
+                let v = bits[bi * c.strides[2] + r * c.ldc + col];
+                if r < rows && col < c.n {
+                    let w = want[bi][r * c.n + col];
+                    let (g, tol) = if c.int8 {
+                        (v as i32 as f32, 0.0)
+                    } else {
+                        // f32 accumulation of k products of magnitude < 1
+                        (f32::from_bits(v), 1e-5 * c.k as f32)
+                    };
+                    assert!(
+                        (g - w).abs() <= tol,
+                        "{what}: c[{bi}][{r}][{col}] = {g}, want {w}"
+                    );
+                } else {
+                    assert_eq!(
+                        v, 0xFFFF_FFFF,
+                        "{what}: c[{bi}][{r}][{col}] outside the product was written"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A poisoned C (0xFF bytes: NaN in f32, -1 in i32) of the case.
+fn poisoned_c(c: &Case) -> Tensor {
+    let n = extents(c, c.max_rows)[2];
+    let dtype = if c.int8 { DType::I32 } else { DType::F32 };
+    Tensor::from_le_bytes(dtype, vec![n], &vec![0xFF; 4 * n]).unwrap()
+}
+
+/// Launches `kernel` with `bufs` bound in order, then workspace and tiling.
+fn go(
+    lib: &SimLibrary,
+    kernel: &str,
+    cores: Cores,
+    block_dim: u32,
+    rows: usize,
+    bufs: &mut [(&str, &mut Tensor)],
+) -> LaunchStats {
+    let mut tiling = Tiling {
+        t: rows as u32,
+        group_t: rows as u32,
+        ..Default::default()
+    }
+    .bytes();
+    let mut workspace = vec![0u8; 32];
+    let mut args: Vec<GmArg> = bufs
+        .iter_mut()
+        .map(|(n, t)| GmArg::new(*n, t.as_le_bytes_mut()))
+        .collect();
+    args.push(GmArg::new("workspace", &mut workspace));
+    args.push(GmArg::new("tiling", &mut tiling));
+    let mode = match cores {
+        Cores::Aic => CoreMode::Aic,
+        Cores::Aiv => CoreMode::Aiv,
+        Cores::Mix => CoreMode::Mix,
+    };
+    lib.launch(kernel, mode, block_dim, &mut args)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn building_block_cases_match_the_reference() {
+    let mut kernels = Vec::new();
+    for c in CASES {
+        kernels.push(c.kernel());
+        if c.atomic() {
+            kernels.push(c.zero_kernel());
+        }
+    }
+    let lib = build(kernels);
+    for (ci, c) in CASES.iter().enumerate() {
+        for rows in [c.max_rows, c.max_rows - 8] {
+            let (af, bf) = operands(c, rows, 300 + ci as u64);
+            let want: Vec<Vec<f32>> = (0..c.batch)
+                .map(|bi| reference(c, &af, &bf, bi, rows))
+                .collect();
+            let (mut a, mut b, mut out) = (input(c, &af), input(c, &bf), poisoned_c(c));
+            if c.atomic() {
+                go(
+                    &lib,
+                    &c.zero_kernel().name,
+                    Cores::Aiv,
+                    3,
+                    rows,
+                    &mut [("out", &mut out)],
+                );
+            }
+            let stats = go(
+                &lib,
+                &c.kernel().name,
+                Cores::Aic,
+                3,
+                rows,
+                &mut [("a", &mut a), ("b", &mut b), ("c", &mut out)],
+            );
+            check_c(c.name, c, &out, &want, rows);
+            assert_eq!(
+                stats.macs(),
+                (c.batch * rows * c.n * c.k) as u64,
+                "{}: MACs",
+                c.name
+            );
+        }
+    }
+}
+
+/// The qkv_proj_rope matmuls of the small specs, as planned: random operands, launched
+/// with their zero fills, against the reference at capacity and capacity − 8.
+#[test]
+fn planned_qkv_matmuls_match_the_reference() {
+    for variant in ["swa_mini_tp1", "swa_small_tp2"] {
+        let p = plan(variant);
+        let stage = p.stage(StageKind::QkvProjRope).expect("qkv stage");
+        let lib = support::library(p, &[StageKind::QkvProjRope]);
+        let launches: Vec<_> = support::launches(p, &[StageKind::QkvProjRope]).collect();
+        let kernel = |name: &str| p.kernels.kernels.iter().find(|k| k.name == name).unwrap();
+        let param = |k: &Kernel, name: &str| match k.params.iter().find(|(n, _)| *n == name) {
+            Some((_, Value::U32(v))) => *v as usize,
+            Some((_, Value::Bool(v))) => usize::from(*v),
+            _ => panic!("{}: no param {name}", k.name),
+        };
+        let cap = p.shape.local_t;
+        let mut seen = 0;
+        for (i, &(name, cores, block_dim, _)) in launches.iter().enumerate() {
+            let k = kernel(name);
+            if k.class != "Matmul" {
+                continue;
+            }
+            seen += 1;
+            let zero = i > 0 && kernel(launches[i - 1].0).class == "ZeroRows";
+            assert_eq!(
+                zero,
+                param(k, "ATOMIC") == 1,
+                "{name}: zero fill iff split K"
+            );
+            let c = Case {
+                name: "planned",
+                int8: param(k, "INT8") == 1,
+                b_nk: param(k, "B_NK") == 1,
+                max_rows: cap,
+                n: param(k, "N"),
+                k: param(k, "K"),
+                batch: param(k, "BATCH"),
+                lda: param(k, "LDA"),
+                ldb: param(k, "LDB"),
+                ldc: param(k, "LDC"),
+                strides: [
+                    param(k, "STRIDE_A"),
+                    param(k, "STRIDE_B"),
+                    param(k, "STRIDE_C"),
+                ],
+                tile: [param(k, "TILE_M"), param(k, "TILE_N"), param(k, "TILE_K")],
+                split: [
+                    param(k, "RANGE_M"),
+                    param(k, "SLICE_K"),
+                    param(k, "RANGE_N"),
+                ],
+            };
+            for rows in [cap, cap - 8] {
+                let (af, bf) = operands(&c, rows, 400 + seen);
+                let want = vec![reference(&c, &af, &bf, 0, rows)];
+                let (mut a, mut b, mut out) = (input(&c, &af), input(&c, &bf), poisoned_c(&c));
+                if zero {
+                    let (z, zc, zb, _) = launches[i - 1];
+                    go(&lib, z, zc, zb, rows, &mut [("out", &mut out)]);
+                }
+                let stats = go(
+                    &lib,
+                    name,
+                    cores,
+                    block_dim,
+                    rows,
+                    &mut [("a", &mut a), ("b", &mut b), ("c", &mut out)],
+                );
+                check_c(name, &c, &out, &want, rows);
+                for (mem, peak) in [
+                    (Mem::L1, stats.peak_l1),
+                    (Mem::L0a, stats.peak_l0a),
+                    (Mem::L0b, stats.peak_l0b),
+                    (Mem::L0c, stats.peak_l0c),
+                ] {
+                    let budget = stage.bytes_in(mem, p.chip) as u64;
+                    assert!(
+                        peak <= budget,
+                        "{variant} {name}: peak {mem} {peak} B > budget {budget} B"
+                    );
+                }
+                println!(
+                    "{variant} {name} rows {rows}: GM {} B moved / {} B distinct = {:.3}",
+                    stats.gm_bytes(),
+                    stats.gm_distinct_bytes(),
+                    stats.gm_bytes() as f64 / stats.gm_distinct_bytes() as f64
+                );
+            }
+        }
+        assert_eq!(seen, 3, "{variant}: wq_a, wq_b and wkv are cube matmuls");
+    }
+}

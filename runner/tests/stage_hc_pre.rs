@@ -1,0 +1,161 @@
+//! Stage hc_pre (swa.md §3.1) on the CPU model against `harness::golden::hc_pre`:
+//! x_mixed within (1e-4, 1/128) and post/comb within (2.5e-5, 5e-3) (the
+//! reference's sub-kernel thresholds, 0.5 % bad points), at capacity and
+//! capacity − 8 tokens. x_hc rows past the runtime count are NaN, so a kernel
+//! reading them fails; every output and workspace starts poisoned, and output
+//! rows past the count must stay so.
+
+mod support;
+mod vector_stage;
+
+use std::collections::BTreeMap;
+
+use half::bf16;
+use harness::compare::ratio_allclose;
+use harness::fixtures::random::Draws;
+use harness::golden::hc_pre::{HcWeights, hc_pre};
+use harness::tensor::Tensor;
+use kernelgen::plan::{Plan, StageKind};
+use vector_stage::{assert_pass, assert_unwritten, check_launches, dims, head, tensor, tiling};
+
+const SEED: u64 = 20_260_819;
+const STAGE: StageKind = StageKind::HcPre;
+/// The SWA layer-0 scales and biases (swa.md §4.4).
+const SCALE: [f32; 3] = [2.076026, 0.018729, 0.245936];
+const BASE: [f32; 24] = [
+    3.9083, -2.0399, -2.2033, -2.017, -2.4443, -10.3158, -8.9943, -6.3581, 9.8577, -9.5177,
+    -24.8724, -22.8929, -21.545, 0.7791, -3.386, 1.1948, -20.9605, -0.7702, 1.4218, -4.8994,
+    1.5177, -29.7663, -30.1413, -1.2413,
+];
+
+struct Inputs {
+    /// `[capacity, hc, hidden]`, rows ≥ t NaN.
+    x_hc: Vec<f32>,
+    hc_attn_fn: Vec<f32>,
+}
+
+impl Inputs {
+    fn new(p: &Plan, draws: &Draws, t: usize) -> Inputs {
+        let m = &p.model;
+        let row = m.hc_dim;
+        let mut x_hc = draws.uniform("x_hc", p.shape.local_t * row, -1.0, 1.0);
+        x_hc[t * row..].fill(f32::NAN);
+        Inputs {
+            x_hc,
+            hc_attn_fn: draws.normal("hc_attn_fn", m.mix_hc * row, 0.039),
+        }
+    }
+
+    fn tensors(&self, p: &Plan) -> BTreeMap<String, Tensor> {
+        let m = &p.model;
+        BTreeMap::from([
+            (
+                "x_hc".into(),
+                tensor(
+                    vec![p.shape.local_t, m.hc_mult, m.hidden],
+                    self.x_hc.clone(),
+                ),
+            ),
+            (
+                "hc_attn_fn".into(),
+                tensor(vec![m.mix_hc, m.hc_dim], self.hc_attn_fn.clone()),
+            ),
+            ("hc_attn_scale".into(), tensor(vec![3], SCALE.to_vec())),
+            ("hc_attn_base".into(), tensor(vec![m.mix_hc], BASE.to_vec())),
+        ])
+    }
+}
+
+/// Every output of a run on `t` tokens against the golden; rows ≥ t unwritten.
+fn compare(p: &Plan, inputs: &Inputs, tensors: &BTreeMap<String, Tensor>, t: usize) {
+    let (m, d) = (&p.model, dims(p));
+    let want = hc_pre(
+        &d,
+        &inputs.x_hc[..t * m.hc_dim],
+        HcWeights {
+            proj: &inputs.hc_attn_fn,
+            scale: &SCALE,
+            base: &BASE,
+        },
+    );
+    let name = |o: &str| format!("{} t={t} {o}", p.variant);
+    let (hc, hidden) = (m.hc_mult, m.hidden);
+    assert_pass(&ratio_allclose(
+        &name("x_mixed"),
+        &head::<bf16>(&tensors["x_mixed"], t, hidden),
+        &tensor(vec![t, hidden], want.x_mixed),
+        1e-4,
+        1.0 / 128.0,
+        0.005,
+    ));
+    assert_pass(&ratio_allclose(
+        &name("post"),
+        &head::<f32>(&tensors["post"], t, hc),
+        &tensor(vec![t, hc], want.post),
+        2.5e-5,
+        5e-3,
+        0.005,
+    ));
+    assert_pass(&ratio_allclose(
+        &name("comb"),
+        &head::<f32>(&tensors["comb"], t, hc * hc),
+        &tensor(vec![t, hc * hc], want.comb),
+        2.5e-5,
+        5e-3,
+        0.005,
+    ));
+    for (out, width) in [("x_mixed", hidden), ("post", hc), ("comb", hc * hc)] {
+        assert_unwritten(&name(out), &tensors[out], t * width);
+    }
+}
+
+fn variant(name: &str) {
+    let p = support::plan(name);
+    let lib = support::library(p, &[STAGE]);
+    let draws = Draws::new(SEED + p.shape.tp as u64);
+    for t in [p.shape.local_t, p.shape.local_t - 8] {
+        let inputs = Inputs::new(p, &draws, t);
+        let mut tensors = inputs.tensors(p);
+        let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, t));
+        check_launches(p, STAGE, &stats);
+        compare(p, &inputs, &tensors, t);
+    }
+}
+
+#[test]
+fn swa_small_tp1_matches_the_golden() {
+    variant("swa_small_tp1");
+}
+
+#[test]
+fn swa_mini_tp1_matches_the_golden() {
+    variant("swa_mini_tp1");
+}
+
+#[test]
+fn swa_mini_tp4_matches_the_golden() {
+    variant("swa_mini_tp4");
+}
+
+/// FLASH dims, t = 256 (swa_tp2's capacity): wall time and GM traffic per kernel.
+#[test]
+#[ignore = "FLASH-size timing run: cargo test -p runner --test stage_hc_pre -- --ignored --nocapture"]
+fn flash_timing() {
+    let p = support::plan("swa_tp2");
+    let lib = support::library(p, &[STAGE]);
+    let t = p.shape.local_t;
+    let inputs = Inputs::new(p, &Draws::new(SEED), t);
+    let mut tensors = inputs.tensors(p);
+    let runs = vector_stage::timed_run(&lib, p, STAGE, &mut tensors, tiling(p, t));
+    for (kernel, time, st) in &runs {
+        println!(
+            "{kernel}: {:.3} s, {} MACs f32, {} vector lanes",
+            time.as_secs_f64(),
+            st.mac_f32,
+            st.vec_elem_ops
+        );
+    }
+    let stats: Vec<_> = runs.into_iter().map(|(k, _, s)| (k, s)).collect();
+    check_launches(p, STAGE, &stats);
+    compare(p, &inputs, &tensors, t);
+}

@@ -1,0 +1,607 @@
+//! Stage o_proj (swa.md §3.7–3.8) and the reduce-scatter's sum on the CPU model, against
+//! `harness::golden`: TP 1 attn_out, each rank's sharded f32 partial, and the cross-rank
+//! sum, at capacity and capacity − 8 tokens. Padding rows of the packed heads are NaN, so
+//! a kernel reading them fails; every output and workspace starts poisoned.
+//!
+//! Inputs: the fixture's distributions, with the packed heads and wo_a rounded to power-of-
+//! two grids (see [`grid_normal`]) so that every wo_a product is exact in f32 in any
+//! summation order. The latent then cannot differ between the kernels' (split-K, atomic)
+//! and the golden's order, so its int8 quantisation cannot flip a value: one flipped value
+//! moves ~5 % of its row's outputs past 1/128, and the reference's zero-bad-point threshold
+//! would fail by chance.
+//!
+//! The collectives' data movement (executed by the runtime in a layer run) is emulated
+//! here with the golden's own collectives.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use half::bf16;
+use harness::compare::{Report, ratio_allclose};
+use harness::fixtures::random::Draws;
+use harness::fixtures::weights::{bf16_values, quantize_rows};
+use harness::golden::Dims;
+use harness::golden::arith::narrow;
+use harness::golden::collectives::{all_to_all_groups, reduce_scatter};
+use harness::golden::gemm::{Mat, Threads, matmul_int, widen_i8};
+use harness::golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
+use harness::golden::quant::{Rounding, quantize_row};
+use harness::sim::LaunchStats;
+use harness::tensor::Tensor;
+use kernelgen::chip::Mem;
+use kernelgen::kernels::Step;
+use kernelgen::plan::{Plan, StageKind};
+use support::Tiling;
+
+const SEED: u64 = 20_260_819;
+
+/// The golden's description of a plan's dims (only what o_proj and the collectives read
+/// matters; the rest is carried over for completeness).
+fn dims(p: &Plan) -> Dims {
+    let m = &p.model;
+    let mut d = Dims::flash(p.shape.tp);
+    d.hidden = m.hidden;
+    d.heads = m.heads;
+    d.head_dim = m.head_dim;
+    d.rope_dim = m.rope_dim;
+    d.q_lora = m.q_lora_rank;
+    d.o_lora = m.o_lora_rank;
+    d.o_groups = m.o_groups;
+    d.decode_batch = p.shape.decode_batch;
+    d.seq = p.shape.decode_seq;
+    d
+}
+
+/// `n` values of N(0, std²) rounded to multiples of 2^-`exp` and clipped to ±4 std: few
+/// significant bits, so products of two such values and their sums stay exact in f32.
+fn grid_normal(draws: &Draws, stream: &str, n: usize, std: f32, exp: i32) -> Vec<f32> {
+    let (unit, clip) = (2f32.powi(-exp), 4.0 * std);
+    draws
+        .normal(stream, n, std)
+        .into_iter()
+        .map(|v| (v.clamp(-clip, clip) / unit).round() * unit)
+        .collect()
+}
+
+/// The grid exponent that gives `std` about 8 grid steps.
+fn grid_exp(std: f32) -> i32 {
+    (8.0 / std).log2().round() as i32
+}
+
+/// The std of the packed heads.
+const HEADS_STD: f32 = 0.5;
+
+/// The full (unsharded) output-projection weights, with the fixture's distributions.
+struct Weights {
+    /// `[o_groups, o_lora, o_group_in]`.
+    wo_a: Vec<bf16>,
+    /// `[hidden, o_groups · o_lora]`.
+    wo_b: Vec<i8>,
+    wo_b_scale: Vec<f32>,
+}
+
+impl Weights {
+    fn new(d: &Dims, draws: &Draws) -> Weights {
+        let (g, lora, gin, hidden) = (d.o_groups, d.o_lora, d.o_group_in(), d.hidden);
+        let std = 1.0 / (gin as f32).sqrt();
+        let wo_a = narrow(&grid_normal(
+            draws,
+            "wo_a",
+            g * lora * gin,
+            std,
+            grid_exp(std),
+        ));
+        // A row of wo_a products sums at most o_group_in · |x|max · |w|max grid units: within
+        // f32's 24 bits, every partial sum in any order is exact.
+        let units = |std: f32| (4.0 * std * 2f32.powi(grid_exp(std))).ceil();
+        assert!(
+            gin as f32 * units(HEADS_STD) * units(std) < (1u32 << 24) as f32,
+            "wo_a products would round"
+        );
+        let width = g * lora;
+        let wo_b = draws.normal("wo_b", hidden * width, 1.0 / (width as f32).sqrt());
+        let wo_b = quantize_rows(&bf16_values(&wo_b), width, Rounding::HalfEven);
+        Weights {
+            wo_a,
+            wo_b: wo_b.values,
+            wo_b_scale: wo_b.scale,
+        }
+    }
+
+    /// Rank `r`'s shard: its local groups of wo_a, their columns of wo_b.
+    fn shard(&self, d: &Dims, r: usize) -> Weights {
+        let (lg, lora, gin) = (d.local_o_groups(), d.o_lora, d.o_group_in());
+        let (w, full) = (d.local_o_width(), d.o_groups * lora);
+        Weights {
+            wo_a: self.wo_a[r * lg * lora * gin..(r + 1) * lg * lora * gin].to_vec(),
+            wo_b: self
+                .wo_b
+                .chunks_exact(full)
+                .flat_map(|row| row[r * w..(r + 1) * w].iter().copied())
+                .collect(),
+            wo_b_scale: self.wo_b_scale.clone(),
+        }
+    }
+
+    fn golden(&self) -> OProjWeights<'_> {
+        OProjWeights {
+            wo_a: &self.wo_a,
+            wo_b: &self.wo_b,
+            wo_b_scale: &self.wo_b_scale,
+        }
+    }
+
+    fn insert(&self, d: &Dims, tensors: &mut BTreeMap<String, Tensor>) {
+        let (lg, lora, gin) = (d.local_o_groups(), d.o_lora, d.o_group_in());
+        let put = |t: Result<Tensor, _>| t.expect("weights fill their shape");
+        tensors.insert(
+            "wo_a".into(),
+            put(Tensor::from_vec(vec![lg, lora, gin], self.wo_a.clone())),
+        );
+        tensors.insert(
+            "wo_b".into(),
+            put(Tensor::from_vec(
+                vec![d.hidden, lg * lora],
+                self.wo_b.clone(),
+            )),
+        );
+        tensors.insert(
+            "wo_b_scale".into(),
+            put(Tensor::from_vec(vec![d.hidden], self.wo_b_scale.clone())),
+        );
+    }
+}
+
+/// One rank's packed attention output `[o_groups · t_pad, o_group_in]`: rows `< t` of
+/// every group slab random, the padding rows NaN.
+fn packed_heads(d: &Dims, draws: &Draws, rank: usize, t: usize) -> Vec<bf16> {
+    let (g, t_pad, gin) = (d.o_groups, d.local_t_pad(), d.o_group_in());
+    let stream = format!("o_packed_heads.{rank}");
+    let values = narrow(&grid_normal(
+        draws,
+        &stream,
+        g * t_pad * gin,
+        HEADS_STD,
+        grid_exp(HEADS_STD),
+    ));
+    values
+        .chunks_exact(gin)
+        .enumerate()
+        .flat_map(|(row, r)| {
+            let pad = row % t_pad >= t;
+            r.iter().map(move |&v| if pad { bf16::NAN } else { v })
+        })
+        .collect()
+}
+
+fn tensor<T: harness::tensor::Element>(shape: Vec<usize>, values: Vec<T>) -> Tensor {
+    Tensor::from_vec(shape, values).expect("values fill the shape")
+}
+
+/// The first `rows` rows of a `[.., width]` tensor, as a `[rows, width]` tensor.
+fn head_rows<T: harness::tensor::Element + Copy>(t: &Tensor, rows: usize, width: usize) -> Tensor {
+    let v = t.values::<T>().expect("dtype as expected");
+    tensor(vec![rows, width], v[..rows * width].to_vec())
+}
+
+/// Every byte from `from` on is still the poison pattern.
+fn assert_unwritten(what: &str, t: &Tensor, from_elem: usize) {
+    let size = t.dtype().size();
+    let tail = &t.as_le_bytes()[from_elem * size..];
+    assert!(
+        tail.iter().all(|&b| b == 0xFF),
+        "{what}: elements from {from_elem} on were written"
+    );
+}
+
+fn assert_pass(r: &Report) {
+    assert!(r.pass, "{}", r.detail());
+}
+
+/// Peak on-chip use of every launch of `stage` within the plan's budget; GM traffic printed.
+fn check_launches(p: &Plan, stage: StageKind, stats: &[(String, LaunchStats)]) {
+    let s = p.stage(stage).expect("stage planned");
+    for (kernel, st) in stats {
+        for (mem, peak) in [
+            (Mem::Ub, st.peak_ub),
+            (Mem::L1, st.peak_l1),
+            (Mem::L0a, st.peak_l0a),
+            (Mem::L0b, st.peak_l0b),
+            (Mem::L0c, st.peak_l0c),
+        ] {
+            let budget = s.bytes_in(mem, p.chip) as u64;
+            assert!(
+                peak <= budget,
+                "{}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B",
+                p.variant
+            );
+        }
+        println!(
+            "{} {kernel}: GM {} B moved, {} B distinct (ratio {:.3})",
+            p.variant,
+            st.gm_bytes(),
+            st.gm_distinct_bytes(),
+            st.gm_bytes() as f64 / st.gm_distinct_bytes().max(1) as f64
+        );
+    }
+}
+
+/// Which runtime token counts a test runs.
+#[derive(Clone, Copy)]
+enum Tokens {
+    /// Capacity and capacity − 8 (a sub-capacity count leaves padding rows).
+    Both,
+    Capacity,
+}
+
+impl Tokens {
+    fn of(self, d: &Dims) -> Vec<usize> {
+        match self {
+            Tokens::Both => vec![d.local_t(), d.local_t() - 8],
+            Tokens::Capacity => vec![d.local_t()],
+        }
+    }
+}
+
+/// Runs `f`, printing its wall time.
+fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
+    let start = std::time::Instant::now();
+    let r = f();
+    println!("{}: stage run {:.2?}", p.variant, start.elapsed());
+    r
+}
+
+/// TP 1: o_packed_heads → attn_out, against the golden within (1e-4, 1/128) everywhere.
+fn tp1(variant: &str, tokens: Tokens) {
+    let p = support::plan(variant);
+    let d = dims(p);
+    let lib = support::library(p, &[StageKind::OProj]);
+    let draws = Draws::new(SEED);
+    let w = Weights::new(&d, &draws);
+    for t in tokens.of(&d) {
+        let packed = packed_heads(&d, &draws, 0, t);
+        let mut tensors = BTreeMap::new();
+        w.insert(&d, &mut tensors);
+        tensors.insert(
+            "o_packed_heads".into(),
+            tensor(
+                vec![d.o_groups * d.local_t_pad(), d.o_group_in()],
+                packed.clone(),
+            ),
+        );
+        let tiling = Tiling {
+            t: t as u32,
+            b: (t / d.seq) as u32,
+            tp_rank: 0,
+            group_t: t as u32,
+            ..Tiling::default()
+        };
+        let stats = timed(p, || {
+            support::run(&lib, p, &[StageKind::OProj], &mut tensors, tiling)
+        });
+        check_launches(p, StageKind::OProj, &stats);
+        let want = o_proj(&d, &packed, d.local_t_pad(), t, w.golden());
+        let got = &tensors["attn_out"];
+        assert_pass(&ratio_allclose(
+            &format!("{variant} t={t} attn_out"),
+            &head_rows::<bf16>(got, t, d.hidden),
+            &tensor(vec![t, d.hidden], want),
+            1e-4,
+            1.0 / 128.0,
+            0.0,
+        ));
+        assert_unwritten("attn_out", got, t * d.hidden);
+        check_intermediates(&d, &tensors, &w, t, "attn_out");
+    }
+}
+
+/// The exact steps inside the stage, from the kernels' own f32 latent: the int8
+/// quantisation, the int32 products and the dequantised sum are bit-exact, and rows
+/// ≥ `rows` of every group slab stay unwritten.
+fn check_intermediates(
+    d: &Dims,
+    tensors: &BTreeMap<String, Tensor>,
+    w: &Weights,
+    rows: usize,
+    out: &str,
+) {
+    let (lg, lora, hidden) = (d.local_o_groups(), d.o_lora, d.hidden);
+    let cap = tensors["o_latent"].shape()[1];
+    let values = |name: &str| &tensors[name];
+    let latent = values("o_latent").values::<f32>().expect("f32");
+    let q = values("o_i8").values::<i8>().expect("i8");
+    let scale = values("o_scale").values::<f32>().expect("f32");
+    let acc = values("o_acc").values::<i32>().expect("i32");
+    let mut sum = vec![0.0f32; rows * hidden];
+    for g in 0..lg {
+        let slab = g * cap;
+        let mut want_q = vec![0i8; rows * lora];
+        for (u, wq) in want_q.chunks_exact_mut(lora).enumerate() {
+            let s = quantize_row(&latent[(slab + u) * lora..(slab + u + 1) * lora], wq);
+            assert_eq!(
+                scale[slab + u].to_bits(),
+                s.to_bits(),
+                "o_scale[{g}, {u}]: got {}, want {s}",
+                scale[slab + u]
+            );
+        }
+        assert!(
+            q[slab * lora..(slab + rows) * lora] == want_q[..],
+            "o_i8 group {g} differs from the quantised latent"
+        );
+        let wo_b = widen_i8(&w.wo_b);
+        let products = matmul_int(
+            Mat::rows(&widen_i8(&want_q), rows, lora),
+            Mat {
+                data: &wo_b[g * lora..],
+                rows: lora,
+                cols: hidden,
+                rs: 1,
+                cs: lg * lora,
+            },
+            Threads::All,
+        );
+        let got_p = &acc[slab * hidden..(slab + rows) * hidden];
+        if let Some(i) = (0..products.len()).find(|&i| got_p[i] as f32 != products[i]) {
+            panic!(
+                "o_acc[{g}, {}, {}]: got {}, want {}",
+                i / hidden,
+                i % hidden,
+                got_p[i],
+                products[i]
+            );
+        }
+        for (u, row) in sum.chunks_exact_mut(hidden).enumerate() {
+            let s = scale[slab + u];
+            let p = &got_p[u * hidden..(u + 1) * hidden];
+            row.iter_mut().zip(p).for_each(|(a, &v)| *a += v as f32 * s);
+        }
+        for (name, t, width) in [
+            ("o_latent", values("o_latent"), lora),
+            ("o_i8", values("o_i8"), lora),
+            ("o_acc", values("o_acc"), hidden),
+        ] {
+            let bytes = &t.as_le_bytes()
+                [(slab + rows) * width * t.dtype().size()..(slab + cap) * width * t.dtype().size()];
+            assert!(
+                bytes.iter().all(|&b| b == 0xFF),
+                "{name} group {g}: padding rows written"
+            );
+        }
+        assert!(
+            scale[slab + rows..slab + cap]
+                .iter()
+                .all(|v| v.to_bits() == u32::MAX),
+            "o_scale group {g}: padding rows written"
+        );
+    }
+    for row in sum.chunks_exact_mut(hidden) {
+        row.iter_mut()
+            .zip(&w.wo_b_scale)
+            .for_each(|(a, &s)| *a *= s);
+    }
+    let got = values(out);
+    let same = match got.values::<bf16>() {
+        Some(v) => v[..rows * hidden]
+            .iter()
+            .zip(&sum)
+            .all(|(g, &s)| g.to_bits() == bf16::from_f32(s).to_bits()),
+        None => got.values::<f32>().expect("f32")[..rows * hidden]
+            .iter()
+            .zip(&sum)
+            .all(|(g, s)| g.to_bits() == s.to_bits()),
+    };
+    assert!(same, "{out} differs from the dequantised sum of o_acc");
+}
+
+#[test]
+fn tp1_swa_small() {
+    tp1("swa_small_tp1", Tokens::Both);
+}
+
+#[test]
+fn tp1_swa_mini() {
+    tp1("swa_mini_tp1", Tokens::Both);
+}
+
+/// TP > 1: per rank the all-to-all's group slabs → o_partial (vs the golden partial within
+/// (1e-4, 1/128), no bad point), then the token scatter and the rank sum (exact against
+/// the golden's reduce-scatter of the kernels' partials).
+fn sharded(variant: &str, tokens: Tokens) {
+    let p = support::plan(variant);
+    let d = dims(p);
+    let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
+    let group_t_pad = tp * d.local_t_pad();
+    let lib = support::library(p, &[StageKind::OProj, StageKind::OReduceScatter]);
+    let draws = Draws::new(SEED);
+    let full = Weights::new(&d, &draws);
+    for t in tokens.of(&d) {
+        let group_t = tp * t;
+        let packed: Vec<Vec<bf16>> = (0..tp).map(|r| packed_heads(&d, &draws, r, t)).collect();
+        // The all-to-all's output, compact [lg, group_t, gin] per rank.
+        let windows = all_to_all_groups(&d, &packed, d.local_t_pad(), t);
+        let mut partials = Vec::new();
+        for (r, window) in windows.iter().enumerate() {
+            let w = full.shard(&d, r);
+            let mut local = vec![bf16::NAN; lg * group_t_pad * gin];
+            for g in 0..lg {
+                local[g * group_t_pad * gin..(g * group_t_pad + group_t) * gin]
+                    .copy_from_slice(&window[g * group_t * gin..(g + 1) * group_t * gin]);
+            }
+            let mut tensors = BTreeMap::new();
+            w.insert(&d, &mut tensors);
+            tensors.insert(
+                "attention_local".into(),
+                tensor(vec![lg * group_t_pad, gin], local),
+            );
+            let tiling = Tiling {
+                t: t as u32,
+                b: (t / d.seq) as u32,
+                tp_rank: r as u32,
+                group_t: group_t as u32,
+                ..Tiling::default()
+            };
+            let stats = timed(p, || {
+                support::run(&lib, p, &[StageKind::OProj], &mut tensors, tiling)
+            });
+            check_launches(p, StageKind::OProj, &stats);
+            let want = o_proj_partial(&d, window, group_t, group_t, w.golden());
+            let got = &tensors["o_partial"];
+            assert_pass(&ratio_allclose(
+                &format!("{variant} t={t} rank {r} o_partial"),
+                &head_rows::<f32>(got, group_t, hidden),
+                &tensor(vec![group_t, hidden], want),
+                1e-4,
+                1.0 / 128.0,
+                0.0,
+            ));
+            assert_unwritten("o_partial", got, group_t * hidden);
+            check_intermediates(&d, &tensors, &w, group_t, "o_partial");
+            partials.push(got.values::<f32>().expect("f32")[..group_t * hidden].to_vec());
+        }
+        // The token scatter: owner o's window rows r·t + j ← rank r's partial rows o·t + j.
+        let want = reduce_scatter(&partials, t, hidden);
+        for (o, want) in want.into_iter().enumerate() {
+            let mut window = vec![f32::from_bits(u32::MAX); tp * d.local_t_pad() * hidden];
+            for (r, part) in partials.iter().enumerate() {
+                window[r * t * hidden..(r + 1) * t * hidden]
+                    .copy_from_slice(&part[o * t * hidden..(o + 1) * t * hidden]);
+            }
+            let mut tensors = BTreeMap::new();
+            tensors.insert(
+                "o_window".into(),
+                tensor(vec![tp * d.local_t_pad(), hidden], window),
+            );
+            let tiling = Tiling {
+                t: t as u32,
+                b: (t / d.seq) as u32,
+                tp_rank: o as u32,
+                group_t: group_t as u32,
+                ..Tiling::default()
+            };
+            let stats = support::run(&lib, p, &[StageKind::OReduceScatter], &mut tensors, tiling);
+            check_launches(p, StageKind::OReduceScatter, &stats);
+            let got = &tensors["attn_out"];
+            let got_rows = &got.values::<bf16>().expect("bf16")[..t * hidden];
+            assert!(
+                got_rows
+                    .iter()
+                    .zip(&want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits()),
+                "{variant} t={t} owner {o}: attn_out differs from the golden reduce-scatter"
+            );
+            assert_unwritten("attn_out", got, t * hidden);
+        }
+    }
+}
+
+#[test]
+fn sharded_swa_mini_tp2() {
+    sharded("swa_mini_tp2", Tokens::Both);
+}
+
+#[test]
+fn sharded_swa_mini_tp4() {
+    sharded("swa_mini_tp4", Tokens::Both);
+}
+
+#[test]
+fn sharded_swa_small_tp2() {
+    sharded("swa_small_tp2", Tokens::Both);
+}
+
+/// The plan wires the steps as swa.md §3.8 orders them.
+#[test]
+fn collective_steps() {
+    let p = support::plan("swa_mini_tp2");
+    let steps: Vec<String> = p
+        .kernels
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::GroupAllToAll { src, dst } => Some(format!("a2a {src}->{dst}")),
+            Step::TokenScatter { src, dst } => Some(format!("scatter {src}->{dst}")),
+            Step::Launch(l) if l.stage == StageKind::OReduceScatter => {
+                Some(format!("launch {}", l.args.join(",")))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "a2a o_packed_heads->attention_local",
+            "scatter o_partial->o_window",
+            "launch o_window,attn_out"
+        ]
+    );
+    let tp1 = support::plan("swa_mini_tp1");
+    assert!(
+        !tp1.kernels
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::GroupAllToAll { .. } | Step::TokenScatter { .. })),
+        "TP 1 has no collectives"
+    );
+}
+
+/// FLASH dims at capacity: the GM traffic of every launch (moved vs distinct bytes) and
+/// the wall time, as the task reports them. Slow: run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn flash() {
+    tp1("swa_tp1", Tokens::Capacity);
+    sharded("swa_tp2", Tokens::Capacity);
+}
+
+#[test]
+#[ignore]
+fn zz_timing() {
+    let p = support::plan("swa_tp2");
+    let d = dims(p);
+    let lib = support::library(p, &[StageKind::OProj]);
+    let draws = Draws::new(SEED);
+    let w = Weights::new(&d, &draws).shard(&d, 0);
+    let t = d.local_t();
+    let group_t = d.tp * t;
+    let gtp = d.tp * d.local_t_pad();
+    let mut tensors = BTreeMap::new();
+    w.insert(&d, &mut tensors);
+    let local = narrow(&grid_normal(
+        &draws,
+        "x",
+        d.local_o_groups() * gtp * d.o_group_in(),
+        HEADS_STD,
+        4,
+    ));
+    tensors.insert(
+        "attention_local".into(),
+        tensor(vec![d.local_o_groups() * gtp, d.o_group_in()], local),
+    );
+    let tiling = Tiling {
+        t: t as u32,
+        b: (t / d.seq) as u32,
+        group_t: group_t as u32,
+        ..Tiling::default()
+    };
+    let n = p.kernels.steps.len();
+    for i in 0..n {
+        let mut q = p.clone();
+        let keep = q.kernels.steps[i].clone();
+        if !matches!(&keep, Step::Launch(l) if l.stage == StageKind::OProj) {
+            continue;
+        }
+        q.kernels.steps = vec![keep.clone()];
+        let start = std::time::Instant::now();
+        support::run(&lib, &q, &[StageKind::OProj], &mut tensors, tiling);
+        if let Step::Launch(l) = keep {
+            println!(
+                "{} blocks {}: {:.2?}",
+                l.kernel,
+                l.block_dim,
+                start.elapsed()
+            );
+        }
+    }
+}

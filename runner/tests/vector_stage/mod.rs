@@ -1,0 +1,136 @@
+//! Shared pieces of the vector-stage tests (hc_pre, rms_norm, cache_insert,
+//! hc_post): the golden dims of a plan, the runtime tiling of a token count,
+//! typed tensors, and the checks every stage test makes — peak on-chip use
+//! within the plan's budget, GM traffic printed, rows past the runtime extent
+//! still poisoned — plus per-launch wall times for the FLASH timing runs.
+
+#![allow(dead_code)] // each test binary uses part of this module
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use harness::compare::Report;
+use harness::golden::Dims;
+use harness::sim::{LaunchStats, SimLibrary};
+use harness::tensor::{Element, Tensor};
+use kernelgen::chip::Mem;
+use kernelgen::kernels::Step;
+use kernelgen::plan::{Plan, StageKind};
+
+use super::support::{self, Tiling};
+
+/// The golden's description of a plan's dims (what the vector stages read).
+pub fn dims(p: &Plan) -> Dims {
+    let m = &p.model;
+    let mut d = Dims::flash(p.shape.tp);
+    d.hidden = m.hidden;
+    d.heads = m.heads;
+    d.head_dim = m.head_dim;
+    d.rope_dim = m.rope_dim;
+    d.q_lora = m.q_lora_rank;
+    d.o_lora = m.o_lora_rank;
+    d.o_groups = m.o_groups;
+    d.hc_mult = m.hc_mult;
+    d.hc_sinkhorn_iters = m.hc_sinkhorn_iters;
+    d.rms_eps = m.rms_eps;
+    d.hc_eps = m.hc_eps;
+    d.decode_batch = p.shape.decode_batch;
+    d.seq = p.shape.decode_seq;
+    d.block_size = p.pools.block_size;
+    d.kv_pool_blocks = p.pools.kv_pool_blocks;
+    d
+}
+
+/// Runtime extents of `t` tokens on rank 0.
+pub fn tiling(p: &Plan, t: usize) -> Tiling {
+    Tiling {
+        t: t as u32,
+        b: (t / p.shape.decode_seq) as u32,
+        nb: p.pools.kv_pool_blocks as u32,
+        tp_rank: 0,
+        group_t: (t * p.shape.tp) as u32,
+    }
+}
+
+pub fn tensor<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Tensor {
+    Tensor::from_vec(shape, values).expect("values fill the shape")
+}
+
+/// The first `rows` rows of a `[.., width]` tensor, as a `[rows, width]` tensor.
+pub fn head<T: Element + Copy>(t: &Tensor, rows: usize, width: usize) -> Tensor {
+    let v = t.values::<T>().expect("dtype as expected");
+    tensor(vec![rows, width], v[..rows * width].to_vec())
+}
+
+/// Every byte from element `from` on is still the poison pattern.
+pub fn assert_unwritten(what: &str, t: &Tensor, from: usize) {
+    let tail = &t.as_le_bytes()[from * t.dtype().size()..];
+    assert!(
+        tail.iter().all(|&b| b == 0xFF),
+        "{what}: elements from {from} on were written"
+    );
+}
+
+pub fn assert_pass(r: &Report) {
+    assert!(r.pass, "{}", r.detail());
+}
+
+/// Peak on-chip use of every launch within the stage's budget; GM traffic printed
+/// as bytes moved against distinct bytes touched (reads and writes of each byte once).
+pub fn check_launches(p: &Plan, stage: StageKind, stats: &[(String, LaunchStats)]) {
+    let s = p.stage(stage).expect("stage planned");
+    for (kernel, st) in stats {
+        for (mem, peak) in [
+            (Mem::Ub, st.peak_ub),
+            (Mem::L1, st.peak_l1),
+            (Mem::L0a, st.peak_l0a),
+            (Mem::L0b, st.peak_l0b),
+            (Mem::L0c, st.peak_l0c),
+        ] {
+            let budget = s.bytes_in(mem, p.chip) as u64;
+            assert!(
+                peak <= budget,
+                "{}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B",
+                p.variant
+            );
+        }
+        println!(
+            "{} {kernel}: GM {} B moved, {} B distinct (ratio {:.3}); {} scalar GM reads",
+            p.variant,
+            st.gm_bytes(),
+            st.gm_distinct_bytes(),
+            st.gm_bytes() as f64 / st.gm_distinct_bytes().max(1) as f64,
+            st.scalar_gm_reads,
+        );
+    }
+}
+
+/// Runs the launches of `stage` one at a time (same binding and poisoning as
+/// [`support::run`]) and returns each one's wall time and counters.
+pub fn timed_run(
+    lib: &SimLibrary,
+    p: &Plan,
+    stage: StageKind,
+    tensors: &mut BTreeMap<String, Tensor>,
+    tiling: Tiling,
+) -> Vec<(String, Duration, LaunchStats)> {
+    let launches: Vec<usize> = p
+        .kernels
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Step::Launch(l) if l.stage == stage))
+        .map(|(i, _)| i)
+        .collect();
+    launches
+        .into_iter()
+        .flat_map(|i| {
+            let mut one = p.clone();
+            one.kernels.steps = vec![p.kernels.steps[i].clone()];
+            let start = Instant::now();
+            let stats = support::run(lib, &one, &[stage], tensors, tiling);
+            let elapsed = start.elapsed();
+            stats.into_iter().map(move |(k, s)| (k, elapsed, s))
+        })
+        .collect()
+}

@@ -1,0 +1,227 @@
+// Cube side of the window attention (swa.md §3.6 steps 2 and 4). A block takes whole
+// requests. Per request it gathers the union of the request's window rows (WindowUnion)
+// into L1 once, row runs of consecutive pool rows per DMA, rows past the union set to
+// zero; that one L1 copy is K for the scores and V for the values (K = V = the cache
+// row). Query-side rows stream through L1 in HEAD_TILE-row tiles, each read once.
+//   scores [SEQ*HEADS, UNION_ROWS] = q_request · unionᵀ       (AttentionScores)
+//   o      [SEQ*HEADS, HEAD_DIM]   = probs_request · union     (AttentionValues)
+// Each is the product for all SEQ*HEADS query rows of the request against all union rows;
+// the softmax kernel masks each token's lanes. Both kernels allocate the same buffers.
+#pragma once
+
+#include "dsv4/attention_window.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HEADS, HEAD_DIM, WINDOW, SEQ, BLOCK_SIZE, UNION_ROWS (union entries rounded up to
+// 16), HEAD_TILE (query rows per cube tile), KV_TILE (union rows per tile), D_TILE
+// (head-dim columns per tile).
+template <class P>
+class AttentionCube {
+public:
+    static constexpr uint32_t FRACTAL = 16;                // rows and bf16 columns of a fractal
+    static constexpr uint32_t FRACTAL_ELEMS = FRACTAL * FRACTAL;
+    static constexpr uint32_t ROWS = P::SEQ * P::HEADS;    // query rows of a request
+    static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
+    static constexpr uint32_t M_BLOCKS = M_PAD / FRACTAL;
+    static constexpr uint32_t UNION_BLOCKS = P::UNION_ROWS / FRACTAL;
+    static constexpr uint32_t A_COLS = P::HEAD_DIM > P::UNION_ROWS ? P::HEAD_DIM : P::UNION_ROWS;
+    static constexpr uint32_t L0_K = P::D_TILE > P::KV_TILE ? P::D_TILE : P::KV_TILE;
+    static_assert(P::UNION_ROWS % FRACTAL == 0 && P::UNION_ROWS >= P::WINDOW + P::SEQ - 1,
+                  "UNION_ROWS holds the union in whole fractals");
+    static_assert(P::HEAD_DIM % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
+    static_assert(P::KV_TILE % FRACTAL == 0, "KV_TILE: whole fractals");
+    static_assert(P::HEADS % P::HEAD_TILE == 0, "HEAD_TILE divides HEADS");
+
+    __aicore__ inline void Init(GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens)
+    {
+        kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kvCache));
+        indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaIndices));
+        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaLens));
+        pipe_.InitBuffer(union_, P::UNION_ROWS * P::HEAD_DIM * sizeof(bfloat16_t));
+        pipe_.InitBuffer(aTile_, 2, M_PAD * A_COLS * sizeof(bfloat16_t));
+        pipe_.InitBuffer(aL0_, 2, M_PAD * L0_K * sizeof(bfloat16_t));
+        pipe_.InitBuffer(bL0_, 2, P::D_TILE * P::KV_TILE * sizeof(bfloat16_t));
+        pipe_.InitBuffer(cL0_, 2, M_PAD * L0_K * sizeof(float));
+    }
+
+    // Gathers request b's union rows into L1: each union row r lands in row r of the NZ
+    // matrix [UNION_ROWS, HEAD_DIM] (16-column blocks of UNION_ROWS rows).
+    __aicore__ inline void LoadUnion(uint32_t b, uint32_t poolBlocks)
+    {
+        WindowUnion<P> w;
+        w.ReadLens(lens_, b);
+        w.ReadRows(indices_, b, poolBlocks);
+        AscendC::LocalTensor<bfloat16_t> u = union_.Get<bfloat16_t>();
+        // Rows past the union take part in whole fractals: zeros, so 0 x garbage cannot occur.
+        AscendC::Fill(u[w.count * FRACTAL],
+                      AscendC::InitConstValueParams<bfloat16_t>(
+                          static_cast<uint16_t>(P::HEAD_DIM / FRACTAL), static_cast<uint16_t>(P::UNION_ROWS - w.count),
+                          static_cast<uint16_t>(w.count), bfloat16_t(0.0f)));
+        for (uint32_t k = 0; k < w.count;) {
+            const uint32_t run = w.RunAt(k);
+            AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(w.rows[k]) * P::HEAD_DIM],
+                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), P::HEAD_DIM, 0, P::HEAD_DIM,
+                                                   P::UNION_ROWS, 1, 0));
+            k += run;
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+    }
+
+    // The union may be overwritten once every load from it has been issued.
+    __aicore__ inline void ReleaseUnion()
+    {
+        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+    }
+
+    // HEAD_TILE rows of a row-major bf16 matrix with `cols` columns (from `src`) into an
+    // NZ tile of M_PAD-row column blocks.
+    __aicore__ inline AscendC::LocalTensor<bfloat16_t> LoadRows(const AscendC::GlobalTensor<bfloat16_t>& src,
+                                                                uint32_t cols)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
+        AscendC::DataCopy(a, src, AscendC::Nd2NzParams(1, P::HEAD_TILE, cols, 0, cols, M_PAD, 1, 0));
+        aTile_.EnQue(a);
+        return aTile_.DeQue<bfloat16_t>();
+    }
+
+    __aicore__ inline void FreeRows(AscendC::LocalTensor<bfloat16_t>& a) { aTile_.FreeTensor(a); }
+
+    // dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over k
+    // chunks. Scores (VALUES false): k = head dim in D_TILE chunks, n = union rows, B =
+    // unionᵀ (its fractals are already L0B's). Values (VALUES true): k = union rows in
+    // KV_TILE chunks, n = head dims, B = union (fractals transposed on the way to L0B).
+    template <bool VALUES>
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t n0, uint32_t nLen,
+                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    {
+        constexpr uint32_t K = VALUES ? P::UNION_ROWS : P::HEAD_DIM;
+        constexpr uint32_t K_CHUNK = VALUES ? P::KV_TILE : P::D_TILE;
+        const AscendC::LocalTensor<bfloat16_t> u = union_.Get<bfloat16_t>();
+        const uint32_t nb0 = n0 / FRACTAL, nBlocks = CeilDiv(nLen, FRACTAL);
+        AscendC::LocalTensor<float> c = cL0_.AllocTensor<float>();
+        for (uint32_t k0 = 0; k0 < K; k0 += K_CHUNK) {
+            const uint32_t kLen = Min(K_CHUNK, K - k0);
+            const uint32_t kb0 = k0 / FRACTAL, kBlocks = kLen / FRACTAL;
+            AscendC::LocalTensor<bfloat16_t> a2 = aL0_.AllocTensor<bfloat16_t>();
+            AscendC::LocalTensor<bfloat16_t> b2 = bL0_.AllocTensor<bfloat16_t>();
+            // L0A: fractals (m block, k block) row-major; the L1 tile holds them column-major.
+            for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
+                AscendC::LoadData(a2[mb * kBlocks * FRACTAL_ELEMS], a,
+                                  AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * M_BLOCKS + mb),
+                                                            static_cast<uint8_t>(kBlocks), M_BLOCKS, 0, 0, false, 0));
+            }
+            // L0B: fractals (k block, n block) row-major, each 16 n-rows of 16 k-values. The
+            // union fractal (row block r, column block d) sits at d * UNION_BLOCKS + r.
+            for (uint32_t kb = 0; kb < kBlocks; ++kb) {
+                const uint32_t start = VALUES ? nb0 * UNION_BLOCKS + kb0 + kb : (kb0 + kb) * UNION_BLOCKS + nb0;
+                AscendC::LoadData(b2[kb * nBlocks * FRACTAL_ELEMS], u,
+                                  AscendC::LoadData2DParams(static_cast<uint16_t>(start), static_cast<uint8_t>(nBlocks),
+                                                            VALUES ? UNION_BLOCKS : 1, 0, 0, VALUES, 0));
+            }
+            aL0_.EnQue(a2);
+            bL0_.EnQue(b2);
+            a2 = aL0_.DeQue<bfloat16_t>();
+            b2 = bL0_.DeQue<bfloat16_t>();
+            AscendC::Mmad(c, a2, b2,
+                          AscendC::MmadParams(P::HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0,
+                                              false, k0 == 0));
+            aL0_.FreeTensor(a2);
+            bL0_.FreeTensor(b2);
+        }
+        cL0_.EnQue(c);
+        c = cL0_.DeQue<float>();
+        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), P::HEAD_TILE, M_PAD, dstStride,
+                                                            false));
+        cL0_.FreeTensor(c);
+    }
+
+private:
+    AscendC::TPipe pipe_;
+    AscendC::TBuf<AscendC::TPosition::B1> union_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
+    AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
+    AscendC::GlobalTensor<bfloat16_t> kv_;
+    AscendC::GlobalTensor<int32_t> indices_;
+    AscendC::GlobalTensor<int32_t> lens_;
+};
+
+// scores = q · unionᵀ per request, unscaled f32 (the softmax kernel scales and masks).
+// GM: q [t, HEADS, HEAD_DIM] bf16, kv_cache, swa_indices, swa_lens, scores [t, HEADS, UNION_ROWS] f32.
+template <class P>
+class AttentionScores {
+public:
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens,
+                                      GM_ADDR scores, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        using Cube = AttentionCube<P>;
+        AscendC::GlobalTensor<bfloat16_t> qG;
+        AscendC::GlobalTensor<float> scoresG;
+        qG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+        scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
+        Cube cube;
+        cube.Init(kvCache, swaIndices, swaLens);
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            cube.LoadUnion(b, td.nb);
+            for (uint32_t m0 = 0; m0 < Cube::ROWS; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(b) * Cube::ROWS + m0;
+                AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(qG[row * P::HEAD_DIM], P::HEAD_DIM);
+                for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
+                    cube.template Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
+                                                scoresG[row * P::UNION_ROWS + n0], P::UNION_ROWS);
+                }
+                cube.FreeRows(a);
+            }
+            cube.ReleaseUnion();
+        }
+    }
+};
+
+// o = probs · union per request, f32 (the finish kernel divides by the denominator).
+// GM: probs [t, HEADS, UNION_ROWS] bf16, kv_cache, swa_indices, swa_lens, o [t, HEADS, HEAD_DIM] f32.
+template <class P>
+class AttentionValues {
+public:
+    __aicore__ inline static void Run(GM_ADDR probs, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR o,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        using Cube = AttentionCube<P>;
+        AscendC::GlobalTensor<bfloat16_t> probsG;
+        AscendC::GlobalTensor<float> oG;
+        probsG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
+        oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        Cube cube;
+        cube.Init(kvCache, swaIndices, swaLens);
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            cube.LoadUnion(b, td.nb);
+            for (uint32_t m0 = 0; m0 < Cube::ROWS; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(b) * Cube::ROWS + m0;
+                AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probsG[row * P::UNION_ROWS], P::UNION_ROWS);
+                for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
+                    cube.template Matmul<true>(a, n0, P::D_TILE, oG[row * P::HEAD_DIM + n0], P::HEAD_DIM);
+                }
+                cube.FreeRows(a);
+            }
+            cube.ReleaseUnion();
+        }
+    }
+};
+
+}  // namespace dsv4

@@ -1,0 +1,171 @@
+// Last step of the attention (swa.md §3.6 steps 5-7, hca_csa.md §6.1), per token t and head h:
+//   o = o_acc / denom                                    (f32)
+//   nope dims: bf16(o);  rope pair i of the last ROPE_DIM dims, with c, s = freqs row t, col i:
+//   u[2i] = o[2i]*c + o[2i+1]*s,  u[2i+1] = o[2i+1]*c - o[2i]*s,  then bf16
+// and the packing: head h = g*HEADS_PER_GROUP + hh of token t goes to row g*T_PAD + t,
+// columns hh*HEAD_DIM .. of o_packed_heads [O_GROUPS*T_PAD, HEADS_PER_GROUP*HEAD_DIM].
+// Rows >= t of each group slab are never written. The rotation works on whole tiles:
+// gathers pick the rope dims and their pair partners, and tables of cos and of +-sin
+// interleaved per pair ((x*cos) + (x_partner*(+-sin)) is the formula above exactly).
+// A block takes whole tokens.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE.
+template <class P>
+class AttentionFinish {
+    static constexpr uint32_t HD = P::HEAD_DIM;
+    static constexpr uint32_t ROPE = P::ROPE_DIM;
+    static constexpr uint32_t HALF = ROPE / 2;
+    static constexpr uint32_t NOPE = HD - ROPE;
+    static constexpr uint32_t TILE = P::HEAD_TILE * HD;
+    static constexpr uint32_t ROPE_TILE = P::HEAD_TILE * ROPE;
+    static constexpr uint32_t GROUP_IN = P::HEADS_PER_GROUP * HD;
+    static_assert(HD % 16 == 0 && NOPE % 16 == 0 && ROPE % 16 == 0, "bf16 head parts in whole 32-byte blocks");
+    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % 8 == 0, "HEAD_TILE: whole blocks dividing HEADS");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.t);
+        if (share.begin >= share.end) {
+            return;
+        }
+        AttentionFinish op;
+        op.Init(o, denom, freqsCos, freqsSin, packed);
+        for (uint32_t t = share.begin; t < share.end; ++t) {
+            op.Token(t);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed)
+    {
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
+        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
+        packed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(packed));
+        pipe_.InitBuffer(oQ_, 2, TILE * sizeof(float));
+        pipe_.InitBuffer(outQ_, 2, TILE * sizeof(bfloat16_t));
+        pipe_.InitBuffer(denomRow_, P::HEADS * sizeof(float));
+        pipe_.InitBuffer(divisor_, HD * sizeof(float));
+        pipe_.InitBuffer(cosRow_, HALF * sizeof(bfloat16_t));
+        pipe_.InitBuffer(sinRow_, HALF * sizeof(bfloat16_t));
+        pipe_.InitBuffer(trig_, 3 * HALF * sizeof(float));
+        pipe_.InitBuffer(cosTable_, ROPE_TILE * sizeof(float));
+        pipe_.InitBuffer(sinTable_, ROPE_TILE * sizeof(float));
+        pipe_.InitBuffer(rope_, ROPE_TILE * sizeof(float));
+        pipe_.InitBuffer(partner_, ROPE_TILE * sizeof(float));
+        pipe_.InitBuffer(ropeOffsets_, ROPE_TILE * sizeof(int32_t));
+        pipe_.InitBuffer(partnerOffsets_, ROPE_TILE * sizeof(int32_t));
+        pipe_.InitBuffer(cosOffsets_, ROPE_TILE * sizeof(int32_t));
+        pipe_.InitBuffer(sinOffsets_, ROPE_TILE * sizeof(int32_t));
+        // Byte offsets for the gathers. Head 0's row is written element by element, the
+        // other heads add their start: rope dim j of head h is tile element h*HD + NOPE + j,
+        // its partner is dim j^1; trig holds [cos | sin | -sin] of the token's frequencies.
+        AscendC::LocalTensor<int32_t> ropeOff = ropeOffsets_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> partnerOff = partnerOffsets_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> cosOff = cosOffsets_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> sinOff = sinOffsets_.Get<int32_t>();
+        constexpr int32_t F = sizeof(float);
+        for (uint32_t j = 0; j < ROPE; ++j) {
+            const int32_t pair = static_cast<int32_t>(j / 2);
+            ropeOff.SetValue(j, static_cast<int32_t>(NOPE + j) * F);
+            partnerOff.SetValue(j, static_cast<int32_t>(NOPE + (j ^ 1u)) * F);
+            cosOff.SetValue(j, pair * F);
+            sinOff.SetValue(j, static_cast<int32_t>((j % 2 == 0 ? HALF : 2 * HALF) + pair) * F);
+        }
+        ScalarToVector();
+        for (uint32_t h = 1; h < P::HEAD_TILE; ++h) {
+            const int32_t head = static_cast<int32_t>(h * HD) * F;
+            AscendC::Adds(ropeOff[h * ROPE], ropeOff, head, ROPE);
+            AscendC::Adds(partnerOff[h * ROPE], partnerOff, head, ROPE);
+            AscendC::Adds(cosOff[h * ROPE], cosOff, 0, ROPE);
+            AscendC::Adds(sinOff[h * ROPE], sinOff, 0, ROPE);
+        }
+    }
+
+    __aicore__ inline void Token(uint32_t t)
+    {
+        AscendC::LocalTensor<float> den = denomRow_.Get<float>();
+        AscendC::LocalTensor<bfloat16_t> cosRow = cosRow_.Get<bfloat16_t>();
+        AscendC::LocalTensor<bfloat16_t> sinRow = sinRow_.Get<bfloat16_t>();
+        const AscendC::DataCopyExtParams half(1, HALF * sizeof(bfloat16_t), 0, 0, 0);
+        const AscendC::DataCopyPadExtParams<bfloat16_t> noPad(false, 0, 0, bfloat16_t(0.0f));
+        AscendC::DataCopy(den, denom_[static_cast<uint64_t>(t) * P::HEADS], P::HEADS);
+        // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
+        AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(t) * ROPE], half, noPad);
+        AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(t) * ROPE], half, noPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::Cast(trig, cosRow, AscendC::RoundMode::CAST_NONE, HALF);
+        AscendC::Cast(trig[HALF], sinRow, AscendC::RoundMode::CAST_NONE, HALF);
+        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
+        AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        for (uint32_t h0 = 0; h0 < P::HEADS; h0 += P::HEAD_TILE) {
+            Tile(t, h0, den);
+        }
+    }
+
+    __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
+    {
+        AscendC::LocalTensor<float> o = oQ_.AllocTensor<float>();
+        AscendC::DataCopy(o, o_[(static_cast<uint64_t>(t) * P::HEADS + h0) * HD], TILE);
+        oQ_.EnQue(o);
+        o = oQ_.DeQue<float>();
+        AscendC::LocalTensor<float> divisor = divisor_.Get<float>();
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            AscendC::Duplicate(divisor, den.GetValue(h0 + h), HD);
+            AscendC::Div(o[h * HD], o[h * HD], divisor, HD);
+        }
+        AscendC::LocalTensor<float> rope = rope_.Get<float>();
+        AscendC::LocalTensor<float> partner = partner_.Get<float>();
+        AscendC::Gather(rope, o, ropeOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        AscendC::Gather(partner, o, partnerOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        AscendC::Mul(rope, rope, cosTable_.Get<float>(), ROPE_TILE);
+        AscendC::Mul(partner, partner, sinTable_.Get<float>(), ROPE_TILE);
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            AscendC::Add(o[h * HD + NOPE], rope[h * ROPE], partner[h * ROPE], ROPE);
+        }
+        AscendC::LocalTensor<bfloat16_t> out = outQ_.AllocTensor<bfloat16_t>();
+        AscendC::Cast(out, o, AscendC::RoundMode::CAST_RINT, TILE);
+        oQ_.FreeTensor(o);
+        outQ_.EnQue(out);
+        out = outQ_.DeQue<bfloat16_t>();
+        // Consecutive heads of one group are contiguous in their packed row.
+        for (uint32_t h = 0; h < P::HEAD_TILE;) {
+            const uint32_t g = (h0 + h) / P::HEADS_PER_GROUP, hh = (h0 + h) % P::HEADS_PER_GROUP;
+            const uint32_t heads = Min(P::HEAD_TILE - h, P::HEADS_PER_GROUP - hh);
+            const uint64_t dst = (static_cast<uint64_t>(g) * P::T_PAD + t) * GROUP_IN + hh * HD;
+            AscendC::DataCopy(packed_[dst], out[h * HD], heads * HD);
+            h += heads;
+        }
+        outQ_.FreeTensor(out);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> oQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> denomRow_, divisor_, cosRow_, sinRow_, trig_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> cosTable_, sinTable_, rope_, partner_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> ropeOffsets_, partnerOffsets_, cosOffsets_, sinOffsets_;
+    AscendC::GlobalTensor<float> o_;
+    AscendC::GlobalTensor<float> denom_;
+    AscendC::GlobalTensor<bfloat16_t> cos_;
+    AscendC::GlobalTensor<bfloat16_t> sin_;
+    AscendC::GlobalTensor<bfloat16_t> packed_;
+};
+
+}  // namespace dsv4

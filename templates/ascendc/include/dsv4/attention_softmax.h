@@ -1,0 +1,238 @@
+// Softmax of the window attention (swa.md §3.5, §3.6 steps 3 and 5), per token t and head h
+// over the request's union lanes (AttentionScores):
+//   z = f32(score) * SCALE + bias, bias = 0 on the token's lanes [Begin, End), else -1e20
+//   m = max z,  e = exp(z - m),  l = sum e (f32, unrounded),  probs = bf16(e)
+//   denom = l + exp(attn_sink[h] - m)
+// The bias is the reference's clamp form on a lane index: (clamp(lane - Begin + 1, 0, 1) *
+// clamp(End - lane, 0, 1) - 1) * 1e20, exactly +0 or -1e20. Masked lanes exp to exactly 0,
+// so probs is zero outside the token's lanes (and on the zero rows past the union).
+// A block takes whole requests. First it checks the metadata contract the union relies on
+// (attention_window.h): every valid lane of every token must equal the union entry it maps
+// to; a violation stops the launch with the request and token (the golden's per-token
+// gather is what the union reproduces when the contract holds).
+#pragma once
+
+#include "dsv4/attention_window.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HEADS, WINDOW, SEQ, UNION_ROWS, HEAD_TILE, SCALE (HEAD_DIM^-0.5).
+template <class P>
+class AttentionSoftmax {
+    static constexpr uint32_t N = P::UNION_ROWS;
+    static constexpr uint32_t TILE = P::HEAD_TILE * N;
+    static constexpr uint32_t LANES_PAD = AlignUp(P::WINDOW, BLOCK_BYTES / sizeof(int32_t));
+    static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);  // one row result per 32-byte block
+    static constexpr float MASK = 1.0e20f;
+    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % SLOT == 0, "HEAD_TILE: whole blocks dividing HEADS");
+    static_assert(N % 16 == 0 && N >= P::WINDOW + P::SEQ - 1, "UNION_ROWS holds the union, bf16 rows in whole blocks");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink,
+                                      GM_ADDR probs, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        AttentionSoftmax op;
+        op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            op.Request(b);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink, GM_ADDR probs,
+                                GM_ADDR denom)
+    {
+        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
+        indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaIndices));
+        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaLens));
+        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+        pipe_.InitBuffer(scoresQ_, 2, TILE * sizeof(float));
+        pipe_.InitBuffer(probsQ_, 2, TILE * sizeof(bfloat16_t));
+        pipe_.InitBuffer(indexRow_, LANES_PAD * sizeof(int32_t));
+        pipe_.InitBuffer(union_, N * sizeof(int32_t));
+        pipe_.InitBuffer(laneOffsets_, LANES_PAD * sizeof(int32_t));
+        pipe_.InitBuffer(gatherOffsets_, LANES_PAD * sizeof(int32_t));
+        pipe_.InitBuffer(expected_, LANES_PAD * sizeof(int32_t));
+        pipe_.InitBuffer(mismatch_, LANES_PAD * sizeof(float));
+        pipe_.InitBuffer(lane_, N * sizeof(float));
+        pipe_.InitBuffer(bias_, N * sizeof(float));
+        pipe_.InitBuffer(clamp_, N * sizeof(float));
+        pipe_.InitBuffer(reduceTmp_, N * sizeof(float));
+        pipe_.InitBuffer(rowStats_, P::HEAD_TILE * SLOT * sizeof(float));
+        pipe_.InitBuffer(sink_, P::HEADS * sizeof(float));
+        pipe_.InitBuffer(rowMax_, P::HEADS * sizeof(float));
+        pipe_.InitBuffer(rowSum_, P::HEADS * sizeof(float));
+        pipe_.InitBuffer(denomOut_, P::HEADS * sizeof(float));
+        // Constants: lane index k (f32) and the byte offset of int32 lane k.
+        AscendC::LocalTensor<float> lane = lane_.Get<float>();
+        for (uint32_t k = 0; k < N; ++k) {
+            lane.SetValue(k, static_cast<float>(k));
+        }
+        AscendC::LocalTensor<int32_t> offsets = laneOffsets_.Get<int32_t>();
+        for (uint32_t k = 0; k < LANES_PAD; ++k) {
+            offsets.SetValue(k, static_cast<int32_t>(k * sizeof(int32_t)));
+        }
+        AscendC::GlobalTensor<float> sinkG;
+        sinkG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(attnSink));
+        AscendC::DataCopy(sink_.Get<float>(), sinkG, P::HEADS);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        ScalarToVector();
+    }
+
+    __aicore__ inline void Request(uint32_t b)
+    {
+        WindowUnion<P> w;
+        w.ReadLens(lens_, b);
+        CheckContract(w, b);
+        for (uint32_t s = 0; s < P::SEQ; ++s) {
+            const uint32_t t = b * P::SEQ + s;
+            Bias(w.Begin(s), w.End(s));
+            for (uint32_t h0 = 0; h0 < P::HEADS; h0 += P::HEAD_TILE) {
+                Tile(t, h0);
+            }
+            Denominators(t);
+        }
+    }
+
+    // Token s's valid lanes must be union entries [Begin(s), End(s)): the union is token 0's
+    // lanes, then each later token's last lane; each token's row is compared with a gather
+    // from the union as it grows.
+    __aicore__ inline void CheckContract(const WindowUnion<P>& w, uint32_t b)
+    {
+        AscendC::LocalTensor<int32_t> row = indexRow_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> uni = union_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> offsets = gatherOffsets_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> expected = expected_.Get<int32_t>();
+        AscendC::LocalTensor<float> mismatch = mismatch_.Get<float>();
+        AscendC::LocalTensor<float> worst = rowStats_.Get<float>();
+        for (uint32_t s = 0; s < P::SEQ; ++s) {
+            const uint32_t t = b * P::SEQ + s;
+            AscendC::DataCopyPad(row, indices_[static_cast<uint64_t>(t) * P::WINDOW],
+                                 AscendC::DataCopyExtParams(1, P::WINDOW * sizeof(int32_t), 0, 0, 0),
+                                 AscendC::DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
+            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+            if (s == 0) {
+                AscendC::DataCopy(uni, row, LANES_PAD);
+            } else {
+                AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+                AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+                uni.SetValue(w.End(s) - 1, row.GetValue(w.lens[s] - 1));
+                ScalarToVector();
+                const int32_t n = w.lens[s];
+                AscendC::Adds(offsets, laneOffsets_.Get<int32_t>(), static_cast<int32_t>(w.Begin(s) * sizeof(int32_t)),
+                              n);
+                AscendC::Gather(expected, uni, offsets.ReinterpretCast<uint32_t>(), 0, static_cast<uint32_t>(n));
+                AscendC::Sub(expected, expected, row, n);
+                AscendC::Cast(mismatch, expected, AscendC::RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+                AscendC::Abs(mismatch, mismatch, n);
+                AscendC::ReduceMax(worst, mismatch, reduceTmp_.Get<float>(), n);
+                VectorToScalar();
+                ascendc_assert(worst.GetValue(0) == 0.0f,
+                               "request %u, token %u: swa_indices lanes are not the request's window union (each "
+                               "token's lanes must be consecutive positions ending at the token, the request's "
+                               "tokens consecutive)",
+                               b, s);
+            }
+            // The next row may overwrite this one once the vector reads are done.
+            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        }
+    }
+
+    __aicore__ inline void Bias(uint32_t begin, uint32_t end)
+    {
+        AscendC::LocalTensor<float> lane = lane_.Get<float>();
+        AscendC::LocalTensor<float> bias = bias_.Get<float>();
+        AscendC::LocalTensor<float> clamp = clamp_.Get<float>();
+        AscendC::Adds(bias, lane, 1.0f - static_cast<float>(begin), N);  // lane - begin + 1
+        AscendC::Maxs(bias, bias, 0.0f, N);
+        AscendC::Mins(bias, bias, 1.0f, N);
+        AscendC::Muls(clamp, lane, -1.0f, N);
+        AscendC::Adds(clamp, clamp, static_cast<float>(end), N);  // end - lane
+        AscendC::Maxs(clamp, clamp, 0.0f, N);
+        AscendC::Mins(clamp, clamp, 1.0f, N);
+        AscendC::Mul(bias, bias, clamp, N);
+        AscendC::Adds(bias, bias, -1.0f, N);
+        AscendC::Muls(bias, bias, MASK, N);
+    }
+
+    // HEAD_TILE heads of token t: scale, mask, row max, exp, row sum, bf16 probs.
+    __aicore__ inline void Tile(uint32_t t, uint32_t h0)
+    {
+        const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
+        AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
+        AscendC::DataCopy(z, scores_[row * N], TILE);
+        scoresQ_.EnQue(z);
+        z = scoresQ_.DeQue<float>();
+        AscendC::LocalTensor<float> bias = bias_.Get<float>();
+        AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
+        AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
+        AscendC::Muls(z, z, P::SCALE, TILE);
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            AscendC::Add(z[h * N], z[h * N], bias, N);
+            AscendC::ReduceMax(stats[h * SLOT], z[h * N], tmp, N);
+        }
+        VectorToScalar();
+        AscendC::LocalTensor<float> rowMax = rowMax_.Get<float>();
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            const float m = stats.GetValue(h * SLOT);
+            rowMax.SetValue(h0 + h, m);
+            AscendC::Adds(z[h * N], z[h * N], -m, N);
+        }
+        AscendC::Exp(z, z, TILE);
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            AscendC::ReduceSum(stats[h * SLOT], z[h * N], tmp, N);
+        }
+        AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
+        AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, TILE);
+        scoresQ_.FreeTensor(z);
+        probsQ_.EnQue(p);
+        p = probsQ_.DeQue<bfloat16_t>();
+        AscendC::DataCopy(probs_[row * N], p, TILE);
+        probsQ_.FreeTensor(p);
+        VectorToScalar();
+        AscendC::LocalTensor<float> rowSum = rowSum_.Get<float>();
+        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+            rowSum.SetValue(h0 + h, stats.GetValue(h * SLOT));
+        }
+    }
+
+    // denom = l + exp(sink - m) for every head of token t.
+    __aicore__ inline void Denominators(uint32_t t)
+    {
+        ScalarToVector();
+        AscendC::LocalTensor<float> d = denomOut_.Get<float>();
+        AscendC::Sub(d, sink_.Get<float>(), rowMax_.Get<float>(), P::HEADS);
+        AscendC::Exp(d, d, P::HEADS);
+        AscendC::Add(d, rowSum_.Get<float>(), d, P::HEADS);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::DataCopy(denom_[static_cast<uint64_t>(t) * P::HEADS], d, P::HEADS);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> indexRow_, union_, laneOffsets_, gatherOffsets_, expected_, mismatch_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, clamp_, reduceTmp_, rowStats_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> sink_, rowMax_, rowSum_, denomOut_;
+    AscendC::GlobalTensor<float> scores_;
+    AscendC::GlobalTensor<int32_t> indices_;
+    AscendC::GlobalTensor<int32_t> lens_;
+    AscendC::GlobalTensor<bfloat16_t> probs_;
+    AscendC::GlobalTensor<float> denom_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,170 @@
+// The dequantised sum over the o_proj groups (swa.md §3.7 steps 4–5, §3.8 step 2): for every
+// valid row u < group_t and column n,
+//   out[u, n] = (Σ_{g ascending} f32(p[g, u, n]) · s[g, u]) · wo_b_scale[n]
+// from the exact int32 wo_b products p [GROUPS, ROWS, N] and the per-(group, row) dequant scales
+// s [GROUPS, ROWS]; f32 throughout, then either rounded once to bf16 (TP 1: attn_out [t, N]) or
+// kept f32 (TP > 1: the rank's partial [ROWS, N]). Rows ≥ group_t are neither read nor written.
+//
+// Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16. A tile is one row × TILE_N
+// columns, so a group's scale is one scalar and every vector instruction spans the tile. The
+// tiles are ordered column by column over the blocks, so a block's consecutive tiles share
+// their wo_b_scale slice (loaded again only when the column changes); a tile streams its
+// GROUPS product rows double buffered.
+#pragma once
+
+#include "kernel_operator.h"
+#include "dsv4/tiling_data.h"
+
+namespace dsv4 {
+using namespace AscendC;
+
+template <bool BF16>
+struct CombineOut {
+    using T = float;
+};
+template <>
+struct CombineOut<true> {
+    using T = bfloat16_t;
+};
+
+template <class P>
+class GroupCombine {
+    using Out = typename CombineOut<P::OUT_BF16>::T;
+    static constexpr uint32_t GROUPS = P::GROUPS;
+    static constexpr uint32_t N = P::N;
+    static constexpr uint32_t TILE_N = P::TILE_N;
+    static_assert(N % TILE_N == 0, "column tiles must divide N");
+    static_assert(TILE_N % 16 == 0, "tiles are whole 32-byte blocks in bf16 and f32");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR p, GM_ADDR scale, GM_ADDR woBScale, GM_ADDR out, GM_ADDR,
+                                      GM_ADDR tiling)
+    {
+        GroupCombine op;
+        op.Init(p, scale, woBScale, out, LoadTiling(tiling).group_t);
+        op.Process();
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR p, GM_ADDR scale, GM_ADDR woBScale, GM_ADDR out, uint32_t rows)
+    {
+        rows_ = rows;
+        pGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(p), uint64_t(GROUPS) * P::ROWS * N);
+        scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(GROUPS) * P::ROWS);
+        woBScaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(woBScale), N);
+        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(out), uint64_t(rows) * N);
+        pipe_.InitBuffer(pQ_, 2, TILE_N * sizeof(int32_t));
+        pipe_.InitBuffer(scaleQ_, 1, GROUPS * 32);
+        pipe_.InitBuffer(outQ_, 2, TILE_N * sizeof(Out));
+        pipe_.InitBuffer(woBScale_, TILE_N * sizeof(float));
+        pipe_.InitBuffer(acc_, TILE_N * sizeof(float));
+        pipe_.InitBuffer(term_, TILE_N * sizeof(float));
+    }
+
+    __aicore__ inline void Process()
+    {
+        const uint32_t tiles = rows_ * (N / TILE_N);
+        uint32_t loaded = N;  // the column of the wo_b_scale slice in UB (none yet)
+        for (uint32_t i = GetBlockIdx(); i < tiles; i += GetBlockNum()) {
+            const uint32_t row = i % rows_;
+            const uint32_t col = i / rows_ * TILE_N;
+            if (col != loaded) {
+                LoadWoBScale(col, loaded != N);
+                loaded = col;
+            }
+            LoadScales(row);
+            Accumulate(row, col);
+            Store(row, col);
+        }
+    }
+
+    __aicore__ inline void LoadWoBScale(uint32_t col, bool inUse)
+    {
+        LocalTensor<float> w = woBScale_.Get<float>();
+        if (inUse) {
+            // The previous slice's last multiply must finish before the copy overwrites it.
+            SetFlag<HardEvent::V_MTE2>(EVENT_ID1);
+            WaitFlag<HardEvent::V_MTE2>(EVENT_ID1);
+        }
+        DataCopy(w, woBScaleGm_[col], TILE_N);
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID1);
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID1);
+    }
+
+    // s[g, row] for every group: one 4-byte value per 32-byte block.
+    __aicore__ inline void LoadScales(uint32_t row)
+    {
+        LocalTensor<float> s = scaleQ_.AllocTensor<float>();
+        DataCopyPad(s, scaleGm_[row],
+                    DataCopyExtParams(GROUPS, sizeof(float), (P::ROWS - 1) * sizeof(float), 0, 0),
+                    DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        scaleQ_.EnQue(s);
+    }
+
+    __aicore__ inline void LoadProducts(uint32_t g, uint32_t row, uint32_t col)
+    {
+        LocalTensor<int32_t> p = pQ_.AllocTensor<int32_t>();
+        DataCopy(p, pGm_[(uint64_t(g) * P::ROWS + row) * N + col], TILE_N);
+        pQ_.EnQue(p);
+    }
+
+    // acc = Σ_g f32(p_g) · s_g over the tile, in ascending g.
+    __aicore__ inline void Accumulate(uint32_t row, uint32_t col)
+    {
+        LocalTensor<float> s = scaleQ_.DeQue<float>();
+        // The scales are read by the scalar unit.
+        SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+        LocalTensor<float> acc = acc_.Get<float>();
+        LocalTensor<float> term = term_.Get<float>();
+        LoadProducts(0, row, col);
+        for (uint32_t g = 0; g < GROUPS; ++g) {
+            if (g + 1 < GROUPS) {
+                LoadProducts(g + 1, row, col);
+            }
+            LocalTensor<int32_t> p = pQ_.DeQue<int32_t>();
+            LocalTensor<float> f = g == 0 ? acc : term;
+            // Exact: |p| ≤ K · 127² < 2^24.
+            Cast(f, p, RoundMode::CAST_NONE, TILE_N);
+            pQ_.FreeTensor(p);
+            Muls(f, f, s.GetValue(g * 8), TILE_N);
+            if (g > 0) {
+                Add(acc, acc, term, TILE_N);
+            }
+        }
+        scaleQ_.FreeTensor(s);
+    }
+
+    // out = acc · wo_b_scale, f32 or rounded once to bf16.
+    __aicore__ inline void Store(uint32_t row, uint32_t col)
+    {
+        LocalTensor<float> acc = acc_.Get<float>();
+        LocalTensor<float> w = woBScale_.Get<float>();
+        LocalTensor<Out> out = outQ_.AllocTensor<Out>();
+        if constexpr (P::OUT_BF16) {
+            Mul(acc, acc, w, TILE_N);
+            Cast(out, acc, RoundMode::CAST_RINT, TILE_N);
+        } else {
+            Mul(out, acc, w, TILE_N);
+        }
+        outQ_.EnQue(out);
+        out = outQ_.DeQue<Out>();
+        DataCopy(outGm_[uint64_t(row) * N + col], out, TILE_N);
+        outQ_.FreeTensor(out);
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 2> pQ_;
+    TQue<TPosition::VECIN, 1> scaleQ_;
+    TQue<TPosition::VECOUT, 1> outQ_;
+    TBuf<TPosition::VECCALC> woBScale_;
+    TBuf<TPosition::VECCALC> acc_;
+    TBuf<TPosition::VECCALC> term_;
+    GlobalTensor<int32_t> pGm_;
+    GlobalTensor<float> scaleGm_;
+    GlobalTensor<float> woBScaleGm_;
+    GlobalTensor<Out> outGm_;
+    uint32_t rows_ = 0;
+};
+
+}  // namespace dsv4

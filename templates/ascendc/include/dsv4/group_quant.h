@@ -1,0 +1,116 @@
+// Per-(group, token) int8 quantisation of the grouped o_proj latent (swa.md §3.7 step 2):
+// each valid row u < group_t of the GROUPS slabs of ROWS capacity rows (row width K, f32)
+// goes through dsv4/quant.h's QuantizeRow (int8 values and the dequant scale 1/sq, the
+// golden's formula at TP 1 too). Rows ≥ group_t are neither read nor written.
+//
+// Params: GROUPS, ROWS, K, TILE_ROWS (rows per UB tile; a divisor of 8, so the runtime row
+// count, a multiple of 8, is always whole tiles). Work is split over blocks by tile.
+#pragma once
+
+#include "kernel_operator.h"
+#include "dsv4/quant.h"
+#include "dsv4/tiling_data.h"
+
+namespace dsv4 {
+using namespace AscendC;
+
+template <class P>
+class GroupQuant {
+    static constexpr uint32_t K = P::K;
+    static constexpr uint32_t TILE_ROWS = P::TILE_ROWS;
+    static constexpr uint32_t TILE = TILE_ROWS * K;
+    // ReduceMax scratch as the ReduceMax doc sizes it: value and index per 64-lane repeat.
+    static constexpr uint32_t REDUCE_TMP = (2 * K / 64 + 7) / 8 * 8;
+    static_assert(8 % TILE_ROWS == 0, "row tiles must divide the runtime row granularity 8");
+    static_assert(K % 64 == 0, "rows are whole 256-byte repeats of f32 (and whole int8 blocks)");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR x, GM_ADDR q, GM_ADDR scale, GM_ADDR, GM_ADDR tiling)
+    {
+        GroupQuant op;
+        op.Init(x, q, scale, LoadTiling(tiling).group_t);
+        op.Process();
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR q, GM_ADDR scale, uint32_t rows)
+    {
+        rows_ = rows;
+        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x), uint64_t(P::GROUPS) * P::ROWS * K);
+        qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q), uint64_t(P::GROUPS) * P::ROWS * K);
+        scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(P::GROUPS) * P::ROWS);
+        pipe_.InitBuffer(inQ_, 2, TILE * sizeof(float));
+        pipe_.InitBuffer(qQ_, 2, TILE * sizeof(int8_t));
+        pipe_.InitBuffer(scaleQ_, 2, (TILE_ROWS + 7) / 8 * 32);
+        pipe_.InitBuffer(work_, K * sizeof(float));
+        pipe_.InitBuffer(half_, K * sizeof(half));
+        pipe_.InitBuffer(slot_, 32);
+        pipe_.InitBuffer(reduceTmp_, REDUCE_TMP * sizeof(float));
+    }
+
+    __aicore__ inline void Process()
+    {
+        const uint32_t tilesPerGroup = rows_ / TILE_ROWS;
+        const uint32_t tiles = P::GROUPS * tilesPerGroup;
+        for (uint32_t i = GetBlockIdx(); i < tiles; i += GetBlockNum()) {
+            // Row offset of the tile in the [GROUPS · ROWS] row space.
+            const uint32_t row = (i / tilesPerGroup) * P::ROWS + (i % tilesPerGroup) * TILE_ROWS;
+            CopyIn(row);
+            Compute();
+            CopyOut(row);
+        }
+    }
+
+    __aicore__ inline void CopyIn(uint32_t row)
+    {
+        LocalTensor<float> x = inQ_.AllocTensor<float>();
+        DataCopy(x, xGm_[uint64_t(row) * K], TILE);
+        inQ_.EnQue(x);
+    }
+
+    __aicore__ inline void Compute()
+    {
+        LocalTensor<float> x = inQ_.DeQue<float>();
+        LocalTensor<int8_t> q = qQ_.AllocTensor<int8_t>();
+        LocalTensor<float> scale = scaleQ_.AllocTensor<float>();
+        for (uint32_t r = 0; r < TILE_ROWS; ++r) {
+            // The dequant scale is a per-row scalar.
+            scale.SetValue(r, QuantizeRow(q[r * K], x[r * K], work_.Get<float>(), half_.Get<half>(),
+                                          slot_.Get<float>(), reduceTmp_.Get<float>(), K));
+        }
+        inQ_.FreeTensor(x);
+        qQ_.EnQue(q);
+        scaleQ_.EnQue(scale);
+    }
+
+    __aicore__ inline void CopyOut(uint32_t row)
+    {
+        LocalTensor<int8_t> q = qQ_.DeQue<int8_t>();
+        DataCopy(qGm_[uint64_t(row) * K], q, TILE);
+        qQ_.FreeTensor(q);
+        LocalTensor<float> scale = scaleQ_.DeQue<float>();
+        // The scales were written by the scalar unit.
+        SetFlag<HardEvent::S_MTE3>(EVENT_ID0);
+        WaitFlag<HardEvent::S_MTE3>(EVENT_ID0);
+        DataCopyPad(scaleGm_[row], scale, DataCopyExtParams(1, TILE_ROWS * sizeof(float), 0, 0, 0));
+        // The next tile's scalar writes must not overtake this copy.
+        SetFlag<HardEvent::MTE3_S>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE3_S>(EVENT_ID0);
+        scaleQ_.FreeTensor(scale);
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> inQ_;
+    TQue<TPosition::VECOUT, 1> qQ_;
+    TQue<TPosition::VECOUT, 1> scaleQ_;
+    TBuf<TPosition::VECCALC> work_;
+    TBuf<TPosition::VECCALC> half_;
+    TBuf<TPosition::VECCALC> slot_;
+    TBuf<TPosition::VECCALC> reduceTmp_;
+    GlobalTensor<float> xGm_;
+    GlobalTensor<int8_t> qGm_;
+    GlobalTensor<float> scaleGm_;
+    uint32_t rows_ = 0;
+};
+
+}  // namespace dsv4

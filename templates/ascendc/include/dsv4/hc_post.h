@@ -1,0 +1,136 @@
+// hc_post (swa.md §3.9): the attention output folded back into the HC streams, all f32:
+//   x_out[o, d] = ((((f32(attn_out[d]) * post[o]) + x_hc[0, d] * comb[0, o])
+//                   + x_hc[1, d] * comb[1, o]) + x_hc[2, d] * comb[2, o]) + x_hc[3, d] * comb[3, o]
+// with every product and sum rounded to f32 in exactly that order (comb[i, o] = comb[i*HC + o]).
+// Work items are (token group of TOKENS rows, COLS-wide column chunk) pairs, split over the
+// blocks in contiguous runs; a block reloads a group's post/comb weights only when its run
+// enters a new group.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HC (streams), HIDDEN, TOKENS (rows per item), COLS (columns per item).
+template <class P>
+class HcPost {
+    static constexpr uint32_t HC = P::HC;
+    static constexpr uint32_t D = P::HIDDEN;
+    static constexpr uint32_t T = P::TOKENS;
+    static constexpr uint32_t COLS = P::COLS;
+    static constexpr uint32_t CHUNKS = D / COLS;
+    static_assert(D % COLS == 0, "COLS divides HIDDEN");
+    static_assert(COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "chunks are whole 32-byte blocks");
+    // post and comb of one token group, each region starting on a block.
+    static constexpr uint32_t POST_LEN = AlignUp(T * HC, BLOCK_BYTES / sizeof(float));
+    static constexpr uint32_t COMB_LEN = AlignUp(T * HC * HC, BLOCK_BYTES / sizeof(float));
+
+public:
+    __aicore__ inline static void Run(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.t / T * CHUNKS);
+        if (share.begin >= share.end) {
+            return;
+        }
+        HcPost op;
+        op.Init(attnOut, xHc, post, comb, xOut);
+        uint32_t group = ~0u;
+        for (uint32_t item = share.begin; item < share.end; ++item) {
+            if (item / CHUNKS != group) {
+                group = item / CHUNKS;
+                op.LoadWeights(group * T);
+            }
+            op.Item(group * T, (item % CHUNKS) * COLS);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut)
+    {
+        attn_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(attnOut));
+        xHc_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
+        post_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(post));
+        comb_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(comb));
+        xOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xOut));
+        pipe_.InitBuffer(attnQ_, 2, T * COLS * sizeof(bfloat16_t));
+        pipe_.InitBuffer(xQ_, 2, T * HC * COLS * sizeof(float));
+        pipe_.InitBuffer(yQ_, 2, T * HC * COLS * sizeof(float));
+        pipe_.InitBuffer(attnF_, T * COLS * sizeof(float));
+        pipe_.InitBuffer(prod_, COLS * sizeof(float));
+        pipe_.InitBuffer(weights_, (POST_LEN + COMB_LEN) * sizeof(float));
+    }
+
+    // post [T, HC] and comb [T, HC*HC] of the group at token t0, read as per-token scalars.
+    __aicore__ inline void LoadWeights(uint32_t t0)
+    {
+        AscendC::LocalTensor<float> w = weights_.Get<float>();
+        AscendC::DataCopyPadExtParams<float> noPad;
+        AscendC::DataCopyPad(w, post_[uint64_t(t0) * HC], AscendC::DataCopyExtParams(1, T * HC * sizeof(float), 0, 0, 0),
+                             noPad);
+        AscendC::DataCopyPad(w[POST_LEN], comb_[uint64_t(t0) * HC * HC],
+                             AscendC::DataCopyExtParams(1, T * HC * HC * sizeof(float), 0, 0, 0), noPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        for (uint32_t r = 0; r < T; ++r) {
+            for (uint32_t o = 0; o < HC; ++o) {
+                postW_[r][o] = w.GetValue(r * HC + o);
+            }
+            for (uint32_t i = 0; i < HC * HC; ++i) {
+                combW_[r][i] = w.GetValue(POST_LEN + r * HC * HC + i);
+            }
+        }
+    }
+
+    // Tokens [t0, t0 + T), columns [c0, c0 + COLS).
+    __aicore__ inline void Item(uint32_t t0, uint32_t c0)
+    {
+        // TOKENS attn_out rows and TOKENS * HC x_hc rows, each a COLS slice of a D-wide row.
+        AscendC::LocalTensor<bfloat16_t> a = attnQ_.AllocTensor<bfloat16_t>();
+        AscendC::DataCopy(a, attn_[uint64_t(t0) * D + c0],
+                          AscendC::DataCopyParams(T, BlocksOf<bfloat16_t>(COLS), BlocksOf<bfloat16_t>(D - COLS), 0));
+        attnQ_.EnQue(a);
+        AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
+        AscendC::DataCopy(x, xHc_[uint64_t(t0) * HC * D + c0],
+                          AscendC::DataCopyParams(T * HC, BlocksOf<float>(COLS), BlocksOf<float>(D - COLS), 0));
+        xQ_.EnQue(x);
+        a = attnQ_.DeQue<bfloat16_t>();
+        x = xQ_.DeQue<float>();
+
+        AscendC::LocalTensor<float> af = attnF_.Get<float>();
+        AscendC::LocalTensor<float> prod = prod_.Get<float>();
+        AscendC::LocalTensor<float> y = yQ_.AllocTensor<float>();
+        AscendC::Cast(af, a, AscendC::RoundMode::CAST_NONE, T * COLS);
+        attnQ_.FreeTensor(a);
+        for (uint32_t r = 0; r < T; ++r) {
+            for (uint32_t o = 0; o < HC; ++o) {
+                AscendC::LocalTensor<float> acc = y[(r * HC + o) * COLS];
+                AscendC::Muls(acc, af[r * COLS], postW_[r][o], COLS);
+                for (uint32_t i = 0; i < HC; ++i) {
+                    AscendC::Muls(prod, x[(r * HC + i) * COLS], combW_[r][i * HC + o], COLS);
+                    AscendC::Add(acc, acc, prod, COLS);
+                }
+            }
+        }
+        xQ_.FreeTensor(x);
+        yQ_.EnQue(y);
+        y = yQ_.DeQue<float>();
+        AscendC::DataCopy(xOut_[uint64_t(t0) * HC * D + c0], y,
+                          AscendC::DataCopyParams(T * HC, BlocksOf<float>(COLS), 0, BlocksOf<float>(D - COLS)));
+        yQ_.FreeTensor(y);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> attnQ_, xQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> yQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> attnF_, prod_, weights_;
+    AscendC::GlobalTensor<bfloat16_t> attn_;
+    AscendC::GlobalTensor<float> xHc_, post_, comb_, xOut_;
+    float postW_[T][HC];
+    float combW_[T][HC * HC];
+};
+
+}  // namespace dsv4

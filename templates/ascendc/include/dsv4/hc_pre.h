@@ -1,0 +1,428 @@
+// hc_pre (swa.md §3.1) in two launches that hand off through a GM partials workspace.
+//
+// HcPreProjection (AIC, split-K): block b owns the columns [b * SPAN, (b + 1) * SPAN) of the
+// flattened token rows x_flat (K = HC * HIDDEN columns) and of hc_attn_fn. Its fn slice stays
+// in L1 while the x_hc tiles of M_TILE tokens stream through L1 once; per K_CHUNK the cube
+// computes, with f32 inputs and f32 accumulation,
+//   logits:  x [m, k] * fn^T [k, MIX]
+//   squares: x [m, k] * x^T  [k, m]     (its diagonal is each token's sum of squares)
+// so x_hc and hc_attn_fn each cross GM once. Token t's partials row holds one PART per block:
+//   partials[t, b * PART + j] = x_t . x_(tile row j) for j < M_TILE, logit (j - M_TILE) after.
+//
+// HcPreMix (AIV): per group of 8 tokens (the runtime token granularity) it gathers each
+// part's sum of squares and logits into an entry-major table [1 + MIX][8] -- one 32-byte block
+// per entry, one lane per token -- adding the parts in ascending order. The rest are vector
+// ops over the 8 lanes: inv = 1 / sqrt(ss * (1/K) + RMS_EPS), m = logit * inv, the gates
+// (m * scale) + base with pre = sigmoid + HC_EPS and post = 2 * sigmoid, and Sinkhorn on the
+// comb logits (row softmax + HC_EPS, a column step, then ITERS - 1 row and column steps, each
+// 4-term sum as (a + b) + (c + d)). It writes post and comb, then mixes
+// x_mixed = bf16((x0 * pre0 + x1 * pre1) + (x2 * pre2 + x3 * pre3)) in COLS-wide chunks.
+// Work items are (group, chunk) pairs split over the blocks in contiguous runs; a run that
+// enters a group recomputes its gates, and the run holding chunk 0 writes post and comb.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// The partials layout both launches agree on.
+template <class P>
+struct HcPreShape {
+    static constexpr uint32_t K = P::HC * P::HIDDEN;
+    static constexpr uint32_t MIX = (2 + P::HC) * P::HC;
+    // Floats one block contributes to a token's partials row: M_TILE dot products, MIX logits.
+    static constexpr uint32_t PART = P::M_TILE + MIX;
+    static constexpr uint32_t ROW = P::PARTS * PART;
+    static_assert(P::M_TILE % 16 == 0, "projection tiles are whole 16-row fractals");
+    static_assert(PART * sizeof(float) % BLOCK_BYTES == 0, "parts start on 32-byte blocks");
+};
+
+// P: HC, HIDDEN, M_TILE (tokens per cube tile), K_CHUNK (k per Mmad), SPAN_CHUNKS (K_CHUNKs
+// per block), PARTS (launched blocks = parts of a partials row).
+template <class P>
+class HcPreProjection {
+    using S = HcPreShape<P>;
+    static constexpr uint32_t C0 = BLOCK_BYTES / sizeof(float);  // k values per fractal row
+    static constexpr uint32_t FRACTAL = 16 * C0;                  // floats per 512-byte fractal
+    static constexpr uint32_t KF = P::K_CHUNK / C0;               // fractals along k per chunk
+    static constexpr uint32_t SPAN = P::SPAN_CHUNKS * P::K_CHUNK;
+    static constexpr uint32_t MIX_PAD = AlignUp(S::MIX, 16);
+    static constexpr uint32_t MIX_F = MIX_PAD / 16;  // 16-column fractals of the logits
+    static_assert(S::K % P::K_CHUNK == 0 && P::K_CHUNK % 16 == 0, "K_CHUNK is whole fractals and divides K");
+    static_assert(S::K <= 0xffff, "ND2NZ addresses source rows with 16 bits");
+    static_assert(KF * (P::M_TILE / 16) <= 255 && KF * MIX_F <= 255, "one LoadData per operand and chunk");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const uint32_t part = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        const uint32_t k0 = part * SPAN;
+        if (k0 >= S::K) {
+            return;
+        }
+        HcPreProjection op;
+        op.Init(xHc, fn, partials, k0, Min(SPAN, S::K - k0));
+        for (uint32_t t0 = 0; t0 < td.t; t0 += P::M_TILE) {
+            op.Tile(part, t0, Min(P::M_TILE, td.t - t0));
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, uint32_t k0, uint32_t span)
+    {
+        k0_ = k0;
+        span_ = span;
+        x_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
+        partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
+        AscendC::GlobalTensor<float> w;
+        w.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(fn));
+        pipe_.InitBuffer(fnL1_, MIX_PAD * SPAN * sizeof(float));
+        pipe_.InitBuffer(xL1_, 2, P::M_TILE * SPAN * sizeof(float));
+        pipe_.InitBuffer(a_, 2, P::M_TILE * P::K_CHUNK * sizeof(float));
+        pipe_.InitBuffer(bx_, 2, P::M_TILE * P::K_CHUNK * sizeof(float));
+        pipe_.InitBuffer(bf_, 2, MIX_PAD * P::K_CHUNK * sizeof(float));
+        pipe_.InitBuffer(logits_, 1, P::M_TILE * MIX_PAD * sizeof(float));
+        pipe_.InitBuffer(squares_, 1, P::M_TILE * P::M_TILE * sizeof(float));
+        // fn [MIX, K] rows are B^T: in NZ they already have L0B's (k, n) fractal order.
+        AscendC::DataCopy(fnL1_.Get<float>(), w[k0], AscendC::Nd2NzParams(1, S::MIX, span, 0, S::K, MIX_PAD, 1, 0));
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+    }
+
+    // Tokens [t0, t0 + m) over this block's columns; m <= M_TILE (a multiple of 8).
+    __aicore__ inline void Tile(uint32_t part, uint32_t t0, uint32_t m)
+    {
+        const uint32_t mPad = AlignUp(m, 16);
+        const uint32_t mF = mPad / 16;
+        AscendC::LocalTensor<float> x = xL1_.AllocTensor<float>();
+        AscendC::DataCopy(x, x_[uint64_t(t0) * S::K + k0_], AscendC::Nd2NzParams(1, m, span_, 0, S::K, mPad, 1, 0));
+        xL1_.EnQue(x);
+        x = xL1_.DeQue<float>();
+        AscendC::LocalTensor<float> logits = logits_.AllocTensor<float>();
+        AscendC::LocalTensor<float> squares = squares_.AllocTensor<float>();
+        const AscendC::LocalTensor<float> fn = fnL1_.Get<float>();
+        for (uint32_t c = 0; c < span_ / P::K_CHUNK; ++c) {
+            // A: fractal (mf, kf) of L0A is fractal (c * KF + kf, mf) of the NZ tile.
+            AscendC::LocalTensor<float> a = a_.AllocTensor<float>();
+            for (uint32_t mf = 0; mf < mF; ++mf) {
+                AscendC::LoadData(a[mf * KF * FRACTAL], x, AscendC::LoadData2DParams(c * KF * mF + mf, KF, mF, 0, 0, false, 0));
+            }
+            // x^T and fn^T: the NZ fractals of the chunk are already in L0B order.
+            AscendC::LocalTensor<float> bx = bx_.AllocTensor<float>();
+            AscendC::LoadData(bx, x, AscendC::LoadData2DParams(c * KF * mF, KF * mF, 1, 0, 0, false, 0));
+            AscendC::LocalTensor<float> bf = bf_.AllocTensor<float>();
+            AscendC::LoadData(bf, fn, AscendC::LoadData2DParams(c * KF * MIX_F, KF * MIX_F, 1, 0, 0, false, 0));
+            a_.EnQue(a);
+            bx_.EnQue(bx);
+            bf_.EnQue(bf);
+            a = a_.DeQue<float>();
+            bx = bx_.DeQue<float>();
+            bf = bf_.DeQue<float>();
+            AscendC::Mmad(squares, a, bx, AscendC::MmadParams(m, m, P::K_CHUNK, 0, false, c == 0));
+            AscendC::Mmad(logits, a, bf, AscendC::MmadParams(m, S::MIX, P::K_CHUNK, 0, false, c == 0));
+            a_.FreeTensor(a);
+            bx_.FreeTensor(bx);
+            bf_.FreeTensor(bf);
+        }
+        xL1_.FreeTensor(x);
+        logits_.EnQue(logits);
+        squares_.EnQue(squares);
+        logits = logits_.DeQue<float>();
+        squares = squares_.DeQue<float>();
+        const uint64_t at = uint64_t(t0) * S::ROW + part * S::PART;
+        AscendC::Fixpipe(partials_[at], squares, AscendC::FixpipeParamsV220(m, m, mPad, S::ROW, false));
+        AscendC::Fixpipe(partials_[at + P::M_TILE], logits, AscendC::FixpipeParamsV220(S::MIX, m, mPad, S::ROW, false));
+        logits_.FreeTensor(logits);
+        squares_.FreeTensor(squares);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TBuf<AscendC::TPosition::B1> fnL1_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> xL1_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> a_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> bx_, bf_;
+    AscendC::TQue<AscendC::TPosition::CO1, 1> logits_, squares_;
+    AscendC::GlobalTensor<float> x_, partials_;
+    uint32_t k0_ = 0;
+    uint32_t span_ = 0;
+};
+
+// P: HC, HIDDEN, M_TILE, PARTS (as the projection), COLS (mix chunk), ITERS (Sinkhorn
+// iterations), RMS_EPS, HC_EPS.
+template <class P>
+class HcPreMix {
+    using S = HcPreShape<P>;
+    static constexpr uint32_t HC = P::HC;
+    static constexpr uint32_t D = P::HIDDEN;
+    static constexpr uint32_t COLS = P::COLS;
+    static constexpr uint32_t CHUNKS = D / COLS;
+    // Tokens per group: one f32 lane each in a 32-byte block.
+    static constexpr uint32_t G = TOKEN_GROUP;
+    static_assert(G * sizeof(float) == BLOCK_BYTES, "a token group fills one block of f32 lanes");
+    // Table rows (one block each): the sum of squares, then the MIX logits in order.
+    static constexpr uint32_t R_PRE = 1;
+    static constexpr uint32_t R_POST = 1 + HC;
+    static constexpr uint32_t R_COMB = 1 + 2 * HC;
+    static constexpr uint32_t ROWS = 1 + S::MIX;
+    // post [G, HC] then comb [G, HC * HC] of a group, token-major as in GM.
+    static constexpr uint32_t OUT = G * (HC + HC * HC);
+    static constexpr uint32_t LANES_PER_REPEAT = 8 * G;
+    static_assert(HC == 4, "hc_pre is specialised to 4 streams: Sinkhorn pairs them (a + b) + (c + d)");
+    static_assert(S::MIX % G == 0, "the logits are whole repeats");
+    static_assert(P::M_TILE % G == 0, "a token group lies in one projection tile");
+    static_assert(D % COLS == 0 && COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "COLS divides HIDDEN in blocks");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR scale, GM_ADDR base, GM_ADDR partials, GM_ADDR xMixed,
+                                      GM_ADDR post, GM_ADDR comb, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.t / G * CHUNKS);
+        if (share.begin >= share.end) {
+            return;
+        }
+        HcPreMix op;
+        op.Init(xHc, scale, base, partials, xMixed, post, comb);
+        uint32_t group = ~0u;
+        for (uint32_t item = share.begin; item < share.end; ++item) {
+            if (item / CHUNKS != group) {
+                group = item / CHUNKS;
+                op.Gates(group * G, item % CHUNKS == 0);
+            }
+            op.Mix(group * G, (item % CHUNKS) * COLS);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR xHc, GM_ADDR scale, GM_ADDR base, GM_ADDR partials, GM_ADDR xMixed,
+                                GM_ADDR post, GM_ADDR comb)
+    {
+        x_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
+        partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
+        xMixed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(xMixed));
+        post_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(post));
+        comb_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(comb));
+        AscendC::GlobalTensor<float> scaleG, baseG;
+        scaleG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale));
+        baseG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(base));
+
+        pipe_.InitBuffer(partsQ_, 1, G * S::ROW * sizeof(float));
+        pipe_.InitBuffer(xQ_, 2, HC * COLS * sizeof(float));
+        pipe_.InitBuffer(yQ_, 2, COLS * sizeof(bfloat16_t));
+        pipe_.InitBuffer(outQ_, 1, OUT * sizeof(float));
+        pipe_.InitBuffer(table_, ROWS * G * sizeof(float));
+        pipe_.InitBuffer(gathered_, ROWS * G * sizeof(float));
+        pipe_.InitBuffer(inOffsets_, ROWS * G * sizeof(uint32_t));
+        pipe_.InitBuffer(diagOffsets_, G * sizeof(uint32_t));
+        pipe_.InitBuffer(outOffsets_, OUT * sizeof(uint32_t));
+        pipe_.InitBuffer(baseRows_, S::MIX * G * sizeof(float));
+        pipe_.InitBuffer(weights_, (G + AlignUp(S::MIX, G)) * sizeof(float));
+        pipe_.InitBuffer(ones_, 2 * HC * G * sizeof(float));
+        pipe_.InitBuffer(pairs_, 2 * HC * G * sizeof(float));
+        pipe_.InitBuffer(sums_, HC * G * sizeof(float));
+
+        // hc_attn_scale [3] and hc_attn_base [MIX]: the scales as scalars, every base value
+        // broadcast over the 8 token lanes of its row.
+        AscendC::LocalTensor<float> w = weights_.Get<float>();
+        AscendC::DataCopyPadExtParams<float> noPad;
+        AscendC::DataCopyPad(w, scaleG, AscendC::DataCopyExtParams(1, 3 * sizeof(float), 0, 0, 0), noPad);
+        AscendC::DataCopyPad(w[G], baseG, AscendC::DataCopyExtParams(1, S::MIX * sizeof(float), 0, 0, 0), noPad);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::Brcb(baseRows_.Get<float>(), w[G], S::MIX / G, AscendC::BrcbRepeatParams(1, 8));
+        AscendC::Duplicate(ones_.Get<float>(), 1.0f, 2 * HC * G);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        for (uint32_t i = 0; i < 3; ++i) {
+            scale_[i] = w.GetValue(i);
+        }
+
+        // Gather byte offsets. In: table row e >= 1, lane g <- logit e - 1 of token g; row 0
+        // (the diagonal) depends on the group's place in its projection tile, set per group.
+        // Out: the post and comb rows back to token-major order.
+        AscendC::LocalTensor<uint32_t> in = inOffsets_.Get<uint32_t>();
+        AscendC::LocalTensor<uint32_t> diag = diagOffsets_.Get<uint32_t>();
+        AscendC::LocalTensor<uint32_t> out = outOffsets_.Get<uint32_t>();
+        for (uint32_t g = 0; g < G; ++g) {
+            diag.SetValue(g, (g * S::ROW + g) * sizeof(float));
+            for (uint32_t e = 1; e < ROWS; ++e) {
+                in.SetValue(e * G + g, (g * S::ROW + P::M_TILE + e - 1) * sizeof(float));
+            }
+            for (uint32_t o = 0; o < HC; ++o) {
+                out.SetValue(g * HC + o, ((R_POST + o) * G + g) * sizeof(float));
+            }
+            for (uint32_t j = 0; j < HC * HC; ++j) {
+                out.SetValue(G * HC + g * HC * HC + j, ((R_COMB + j) * G + g) * sizeof(float));
+            }
+        }
+        ScalarToVector();
+    }
+
+    // The gates of tokens [t0, t0 + G): table rows, post/comb (if `write`), and pre_.
+    __aicore__ inline void Gates(uint32_t t0, bool write)
+    {
+        AscendC::LocalTensor<float> parts = partsQ_.AllocTensor<float>();
+        AscendC::DataCopy(parts, partials_[uint64_t(t0) * S::ROW], G * S::ROW);
+        partsQ_.EnQue(parts);
+        parts = partsQ_.DeQue<float>();
+
+        AscendC::LocalTensor<float> table = table_.Get<float>();
+        AscendC::LocalTensor<float> part = gathered_.Get<float>();
+        AscendC::LocalTensor<uint32_t> in = inOffsets_.Get<uint32_t>();
+        // Token t0 + g sits in row (t0 % M_TILE) + g of its projection tile.
+        AscendC::Adds(in.ReinterpretCast<int32_t>(), diagOffsets_.Get<int32_t>(),
+                      static_cast<int32_t>((t0 % P::M_TILE) * sizeof(float)), G);
+        AscendC::Gather(table, parts, in, 0, ROWS * G);
+        for (uint32_t p = 1; p < P::PARTS; ++p) {
+            AscendC::Gather(part, parts, in, p * S::PART * sizeof(float), ROWS * G);
+            AscendC::Add(table, table, part, ROWS * G);
+        }
+        partsQ_.FreeTensor(parts);
+
+        // inv = 1 / sqrt(ss * (1/K) + eps), then m = logit * inv (inv's block broadcast).
+        AscendC::LocalTensor<float> ones = ones_.Get<float>();
+        AscendC::LocalTensor<float> inv = table;
+        AscendC::Muls(inv, inv, 1.0f / S::K, G);
+        AscendC::Adds(inv, inv, P::RMS_EPS, G);
+        AscendC::Sqrt(inv, inv, G);
+        AscendC::Div(inv, ones, inv, G);
+        AscendC::LocalTensor<float> logits = table[G];
+        AscendC::Mul(logits, logits, inv, LANES_PER_REPEAT, S::MIX / 8, AscendC::BinaryRepeatParams(1, 1, 0, 8, 8, 0));
+        // (m * scale) + base, then the gates.
+        AscendC::LocalTensor<float> pre = table[R_PRE * G];
+        AscendC::LocalTensor<float> post = table[R_POST * G];
+        AscendC::LocalTensor<float> comb = table[R_COMB * G];
+        AscendC::Muls(pre, pre, scale_[0], HC * G);
+        AscendC::Muls(post, post, scale_[1], HC * G);
+        AscendC::Muls(comb, comb, scale_[2], HC * HC * G);
+        AscendC::Add(logits, logits, baseRows_.Get<float>(), S::MIX * G);
+        // sigmoid(z) = 1 / (1 + exp(-z)) on the pre and post rows together.
+        AscendC::Muls(pre, pre, -1.0f, 2 * HC * G);
+        AscendC::Exp(pre, pre, 2 * HC * G);
+        AscendC::Adds(pre, pre, 1.0f, 2 * HC * G);
+        AscendC::Div(pre, ones, pre, 2 * HC * G);
+        AscendC::Adds(pre, pre, P::HC_EPS, HC * G);
+        AscendC::Muls(post, post, 2.0f, HC * G);
+        Sinkhorn(comb);
+
+        if (write) {
+            AscendC::LocalTensor<float> out = outQ_.AllocTensor<float>();
+            AscendC::Gather(out, table, outOffsets_.Get<uint32_t>(), 0, OUT);
+            outQ_.EnQue(out);
+            out = outQ_.DeQue<float>();
+            AscendC::DataCopy(post_[uint64_t(t0) * HC], out, G * HC);
+            AscendC::DataCopy(comb_[uint64_t(t0) * HC * HC], out[G * HC], G * HC * HC);
+            outQ_.FreeTensor(out);
+        }
+        VectorToScalar();
+        for (uint32_t g = 0; g < G; ++g) {
+            for (uint32_t h = 0; h < HC; ++h) {
+                pre_[g][h] = pre.GetValue(h * G + g);
+            }
+        }
+    }
+
+    // Sinkhorn on c = comb rows [HC * HC][G]: entry (i, o) is row i * HC + o.
+    __aicore__ inline void Sinkhorn(const AscendC::LocalTensor<float>& c)
+    {
+        constexpr uint32_t N = HC * HC * G;
+        AscendC::LocalTensor<float> sums = sums_.Get<float>();
+        RowReduce<true>(sums, c);
+        ByRow<false>(c, sums);
+        AscendC::Exp(c, c, N);
+        RowReduce<false>(sums, c);
+        ByRow<true>(c, sums);
+        AscendC::Adds(c, c, P::HC_EPS, N);
+        ColumnStep(c);
+        for (uint32_t it = 1; it < P::ITERS; ++it) {
+            RowReduce<false>(sums, c);
+            AscendC::Adds(sums, sums, P::HC_EPS, HC * G);
+            ByRow<true>(c, sums);
+            ColumnStep(c);
+        }
+    }
+
+    // out[i] = (c[i,0] op c[i,1]) op (c[i,2] op c[i,3]) per lane, op = max or +.
+    template <bool MAX>
+    __aicore__ inline void RowReduce(const AscendC::LocalTensor<float>& out, const AscendC::LocalTensor<float>& c)
+    {
+        AscendC::LocalTensor<float> pairs = pairs_.Get<float>();
+        // Repeat i, blocks (i,0),(i,2) with (i,1),(i,3) -> pairs[2i], pairs[2i + 1].
+        const AscendC::BinaryRepeatParams inRow(1, 2, 2, 2, HC, HC);
+        // Repeat i: pairs[2i] op pairs[2i + 1] -> out[i].
+        const AscendC::BinaryRepeatParams halves(1, 1, 1, 1, 2, 2);
+        if constexpr (MAX) {
+            AscendC::Max(pairs, c, c[G], 2 * G, HC, inRow);
+            AscendC::Max(out, pairs, pairs[G], G, HC, halves);
+        } else {
+            AscendC::Add(pairs, c, c[G], 2 * G, HC, inRow);
+            AscendC::Add(out, pairs, pairs[G], G, HC, halves);
+        }
+    }
+
+    // c[i, o] = c[i, o] / v[i] (DIV) or c[i, o] - v[i]: v's block i broadcast over row i.
+    template <bool DIV>
+    __aicore__ inline void ByRow(const AscendC::LocalTensor<float>& c, const AscendC::LocalTensor<float>& v)
+    {
+        const AscendC::BinaryRepeatParams rows(1, 1, 0, HC, HC, 1);
+        if constexpr (DIV) {
+            AscendC::Div(c, c, v, HC * G, HC, rows);
+        } else {
+            AscendC::Sub(c, c, v, HC * G, HC, rows);
+        }
+    }
+
+    // c[i, o] /= (c[0,o] + c[1,o]) + (c[2,o] + c[3,o]) + eps.
+    __aicore__ inline void ColumnStep(const AscendC::LocalTensor<float>& c)
+    {
+        AscendC::LocalTensor<float> pairs = pairs_.Get<float>();
+        AscendC::LocalTensor<float> sums = sums_.Get<float>();
+        // Repeat 0: row 0 + row 1; repeat 1: row 2 + row 3.
+        AscendC::Add(pairs, c, c[HC * G], HC * G, 2, AscendC::BinaryRepeatParams(1, 1, 1, HC, 2 * HC, 2 * HC));
+        AscendC::Add(sums, pairs, pairs[HC * G], HC * G);
+        AscendC::Adds(sums, sums, P::HC_EPS, HC * G);
+        AscendC::Div(c, c, sums, HC * G, HC, AscendC::BinaryRepeatParams(1, 1, 1, HC, HC, 0));
+    }
+
+    // x_mixed of tokens [t0, t0 + G), columns [c0, c0 + COLS).
+    __aicore__ inline void Mix(uint32_t t0, uint32_t c0)
+    {
+        for (uint32_t g = 0; g < G; ++g) {
+            const uint64_t t = t0 + g;
+            AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
+            AscendC::DataCopy(x, x_[t * HC * D + c0],
+                              AscendC::DataCopyParams(HC, BlocksOf<float>(COLS), BlocksOf<float>(D - COLS), 0));
+            xQ_.EnQue(x);
+            x = xQ_.DeQue<float>();
+            for (uint32_t h = 0; h < HC; ++h) {
+                AscendC::Muls(x[h * COLS], x[h * COLS], pre_[g][h], COLS);
+            }
+            AscendC::Add(x, x, x[COLS], COLS);
+            AscendC::Add(x[2 * COLS], x[2 * COLS], x[3 * COLS], COLS);
+            AscendC::Add(x, x, x[2 * COLS], COLS);
+            AscendC::LocalTensor<bfloat16_t> y = yQ_.AllocTensor<bfloat16_t>();
+            AscendC::Cast(y, x, AscendC::RoundMode::CAST_RINT, COLS);
+            xQ_.FreeTensor(x);
+            yQ_.EnQue(y);
+            y = yQ_.DeQue<bfloat16_t>();
+            AscendC::DataCopy(xMixed_[t * D + c0], y, COLS);
+            yQ_.FreeTensor(y);
+        }
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> partsQ_, xQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> yQ_, outQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> table_, gathered_, inOffsets_, diagOffsets_, outOffsets_, baseRows_,
+        weights_, ones_, pairs_, sums_;
+    AscendC::GlobalTensor<float> x_, partials_, post_, comb_;
+    AscendC::GlobalTensor<bfloat16_t> xMixed_;
+    float scale_[3];
+    float pre_[G][HC];
+};
+
+}  // namespace dsv4

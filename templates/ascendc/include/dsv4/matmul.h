@@ -1,0 +1,229 @@
+// The cube matmul every projection shares (AIC only): for BATCH independent problems
+//   C[m, n] = sum_k A[m, k] * B[k, n]     bf16 x bf16 -> f32, or int8 x int8 -> int32,
+// A row-major with leading dimension LDA; B row-major [K, N] (B_NK false: weights stored
+// in x out) or [N, K] (B_NK true: out x in), leading dimension LDB; C row-major, LDC.
+// M is the runtime row count (TilingData t, or group_t when GROUP_ROWS); rows >= M are
+// never read (ND2NZ moves only valid rows) and never written.
+//
+// Work split (chosen by generator/src/kernels/gemm.rs from the capacity, see there for the
+// GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
+// N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice):
+//   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
+//   - B streams through L1 in TILE_K x TILE_N tiles, each read from GM once per item;
+//   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
+//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out; with
+//     ATOMIC (several k slices) the output was zeroed by a ZeroRows launch and every
+//     slice adds its partial sum with SetAtomicAdd.
+// Layouts (see the sim's cube.h): L1 holds NZ column blocks (ND2NZ); L0A wants (m block,
+// k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
+// order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
+// square by LoadDataWithTranspose.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+
+namespace dsv4 {
+
+using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
+
+// Operand and accumulator types of the two cube paths.
+template <bool INT8>
+struct CubeTypes {
+    using In = bfloat16_t;
+    using Acc = float;
+};
+template <>
+struct CubeTypes<true> {
+    using In = int8_t;
+    using Acc = int32_t;
+};
+
+template <typename P>
+class Matmul {
+    using In = typename CubeTypes<P::INT8>::In;
+    using Acc = typename CubeTypes<P::INT8>::Acc;
+    static constexpr uint32_t C0 = 32 / sizeof(In);        // elements of a fractal row
+    static constexpr uint32_t FRAC = 512 / sizeof(In);     // elements of a fractal
+    static constexpr uint32_t RANGE_M_PAD = (P::RANGE_M + 15) / 16 * 16;
+    static constexpr uint32_t STRIPS_M = (P::RANGE_M + P::TILE_M - 1) / P::TILE_M;
+    static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % P::TILE_K == 0,
+                  "K tiles are whole fractals");
+    static_assert(P::N % 16 == 0 && P::TILE_N % 16 == 0 && P::RANGE_N % P::TILE_N == 0,
+                  "N tiles are whole fractals");
+    static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
+                  "int8 B stored [K, N] is transposed in whole 32x32 squares");
+
+public:
+    __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        Matmul op;
+        op.Init(a, b, c, tiling);
+        op.Process();
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling)
+    {
+        TilingData td = LoadTiling(tiling);
+        m_ = P::GROUP_ROWS ? td.group_t : td.t;
+        a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
+        b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
+        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
+        pipe_.InitBuffer(aL1_, 1, RANGE_M_PAD * P::SLICE_K * sizeof(In));
+        pipe_.InitBuffer(bL1_, 2, P::TILE_K * P::TILE_N * sizeof(In));
+        pipe_.InitBuffer(aL0_, 2, P::TILE_M * P::TILE_K * sizeof(In));
+        pipe_.InitBuffer(bL0_, 2, P::TILE_K * P::TILE_N * sizeof(In));
+        pipe_.InitBuffer(cL0_, 1, STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc));
+    }
+
+    __aicore__ inline void Process()
+    {
+        const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
+        const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
+        const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
+        const uint32_t items = P::BATCH * mRanges * nRanges * kSlices;
+        const uint32_t step = static_cast<uint32_t>(AscendC::GetBlockNum());
+        for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < items; item += step) {
+            uint32_t rest = item;
+            const uint32_t ks = rest % kSlices;
+            rest /= kSlices;
+            const uint32_t nr = rest % nRanges;
+            rest /= nRanges;
+            const uint32_t mr = rest % mRanges;
+            const uint32_t batch = rest / mRanges;
+            Item it;
+            it.m0 = mr * P::RANGE_M;
+            it.mLen = Min(P::RANGE_M, m_ - it.m0);
+            it.k0 = ks * P::SLICE_K;
+            it.kLen = Min(P::SLICE_K, P::K - it.k0);
+            it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
+            it.b = b_[batch * P::STRIDE_B];
+            it.c = c_[batch * P::STRIDE_C + it.m0 * P::LDC];
+            const uint32_t n0 = nr * P::RANGE_N;
+            const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
+            AscendC::LocalTensor<In> panel = LoadPanel(it);
+            for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
+                Strip(it, panel, n, Min(P::TILE_N, nEnd - n));
+            }
+            aL1_.FreeTensor(panel);
+        }
+    }
+
+    struct Item {
+        uint32_t m0, mLen, k0, kLen;
+        AscendC::GlobalTensor<In> a, b;
+        AscendC::GlobalTensor<Acc> c;
+    };
+
+    __aicore__ static inline uint32_t Min(uint32_t x, uint32_t y) { return x < y ? x : y; }
+    __aicore__ static inline uint32_t Pad16(uint32_t x) { return (x + 15) / 16 * 16; }
+
+    // The item's A panel: mLen valid rows (ND2NZ leaves the pad rows of the last fractal
+    // row undefined; they only feed C rows that are never written) x kLen columns, in
+    // column blocks of Pad16(mLen) rows.
+    __aicore__ inline AscendC::LocalTensor<In> LoadPanel(const Item& it)
+    {
+        AscendC::LocalTensor<In> panel = aL1_.AllocTensor<In>();
+        AscendC::DataCopy(panel, it.a, AscendC::Nd2NzParams(1, it.mLen, it.kLen, 0, P::LDA, Pad16(it.mLen), 1, 0));
+        aL1_.EnQue(panel);
+        return aL1_.DeQue<In>();
+    }
+
+    // C[rows of the item, n .. n + nLen) over the item's k slice, then out to GM.
+    __aicore__ inline void Strip(const Item& it, const AscendC::LocalTensor<In>& panel, uint32_t n, uint32_t nLen)
+    {
+        AscendC::LocalTensor<Acc> acc = cL0_.AllocTensor<Acc>();
+        for (uint32_t kt = 0; kt < it.kLen; kt += P::TILE_K) {
+            const uint32_t kLen = Min(P::TILE_K, it.kLen - kt);
+            AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + kt, kLen, n, nLen);
+            for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
+                const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
+                AscendC::LocalTensor<In> a = LoadA(panel, Pad16(it.mLen) / 16, mt, rows, kt, kLen);
+                AscendC::MmadParams mp;
+                mp.m = rows;
+                mp.n = nLen;
+                mp.k = kLen;
+                mp.cmatrixInitVal = kt == 0;
+                AscendC::Mmad(acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], a, b, mp);
+                aL0_.FreeTensor(a);
+            }
+            bL0_.FreeTensor(b);
+        }
+        cL0_.EnQue(acc);
+        acc = cL0_.DeQue<Acc>();
+        if constexpr (P::ATOMIC) {
+            AscendC::SetAtomicAdd<Acc>();
+        }
+        for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
+            const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
+            AscendC::FixpipeParamsV220 fp(nLen, rows, Pad16(rows), P::LDC, false);
+            AscendC::Fixpipe(it.c[mt * P::LDC + n], acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], fp);
+        }
+        if constexpr (P::ATOMIC) {
+            AscendC::SetAtomicNone();
+        }
+        cL0_.FreeTensor(acc);
+    }
+
+    // Rows [mt, mt + rows) x columns [kt, kt + kLen) of the panel (rowBlocks fractal rows
+    // per column block) as L0A (m block, k block) fractals.
+    __aicore__ inline AscendC::LocalTensor<In> LoadA(const AscendC::LocalTensor<In>& panel, uint32_t rowBlocks,
+                                                     uint32_t mt, uint32_t rows, uint32_t kt, uint32_t kLen)
+    {
+        const uint32_t kBlocks = kLen / C0;
+        AscendC::LocalTensor<In> a = aL0_.AllocTensor<In>();
+        for (uint32_t mb = 0; mb < Pad16(rows) / 16; ++mb) {
+            const uint32_t first = kt / C0 * rowBlocks + mt / 16 + mb;
+            AscendC::LoadData(a[mb * kBlocks * FRAC], panel,
+                              AscendC::LoadData2DParams(first, kBlocks, rowBlocks, 0, 0, false, 0));
+        }
+        aL0_.EnQue(a);
+        return aL0_.DeQue<In>();
+    }
+
+    // B[k0 .. k0 + kLen, n .. n + nLen) GM -> L1 -> L0B (k block, n block) fractals.
+    __aicore__ inline AscendC::LocalTensor<In> LoadB(const AscendC::GlobalTensor<In>& gb, uint32_t k0, uint32_t kLen,
+                                                     uint32_t n, uint32_t nLen)
+    {
+        const uint32_t kBlocks = kLen / C0, nBlocks = nLen / 16;
+        AscendC::LocalTensor<In> l1 = bL1_.AllocTensor<In>();
+        if constexpr (P::B_NK) {
+            AscendC::DataCopy(l1, gb[n * P::LDB + k0], AscendC::Nd2NzParams(1, nLen, kLen, 0, P::LDB, nLen, 1, 0));
+        } else {
+            AscendC::DataCopy(l1, gb[k0 * P::LDB + n], AscendC::Nd2NzParams(1, kLen, nLen, 0, P::LDB, kLen, 1, 0));
+        }
+        bL1_.EnQue(l1);
+        l1 = bL1_.DeQue<In>();
+        AscendC::LocalTensor<In> b = bL0_.AllocTensor<In>();
+        for (uint32_t kb = 0; kb < kBlocks; ++kb) {
+            AscendC::LocalTensor<In> dst = b[kb * nBlocks * FRAC];
+            if constexpr (P::B_NK) {
+                // L1 column block kb holds the nLen rows of k block kb: already (k, n) order
+                AscendC::LoadData(dst, l1, AscendC::LoadData2DParams(kb * nBlocks, nBlocks, 1, 0, 0, false, 0));
+            } else if constexpr (P::INT8) {
+                // squares of 32 k x 32 n: column block j (32 n) holds kBlocks squares
+                AscendC::LoadDataWithTranspose(dst, l1,
+                                               AscendC::LoadData2dTransposeParams(kb, nBlocks / 2, kBlocks, 1, 0));
+            } else {
+                // 16 x 16 fractals: column block j (16 n) holds kBlocks fractals
+                AscendC::LoadData(dst, l1, AscendC::LoadData2DParams(kb, nBlocks, kBlocks, 0, 0, true, 0));
+            }
+        }
+        bL1_.FreeTensor(l1);
+        bL0_.EnQue(b);
+        return bL0_.DeQue<In>();
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> aL1_;
+    AscendC::TQue<AscendC::TPosition::B1, 1> bL1_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
+    AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
+    AscendC::GlobalTensor<In> a_, b_;
+    AscendC::GlobalTensor<Acc> c_;
+    uint32_t m_ = 0;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,297 @@
+// The vector kernels of qkv_proj_rope (swa.md §3.3), between the stage's cube matmuls
+// (dsv4/matmul.h): all AIV only, rows = the runtime token count t.
+//   QLatentQuant  q_latent f32 [t, QL] -> RMSNorm with gamma_cq (f32, no bf16 rounding)
+//                 -> per-token int8: qr i8 [t, QL], qr_scale f32 [t]
+//   QHeads        q_acc i32 [t, H·HD] -> (f32(acc)·qr_scale)·wq_b_scale[n] -> per-head
+//                 RMSNorm without weight -> RoPE on each head's last RD dims -> q bf16
+//   KvFinish      kv_latent f32 [t, HD] -> RMSNorm with gamma_ckv -> RoPE -> kv bf16
+// Every value is rounded to bf16 once, at the end. RMSNorm: inv = rsqrt(Σx²·(1/n) + eps).
+#pragma once
+
+#include "dsv4/quant.h"
+#include "dsv4/rope.h"
+#include "dsv4/tiling_data.h"
+
+namespace dsv4 {
+
+using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
+
+// rsqrt(Σ x[0..n)² · invN + eps) for one row; work holds n values, slot one block.
+__aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<float>& work,
+                               const LocalTensor<float>& slot, const LocalTensor<float>& tmp, uint32_t n, float invN,
+                               float eps)
+{
+    Mul(work, x, x, n);
+    ReduceSum(slot, work, tmp, n);
+    SetFlag<HardEvent::V_S>(EVENT_ID0);
+    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+    const float meanEps = slot.GetValue(0) * invN + eps;
+    slot.SetValue(0, meanEps);
+    SetFlag<HardEvent::S_V>(EVENT_ID0);
+    WaitFlag<HardEvent::S_V>(EVENT_ID0);
+    Rsqrt(slot, slot, 1);
+    SetFlag<HardEvent::V_S>(EVENT_ID0);
+    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+    const float inv = slot.GetValue(0);
+    SetFlag<HardEvent::S_V>(EVENT_ID0);
+    WaitFlag<HardEvent::S_V>(EVENT_ID0);
+    return inv;
+}
+
+// The contiguous run of `unit`-row tiles block `idx` of `count` takes out of `rows` rows.
+struct RowRun {
+    uint32_t first, end;
+};
+__aicore__ inline RowRun BlockRows(uint32_t rows, uint32_t unit, uint32_t idx, uint32_t count)
+{
+    const uint32_t tiles = rows / unit;
+    const uint32_t per = (tiles + count - 1) / count;
+    const uint32_t first = idx * per < tiles ? idx * per : tiles;
+    const uint32_t end = first + per < tiles ? first + per : tiles;
+    return RowRun{first * unit, end * unit};
+}
+
+// Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL.
+template <typename P>
+class QLatentQuant {
+public:
+    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qrScale, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        (void)workspace;
+        QLatentQuant op;
+        op.Process(latent, gamma, qr, qrScale, LoadTiling(tiling).t);
+    }
+
+private:
+    static constexpr uint32_t QL = P::QL, TR = P::TILE_ROWS;
+
+    __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qrScale, uint32_t t)
+    {
+        GlobalTensor<float> gLatent, gScale;
+        GlobalTensor<bfloat16_t> gGamma;
+        GlobalTensor<int8_t> gQr;
+        gLatent.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(latent));
+        gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
+        gQr.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(qr));
+        gScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
+        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        if (run.first == run.end) {
+            return;
+        }
+        pipe_.InitBuffer(in_, 2, TR * QL * sizeof(float));
+        pipe_.InitBuffer(out_, 2, TR * QL * sizeof(int8_t));
+        pipe_.InitBuffer(scales_, 2, 8 * sizeof(float));
+        pipe_.InitBuffer(gammaIn_, QL * sizeof(bfloat16_t));
+        pipe_.InitBuffer(gamma_, QL * sizeof(float));
+        pipe_.InitBuffer(work_, QL * sizeof(float));
+        pipe_.InitBuffer(half_, QL * sizeof(half));
+        pipe_.InitBuffer(slot_, 8 * sizeof(float));
+        pipe_.InitBuffer(tmp_, ReduceTmpElems(QL) * sizeof(float));
+        LocalTensor<float> g = gamma_.Get<float>();
+        LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
+        DataCopy(gIn, gGamma, QL);
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        Cast(g, gIn, RoundMode::CAST_NONE, QL);
+        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
+        LocalTensor<half> h = half_.Get<half>();
+        for (uint32_t row = run.first; row < run.end; row += TR) {
+            LocalTensor<float> x = in_.AllocTensor<float>();
+            DataCopy(x, gLatent[row * QL], TR * QL);
+            in_.EnQue(x);
+            x = in_.DeQue<float>();
+            LocalTensor<int8_t> q = out_.AllocTensor<int8_t>();
+            LocalTensor<float> s = scales_.AllocTensor<float>();
+            for (uint32_t r = 0; r < TR; ++r) {
+                LocalTensor<float> xr = x[r * QL];
+                const float inv = RmsInv(xr, work, slot, tmp, QL, P::INV_QL, P::EPS);
+                Muls(xr, xr, inv, QL);
+                Mul(xr, xr, g, QL);
+                const float scale = QuantizeRow(q[r * QL], xr, work, h, slot, tmp, QL);
+                s.SetValue(r, scale);
+            }
+            in_.FreeTensor(x);
+            out_.EnQue(q);
+            scales_.EnQue(s);
+            q = out_.DeQue<int8_t>();
+            s = scales_.DeQue<float>();
+            DataCopy(gQr[row * QL], q, TR * QL);
+            DataCopyPad(gScale[row], s, DataCopyExtParams(1, TR * sizeof(float), 0, 0, 0));
+            out_.FreeTensor(q);
+            scales_.FreeTensor(s);
+        }
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> in_;
+    TQue<TPosition::VECOUT, 1> out_, scales_;
+    TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, half_, slot_, tmp_;
+};
+
+// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD. Blocks form a grid of
+// H/HG head groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a block
+// loads its heads' wq_b_scale once and walks its tokens one at a time.
+template <typename P>
+class QHeads {
+public:
+    __aicore__ static inline void Run(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
+                                      GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        QHeads op;
+        op.Process(acc, qrScale, wqbScale, cos, sin, q, LoadTiling(tiling).t);
+    }
+
+private:
+    static constexpr uint32_t HD = P::HD, W = P::HG * P::HD, ROW = P::H * P::HD;
+    static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
+    static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+
+    __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin, GM_ADDR q,
+                                   uint32_t t)
+    {
+        const uint32_t idx = GetBlockIdx(), blocks = GetBlockNum();
+        const uint32_t group = idx % GROUPS, ranges = blocks / GROUPS;
+        if (idx / GROUPS >= ranges) {
+            return;
+        }
+        const RowRun run = BlockRows(t, 8, idx / GROUPS, ranges);
+        if (run.first == run.end) {
+            return;
+        }
+        GlobalTensor<int32_t> gAcc;
+        GlobalTensor<float> gTokScale, gWScale;
+        GlobalTensor<bfloat16_t> gCos, gSin, gQ;
+        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(acc));
+        gTokScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
+        gWScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(wqbScale));
+        gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
+        gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
+        gQ.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+        pipe_.InitBuffer(in_, 2, W * sizeof(int32_t));
+        pipe_.InitBuffer(out_, 2, W * sizeof(bfloat16_t));
+        pipe_.InitBuffer(x_, W * sizeof(float));
+        pipe_.InitBuffer(wScale_, W * sizeof(float));
+        pipe_.InitBuffer(tokScale_, 8 * sizeof(float));
+        pipe_.InitBuffer(work_, HD * sizeof(float));
+        pipe_.InitBuffer(slot_, 8 * sizeof(float));
+        pipe_.InitBuffer(tmp_, ReduceTmpElems(HD) * sizeof(float));
+        rope_.Init(pipe_, false);
+        const uint32_t col = group * W;
+        LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
+        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
+        DataCopy(ws, gWScale[col], W);
+        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
+            DataCopy(ts, gTokScale[row0], 8);
+            SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
+            WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+            for (uint32_t row = row0; row < row0 + 8; ++row) {
+                const float tokScale = ts.GetValue(row - row0);
+                LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
+                DataCopy(a, gAcc[row * ROW + col], W);
+                in_.EnQue(a);
+                a = in_.DeQue<int32_t>();
+                rope_.Load(gCos, gSin, row);
+                Cast(x, a, RoundMode::CAST_NONE, W);
+                in_.FreeTensor(a);
+                Muls(x, x, tokScale, W);
+                Mul(x, x, ws, W);
+                for (uint32_t h = 0; h < P::HG; ++h) {
+                    LocalTensor<float> xh = x[h * HD];
+                    Muls(xh, xh, RmsInv(xh, work, slot, tmp, HD, P::INV_HD, P::EPS), HD);
+                    rope_.Apply(xh[NOPE]);
+                }
+                LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();
+                Cast(o, x, RoundMode::CAST_RINT, W);
+                out_.EnQue(o);
+                o = out_.DeQue<bfloat16_t>();
+                DataCopy(gQ[row * ROW + col], o, W);
+                out_.FreeTensor(o);
+            }
+            SetFlag<HardEvent::S_MTE2>(EVENT_ID0);
+            WaitFlag<HardEvent::S_MTE2>(EVENT_ID0);
+        }
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> in_;
+    TQue<TPosition::VECOUT, 1> out_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_;
+    Rope<P::RD> rope_;
+};
+
+// Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD. Blocks take runs of TILE_ROWS-row tiles.
+template <typename P>
+class KvFinish {
+public:
+    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        KvFinish op;
+        op.Process(latent, gamma, cos, sin, kv, LoadTiling(tiling).t);
+    }
+
+private:
+    static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, NOPE = P::HD - P::RD;
+    static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+
+    __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv, uint32_t t)
+    {
+        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        if (run.first == run.end) {
+            return;
+        }
+        GlobalTensor<float> gLatent;
+        GlobalTensor<bfloat16_t> gGamma, gCos, gSin, gKv;
+        gLatent.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(latent));
+        gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
+        gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
+        gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
+        gKv.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kv));
+        pipe_.InitBuffer(in_, 2, TR * HD * sizeof(float));
+        pipe_.InitBuffer(out_, 2, TR * HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(gammaIn_, HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(gamma_, HD * sizeof(float));
+        pipe_.InitBuffer(work_, HD * sizeof(float));
+        pipe_.InitBuffer(slot_, 8 * sizeof(float));
+        pipe_.InitBuffer(tmp_, ReduceTmpElems(HD) * sizeof(float));
+        rope_.Init(pipe_, false);
+        LocalTensor<float> g = gamma_.Get<float>();
+        LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
+        DataCopy(gIn, gGamma, HD);
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        Cast(g, gIn, RoundMode::CAST_NONE, HD);
+        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
+        for (uint32_t row = run.first; row < run.end; row += TR) {
+            LocalTensor<float> x = in_.AllocTensor<float>();
+            DataCopy(x, gLatent[row * HD], TR * HD);
+            in_.EnQue(x);
+            x = in_.DeQue<float>();
+            for (uint32_t r = 0; r < TR; ++r) {
+                LocalTensor<float> xr = x[r * HD];
+                Muls(xr, xr, RmsInv(xr, work, slot, tmp, HD, P::INV_HD, P::EPS), HD);
+                Mul(xr, xr, g, HD);
+                rope_.Load(gCos, gSin, row + r);
+                rope_.Apply(xr[NOPE]);
+            }
+            LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();
+            Cast(o, x, RoundMode::CAST_RINT, TR * HD);
+            in_.FreeTensor(x);
+            out_.EnQue(o);
+            o = out_.DeQue<bfloat16_t>();
+            DataCopy(gKv[row * HD], o, TR * HD);
+            out_.FreeTensor(o);
+        }
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> in_;
+    TQue<TPosition::VECOUT, 1> out_;
+    TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, slot_, tmp_;
+    Rope<P::RD> rope_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,49 @@
+// Per-row symmetric int8 quantisation of activations (swa.md §4.5, the golden's
+// int8_quant_per_row): amax = max(max_k |x[k]|, 1e-4), sq = 127 / amax (f32),
+// q[k] = rne(x[k]·sq) with no clamp (|x·sq| <= 127 by construction), dequant scale 1 / sq
+// (not amax / 127). The device path rounds to an integral f32 (CAST_RINT), converts it to
+// f16 and then to int8, both exact for values in [-127, 127] (an i32 -> f16 Cast would
+// need SetDeqScale on dav-c220; the f32 rint gives the same integer).
+#pragma once
+
+#include "kernel_operator.h"
+
+namespace dsv4 {
+
+using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
+
+constexpr float INT8_SCALE_MAX = 127.0f;
+constexpr float INT8_AMAX_EPS = 1e-4f;
+
+// Elements of ReduceSum / ReduceMax scratch for `count` f32 values (one result per
+// 64-lane repeat, rounded up to a 32-byte block).
+__aicore__ constexpr uint32_t ReduceTmpElems(uint32_t count)
+{
+    return ((count + 63) / 64 + 7) / 8 * 8;
+}
+
+// Quantises x[0 .. count) into q and returns the dequant scale. x is scaled in place;
+// work (f32), half (f16) hold count values, slot one 32-byte block, tmp
+// ReduceTmpElems(count) values.
+__aicore__ inline float QuantizeRow(const AscendC::LocalTensor<int8_t>& q, const AscendC::LocalTensor<float>& x,
+                                    const AscendC::LocalTensor<float>& work, const AscendC::LocalTensor<half>& half_,
+                                    const AscendC::LocalTensor<float>& slot, const AscendC::LocalTensor<float>& tmp,
+                                    uint32_t count)
+{
+    AscendC::Abs(work, x, count);
+    AscendC::ReduceMax(slot, work, tmp, count);
+    AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+    float amax = slot.GetValue(0);
+    amax = amax > INT8_AMAX_EPS ? amax : INT8_AMAX_EPS;
+    const float sq = INT8_SCALE_MAX / amax;
+    AscendC::SetFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+    AscendC::Muls(x, x, sq, count);
+    AscendC::Cast(work, x, AscendC::RoundMode::CAST_RINT, count);
+    AscendC::Cast(half_, work, AscendC::RoundMode::CAST_NONE, count);
+    AscendC::Cast(q, half_, AscendC::RoundMode::CAST_TRUNC, count);
+    return 1.0f / sq;
+}
+
+}  // namespace dsv4

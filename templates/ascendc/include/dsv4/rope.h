@@ -1,0 +1,80 @@
+// Interleaved RoPE on the rope slice of a row (swa.md §3.3): pair i is (x[2i], x[2i+1]),
+// rotated by the token's angle i with c = freqs_cos[t, i], s = freqs_sin[t, i] (only
+// columns 0 .. RD/2 of the bf16 tables are used).
+//   forward: y[2i] = x[2i]·c − x[2i+1]·s,   y[2i+1] = x[2i]·s + x[2i+1]·c
+//   inverse: y[2i] = x[2i]·c + x[2i+1]·s,   y[2i+1] = x[2i+1]·c − x[2i]·s
+// Evaluated as y = x·cos_il + x_swapped·sin_signed with per-token tables cos_il (c_i at 2i
+// and 2i+1) and sin_signed (∓s_i at 2i, ±s_i at 2i+1) and a pair-swapped copy of x, all
+// built with Gather (byte offsets). Bit-identical to the formulas: the sign flip is exact
+// and the sum commutes.
+#pragma once
+
+#include "kernel_operator.h"
+
+namespace dsv4 {
+
+using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
+
+template <uint32_t RD>
+class Rope {
+    static_assert(RD % 16 == 0, "a bf16 table row of RD values is whole 32-byte blocks");
+
+public:
+    // Carves the buffers from `pipe` and writes the gather offsets (once per kernel).
+    __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
+    {
+        pipe.InitBuffer(rows_, 2 * RD * sizeof(bfloat16_t));
+        pipe.InitBuffer(trig_, 3 * RD * sizeof(float));
+        pipe.InitBuffer(offsets_, 3 * RD * sizeof(uint32_t));
+        pipe.InitBuffer(tables_, 2 * RD * sizeof(float));
+        pipe.InitBuffer(swap_, RD * sizeof(float));
+        // trig holds [cos | sin | −sin] (f32, first RD/2 of each used)
+        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
+        const uint32_t plus = RD, minus = 2 * RD;
+        for (uint32_t j = 0; j < RD; ++j) {
+            const uint32_t pair = j / 2;
+            const bool even = j % 2 == 0;
+            off.SetValue(j, pair * sizeof(float));
+            off.SetValue(RD + j, ((even != inverse ? minus : plus) + pair) * sizeof(float));
+            off.SetValue(2 * RD + j, (j ^ 1u) * sizeof(float));
+        }
+    }
+
+    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables.
+    __aicore__ inline void Load(const AscendC::GlobalTensor<bfloat16_t>& cos,
+                                const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
+        AscendC::DataCopy(rows, cos[row * RD], RD);
+        AscendC::DataCopy(rows[RD], sin[row * RD], RD);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
+        AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
+        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
+        AscendC::LocalTensor<float> tables = tables_.Get<float>();
+        AscendC::Gather(tables, trig, off, 0, RD);
+        AscendC::Gather(tables[RD], trig, off[RD], 0, RD);
+        // the next Load overwrites rows: the casts above must have read them
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+    }
+
+    // Rotates x[0 .. RD) in place (x 32-byte aligned).
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x)
+    {
+        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
+        AscendC::LocalTensor<float> tables = tables_.Get<float>();
+        AscendC::LocalTensor<float> swap = swap_.Get<float>();
+        AscendC::Gather(swap, x, off[2 * RD], 0, RD);
+        AscendC::Mul(swap, swap, tables[RD], RD);
+        AscendC::Mul(x, x, tables, RD);
+        AscendC::Add(x, x, swap, RD);
+    }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rows_, trig_, offsets_, tables_, swap_;
+};
+
+}  // namespace dsv4

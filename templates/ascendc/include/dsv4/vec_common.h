@@ -1,0 +1,62 @@
+// Small helpers shared by the vector (AIV) building blocks: integer arithmetic on sizes,
+// splitting work items over the launched blocks, and the pipe handshakes around scalar
+// access to UB.
+#pragma once
+
+#include "kernel_operator.h"
+
+namespace dsv4 {
+
+// half and bfloat16_t are global types on the chip but AscendC's in the CPU model: the
+// building blocks name them unqualified.
+using namespace AscendC;
+
+// A UB block: the unit of DataCopy lengths and of vector block strides.
+constexpr uint32_t BLOCK_BYTES = 32;
+
+// Runtime token counts are multiples of this (swa.md §7.1).
+constexpr uint32_t TOKEN_GROUP = 8;
+
+__aicore__ constexpr inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+__aicore__ constexpr inline uint32_t AlignUp(uint32_t a, uint32_t b) { return CeilDiv(a, b) * b; }
+__aicore__ constexpr inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+// Whole 32-byte blocks spanned by n elements of T (n * sizeof(T) must be a multiple of 32).
+template <typename T>
+__aicore__ constexpr inline uint32_t BlocksOf(uint32_t n)
+{
+    return n * static_cast<uint32_t>(sizeof(T)) / BLOCK_BYTES;
+}
+
+// This block's contiguous share [begin, end) of `total` work items; shares differ by at
+// most one item, and blocks beyond the work get an empty share.
+struct Share {
+    uint32_t begin;
+    uint32_t end;
+};
+
+__aicore__ inline Share BlockShare(uint32_t total)
+{
+    const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
+    const uint32_t idx = static_cast<uint32_t>(AscendC::GetBlockIdx());
+    const uint32_t base = total / num;
+    const uint32_t extra = total % num;
+    const uint32_t begin = idx * base + Min(idx, extra);
+    return Share{begin, begin + base + (idx < extra ? 1u : 0u)};
+}
+
+// Vector results become readable by the scalar unit (LocalTensor::GetValue).
+__aicore__ inline void VectorToScalar()
+{
+    AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+}
+
+// Scalar writes (LocalTensor::SetValue) become visible to the vector unit.
+__aicore__ inline void ScalarToVector()
+{
+    AscendC::SetFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+    AscendC::WaitFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+}
+
+}  // namespace dsv4

@@ -1,0 +1,57 @@
+// Zeroes the first M rows (runtime t, or group_t when GROUP_ROWS) of BATCH matrices of N
+// 4-byte elements (f32 or i32: zero has the same bits) with row stride LD, batch stride
+// STRIDE (AIV only): the accumulator a
+// split-K matmul (dsv4/matmul.h, ATOMIC) adds its partial sums into. Rows >= M are not
+// touched. Blocks take consecutive runs of rows; one zeroed UB tile is copied out
+// repeatedly, ROWS_PER_COPY rows per DataCopy (the whole row when it fits, else in
+// TILE-element pieces).
+#pragma once
+
+#include "dsv4/tiling_data.h"
+
+namespace dsv4 {
+
+template <typename P>
+class ZeroRows {
+    using T = uint32_t;
+    static constexpr uint32_t TILE = P::TILE;  // elements of the zero tile
+    static constexpr uint32_t PIECE = P::N < TILE ? P::N : TILE;
+    static constexpr uint32_t ROWS_PER_COPY = P::N <= TILE ? TILE / P::N : 1;
+    static_assert(PIECE * sizeof(T) % 32 == 0 && P::N % PIECE == 0 && P::LD * sizeof(T) % 32 == 0,
+                  "rows move in whole 32-byte blocks");
+
+public:
+    __aicore__ static inline void Run(GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        TilingData td = LoadTiling(tiling);
+        const uint32_t m = P::GROUP_ROWS ? td.group_t : td.t;
+        AscendC::GlobalTensor<T> g;
+        g.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
+        AscendC::TPipe pipe;
+        AscendC::TBuf<AscendC::TPosition::VECOUT> buf;
+        pipe.InitBuffer(buf, TILE * sizeof(T));
+        AscendC::LocalTensor<T> zero = buf.Get<T>();
+        AscendC::Duplicate(zero, T(0), TILE);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+
+        const uint32_t total = P::BATCH * m;
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        const uint32_t per = (total + blocks - 1) / blocks;
+        const uint32_t first = static_cast<uint32_t>(AscendC::GetBlockIdx()) * per;
+        const uint32_t end = first + per < total ? first + per : total;
+        for (uint32_t row = first; row < end;) {
+            const uint32_t batch = row / m, r = row % m;
+            uint32_t rows = end - row < m - r ? end - row : m - r;  // stay inside one batch
+            rows = rows < ROWS_PER_COPY ? rows : ROWS_PER_COPY;
+            AscendC::DataCopyParams cp(rows, PIECE * sizeof(T) / 32, 0, (P::LD - PIECE) * sizeof(T) / 32);
+            for (uint32_t n = 0; n < P::N; n += PIECE) {
+                AscendC::DataCopy(g[batch * P::STRIDE + r * P::LD + n], zero, cp);
+            }
+            row += rows;
+        }
+    }
+};
+
+}  // namespace dsv4
