@@ -22,6 +22,7 @@ use crate::{cost, report, variant};
 #[derive(Parser)]
 #[command(
     name = "runner",
+    bin_name = "cargo xtask",
     about = "Run generated decode layers on a backend and compare them with the golden"
 )]
 struct Cli {

@@ -145,36 +145,3 @@ fn swa_mini_tp1_copies_exactly_the_mapped_rows() {
 fn swa_mini_tp4_copies_exactly_the_mapped_rows() {
     variant("swa_mini_tp4");
 }
-
-/// FLASH dims, t = 256 (swa_tp2's capacity): wall time and GM traffic.
-#[test]
-#[ignore = "FLASH-size timing run: cargo test -p runner --test stage_cache_insert -- --ignored --nocapture"]
-fn flash_timing() {
-    let p = support::plan("swa_tp2");
-    let lib = support::library(p, &[STAGE]);
-    let t = p.shape.local_t;
-    let (hd, rows) = (p.model.head_dim, p.pools.kv_pool_rows);
-    let draws = Draws::new(SEED);
-    let mut mapping = fixture_slots(p, t);
-    mapping.resize(t, 0);
-    let mut tensors = BTreeMap::from([
-        (
-            "kv".to_string(),
-            tensor(vec![t, hd], narrow(&draws.normal("kv", t * hd, 1.0))),
-        ),
-        ("swa_slot_mapping".to_string(), tensor(vec![t], mapping)),
-        (
-            "kv_cache".to_string(),
-            tensor(
-                vec![p.pools.kv_pool_blocks, p.pools.block_size, 1, hd],
-                narrow(&draws.normal("kv_cache", rows * hd, 1.0)),
-            ),
-        ),
-    ]);
-    let runs = vector_stage::timed_run(&lib, p, STAGE, &mut tensors, tiling(p, t));
-    for (kernel, time, _) in &runs {
-        println!("{kernel}: {:.3} s", time.as_secs_f64());
-    }
-    let stats: Vec<_> = runs.into_iter().map(|(k, _, s)| (k, s)).collect();
-    check_launches(p, STAGE, &stats);
-}

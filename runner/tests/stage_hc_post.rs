@@ -14,7 +14,7 @@ use harness::golden::arith::narrow;
 use harness::golden::hc_post::hc_post;
 use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{assert_unwritten, check_launches, dims, tensor, tiling};
+use vector_stage::{StageCase, assert_unwritten, dims, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
 const STAGE: StageKind = StageKind::HcPost;
@@ -27,7 +27,9 @@ struct Inputs {
     comb: Vec<f32>,
 }
 
-impl Inputs {
+impl StageCase for Inputs {
+    const STAGE: StageKind = STAGE;
+
     fn new(p: &Plan, draws: &Draws, t: usize) -> Inputs {
         let (cap, hc, hidden) = (p.shape.local_t, p.model.hc_mult, p.model.hidden);
         let rows = |mut v: Vec<f32>, width: usize| {
@@ -63,6 +65,10 @@ impl Inputs {
             ("comb".into(), tensor(vec![cap, hc * hc], self.comb.clone())),
         ])
     }
+
+    fn judge(&self, p: &Plan, got: &BTreeMap<String, Tensor>, t: usize) {
+        compare(p, self, got, t);
+    }
 }
 
 fn compare(p: &Plan, inputs: &Inputs, tensors: &BTreeMap<String, Tensor>, t: usize) {
@@ -93,52 +99,17 @@ fn compare(p: &Plan, inputs: &Inputs, tensors: &BTreeMap<String, Tensor>, t: usi
     assert_unwritten("x_out", got, t * hc * hidden);
 }
 
-fn variant(name: &str) {
-    let p = support::plan(name);
-    let lib = support::library(p, &[STAGE]);
-    let draws = Draws::new(SEED + p.shape.tp as u64);
-    for t in [p.shape.local_t, p.shape.local_t - 8] {
-        let inputs = Inputs::new(p, &draws, t);
-        let mut tensors = inputs.tensors(p);
-        let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, t));
-        check_launches(p, STAGE, &stats);
-        compare(p, &inputs, &tensors, t);
-    }
-}
-
 #[test]
 fn swa_small_tp1_is_bit_exact() {
-    variant("swa_small_tp1");
+    run_variant::<Inputs>("swa_small_tp1", SEED);
 }
 
 #[test]
 fn swa_mini_tp1_is_bit_exact() {
-    variant("swa_mini_tp1");
+    run_variant::<Inputs>("swa_mini_tp1", SEED);
 }
 
 #[test]
 fn swa_mini_tp4_is_bit_exact() {
-    variant("swa_mini_tp4");
-}
-
-/// FLASH dims, t = 256 (swa_tp2's capacity): wall time and GM traffic.
-#[test]
-#[ignore = "FLASH-size timing run: cargo test -p runner --test stage_hc_post -- --ignored --nocapture"]
-fn flash_timing() {
-    let p = support::plan("swa_tp2");
-    let lib = support::library(p, &[STAGE]);
-    let t = p.shape.local_t;
-    let inputs = Inputs::new(p, &Draws::new(SEED), t);
-    let mut tensors = inputs.tensors(p);
-    let runs = vector_stage::timed_run(&lib, p, STAGE, &mut tensors, tiling(p, t));
-    for (kernel, time, st) in &runs {
-        println!(
-            "{kernel}: {:.3} s, {} vector lanes",
-            time.as_secs_f64(),
-            st.vec_elem_ops
-        );
-    }
-    let stats: Vec<_> = runs.into_iter().map(|(k, _, s)| (k, s)).collect();
-    check_launches(p, STAGE, &stats);
-    compare(p, &inputs, &tensors, t);
+    run_variant::<Inputs>("swa_mini_tp4", SEED);
 }

@@ -227,21 +227,10 @@ fn check_launches(p: &Plan, stage: StageKind, stats: &[(String, LaunchStats)]) {
     }
 }
 
-/// Which runtime token counts a test runs.
-#[derive(Clone, Copy)]
-enum Tokens {
-    /// Capacity and capacity − 8 (a sub-capacity count leaves padding rows).
-    Both,
-    Capacity,
-}
-
-impl Tokens {
-    fn of(self, d: &Dims) -> Vec<usize> {
-        match self {
-            Tokens::Both => vec![d.local_t(), d.local_t() - 8],
-            Tokens::Capacity => vec![d.local_t()],
-        }
-    }
+/// The runtime token counts every test runs: capacity and capacity − 8 (a
+/// sub-capacity count leaves padding rows).
+fn token_counts(d: &Dims) -> [usize; 2] {
+    [d.local_t(), d.local_t() - 8]
 }
 
 /// Runs `f`, printing its wall time.
@@ -253,13 +242,13 @@ fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
 }
 
 /// TP 1: o_packed_heads → attn_out, against the golden within (1e-4, 1/128) everywhere.
-fn tp1(variant: &str, tokens: Tokens) {
+fn tp1(variant: &str) {
     let p = support::plan(variant);
     let d = dims(p);
     let lib = support::library(p, &[StageKind::OProj]);
     let draws = Draws::new(SEED);
     let w = Weights::new(&d, &draws);
-    for t in tokens.of(&d) {
+    for t in token_counts(&d) {
         let packed = packed_heads(&d, &draws, 0, t);
         let mut tensors = BTreeMap::new();
         w.insert(&d, &mut tensors);
@@ -397,18 +386,18 @@ fn check_intermediates(
 
 #[test]
 fn tp1_swa_small() {
-    tp1("swa_small_tp1", Tokens::Both);
+    tp1("swa_small_tp1");
 }
 
 #[test]
 fn tp1_swa_mini() {
-    tp1("swa_mini_tp1", Tokens::Both);
+    tp1("swa_mini_tp1");
 }
 
 /// TP > 1: per rank the all-to-all's group slabs → o_partial (vs the golden partial within
 /// (1e-4, 1/128), no bad point), then the token scatter and the rank sum (exact against
 /// the golden's reduce-scatter of the kernels' partials).
-fn sharded(variant: &str, tokens: Tokens) {
+fn sharded(variant: &str) {
     let p = support::plan(variant);
     let d = dims(p);
     let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
@@ -416,7 +405,7 @@ fn sharded(variant: &str, tokens: Tokens) {
     let lib = support::library(p, &[StageKind::OProj, StageKind::OReduceScatter]);
     let draws = Draws::new(SEED);
     let full = Weights::new(&d, &draws);
-    for t in tokens.of(&d) {
+    for t in token_counts(&d) {
         let group_t = tp * t;
         let packed: Vec<Vec<bf16>> = (0..tp).map(|r| packed_heads(&d, &draws, r, t)).collect();
         // The all-to-all's output, compact [lg, group_t, gin] per rank.
@@ -498,17 +487,17 @@ fn sharded(variant: &str, tokens: Tokens) {
 
 #[test]
 fn sharded_swa_mini_tp2() {
-    sharded("swa_mini_tp2", Tokens::Both);
+    sharded("swa_mini_tp2");
 }
 
 #[test]
 fn sharded_swa_mini_tp4() {
-    sharded("swa_mini_tp4", Tokens::Both);
+    sharded("swa_mini_tp4");
 }
 
 #[test]
 fn sharded_swa_small_tp2() {
-    sharded("swa_small_tp2", Tokens::Both);
+    sharded("swa_small_tp2");
 }
 
 /// The plan wires the steps as swa.md §3.8 orders them.
@@ -544,64 +533,4 @@ fn collective_steps() {
             .any(|s| matches!(s, Step::GroupAllToAll { .. } | Step::TokenScatter { .. })),
         "TP 1 has no collectives"
     );
-}
-
-/// FLASH dims at capacity: the GM traffic of every launch (moved vs distinct bytes) and
-/// the wall time, as the task reports them. Slow: run with `--ignored --nocapture`.
-#[test]
-#[ignore]
-fn flash() {
-    tp1("swa_tp1", Tokens::Capacity);
-    sharded("swa_tp2", Tokens::Capacity);
-}
-
-#[test]
-#[ignore]
-fn zz_timing() {
-    let p = support::plan("swa_tp2");
-    let d = dims(p);
-    let lib = support::library(p, &[StageKind::OProj]);
-    let draws = Draws::new(SEED);
-    let w = Weights::new(&d, &draws).shard(&d, 0);
-    let t = d.local_t();
-    let group_t = d.tp * t;
-    let gtp = d.tp * d.local_t_pad();
-    let mut tensors = BTreeMap::new();
-    w.insert(&d, &mut tensors);
-    let local = narrow(&grid_normal(
-        &draws,
-        "x",
-        d.local_o_groups() * gtp * d.o_group_in(),
-        HEADS_STD,
-        4,
-    ));
-    tensors.insert(
-        "attention_local".into(),
-        tensor(vec![d.local_o_groups() * gtp, d.o_group_in()], local),
-    );
-    let tiling = Tiling {
-        t: t as u32,
-        b: (t / d.seq) as u32,
-        group_t: group_t as u32,
-        ..Tiling::default()
-    };
-    let n = p.kernels.steps.len();
-    for i in 0..n {
-        let mut q = p.clone();
-        let keep = q.kernels.steps[i].clone();
-        if !matches!(&keep, Step::Launch(l) if l.stage == StageKind::OProj) {
-            continue;
-        }
-        q.kernels.steps = vec![keep.clone()];
-        let start = std::time::Instant::now();
-        support::run(&lib, &q, &[StageKind::OProj], &mut tensors, tiling);
-        if let Step::Launch(l) = keep {
-            println!(
-                "{} blocks {}: {:.2?}",
-                l.kernel,
-                l.block_dim,
-                start.elapsed()
-            );
-        }
-    }
 }

@@ -11,7 +11,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use half::bf16;
 use harness::compare::{Report, ratio_allclose};
@@ -19,10 +18,9 @@ use harness::fixtures::{self, FixtureOptions};
 use harness::golden::qkv::{QkvWeights, qkv_proj_rope};
 use harness::golden::rope::RopeRows;
 use harness::golden::{Dims, LayerKind, LayerSpec, RopeProfile};
-use harness::sim::{CoreMode, GmArg, LaunchStats, SimLibrary};
+use harness::sim::{LaunchStats, SimLibrary};
 use harness::tensor::Tensor;
 use kernelgen::chip::Mem;
-use kernelgen::kernels::Cores;
 use kernelgen::plan::{Plan, StageKind};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -260,93 +258,4 @@ fn csa_positions_table_is_not_supported_yet() {
             );
         }
     }
-}
-
-/// FLASH dims at TP 2 (t = 256): wall time and GM traffic per kernel, and the golden check.
-#[test]
-#[ignore = "FLASH-dim measurement: slow in the dev profile"]
-fn flash_tp2_sim_time() {
-    let p = plan("swa_tp2");
-    let lib = library(p, STAGE);
-    let c = case(p, p.shape.local_t, 13);
-    let want = golden(&c);
-    let mut tensors = c.inputs.clone();
-    let caps: Vec<(&str, usize)> = p.axes.iter().map(|a| (a.name, a.max)).collect();
-    let mut total = 0.0;
-    for (kernel, cores, block_dim, args) in support::launches(p, STAGE) {
-        for a in args {
-            if !tensors.contains_key(a) {
-                let w = p.kernels.workspaces.iter().find(|w| w.name == a).unwrap();
-                let shape = support::shape(&w.shape, &caps);
-                let n: usize = shape.iter().product();
-                let dtype = match w.dtype {
-                    kernelgen::plan::DType::Bf16 => harness::abi::DType::Bf16,
-                    kernelgen::plan::DType::F32 => harness::abi::DType::F32,
-                    kernelgen::plan::DType::I8 => harness::abi::DType::I8,
-                    kernelgen::plan::DType::I32 => harness::abi::DType::I32,
-                    kernelgen::plan::DType::I64 => harness::abi::DType::I64,
-                };
-                let bytes = vec![0xFF; n * dtype.size()];
-                tensors.insert(
-                    a.clone(),
-                    Tensor::from_le_bytes(dtype, shape, &bytes).unwrap(),
-                );
-            }
-        }
-        let mut tiling = tiling(c.t).bytes();
-        let mut workspace = vec![0u8; 32];
-        let mut picked: Vec<(String, Tensor)> = args
-            .iter()
-            .map(|a| (a.clone(), tensors.remove(a).unwrap()))
-            .collect();
-        let mut gm: Vec<GmArg> = picked
-            .iter_mut()
-            .map(|(n, t)| GmArg::new(n.clone(), t.as_le_bytes_mut()))
-            .collect();
-        gm.push(GmArg::new("workspace", &mut workspace));
-        gm.push(GmArg::new("tiling", &mut tiling));
-        let mode = match cores {
-            Cores::Aic => CoreMode::Aic,
-            Cores::Aiv => CoreMode::Aiv,
-            Cores::Mix => CoreMode::Mix,
-        };
-        let start = Instant::now();
-        let s = lib
-            .launch(kernel, mode, block_dim, &mut gm)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let secs = start.elapsed().as_secs_f64();
-        drop(gm);
-        tensors.extend(picked);
-        total += secs;
-        println!(
-            "{kernel} x{block_dim}: {secs:.3} s, GM {:.2} MiB moved / {:.2} MiB distinct = {:.3}",
-            s.gm_bytes() as f64 / 1048576.0,
-            s.gm_distinct_bytes() as f64 / 1048576.0,
-            s.gm_bytes() as f64 / s.gm_distinct_bytes().max(1) as f64
-        );
-    }
-    println!("qkv_proj_rope at FLASH TP2, t = {}: {total:.3} s", c.t);
-    let t = c.t;
-    let d = &c.dims;
-    let got = |name: &str| valid_rows(name, &tensors[name], t);
-    let q_want = Tensor::from_vec(vec![t, d.heads * d.head_dim], want.q).unwrap();
-    let kv_want = Tensor::from_vec(vec![t, d.head_dim], want.kv).unwrap();
-    let qr_want = Tensor::from_vec(vec![t, d.q_lora], want.qr).unwrap();
-    expect(ratio_allclose(
-        "q",
-        &got("q"),
-        &q_want,
-        1e-4,
-        1.0 / 128.0,
-        0.005,
-    ));
-    expect(ratio_allclose(
-        "kv",
-        &got("kv"),
-        &kv_want,
-        1e-4,
-        1.0 / 128.0,
-        0.005,
-    ));
-    expect(ratio_allclose("qr", &got("qr"), &qr_want, 1.0, 0.0, 0.0));
 }

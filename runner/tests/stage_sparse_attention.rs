@@ -398,14 +398,3 @@ fn a_window_row_outside_the_pool_stops_the_scores_kernel() {
         assert!(m.contains(part), "`{part}` missing from: {m}");
     }
 }
-
-/// FLASH dims, one TP2 rank at capacity (t = 256): correctness, sim time and GM ratios.
-/// `cargo test -p runner --test stage_sparse_attention -- --ignored --nocapture`
-#[test]
-#[ignore = "FLASH dims: a minute of kernel compilation and a larger fixture"]
-fn flash_tp2_rank_at_capacity() {
-    let p = plan("swa_tp2");
-    let case = Case::new(p, &StartPositions::Default, p.shape.b);
-    let lib = library(&["swa_tp2"]);
-    check(&lib, "swa_tp2", &case);
-}

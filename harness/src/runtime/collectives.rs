@@ -103,12 +103,12 @@ impl Exchange {
         } = pattern
             && (src_rows < tp * local_groups * src_slab_rows
                 || dst_rows < local_groups * dst_slab_rows)
-            {
-                return Err(bad(format!(
-                    "{src_rows} and {dst_rows} rows cannot hold {} groups of {src_slab_rows} and {local_groups} of {dst_slab_rows} rows",
-                    tp * local_groups
-                )));
-            }
+        {
+            return Err(bad(format!(
+                "{src_rows} and {dst_rows} rows cannot hold {} groups of {src_slab_rows} and {local_groups} of {dst_slab_rows} rows",
+                tp * local_groups
+            )));
+        }
         Ok(Some(Exchange {
             pattern,
             src: src_id,

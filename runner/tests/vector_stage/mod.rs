@@ -2,19 +2,18 @@
 //! hc_post): the golden dims of a plan, the runtime tiling of a token count,
 //! typed tensors, and the checks every stage test makes — peak on-chip use
 //! within the plan's budget, GM traffic printed, rows past the runtime extent
-//! still poisoned — plus per-launch wall times for the FLASH timing runs.
+//! still poisoned — and the run of one case at capacity and capacity − 8 tokens.
 
 #![allow(dead_code)] // each test binary uses part of this module
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use harness::compare::Report;
+use harness::fixtures::random::Draws;
 use harness::golden::Dims;
-use harness::sim::{LaunchStats, SimLibrary};
+use harness::sim::LaunchStats;
 use harness::tensor::{Element, Tensor};
 use kernelgen::chip::Mem;
-use kernelgen::kernels::Step;
 use kernelgen::plan::{Plan, StageKind};
 
 use super::support::{self, Tiling};
@@ -105,32 +104,25 @@ pub fn check_launches(p: &Plan, stage: StageKind, stats: &[(String, LaunchStats)
     }
 }
 
-/// Runs the launches of `stage` one at a time (same binding and poisoning as
-/// [`support::run`]) and returns each one's wall time and counters.
-pub fn timed_run(
-    lib: &SimLibrary,
-    p: &Plan,
-    stage: StageKind,
-    tensors: &mut BTreeMap<String, Tensor>,
-    tiling: Tiling,
-) -> Vec<(String, Duration, LaunchStats)> {
-    let launches: Vec<usize> = p
-        .kernels
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| matches!(s, Step::Launch(l) if l.stage == stage))
-        .map(|(i, _)| i)
-        .collect();
-    launches
-        .into_iter()
-        .flat_map(|i| {
-            let mut one = p.clone();
-            one.kernels.steps = vec![p.kernels.steps[i].clone()];
-            let start = Instant::now();
-            let stats = support::run(lib, &one, &[stage], tensors, tiling);
-            let elapsed = start.elapsed();
-            stats.into_iter().map(move |(k, s)| (k, elapsed, s))
-        })
-        .collect()
+/// One stage test: its inputs at `t` tokens and its judgement of the outputs.
+pub trait StageCase: Sized {
+    const STAGE: StageKind;
+    fn new(p: &Plan, draws: &Draws, t: usize) -> Self;
+    fn tensors(&self, p: &Plan) -> BTreeMap<String, Tensor>;
+    fn judge(&self, p: &Plan, got: &BTreeMap<String, Tensor>, t: usize);
+}
+
+/// Runs the stage's kernels of variant `name` at capacity and capacity − 8 tokens
+/// (outputs poisoned), checks every launch's on-chip peaks and judges the outputs.
+pub fn run_variant<C: StageCase>(name: &str, seed: u64) {
+    let p = support::plan(name);
+    let lib = support::library(p, &[C::STAGE]);
+    let draws = Draws::new(seed + p.shape.tp as u64);
+    for t in [p.shape.local_t, p.shape.local_t - 8] {
+        let case = C::new(p, &draws, t);
+        let mut tensors = case.tensors(p);
+        let stats = support::run(&lib, p, &[C::STAGE], &mut tensors, tiling(p, t));
+        check_launches(p, C::STAGE, &stats);
+        case.judge(p, &tensors, t);
+    }
 }

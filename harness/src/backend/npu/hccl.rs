@@ -102,7 +102,12 @@ impl Hccl {
     }
 
     /// Joins the communicator as `rank` of `ranks`; blocks until every rank has joined.
-    pub(crate) fn join(&self, ranks: usize, info: &RootInfo, rank: usize) -> Result<Comm, BackendError> {
+    pub(crate) fn join(
+        &self,
+        ranks: usize,
+        info: &RootInfo,
+        rank: usize,
+    ) -> Result<Comm, BackendError> {
         let mut comm: Comm = std::ptr::null_mut();
         // SAFETY: `info` is rank 0's root info; HCCL writes the communicator into `comm`.
         check("HcclCommInitRootInfo", unsafe {
