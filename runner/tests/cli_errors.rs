@@ -139,7 +139,8 @@ fn golden_data_must_be_readable_and_match_the_spec() {
         &["--golden-data /nonexistent/case", "in.safetensors"],
     );
     // the reference's vectors are swa_small dims, not swa_mini
-    let vectors = "/work/shared/golden-vectors/swa_small_tp1";
+    let dir = runner::variant::repo_root().join("../shared/golden-vectors/swa_small_tp1");
+    let vectors = dir.to_str().unwrap();
     refused(
         &mini("1", &["--golden-data", vectors]),
         &[

@@ -118,8 +118,8 @@ fn swa_small_at_tp1_and_tp2_passes_the_golden() {
 
 #[test]
 fn the_reference_vectors_replay_through_swa_small_at_tp1() {
-    let dir = std::path::Path::new("/work/shared/golden-vectors/swa_small_tp1");
-    let saved = io::load_case(dir).unwrap();
+    let dir = variant::repo_root().join("../shared/golden-vectors/swa_small_tp1");
+    let saved = io::load_case(&dir).unwrap();
     let rt = runtime("swa_small_tp1");
     let spec = variant::layer_spec(rt.plan()).unwrap();
     let reports = judge(rt, &spec, &saved.inputs, &saved.outputs);
