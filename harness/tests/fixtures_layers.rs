@@ -127,7 +127,7 @@ fn packed_state_rows_are_distinct_and_share_pages_at_disjoint_rows() {
     // Two requests whose active rows collide in the default table.
     let starts = [4, 4 + 8 * 256];
     let pos = positions(&starts, 8);
-    let mut table = BlockTable::interleaved(2, 2, 1024, 4);
+    let mut table = BlockTable::interleaved(2, 1024, 4);
     pack_active_rows(&mut table, &pos, 8, 8, 4).unwrap();
     let rows: HashSet<i64> = pos
         .iter()

@@ -14,7 +14,7 @@ fn flash_metadata(batch: usize) -> (Vec<i64>, Vec<i32>, Vec<i32>) {
     let spec = LayerSpec::flash_swa(1);
     let starts = StartPositions::Default.resolve(&spec, batch).unwrap();
     let pos = positions(&starts, 8);
-    let table = BlockTable::interleaved(batch, batch, (1usize << 20) / 32, 512);
+    let table = BlockTable::interleaved(batch, (1usize << 20) / 32, 512);
     let slots = slot_mapping(&pos, 8, &table, 32);
     let (idx, lens) = window_indices(&pos, 8, &table, 32, 128);
     (slots, idx, lens)
@@ -199,7 +199,7 @@ fn token_counts_follow_the_contract() {
 #[test]
 fn compressed_slots_mark_every_boundary_token_only() {
     let pos = positions(&[0, 124], 8);
-    let table = BlockTable::interleaved(2, 2, 128, 256);
+    let table = BlockTable::interleaved(2, 128, 256);
     let slots = compressed_slot_mapping(&pos, 8, &table, 4, 32);
     let marked: Vec<usize> = (0..16).filter(|&t| slots[t] >= 0).collect();
     // p + 1 ≡ 0 mod 4: positions 3, 7 and 127, 131 (both ratio-4 boundaries of a step).

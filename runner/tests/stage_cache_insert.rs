@@ -32,7 +32,6 @@ fn fixture_slots(p: &Plan, t: usize) -> Vec<i64> {
     let starts: Vec<i32> = (0..t / seq).map(|b| pattern[b % 3]).collect();
     let table = BlockTable::interleaved(
         p.shape.b,
-        p.shape.b,
         p.pools.max_positions.div_ceil(bs),
         p.pools.kv_pool_blocks,
     );

@@ -91,7 +91,6 @@ impl Case {
         let pos = positions(&starts, d.seq);
         let table = BlockTable::interleaved(
             requests,
-            d.local_t() / d.seq,
             d.max_seq_len.div_ceil(d.block_size),
             d.kv_pool_blocks,
         );
