@@ -146,9 +146,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "zero_rows_n1024_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["out"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x128x128_split256x768x1024_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x128x256_split256x1024x4096", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g8_r512_n4096_c2048_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
 ];
@@ -161,9 +161,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "zero_rows_n1024_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x128x128_split256x768x1024_acc", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x128x256_split256x1024x4096", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c2048_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"] }),
 ];

@@ -2,7 +2,8 @@
 //! `harness::golden::gemm`:
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
-//!   the matrices, row ranges, k slices added atomically, ragged slices and N ranges;
+//!   the matrices, row ranges, k slices added atomically, ragged slices and N ranges,
+//!   panels whose last columns stay in L0A (a tail), with and without a tail per slice;
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
 //! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
@@ -45,6 +46,8 @@ struct Case {
     tile: [usize; 3],
     /// Rows per range, k per slice, columns per range.
     split: [usize; 3],
+    /// Columns at the end of a k slice held in L0A instead of the L1 panel.
+    tail: usize,
 }
 
 impl Case {
@@ -79,6 +82,7 @@ impl Case {
                 ("RANGE_M", u(self.split[0])),
                 ("SLICE_K", u(self.split[1])),
                 ("RANGE_N", u(self.split[2])),
+                ("TAIL_K", u(self.tail)),
                 ("ATOMIC", Value::Bool(self.atomic())),
             ],
             args: vec!["a", "b", "c"],
@@ -124,6 +128,7 @@ const CASES: &[Case] = &[
         strides: [0, 0, 0],
         tile: [32, 64, 64],
         split: [64, 128, 128],
+        tail: 0,
     },
     // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
     Case {
@@ -140,6 +145,7 @@ const CASES: &[Case] = &[
         strides: [48 * 128, 64 * 96, 48 * 80],
         tile: [32, 32, 32],
         split: [48, 96, 32],
+        tail: 0,
     },
     // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix.
     Case {
@@ -156,6 +162,7 @@ const CASES: &[Case] = &[
         strides: [0, 0, 0],
         tile: [32, 64, 64],
         split: [64, 256, 64],
+        tail: 0,
     },
     // int8, B [N, K], two batches, k slices added atomically in int32.
     Case {
@@ -172,6 +179,62 @@ const CASES: &[Case] = &[
         strides: [32 * 192, 96 * 192, 32 * 96],
         tile: [16, 32, 64],
         split: [32, 64, 96],
+        tail: 0,
+    },
+    // bf16, B [K, N]: k slices of 192 = a 160-column panel (k steps 64, 64, 32) and a
+    // 32-column L0A tail; the last slice (128) fits the panel and has no tail. Two row
+    // ranges (64, then 32 or 24 rows), ragged N ranges.
+    Case {
+        name: "bf16_kn_tail",
+        int8: false,
+        b_nk: false,
+        max_rows: 96,
+        n: 192,
+        k: 320,
+        batch: 1,
+        lda: 320,
+        ldb: 192,
+        ldc: 192,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [64, 192, 128],
+        tail: 32,
+    },
+    // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
+    // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles.
+    Case {
+        name: "i8_nk_tail",
+        int8: true,
+        b_nk: true,
+        max_rows: 48,
+        n: 64,
+        k: 192,
+        batch: 2,
+        lda: 192,
+        ldb: 224,
+        ldc: 64,
+        strides: [48 * 192, 64 * 224, 48 * 64],
+        tile: [16, 32, 64],
+        split: [48, 192, 64],
+        tail: 64,
+    },
+    // int8, B [K, N] (transposed squares): k slices of 192 = 128 panel + 64 tail, then a
+    // last slice of 128 without a tail, added atomically in int32.
+    Case {
+        name: "i8_kn_tail",
+        int8: true,
+        b_nk: false,
+        max_rows: 64,
+        n: 128,
+        k: 320,
+        batch: 1,
+        lda: 320,
+        ldb: 160,
+        ldc: 128,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [32, 192, 64],
+        tail: 64,
     },
 ];
 
@@ -441,6 +504,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                     param(k, "SLICE_K"),
                     param(k, "RANGE_N"),
                 ],
+                tail: param(k, "TAIL_K"),
             };
             for rows in [cap, cap - 8] {
                 let (af, bf) = operands(&c, rows, 400 + seen);

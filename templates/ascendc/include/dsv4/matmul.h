@@ -9,6 +9,9 @@
 // GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
 // N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice):
 //   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
+//     with TAIL_K > 0 its last TAIL_K columns (one Mmad k step) stay in L0A instead, beside
+//     the Mmad A tiles, so a panel one L1 cannot hold with the B tiles still fits on chip
+//     (the tail is staged through the panel's L1 buffer before the panel arrives);
 //   - B streams through L1 in TILE_K x TILE_N tiles, each read from GM once per item;
 //   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
 //     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out; with
@@ -46,8 +49,12 @@ class Matmul {
     static constexpr uint32_t FRAC = 512 / sizeof(In);     // elements of a fractal
     static constexpr uint32_t RANGE_M_PAD = (P::RANGE_M + 15) / 16 * 16;
     static constexpr uint32_t STRIPS_M = (P::RANGE_M + P::TILE_M - 1) / P::TILE_M;
-    static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % P::TILE_K == 0,
+    // Columns of a k slice in the L1 panel; the rest (at most TAIL_K) are the L0A tail.
+    static constexpr uint32_t PANEL_K = P::SLICE_K - P::TAIL_K;
+    static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % C0 == 0 && P::TAIL_K % C0 == 0,
                   "K tiles are whole fractals");
+    static_assert(P::TAIL_K <= P::TILE_K && P::TAIL_K <= PANEL_K,
+                  "the tail is one Mmad k step and is staged through the panel's buffer");
     static_assert(P::N % 16 == 0 && P::TILE_N % 16 == 0 && P::RANGE_N % P::TILE_N == 0,
                   "N tiles are whole fractals");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
@@ -70,9 +77,12 @@ private:
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
         c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
-        pipe_.InitBuffer(aL1_, 1, RANGE_M_PAD * P::SLICE_K * sizeof(In));
+        pipe_.InitBuffer(aL1_, 1, RANGE_M_PAD * PANEL_K * sizeof(In));
         pipe_.InitBuffer(bL1_, 2, P::TILE_K * P::TILE_N * sizeof(In));
         pipe_.InitBuffer(aL0_, 2, P::TILE_M * P::TILE_K * sizeof(In));
+        if constexpr (P::TAIL_K > 0) {
+            pipe_.InitBuffer(tailL0_, 1, RANGE_M_PAD * P::TAIL_K * sizeof(In));
+        }
         pipe_.InitBuffer(bL0_, 2, P::TILE_K * P::TILE_N * sizeof(In));
         pipe_.InitBuffer(cL0_, 1, STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc));
     }
@@ -97,56 +107,92 @@ private:
             it.mLen = Min(P::RANGE_M, m_ - it.m0);
             it.k0 = ks * P::SLICE_K;
             it.kLen = Min(P::SLICE_K, P::K - it.k0);
+            it.panelLen = Min(PANEL_K, it.kLen);
             it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
             it.b = b_[batch * P::STRIDE_B];
             it.c = c_[batch * P::STRIDE_C + it.m0 * P::LDC];
             const uint32_t n0 = nr * P::RANGE_N;
             const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
+            AscendC::LocalTensor<In> tail;
+            if (HasTail(it)) {
+                tail = LoadTail(it);
+            }
             AscendC::LocalTensor<In> panel = LoadPanel(it);
             for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
-                Strip(it, panel, n, Min(P::TILE_N, nEnd - n));
+                Strip(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
             }
             aL1_.FreeTensor(panel);
+            if (HasTail(it)) {
+                tailL0_.FreeTensor(tail);
+            }
         }
     }
 
     struct Item {
-        uint32_t m0, mLen, k0, kLen;
+        uint32_t m0, mLen, k0, kLen, panelLen;
         AscendC::GlobalTensor<In> a, b;
         AscendC::GlobalTensor<Acc> c;
     };
 
     __aicore__ static inline uint32_t Min(uint32_t x, uint32_t y) { return x < y ? x : y; }
     __aicore__ static inline uint32_t Pad16(uint32_t x) { return (x + 15) / 16 * 16; }
+    // The item's slice reaches past the panel (never for TAIL_K == 0).
+    __aicore__ static inline bool HasTail(const Item& it) { return P::TAIL_K > 0 && it.kLen > it.panelLen; }
 
     // The item's A panel: mLen valid rows (ND2NZ leaves the pad rows of the last fractal
-    // row undefined; they only feed C rows that are never written) x kLen columns, in
+    // row undefined; they only feed C rows that are never written) x panelLen columns, in
     // column blocks of Pad16(mLen) rows.
     __aicore__ inline AscendC::LocalTensor<In> LoadPanel(const Item& it)
     {
         AscendC::LocalTensor<In> panel = aL1_.AllocTensor<In>();
-        AscendC::DataCopy(panel, it.a, AscendC::Nd2NzParams(1, it.mLen, it.kLen, 0, P::LDA, Pad16(it.mLen), 1, 0));
+        AscendC::DataCopy(panel, it.a,
+                          AscendC::Nd2NzParams(1, it.mLen, it.panelLen, 0, P::LDA, Pad16(it.mLen), 1, 0));
         aL1_.EnQue(panel);
         return aL1_.DeQue<In>();
     }
 
-    // C[rows of the item, n .. n + nLen) over the item's k slice, then out to GM.
-    __aicore__ inline void Strip(const Item& it, const AscendC::LocalTensor<In>& panel, uint32_t n, uint32_t nLen)
+    // The slice's columns past the panel, all mLen rows, as L0A (m block, k block) fractals
+    // that stay for the whole item: GM -> L1 through the panel's buffer (freed again before
+    // LoadPanel takes it) -> L0A.
+    __aicore__ inline AscendC::LocalTensor<In> LoadTail(const Item& it)
+    {
+        const uint32_t tailLen = it.kLen - it.panelLen;
+        AscendC::LocalTensor<In> staged = aL1_.AllocTensor<In>();
+        AscendC::DataCopy(staged, it.a[it.panelLen],
+                          AscendC::Nd2NzParams(1, it.mLen, tailLen, 0, P::LDA, Pad16(it.mLen), 1, 0));
+        aL1_.EnQue(staged);
+        staged = aL1_.DeQue<In>();
+        AscendC::LocalTensor<In> tail = tailL0_.AllocTensor<In>();
+        ToL0A(tail, staged, Pad16(it.mLen) / 16, 0, it.mLen, 0, tailLen);
+        aL1_.FreeTensor(staged);
+        tailL0_.EnQue(tail);
+        return tailL0_.DeQue<In>();
+    }
+
+    // C[rows of the item, n .. n + nLen) over the item's k slice (panel, then tail), then
+    // out to GM.
+    __aicore__ inline void Strip(const Item& it, const AscendC::LocalTensor<In>& panel,
+                                 const AscendC::LocalTensor<In>& tail, uint32_t n, uint32_t nLen)
     {
         AscendC::LocalTensor<Acc> acc = cL0_.AllocTensor<Acc>();
-        for (uint32_t kt = 0; kt < it.kLen; kt += P::TILE_K) {
-            const uint32_t kLen = Min(P::TILE_K, it.kLen - kt);
+        for (uint32_t kt = 0; kt < it.panelLen; kt += P::TILE_K) {
+            const uint32_t kLen = Min(P::TILE_K, it.panelLen - kt);
             AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + kt, kLen, n, nLen);
             for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
                 const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
                 AscendC::LocalTensor<In> a = LoadA(panel, Pad16(it.mLen) / 16, mt, rows, kt, kLen);
-                AscendC::MmadParams mp;
-                mp.m = rows;
-                mp.n = nLen;
-                mp.k = kLen;
-                mp.cmatrixInitVal = kt == 0;
-                AscendC::Mmad(acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], a, b, mp);
+                MmadTile(acc, a, b, mt, rows, nLen, kLen, kt == 0);
                 aL0_.FreeTensor(a);
+            }
+            bL0_.FreeTensor(b);
+        }
+        if (HasTail(it)) {
+            const uint32_t kLen = it.kLen - it.panelLen;
+            AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + it.panelLen, kLen, n, nLen);
+            for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
+                // the tail's m blocks of this tile, each kLen / C0 fractals
+                MmadTile(acc, tail[mt / 16 * (kLen / C0) * FRAC], b, mt, Min(P::TILE_M, it.mLen - mt), nLen, kLen,
+                         false);
             }
             bL0_.FreeTensor(b);
         }
@@ -166,20 +212,41 @@ private:
         cL0_.FreeTensor(acc);
     }
 
-    // Rows [mt, mt + rows) x columns [kt, kt + kLen) of the panel (rowBlocks fractal rows
-    // per column block) as L0A (m block, k block) fractals.
+    // One Mmad of `rows` C rows from row mt of the strip (the accumulator holds TILE_M-row
+    // tiles of TILE_N columns); `first` starts the sum, else it adds to it.
+    __aicore__ inline void MmadTile(const AscendC::LocalTensor<Acc>& acc, const AscendC::LocalTensor<In>& a,
+                                    const AscendC::LocalTensor<In>& b, uint32_t mt, uint32_t rows, uint32_t nLen,
+                                    uint32_t kLen, bool first)
+    {
+        AscendC::MmadParams mp;
+        mp.m = rows;
+        mp.n = nLen;
+        mp.k = kLen;
+        mp.cmatrixInitVal = first;
+        AscendC::Mmad(acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], a, b, mp);
+    }
+
+    // Rows [mt, mt + rows) x columns [kt, kt + kLen) of the panel as an L0A tile.
     __aicore__ inline AscendC::LocalTensor<In> LoadA(const AscendC::LocalTensor<In>& panel, uint32_t rowBlocks,
                                                      uint32_t mt, uint32_t rows, uint32_t kt, uint32_t kLen)
     {
-        const uint32_t kBlocks = kLen / C0;
         AscendC::LocalTensor<In> a = aL0_.AllocTensor<In>();
-        for (uint32_t mb = 0; mb < Pad16(rows) / 16; ++mb) {
-            const uint32_t first = kt / C0 * rowBlocks + mt / 16 + mb;
-            AscendC::LoadData(a[mb * kBlocks * FRAC], panel,
-                              AscendC::LoadData2DParams(first, kBlocks, rowBlocks, 0, 0, false, 0));
-        }
+        ToL0A(a, panel, rowBlocks, mt, rows, kt, kLen);
         aL0_.EnQue(a);
         return aL0_.DeQue<In>();
+    }
+
+    // Rows [mt, mt + rows) x columns [kt, kt + kLen) of an L1 NZ block (rowBlocks fractal
+    // rows per column block) into dst as L0A (m block, k block) fractals.
+    __aicore__ inline void ToL0A(const AscendC::LocalTensor<In>& dst, const AscendC::LocalTensor<In>& src,
+                                 uint32_t rowBlocks, uint32_t mt, uint32_t rows, uint32_t kt, uint32_t kLen)
+    {
+        const uint32_t kBlocks = kLen / C0;
+        for (uint32_t mb = 0; mb < Pad16(rows) / 16; ++mb) {
+            const uint32_t first = kt / C0 * rowBlocks + mt / 16 + mb;
+            AscendC::LoadData(dst[mb * kBlocks * FRAC], src,
+                              AscendC::LoadData2DParams(first, kBlocks, rowBlocks, 0, 0, false, 0));
+        }
     }
 
     // B[k0 .. k0 + kLen, n .. n + nLen) GM -> L1 -> L0B (k block, n block) fractals.
@@ -219,6 +286,7 @@ private:
     AscendC::TQue<AscendC::TPosition::A1, 1> aL1_;
     AscendC::TQue<AscendC::TPosition::B1, 1> bL1_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> tailL0_;
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     AscendC::GlobalTensor<In> a_, b_;
