@@ -128,6 +128,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g8_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "qkv_kv_finish_hd128_rd64_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
+    Kernel { name: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa16384_sb128_sc65536_tile32x128x128_split128x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -149,6 +151,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wkv", "kv_latent"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "cmp_wkv", "compress_kv"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "cmp_wgate", "compress_score"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 128 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, block_dim: 2, args: &["attention_local", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"] }),
@@ -174,6 +179,8 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_score", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
@@ -186,7 +193,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "sparse_attention"];
+pub const MISSING: &[&str] = &["sparse_attention"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

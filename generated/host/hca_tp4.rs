@@ -131,6 +131,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_kn_n512_k4096_tile128x32x64_split128x2048x256_tail48_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_kv_finish_hd512_rd64_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
     Kernel { name: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
+    Kernel { name: "matmul_bf16_nk_n512_k4096_tile64x128x128_split128x1408x512_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "compressor_r128_hd512_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
     Kernel { name: "zero_rows_n1024_b2_s524288_grouprows", cores: plan::Cores::Aiv, args: &["out"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b2_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g2_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
@@ -155,6 +157,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k4096_tile128x32x64_split128x2048x256_tail48_acc", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wkv", "kv_latent"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "zero_rows_n512", cores: plan::Cores::Aiv, block_dim: 16, args: &["compress_kv"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n512_k4096_tile64x128x128_split128x1408x512_acc", cores: plan::Cores::Aic, block_dim: 3, args: &["x_normed", "cmp_wkv", "compress_kv"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "zero_rows_n512", cores: plan::Cores::Aiv, block_dim: 16, args: &["compress_score"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n512_k4096_tile64x128x128_split128x1408x512_acc", cores: plan::Cores::Aic, block_dim: 3, args: &["x_normed", "cmp_wgate", "compress_score"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r128_hd512_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 128, dst_slab_rows: 512 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "zero_rows_n1024_b2_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b2_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, block_dim: 16, args: &["attention_local", "wo_a", "o_latent"] }),
@@ -181,6 +188,8 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q", shape: &[Var("t"), Const(64), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "kv", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_score", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(1024), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(1024), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(512), Const(4096)], dtype: F32, dir: Out, placement: PerRank },
@@ -193,7 +202,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "sparse_attention"];
+pub const MISSING: &[&str] = &["sparse_attention"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

@@ -166,7 +166,11 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
             "--tp",
             "1",
         ],
-        &["hca_small_tp1: stage", "has no kernels yet", "compressor"],
+        &[
+            "hca_small_tp1: stage",
+            "has no kernels yet",
+            "sparse_attention",
+        ],
     );
     refused(
         &["cost", "--layer", "csa", "--tp", "1"],

@@ -13,6 +13,7 @@
 
 mod cache_insert;
 mod collectives;
+mod compressor;
 mod gemm;
 mod hc_post;
 mod hc_pre;
@@ -214,6 +215,7 @@ fn stage(b: &mut Builder, s: &StagePlan) {
         StageKind::OGroupAllToAll | StageKind::OReduceScatter => collectives::plan(b, s),
         StageKind::OProj => o_proj::plan(b, s),
         StageKind::HcPost => hc_post::plan(b, s),
-        StageKind::Compressor | StageKind::Indexer => b.missing(s.kind),
+        StageKind::Compressor => compressor::plan(b, s),
+        StageKind::Indexer => b.missing(s.kind),
     }
 }

@@ -281,8 +281,39 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 return Vec::new();
             };
             let (t, ch) = (tokens.value, channels.value);
-            let mut v = cube(m.value, n.value, k.value, Bf16, F32);
-            v.extend(compressor_vector(c, t, ch, md.half_rope));
+            if c.overlap {
+                // The ratio-4 compressor has no kernels yet: the starting model.
+                let mut v = cube(m.value, n.value, k.value, Bf16, F32);
+                v.extend(compressor_vector(c, t, ch, md.half_rope));
+                return v;
+            }
+            // The projections run the shared matmul (zero_rows.h before a split-K one).
+            let mut v = matmul(m.value, n.value, k.value, d.chip);
+            v.push(row("zero_tile", Ub, F32, ZERO_FILL_TILE, 1, None));
+            // compressor.h: a request's t token rows of kvp, score and APE; a pooling
+            // tile of `ratio` rows × ch channels of kv and score, its column-max tree;
+            // the pooled row and its RMSNorm / RoPE scratch.
+            let (hd, rd, half) = (c.head_dim, md.rope_dim, md.half_rope);
+            let tile = c.ratio * ch;
+            v.extend([
+                row("kv_rows", Ub, F32, t * hd, 1, Some(hd)),
+                row("score_rows", Ub, F32, t * hd, 1, Some(hd)),
+                row("ape_rows", Ub, F32, t * hd, 1, Some(hd)),
+                row("pool_kv", Ub, F32, tile, 1, Some(ch)),
+                row("pool_score", Ub, F32, tile, 1, Some(ch)),
+                row("pool_max", Ub, F32, tile / 2, 1, None),
+                row("pooled", Ub, F32, hd, 1, None),
+                row("squares", Ub, F32, hd, 1, None),
+                row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+                row("norm_w", Ub, F32, hd, 1, None),
+                row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
+                row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
+                row("scalars", Ub, F32, 16, 1, None),
+                row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)),
+                row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+                row("rope_tables", Ub, F32, 2 * rd, 1, None),
+                row("rope_swap", Ub, F32, rd, 1, None),
+            ]);
             v
         }
         (

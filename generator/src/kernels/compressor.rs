@@ -1,0 +1,139 @@
+//! Kernels of stage compressor without overlap (HCA's ratio 128, hca_csa.md §4.1–4.3,
+//! §4.5): the two projections on the cube (`gemm`), then one vector kernel
+//! (`dsv4/compressor.h`) that, per request, adds the APE rows, writes the state rows,
+//! and at a boundary pools the window, normalises, rotates and writes the cmp_kv row.
+//!
+//! ```text
+//! x_normed ·cmp_wkvᵀ  → compress_kv f32  ─┐
+//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ compress_state, cmp_kv
+//! ```
+//!
+//! The overlapping ratio-4 compressor (CSA) is not supported yet: its stage is marked
+//! missing.
+
+use super::gemm::{self, BLayout, Matmul, Operands, Rows};
+use super::{Builder, Cores, Kernel, Value};
+use crate::plan::{DType, Dim, StagePlan};
+
+pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
+    let p = b.plan;
+    let Some(c) = &p.compressor else {
+        b.missing(s.kind);
+        return;
+    };
+    let (m, seq) = (&p.model, p.shape.decode_seq);
+    let tile = |name: &str| {
+        s.tiles
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+            .unwrap_or_else(|| unreachable!("compressor tiling has {name}"))
+    };
+    let (tokens, channels) = (tile("tokens"), tile("channels"));
+    let (hd, rd) = (c.head_dim, m.rope_dim);
+    // What dsv4/compressor.h handles: one request per state-update tile, halving trees
+    // over a power-of-two window of whole state pages, channel tiles one repeat wide
+    // (whole f32 blocks), rope rows and slice in whole f32 blocks, bf16 rows in blocks.
+    let supported = !c.overlap
+        && tokens == seq
+        && c.ratio > seq
+        && c.ratio.is_power_of_two()
+        && c.ratio <= 128
+        && c.ratio.is_multiple_of(c.state_block_size)
+        && channels.is_multiple_of(8)
+        && channels <= 64
+        && hd.is_multiple_of(channels)
+        && hd.is_multiple_of(16)
+        && rd.is_multiple_of(16)
+        && rd <= hd
+        && p.tensor("cmp_kv").is_some();
+    if !supported {
+        b.missing(s.kind);
+        return;
+    }
+    let t = || Dim::Var("t");
+    b.workspace("compress_kv", vec![t(), Dim::Const(hd)], DType::F32);
+    b.workspace("compress_score", vec![t(), Dim::Const(hd)], DType::F32);
+    let proj = Matmul::new(
+        Operands::Bf16,
+        BLayout::Nk,
+        Rows::Tokens,
+        p.shape.local_t,
+        hd,
+        m.hidden,
+    );
+    if gemm::launch(b, s, &proj, ["x_normed", "cmp_wkv", "compress_kv"]).is_none()
+        || gemm::launch(b, s, &proj, ["x_normed", "cmp_wgate", "compress_score"]).is_none()
+    {
+        return;
+    }
+    let kernel = Kernel {
+        name: format!(
+            "compressor_r{}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
+            c.ratio,
+            c.state_block_size,
+            c.state_table_width,
+            eps_tag(m.rms_eps)
+        ),
+        doc: "APE + state rows per token; at a boundary softmax pooling of the window, \
+              RMSNorm, RoPE, bf16 row into cmp_kv"
+            .into(),
+        block: "compressor.h",
+        class: "Compressor",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HD", u(hd)),
+            ("RATIO", u(c.ratio)),
+            ("SEQ", u(seq)),
+            ("STATE_BS", u(c.state_block_size)),
+            ("TABLE_W", u(c.state_table_width)),
+            ("CH", u(channels)),
+            ("RD", u(rd)),
+            ("EPS", Value::F32(m.rms_eps)),
+            ("INV_HD", Value::F32(1.0 / hd as f32)),
+        ],
+        args: vec![
+            "kvp",
+            "score",
+            "ape",
+            "norm_w",
+            "cos",
+            "sin",
+            "positions",
+            "state_slots",
+            "cmp_slots",
+            "state_table",
+            "state",
+            "cmp_kv",
+        ],
+    };
+    let blocks = p.chip.aiv_cores.min(p.shape.b);
+    b.launch(
+        s.kind,
+        kernel,
+        blocks as u32,
+        &[
+            "compress_kv",
+            "compress_score",
+            "cmp_ape",
+            "cmp_norm_w",
+            "cmp_freqs_cos",
+            "cmp_freqs_sin",
+            "position_ids",
+            "state_slot_mapping",
+            "cmp_slot_mapping",
+            "compress_state_block_table",
+            "compress_state",
+            "cmp_kv",
+        ],
+    );
+}
+
+fn u(v: usize) -> Value {
+    Value::U32(u32::try_from(v).expect("model dims fit u32"))
+}
+
+/// `eps` as a C identifier fragment: 1e-6 → `1em6`.
+fn eps_tag(eps: f32) -> String {
+    format!("{eps:e}").replace('-', "m").replace('.', "p")
+}

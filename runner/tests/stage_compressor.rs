@@ -1,0 +1,324 @@
+//! Stage compressor (HCA, ratio 128, hca_csa.md §4.1–4.3, §4.5) on the CPU model against
+//! `harness::golden::compressor` (projection, APE, state rows, softmax pooling) with
+//! `normalize_rotate` and `insert_rows` into cmp_kv, as the HCA layer golden chains them.
+//! compress_state within mapped_pool(state_slot_mapping, 1e-3, 1e-3, ratio 0) and cmp_kv
+//! within mapped_pool(cmp_slot_mapping, 1e-4, 1/128, ratio 0) (hca_csa.md §8.3, standalone
+//! compressor): mapped rows within tolerance, every other row bit-identical (no stray
+//! writes). Inputs: the HCA fixture's weights, block tables, slot mappings and compressed
+//! RoPE rows for starts that do and do not reach a boundary ((p+1) mod 128 == 0 at token
+//! 0, 2, 5, 7 of a request, RoPE at window starts 0 and beyond, and none); the last
+//! boundary with cmp slot −1 (row discarded) and one token with state slot −1 (not written). x_normed and the initial state are seeded
+//! normals (a random history makes the pooling weights matter). Rows of x_normed past the
+//! runtime count are NaN; workspaces are poisoned. Peak on-chip memory of every launch is
+//! asserted within the plan's budget; GM traffic is printed.
+
+mod support;
+mod vector_stage;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use half::bf16;
+use harness::compare::{MappedPool, mapped_pool};
+use harness::fixtures::random::Draws;
+use harness::fixtures::{self, FixtureOptions, StartPositions};
+use harness::golden::arith::{narrow, to_bf16, widen};
+use harness::golden::cache_insert::insert_rows;
+use harness::golden::compressor::{self, Geometry, StateTable, Weights};
+use harness::golden::{Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
+use harness::tensor::{Element, Tensor, TensorMap};
+use kernelgen::plan::{Plan, StageKind};
+use vector_stage::{assert_pass, check_launches, tensor, tiling};
+
+const STAGE: StageKind = StageKind::Compressor;
+const SEED: u64 = 20_260_819;
+
+/// Starts cycled over the requests, with the boundary token and the compressed row's
+/// RoPE position (window start): 250 (5, 128), 8192 (none), 2045 (2, 1920), 127 (0, 0),
+/// 10 (none), 1016 (7, 896), 255 (0, 128), 1000 (none).
+const STARTS: [i64; 8] = [250, 8192, 2045, 127, 10, 1016, 255, 1000];
+
+/// The golden's description of one rank of the plan: TP 1 with the rank's request count,
+/// so the fixture's tensors have the rank's capacity shapes.
+fn layer_spec(p: &Plan) -> LayerSpec {
+    let m = &p.model;
+    let c = p.compressor.as_ref().expect("HCA plans a compressor");
+    let yarn = p.rope.yarn.as_ref().map(|y| Yarn {
+        factor: y.factor,
+        beta_fast: y.beta_fast,
+        beta_slow: y.beta_slow,
+        original_max_pos: y.original_max_positions,
+    });
+    LayerSpec {
+        dims: Dims {
+            hidden: m.hidden,
+            heads: m.heads,
+            head_dim: m.head_dim,
+            rope_dim: m.rope_dim,
+            q_lora: m.q_lora_rank,
+            o_lora: m.o_lora_rank,
+            o_groups: m.o_groups,
+            hc_mult: m.hc_mult,
+            hc_sinkhorn_iters: m.hc_sinkhorn_iters,
+            rms_eps: m.rms_eps,
+            hc_eps: m.hc_eps,
+            window: p.attention.window,
+            decode_batch: p.shape.b,
+            seq: p.shape.decode_seq,
+            block_size: p.pools.block_size,
+            // Not this stage's pool: room for every request's raw window pages.
+            kv_pool_blocks: p.pools.kv_pool_blocks.max(p.shape.b * 8),
+            max_seq_len: p.pools.max_positions,
+            rope: RopeProfile {
+                theta: p.rope.theta,
+                yarn,
+            },
+            tp: 1,
+        },
+        kind: LayerKind::Hca(HcaDims {
+            ratio: c.ratio,
+            state_block: c.state_block_size,
+            state_pool_blocks: c.state_pool_blocks,
+            cmp_pool_blocks: c.cache_pool_blocks,
+        }),
+    }
+}
+
+fn values<T: Element + Copy>(m: &TensorMap, name: &str) -> Vec<T> {
+    m.values::<T>(name)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .to_vec()
+}
+
+/// The first `rows` rows of `name` as a tensor of that many rows.
+fn rows<T: Element + Copy>(m: &TensorMap, name: &str, rows: usize) -> Tensor {
+    let t = m.get(name).expect("fixture tensor");
+    let mut shape = t.shape().to_vec();
+    let width: usize = shape[1..].iter().product();
+    shape[0] = rows;
+    tensor(shape, values::<T>(m, name)[..rows * width].to_vec())
+}
+
+/// One case: the capacity fixture's tensors cut to `t` tokens (the tables keep the
+/// capacity batch's private pages), with the test's edits.
+struct Case {
+    t: usize,
+    inputs: BTreeMap<String, Tensor>,
+    x_normed: Vec<bf16>,
+}
+
+fn case(p: &Plan, spec: &LayerSpec, fx: &TensorMap, draws: &Draws, t: usize) -> Case {
+    let d = &spec.dims;
+    let (cap, hidden, seq) = (p.shape.local_t, d.hidden, d.seq);
+    let c = p.compressor.as_ref().unwrap();
+    let mut x_normed = narrow(&draws.normal("x_normed", cap * hidden, 1.0));
+    x_normed[t * hidden..].fill(bf16::NAN);
+    let state_len = values::<f32>(fx, "compress_state").len();
+    let (hd, width) = (c.head_dim, c.state_row_width);
+    let state: Vec<f32> = draws
+        .normal("state", state_len, 0.6)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| if i % width < hd { v } else { v * 1.2 })
+        .collect();
+    let positions = values::<i32>(fx, "position_ids");
+    let mut state_slots = values::<i64>(fx, "state_slot_mapping");
+    let mut cmp_slots = values::<i64>(fx, "cmp_slot_mapping");
+    // A token that writes no state row, and the last boundary's row discarded.
+    state_slots[3] = -1;
+    let boundaries: Vec<usize> = (0..t).filter(|&i| cmp_slots[i] >= 0).collect();
+    assert!(boundaries.len() >= 2, "the starts reach boundaries");
+    cmp_slots[*boundaries.last().unwrap()] = -1;
+    // Capacity tails: slot 0 and position 0, so reading them would write row 0.
+    state_slots[t..].fill(0);
+    cmp_slots[t..].fill(0);
+    let mut pos = positions.clone();
+    pos[t..].fill(0);
+    let b = t / seq;
+    let mut inputs = BTreeMap::new();
+    let mut put = |name: &str, v: Tensor| {
+        inputs.insert(name.to_string(), v);
+    };
+    put("x_normed", tensor(vec![cap, hidden], x_normed.clone()));
+    for name in ["cmp_wkv", "cmp_wgate", "cmp_norm_w"] {
+        put(name, fx.get(name).unwrap().clone());
+    }
+    put("cmp_ape", fx.get("cmp_ape").unwrap().clone());
+    put("cmp_freqs_cos", fx.get("cmp_freqs_cos").unwrap().clone());
+    put("cmp_freqs_sin", fx.get("cmp_freqs_sin").unwrap().clone());
+    put("position_ids", tensor(vec![cap], pos));
+    put("state_slot_mapping", tensor(vec![cap], state_slots));
+    put("cmp_slot_mapping", tensor(vec![cap], cmp_slots));
+    put(
+        "compress_state_block_table",
+        rows::<i32>(fx, "compress_state_block_table", b),
+    );
+    let state_shape = fx.get("compress_state").unwrap().shape().to_vec();
+    put("compress_state", tensor(state_shape, state));
+    put("cmp_kv", fx.get("cmp_kv").unwrap().clone());
+    Case {
+        t,
+        inputs,
+        x_normed,
+    }
+}
+
+/// The golden's state and cmp_kv for `case` (the HCA layer golden's compressor part).
+fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
+    let d = &spec.dims;
+    let c = p.compressor.as_ref().unwrap();
+    let t = case.t;
+    let get = |name: &str| &case.inputs[name];
+    let f32s = |name: &str| get(name).values::<f32>().unwrap().to_vec();
+    let bf16s = |name: &str| get(name).values::<bf16>().unwrap().to_vec();
+    let i64s = |name: &str| get(name).values::<i64>().unwrap()[..t].to_vec();
+    let positions = get("position_ids").values::<i32>().unwrap()[..t].to_vec();
+    let table = get("compress_state_block_table");
+    let mut state = f32s("compress_state");
+    let norm_w = bf16s("cmp_norm_w");
+    let pooled = compressor::update_and_pool(
+        Geometry {
+            ratio: c.ratio,
+            head_dim: c.head_dim,
+            overlap: false,
+            state_block: c.state_block_size,
+        },
+        &widen(&case.x_normed[..t * d.hidden]),
+        d.hidden,
+        d.seq,
+        Weights {
+            wkv: &bf16s("cmp_wkv"),
+            wgate: &bf16s("cmp_wgate"),
+            ape: &f32s("cmp_ape"),
+            norm_w: &norm_w,
+        },
+        &positions,
+        &i64s("state_slot_mapping"),
+        StateTable {
+            entries: table.values::<i32>().unwrap(),
+            width: table.shape()[1],
+        },
+        &mut state,
+        ("state_slot_mapping", "compress_state_block_table"),
+    )
+    .expect("golden compressor");
+    let (cos, sin) = (f32s("cmp_freqs_cos"), f32s("cmp_freqs_sin"));
+    let half = d.rope_dim / 2;
+    let mut cmp_kv = bf16s("cmp_kv");
+    let cmp_slots = i64s("cmp_slot_mapping");
+    assert!(
+        pooled.len() >= 2,
+        "{}: the case pools at least two rows",
+        p.variant
+    );
+    for mut row in pooled {
+        let r = row.request;
+        compressor::normalize_rotate(
+            &mut row.values,
+            &norm_w,
+            d.rms_eps,
+            &cos[r * half..(r + 1) * half],
+            &sin[r * half..(r + 1) * half],
+        );
+        let out: Vec<bf16> = row.values.iter().map(|&v| to_bf16(v)).collect();
+        let tok = r * d.seq + row.boundary;
+        insert_rows(
+            &mut cmp_kv,
+            c.head_dim,
+            &out,
+            &cmp_slots[tok..=tok],
+            "cmp_slot_mapping",
+        )
+        .expect("golden cmp_kv write");
+    }
+    (state, cmp_kv)
+}
+
+fn variant(name: &str) {
+    let p = support::plan(name);
+    let c = p.compressor.as_ref().expect("HCA plans a compressor");
+    let lib = support::library(p, &[STAGE]);
+    let spec = layer_spec(p);
+    let starts = (0..p.shape.b).map(|b| STARTS[b % STARTS.len()]).collect();
+    let fx = fixtures::build(
+        &spec,
+        &FixtureOptions {
+            seed: SEED,
+            starts: StartPositions::List(starts),
+            tokens: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{name}: fixture: {e}"))
+    .inputs;
+    let draws = Draws::new(SEED + p.shape.tp as u64);
+    for t in [p.shape.local_t, p.shape.local_t - 8] {
+        let case = case(p, &spec, &fx, &draws, t);
+        let (want_state, want_cmp) = golden(p, &spec, &case);
+        let mut tensors = case.inputs.clone();
+        let clock = Instant::now();
+        let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, t));
+        println!("{name} t={t}: sim {:.3} s", clock.elapsed().as_secs_f64());
+        check_launches(p, STAGE, &stats);
+        let mapping = |n: &str| rows::<i64>(&case_map(&case), n, t);
+        let state_shape = tensors["compress_state"].shape().to_vec();
+        let state = mapped_pool(
+            "compress_state",
+            &tensors["compress_state"],
+            &tensor(state_shape, want_state),
+            MappedPool {
+                mapping: &mapping("state_slot_mapping"),
+                mapping_name: "state_slot_mapping",
+                mapping_shape: &[t],
+                block_size: c.state_block_size,
+                rank_axis: false,
+                atol: 1e-3,
+                rtol: 1e-3,
+                max_error_ratio: 0.0,
+            },
+        );
+        println!("{name} t={t}: {}", state.detail());
+        assert_pass(&state);
+        let cmp_shape = tensors["cmp_kv"].shape().to_vec();
+        let cmp = mapped_pool(
+            "cmp_kv",
+            &tensors["cmp_kv"],
+            &tensor(cmp_shape, want_cmp),
+            MappedPool {
+                mapping: &mapping("cmp_slot_mapping"),
+                mapping_name: "cmp_slot_mapping",
+                mapping_shape: &[t],
+                block_size: p.pools.block_size,
+                rank_axis: false,
+                atol: 1e-4,
+                rtol: 1.0 / 128.0,
+                max_error_ratio: 0.0,
+            },
+        );
+        println!("{name} t={t}: {}", cmp.detail());
+        assert_pass(&cmp);
+    }
+}
+
+/// The case's inputs as a tensor map (for row cuts of its mappings).
+fn case_map(case: &Case) -> TensorMap {
+    let mut m = TensorMap::new();
+    for (k, v) in &case.inputs {
+        m.insert(k.clone(), v.clone());
+    }
+    m
+}
+
+#[test]
+fn hca_small_tp1_matches_the_golden() {
+    variant("hca_small_tp1");
+}
+
+#[test]
+fn hca_small_tp2_matches_the_golden() {
+    variant("hca_small_tp2");
+}
+
+#[test]
+fn hca_small_tp4_matches_the_golden() {
+    variant("hca_small_tp4");
+}

@@ -1,0 +1,275 @@
+// The ratio-R compressor without overlap (HCA, hca_csa.md §4.1–4.3, §4.5), vector side.
+// The projections kvp = x·wkvᵀ and sc = x·wgateᵀ come from the cube matmul (f32). One
+// work item is one request of SEQ tokens, handled by one block in this order:
+//  1. state update: sc[t] += ape[p_t mod R]; if state_slot_mapping[t] >= 0 the state row
+//     of that slot := [kvp[t] | sc[t]] (f32). Every token of the step is written.
+//  2. if a token of the request has (p+1) mod R == 0 (the first one: R > SEQ allows at most
+//     one) and its cmp_slot_mapping entry is >= 0: pool the R state rows of positions
+//     e−R+1 .. e, read through the state block table (R / STATE_BS whole pages; a negative
+//     page reads as kv 0, score FP32_NEG_INF). Per channel c:
+//        pooled_c = Σ_q kv_q,c · exp(s_q,c − max_q s_q,c) / Σ_q exp(s_q,c − max_q s_q,c)
+//     in CH-channel tiles (max, exp, products and both sums as halving trees over the R
+//     rows), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
+//     interleaved rotation of the last RD dims with the request's cmp_freqs row, bf16 RNE
+//     into cmp_kv row cmp_slot_mapping[boundary token].
+// A −1 cmp slot discards the pooled row, so it is not computed. The pooling reads the rows
+// step 1 just wrote (through GM): an MTE3→MTE2 handshake orders them.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HD (pooled width), RATIO, SEQ (tokens per request), STATE_BS (rows per state page),
+// TABLE_W (state block-table width), CH (channels per pooling tile), RD (rope dims),
+// EPS, INV_HD.
+template <class P>
+class Compressor {
+    static constexpr uint32_t HD = P::HD;
+    static constexpr uint32_t R = P::RATIO;
+    static constexpr uint32_t SEQ = P::SEQ;
+    static constexpr uint32_t BS = P::STATE_BS;
+    static constexpr uint32_t CH = P::CH;
+    static constexpr uint32_t RD = P::RD;
+    static constexpr uint32_t HALF = RD / 2;
+    static constexpr uint32_t PAGES = R / BS;
+    static constexpr uint32_t WIDTH = 2 * HD;  // a state row: kv then score
+    static constexpr uint32_t TILE = R * CH;   // one pooling tile: R rows of CH channels
+    static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
+    static constexpr float NEG = -3.4028234663852886e38f;  // FP32_NEG_INF
+    static_assert(R > SEQ, "at most one boundary per request and step");
+    static_assert((R & (R - 1)) == 0 && R <= 255, "halving trees over R rows; one repeat per row");
+    static_assert(R % BS == 0, "a window is whole state pages");
+    static_assert(CH % LANES == 0 && CH <= 64 && HD % CH == 0, "tiles of whole blocks, one repeat wide");
+    static_assert(HALF % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
+    static_assert(HD % 16 == 0, "bf16 output rows in whole blocks");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos,
+                                      GM_ADDR sin, GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots,
+                                      GM_ADDR stateTable, GM_ADDR state, GM_ADDR cmpKv, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        Compressor op;
+        op.Init(kvp, score, ape, normW, cos, sin, positions, stateSlots, cmpSlots, stateTable, state, cmpKv);
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            op.Request(b);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos, GM_ADDR sin,
+                                GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots, GM_ADDR stateTable,
+                                GM_ADDR state, GM_ADDR cmpKv)
+    {
+        kvp_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kvp));
+        score_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(score));
+        ape_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ape));
+        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(cos));
+        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sin));
+        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        stateSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(stateSlots));
+        cmpSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(cmpSlots));
+        table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stateTable));
+        state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
+        cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
+        pipe_.InitBuffer(kvRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(scoreRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(apeRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(poolKv_, TILE * sizeof(float));
+        pipe_.InitBuffer(poolScore_, TILE * sizeof(float));
+        pipe_.InitBuffer(colMax_, TILE / 2 * sizeof(float));
+        pipe_.InitBuffer(pooled_, HD * sizeof(float));
+        pipe_.InitBuffer(work_, HD * sizeof(float));
+        pipe_.InitBuffer(reduceTmp_, AlignUp(CeilDiv(HD, 64), LANES) * sizeof(float));
+        pipe_.InitBuffer(normW_, HD * sizeof(float));
+        pipe_.InitBuffer(normWIn_, HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(out_, HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(scalar_, 2 * LANES * sizeof(float));
+        pipe_.InitBuffer(trig_, 3 * HALF * sizeof(float));
+        pipe_.InitBuffer(offsets_, 3 * RD * sizeof(uint32_t));
+        pipe_.InitBuffer(tables_, 2 * RD * sizeof(float));
+        pipe_.InitBuffer(swap_, RD * sizeof(float));
+
+        // norm_w widened once.
+        AscendC::GlobalTensor<bfloat16_t> w;
+        w.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(normW));
+        AscendC::LocalTensor<bfloat16_t> wIn = normWIn_.Get<bfloat16_t>();
+        AscendC::DataCopy(wIn, w, HD);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
+        AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
+        // Rotation gather offsets (bytes): trig holds [cos | sin | −sin] of HALF each;
+        // forward: y = x·cos_il + swap(x)·sin_signed with sin_signed = −s at 2i, +s at 2i+1.
+        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
+        for (uint32_t j = 0; j < RD; ++j) {
+            const uint32_t pair = j / 2;
+            off.SetValue(j, pair * sizeof(float));
+            off.SetValue(RD + j, ((j % 2 == 0 ? 2 * HALF : HALF) + pair) * sizeof(float));
+            off.SetValue(2 * RD + j, (j ^ 1u) * sizeof(float));
+        }
+        ScalarToVector();
+    }
+
+    __aicore__ inline void Request(uint32_t b)
+    {
+        const uint32_t tok0 = b * SEQ;
+        int32_t pos[SEQ];
+        int32_t boundary = -1;
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            pos[s] = positions_.GetValue(tok0 + s);
+            if (boundary < 0 && (static_cast<uint32_t>(pos[s]) + 1) % R == 0) {
+                boundary = static_cast<int32_t>(s);
+            }
+        }
+        UpdateState(tok0, pos);
+        if (boundary < 0) {
+            return;
+        }
+        const int64_t cmpSlot = cmpSlots_.GetValue(tok0 + boundary);
+        if (cmpSlot < 0) {
+            return;
+        }
+        const uint32_t first = (static_cast<uint32_t>(pos[boundary]) + 1 - R) / BS;
+        int32_t pages[PAGES];
+        for (uint32_t p = 0; p < PAGES; ++p) {
+            pages[p] = table_.GetValue(uint64_t(b) * P::TABLE_W + first + p);
+        }
+        for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
+            PoolTile(pages, c0);
+        }
+        Finish(b, static_cast<uint64_t>(cmpSlot));
+    }
+
+    // Step 1 for the request's SEQ tokens from token tok0.
+    __aicore__ inline void UpdateState(uint32_t tok0, const int32_t* pos)
+    {
+        AscendC::LocalTensor<float> kv = kvRows_.Get<float>();
+        AscendC::LocalTensor<float> sc = scoreRows_.Get<float>();
+        AscendC::LocalTensor<float> ape = apeRows_.Get<float>();
+        AscendC::DataCopy(kv, kvp_[uint64_t(tok0) * HD], SEQ * HD);
+        AscendC::DataCopy(sc, score_[uint64_t(tok0) * HD], SEQ * HD);
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            AscendC::DataCopy(ape[s * HD], ape_[uint64_t(static_cast<uint32_t>(pos[s]) % R) * HD], HD);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::Add(sc, sc, ape, SEQ * HD);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            const int64_t slot = stateSlots_.GetValue(tok0 + s);
+            if (slot < 0) {
+                continue;
+            }
+            const uint64_t row = static_cast<uint64_t>(slot) * WIDTH;
+            AscendC::DataCopy(state_[row], kv[s * HD], HD);
+            AscendC::DataCopy(state_[row + HD], sc[s * HD], HD);
+        }
+        // The window reads below and the next request's loads come after these writes.
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+    }
+
+    // Channels [c0, c0 + CH) of the window: pooled_[c0 ..] = Σ kv·e / Σ e.
+    __aicore__ inline void PoolTile(const int32_t* pages, uint32_t c0)
+    {
+        AscendC::LocalTensor<float> kv = poolKv_.Get<float>();
+        AscendC::LocalTensor<float> sc = poolScore_.Get<float>();
+        // Page p's BS rows: CH channels of each, the rest of the state row skipped.
+        const AscendC::DataCopyParams rows(BS, BlocksOf<float>(CH), BlocksOf<float>(WIDTH - CH), 0);
+        for (uint32_t p = 0; p < PAGES; ++p) {
+            if (pages[p] < 0) {
+                AscendC::Duplicate(kv[p * BS * CH], 0.0f, BS * CH);
+                AscendC::Duplicate(sc[p * BS * CH], NEG, BS * CH);
+                continue;
+            }
+            const uint64_t base = uint64_t(static_cast<uint32_t>(pages[p])) * BS * WIDTH + c0;
+            AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
+            AscendC::DataCopy(sc[p * BS * CH], state_[base + HD], rows);
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        // Column max: halving tree over the rows.
+        AscendC::LocalTensor<float> mx = colMax_.Get<float>();
+        AscendC::Max(mx, sc, sc[TILE / 2], TILE / 2);
+        for (uint32_t n = TILE / 2; n > CH; n /= 2) {
+            AscendC::Max(mx, mx, mx[n / 2], n / 2);
+        }
+        // e = exp(s − max) row by row (the max row repeated: src1 repeat stride 0).
+        const uint8_t rowBlocks = static_cast<uint8_t>(BlocksOf<float>(CH));
+        AscendC::Sub(sc, sc, mx, CH, static_cast<uint8_t>(R),
+                     AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        AscendC::Exp(sc, sc, TILE);
+        AscendC::Mul(kv, kv, sc, TILE);
+        for (uint32_t n = TILE; n > CH; n /= 2) {
+            AscendC::Add(kv, kv, kv[n / 2], n / 2);
+            AscendC::Add(sc, sc, sc[n / 2], n / 2);
+        }
+        AscendC::Div(pooled_.Get<float>()[c0], kv, sc, CH);
+        // The next tile's loads overwrite kv and sc.
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+    }
+
+    // RMSNorm, rotation of the rope dims, bf16 row out to cmp_kv row `slot`.
+    __aicore__ inline void Finish(uint32_t b, uint64_t slot)
+    {
+        AscendC::LocalTensor<float> x = pooled_.Get<float>();
+        AscendC::LocalTensor<float> sq = work_.Get<float>();
+        AscendC::LocalTensor<float> inv = scalar_.Get<float>();
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::DataCopy(trig, cos_[uint64_t(b) * HALF], HALF);
+        AscendC::DataCopy(trig[HALF], sin_[uint64_t(b) * HALF], HALF);
+        AscendC::Mul(sq, x, x, HD);
+        AscendC::ReduceSum(inv, sq, reduceTmp_.Get<float>(), HD);
+        AscendC::Muls(inv, inv, P::INV_HD, 1);
+        AscendC::Adds(inv, inv, P::EPS, 1);
+        AscendC::Sqrt(inv, inv, 1);
+        AscendC::Div(inv, inv[LANES], inv, 1);
+        VectorToScalar();
+        AscendC::Muls(x, x, inv.GetValue(0), HD);
+        AscendC::Mul(x, x, normW_.Get<float>(), HD);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
+        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
+        AscendC::LocalTensor<float> tables = tables_.Get<float>();
+        AscendC::LocalTensor<float> swap = swap_.Get<float>();
+        AscendC::Gather(tables, trig, off, 0, RD);
+        AscendC::Gather(tables[RD], trig, off[RD], 0, RD);
+        AscendC::LocalTensor<float> rope = x[HD - RD];
+        AscendC::Gather(swap, rope, off[2 * RD], 0, RD);
+        AscendC::Mul(swap, swap, tables[RD], RD);
+        AscendC::Mul(rope, rope, tables, RD);
+        AscendC::Add(rope, rope, swap, RD);
+        AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
+        AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::DataCopy(cmpKv_[slot * HD], out, HD);
+        // The next request's trig loads and vector work reuse these buffers.
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> kvRows_, scoreRows_, apeRows_, poolKv_, poolScore_, colMax_,
+        pooled_, work_, reduceTmp_, normW_, normWIn_, out_, scalar_, trig_, offsets_, tables_, swap_;
+    AscendC::GlobalTensor<float> kvp_, score_, ape_, cos_, sin_, state_;
+    AscendC::GlobalTensor<int32_t> positions_, table_;
+    AscendC::GlobalTensor<int64_t> stateSlots_, cmpSlots_;
+    AscendC::GlobalTensor<bfloat16_t> cmpKv_;
+};
+
+}  // namespace dsv4
