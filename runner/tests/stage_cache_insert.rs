@@ -6,8 +6,8 @@
 //! skipped by −1, and a run of rows that wraps past the end of the pool. kv rows and
 //! slots past the runtime count are poison and slot 0, so reading them shows up.
 
+mod stage_checks;
 mod support;
-mod vector_stage;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ use harness::fixtures::random::Draws;
 use harness::golden::arith::narrow;
 use harness::golden::cache_insert::insert_rows;
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{check_launches, tensor, tiling};
+use stage_checks::{check_launches, tensor, tiling};
 
 const SEED: u64 = 20_260_819;
 const STAGE: StageKind = StageKind::CacheInsert;

@@ -12,8 +12,8 @@
 //! runtime count are NaN; workspaces are poisoned. Peak on-chip memory of every launch is
 //! asserted within the plan's budget; GM traffic is printed.
 
+mod stage_checks;
 mod support;
-mod vector_stage;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -28,7 +28,7 @@ use harness::golden::compressor::{self, Geometry, StateTable, Weights};
 use harness::golden::{Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
 use harness::tensor::{Element, Tensor, TensorMap};
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{assert_pass, check_launches, tensor, tiling};
+use stage_checks::{assert_pass, check_launches, tensor, tiling};
 
 const STAGE: StageKind = StageKind::Compressor;
 const SEED: u64 = 20_260_819;

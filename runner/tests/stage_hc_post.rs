@@ -3,8 +3,8 @@
 //! golden bit for bit, at capacity and capacity − 8 tokens. Input rows past the
 //! runtime count are NaN and x_out starts poisoned; its rows past the count must stay so.
 
+mod stage_checks;
 mod support;
-mod vector_stage;
 
 use std::collections::BTreeMap;
 
@@ -14,7 +14,7 @@ use harness::golden::arith::narrow;
 use harness::golden::hc_post::hc_post;
 use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{StageCase, assert_unwritten, dims, run_variant, tensor};
+use stage_checks::{StageCase, assert_unwritten, dims, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
 const STAGE: StageKind = StageKind::HcPost;

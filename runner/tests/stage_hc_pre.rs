@@ -5,8 +5,8 @@
 //! reading them fails; every output and workspace starts poisoned, and output
 //! rows past the count must stay so.
 
+mod stage_checks;
 mod support;
-mod vector_stage;
 
 use std::collections::BTreeMap;
 
@@ -16,7 +16,7 @@ use harness::fixtures::random::Draws;
 use harness::golden::hc_pre::{HcWeights, hc_pre};
 use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{StageCase, assert_pass, assert_unwritten, dims, head, run_variant, tensor};
+use stage_checks::{StageCase, assert_pass, assert_unwritten, dims, head, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
 const STAGE: StageKind = StageKind::HcPre;

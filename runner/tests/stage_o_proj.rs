@@ -13,12 +13,13 @@
 //! The collectives' data movement (executed by the runtime in a layer run) is emulated
 //! here with the golden's own collectives.
 
+mod stage_checks;
 mod support;
 
 use std::collections::BTreeMap;
 
 use half::bf16;
-use harness::compare::{Report, ratio_allclose};
+use harness::compare::ratio_allclose;
 use harness::fixtures::random::Draws;
 use harness::fixtures::weights::{bf16_values, quantize_rows};
 use harness::golden::Dims;
@@ -27,31 +28,13 @@ use harness::golden::collectives::{all_to_all_groups, reduce_scatter};
 use harness::golden::gemm::{Mat, Threads, matmul_int, widen_i8};
 use harness::golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use harness::golden::quant::{Rounding, quantize_row};
-use harness::sim::LaunchStats;
 use harness::tensor::Tensor;
-use kernelgen::chip::Mem;
 use kernelgen::kernels::Step;
 use kernelgen::plan::{Plan, StageKind};
+use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};
 use support::Tiling;
 
 const SEED: u64 = 20_260_819;
-
-/// The golden's description of a plan's dims (only what o_proj and the collectives read
-/// matters; the rest is carried over for completeness).
-fn dims(p: &Plan) -> Dims {
-    let m = &p.model;
-    let mut d = Dims::flash(p.shape.tp);
-    d.hidden = m.hidden;
-    d.heads = m.heads;
-    d.head_dim = m.head_dim;
-    d.rope_dim = m.rope_dim;
-    d.q_lora = m.q_lora_rank;
-    d.o_lora = m.o_lora_rank;
-    d.o_groups = m.o_groups;
-    d.decode_batch = p.shape.decode_batch;
-    d.seq = p.shape.decode_seq;
-    d
-}
 
 /// `n` values of N(0, std²) rounded to multiples of 2^-`exp` and clipped to ±4 std: few
 /// significant bits, so products of two such values and their sums stay exact in f32.
@@ -175,58 +158,6 @@ fn packed_heads(d: &Dims, draws: &Draws, rank: usize, t: usize) -> Vec<bf16> {
         .collect()
 }
 
-fn tensor<T: harness::tensor::Element>(shape: Vec<usize>, values: Vec<T>) -> Tensor {
-    Tensor::from_vec(shape, values).expect("values fill the shape")
-}
-
-/// The first `rows` rows of a `[.., width]` tensor, as a `[rows, width]` tensor.
-fn head_rows<T: harness::tensor::Element + Copy>(t: &Tensor, rows: usize, width: usize) -> Tensor {
-    let v = t.values::<T>().expect("dtype as expected");
-    tensor(vec![rows, width], v[..rows * width].to_vec())
-}
-
-/// Every byte from `from` on is still the poison pattern.
-fn assert_unwritten(what: &str, t: &Tensor, from_elem: usize) {
-    let size = t.dtype().size();
-    let tail = &t.as_le_bytes()[from_elem * size..];
-    assert!(
-        tail.iter().all(|&b| b == 0xFF),
-        "{what}: elements from {from_elem} on were written"
-    );
-}
-
-fn assert_pass(r: &Report) {
-    assert!(r.pass, "{}", r.detail());
-}
-
-/// Peak on-chip use of every launch of `stage` within the plan's budget; GM traffic printed.
-fn check_launches(p: &Plan, stage: StageKind, stats: &[(String, LaunchStats)]) {
-    let s = p.stage(stage).expect("stage planned");
-    for (kernel, st) in stats {
-        for (mem, peak) in [
-            (Mem::Ub, st.peak_ub),
-            (Mem::L1, st.peak_l1),
-            (Mem::L0a, st.peak_l0a),
-            (Mem::L0b, st.peak_l0b),
-            (Mem::L0c, st.peak_l0c),
-        ] {
-            let budget = s.bytes_in(mem, p.chip) as u64;
-            assert!(
-                peak <= budget,
-                "{}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B",
-                p.variant
-            );
-        }
-        println!(
-            "{} {kernel}: GM {} B moved, {} B distinct (ratio {:.3})",
-            p.variant,
-            st.gm_bytes(),
-            st.gm_distinct_bytes(),
-            st.gm_bytes() as f64 / st.gm_distinct_bytes().max(1) as f64
-        );
-    }
-}
-
 /// The runtime token counts every test runs: capacity and capacity − 8 (a
 /// sub-capacity count leaves padding rows).
 fn token_counts(d: &Dims) -> [usize; 2] {
@@ -274,7 +205,7 @@ fn tp1(variant: &str) {
         let got = &tensors["attn_out"];
         assert_pass(&ratio_allclose(
             &format!("{variant} t={t} attn_out"),
-            &head_rows::<bf16>(got, t, d.hidden),
+            &head::<bf16>(got, t, d.hidden),
             &tensor(vec![t, d.hidden], want),
             1e-4,
             1.0 / 128.0,
@@ -439,7 +370,7 @@ fn sharded(variant: &str) {
             let got = &tensors["o_partial"];
             assert_pass(&ratio_allclose(
                 &format!("{variant} t={t} rank {r} o_partial"),
-                &head_rows::<f32>(got, group_t, hidden),
+                &head::<f32>(got, group_t, hidden),
                 &tensor(vec![group_t, hidden], want),
                 1e-4,
                 1.0 / 128.0,

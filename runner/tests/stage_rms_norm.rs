@@ -4,8 +4,8 @@
 //! skipped or misplaced it fails. x_mixed rows past the runtime count are NaN and
 //! x_normed starts poisoned; its rows past the count must stay so.
 
+mod stage_checks;
 mod support;
-mod vector_stage;
 
 use std::collections::BTreeMap;
 
@@ -16,7 +16,7 @@ use harness::golden::arith::narrow;
 use harness::golden::rms_norm::rms_norm;
 use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
-use vector_stage::{StageCase, assert_pass, assert_unwritten, head, run_variant, tensor};
+use stage_checks::{StageCase, assert_pass, assert_unwritten, head, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
 const STAGE: StageKind = StageKind::RmsNorm;

@@ -1,5 +1,5 @@
-//! Shared pieces of the vector-stage tests (hc_pre, rms_norm, cache_insert,
-//! hc_post): the golden dims of a plan, the runtime tiling of a token count,
+//! Shared pieces of the stage tests (hc_pre, rms_norm, cache_insert, hc_post,
+//! compressor, o_proj): the golden dims of a plan, the runtime tiling of a token count,
 //! typed tensors, and the checks every stage test makes — peak on-chip use
 //! within the plan's budget, GM traffic printed, rows past the runtime extent
 //! still poisoned — and the run of one case at capacity and capacity − 8 tokens.
