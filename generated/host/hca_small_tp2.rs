@@ -130,6 +130,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
+    Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
+    Kernel { name: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom", "row_max"] },
+    Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
+    Kernel { name: "attn_compressed_h8_d128_s8_bs32_r128_max8192_ht8_kv128_dk64", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "o", "denom"] },
+    Kernel { name: "attn_finish_h8_d128_r64_hpg2_tpad64_ht8", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa16384_sb128_sc65536_tile32x128x128_split128x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -154,6 +159,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "cmp_wkv", "compress_kv"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "cmp_wgate", "compress_score"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 8, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, block_dim: 8, args: &["attn_scores", "window_swa_indices", "window_swa_lens", "attn_sink", "attn_probs", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 8, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_h8_d128_s8_bs32_r128_max8192_ht8_kv128_dk64", cores: plan::Cores::Mix, block_dim: 8, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_o", "attn_o", "attn_denom"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h8_d128_r64_hpg2_tpad64_ht8", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 128 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, block_dim: 2, args: &["attention_local", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"] }),
@@ -181,7 +191,15 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_score", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(8), Const(144)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(8), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_o", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_max", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_scores", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_probs", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_o", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(2), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
@@ -193,7 +211,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["sparse_attention"];
+pub const MISSING: &[&str] = &[];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

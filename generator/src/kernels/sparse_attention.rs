@@ -14,8 +14,11 @@
 //! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
 //!    bf16, packs heads by output group into `o_packed_heads`.
 //!
-//! Only the window source is built: variants whose attention also reads compressed or
-//! indexed rows (HCA, CSA) mark the stage missing.
+//! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
+//! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
+//! softmax over the request's compressed rows in 128-row tiles and updates `attn_o` and
+//! `attn_denom` in place; the window softmax then also writes each head's max `attn_max`.
+//! The indexed source (CSA) is not built: that variant marks the stage missing.
 
 use super::{Builder, Cores, Kernel, Value};
 use crate::plan::budget::attention_union_rows;
@@ -25,7 +28,16 @@ use crate::spec::KvSource;
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let p = b.plan;
     let m = &p.model;
-    if p.attention.sources != [KvSource::Window] || !supported(m) {
+    let compressed = match p.attention.sources[..] {
+        [KvSource::Window] => None,
+        [KvSource::Window, KvSource::Compressed] => p.compressor.as_ref().filter(|c| !c.overlap),
+        _ => {
+            b.missing(s.kind);
+            return;
+        }
+    };
+    let with_compressed = p.attention.sources.contains(&KvSource::Compressed);
+    if !supported(m) || (with_compressed && (compressed.is_none() || !compressed_supported(p, s))) {
         b.missing(s.kind);
         return;
     }
@@ -77,8 +89,21 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
         params: cube_params.clone(),
         args: [&["q"][..], &cube_args, &["scores"]].concat(),
     };
+    // With a further source the softmax also hands each head's max to it.
+    let max_tag = if with_compressed { "_max" } else { "" };
+    let mut softmax_args = vec![
+        "scores",
+        "swa_indices",
+        "swa_lens",
+        "attn_sink",
+        "probs",
+        "denom",
+    ];
+    if with_compressed {
+        softmax_args.push("row_max");
+    }
     let softmax = Kernel {
-        name: format!("attn_window_softmax_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"),
+        name: format!("attn_window_softmax{max_tag}_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"),
         doc: "window attention softmax: lane mask, bf16 probabilities, sink denominators".into(),
         block: "attention_softmax.h",
         class: "AttentionSoftmax",
@@ -91,14 +116,7 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             ("HEAD_TILE", u32(head_tile)),
             ("SCALE", Value::F32(m.softmax_scale)),
         ],
-        args: vec![
-            "scores",
-            "swa_indices",
-            "swa_lens",
-            "attn_sink",
-            "probs",
-            "denom",
-        ],
+        args: softmax_args,
     };
     let values = Kernel {
         name: format!("attn_window_values_{cube_tag}"),
@@ -135,32 +153,41 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
         p.chip.aic_cores.min(requests),
         p.chip.aiv_cores.min(requests),
     );
-    let metadata = ["kv_cache", "swa_indices", "swa_lens"];
+    // HCA/CSA name the window metadata window_swa_*; their lens agree with the -1 lanes
+    // (hca_csa.md §7.1), which the softmax's union check relies on.
+    let (indices, lens) = if p.tensor("swa_indices").is_some() {
+        ("swa_indices", "swa_lens")
+    } else {
+        ("window_swa_indices", "window_swa_lens")
+    };
+    let metadata = ["kv_cache", indices, lens];
     b.launch(
         s.kind,
         scores,
         aic as u32,
         &[&["q"][..], &metadata, &["attn_scores"]].concat(),
     );
-    b.launch(
-        s.kind,
-        softmax,
-        aiv as u32,
-        &[
-            "attn_scores",
-            "swa_indices",
-            "swa_lens",
-            "attn_sink",
-            "attn_probs",
-            "attn_denom",
-        ],
-    );
+    let mut softmax_bind = vec![
+        "attn_scores",
+        indices,
+        lens,
+        "attn_sink",
+        "attn_probs",
+        "attn_denom",
+    ];
+    if with_compressed {
+        softmax_bind.push("attn_max");
+    }
+    b.launch(s.kind, softmax, aiv as u32, &softmax_bind);
     b.launch(
         s.kind,
         values,
         aic as u32,
         &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
     );
+    if let Some(c) = compressed {
+        compressed_launch(b, s, c.ratio, head_tile, kv_tile, d_tile);
+    }
     b.launch(
         s.kind,
         finish,
@@ -173,6 +200,107 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             "o_packed_heads",
         ],
     );
+}
+
+/// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
+/// online softmax over its request's compressed rows in `kv_tile`-row tiles
+/// (`dsv4/attention_compressed.h`), between the window values and the finish.
+fn compressed_launch(
+    b: &mut Builder,
+    s: &StagePlan,
+    ratio: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) {
+    let p = b.plan;
+    let m = &p.model;
+    let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
+    let max_rows = p.pools.max_positions / ratio;
+    let per_token = |dims: &[usize]| {
+        let mut v = vec![Dim::Var("t")];
+        v.extend(dims.iter().map(|&n| Dim::Const(n)));
+        v
+    };
+    b.workspace("attn_max", per_token(&[heads]), DType::F32);
+    b.workspace("attn_cmp_scores", per_token(&[heads, kv_tile]), DType::F32);
+    b.workspace("attn_cmp_probs", per_token(&[heads, kv_tile]), DType::Bf16);
+    b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
+    let u32 = |v: usize| Value::U32(v as u32);
+    let kernel = Kernel {
+        name: format!(
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            p.pools.block_size
+        ),
+        doc: "compressed-row attention: online-softmax merge of every visible compressed row \
+              into the window's o and denominators"
+            .into(),
+        block: "attention_compressed.h",
+        class: "AttentionCompressed",
+        cores: Cores::Mix,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("SEQ", u32(seq)),
+            ("BLOCK_SIZE", u32(p.pools.block_size)),
+            ("RATIO", u32(ratio)),
+            ("MAX_ROWS", u32(max_rows)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("KV_TILE", u32(kv_tile)),
+            ("D_TILE", u32(d_tile)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: vec![
+            "q",
+            "cmp_kv",
+            "cmp_table",
+            "positions",
+            "kv_seq_lens",
+            "row_max",
+            "scores",
+            "probs",
+            "part",
+            "o",
+            "denom",
+        ],
+    };
+    let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
+    b.launch(
+        s.kind,
+        kernel,
+        blocks,
+        &[
+            "q",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "kv_seq_lens",
+            "attn_max",
+            "attn_cmp_scores",
+            "attn_cmp_probs",
+            "attn_cmp_o",
+            "attn_o",
+            "attn_denom",
+        ],
+    );
+}
+
+/// What `dsv4/attention_compressed.h` handles: the two AIVs of a block split a request's
+/// tokens evenly, a tile is whole pages and whole fractals, the cube's head tile is the
+/// window kernels'.
+fn compressed_supported(p: &crate::plan::Plan, s: &StagePlan) -> bool {
+    let [_, ("kv_rows", kv_tile), ("d", d_tile)] = s.tiles[..] else {
+        return false;
+    };
+    p.shape.decode_seq.is_multiple_of(2)
+        && p.model.heads.is_multiple_of(8)
+        && kv_tile <= attention_union_rows(p.attention.window, p.shape.decode_seq)
+        && kv_tile.is_multiple_of(p.pools.block_size)
+        && kv_tile.is_multiple_of(16)
+        && p.model.head_dim.is_multiple_of(d_tile)
+        && p.tensor("cmp_block_table").is_some()
+        && p.tensor("kv_seq_lens").is_some()
+        && p.tensor("position_ids").is_some()
 }
 
 /// The finish kernel moves the nope and rope parts of a head as whole 32-byte blocks of

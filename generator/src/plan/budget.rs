@@ -63,6 +63,8 @@ pub(super) struct Dims<'a> {
     /// SWA window lanes per token and tokens per request (the attention's union of windows).
     pub window: usize,
     pub decode_seq: usize,
+    /// The attention also reads every visible compressed row (HCA).
+    pub compressed_attention: bool,
 }
 
 const fn row(
@@ -362,7 +364,7 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
             let lanes = d.window.next_multiple_of(8);
             let (tile, rope_tile) = (ht * hd, ht * rope);
             use Mem::*;
-            vec![
+            let mut v = vec![
                 // attention_cube.h, both cube kernels: a request's union rows (K = V) and
                 // the query-side tiles (q rows or probability rows, whichever is wider).
                 row("cube_union", L1, Bf16, union * hd, 1, None),
@@ -408,7 +410,32 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 row("finish_partner_offsets", Ub, I32, rope_tile, 1, None),
                 row("finish_cos_offsets", Ub, I32, rope_tile, 1, None),
                 row("finish_sin_offsets", Ub, I32, rope_tile, 1, None),
-            ]
+            ];
+            if d.compressed_attention {
+                // attention_compressed.h. Its AIC allocates the window cube's buffers or less
+                // (a tile of kv_rows ≤ union rows; same L0 tiles), so it adds no cube rows.
+                // AIV: 8 heads of one token's scores in and probabilities out, per-lane
+                // constants, the running statistics of its half of a request's tokens, and
+                // one head row of o and of the tile's part.
+                let (vh, stats) = (8, d.decode_seq / 2 * h);
+                v.extend([
+                    row("cmp_scores", Ub, F32, vh * kv, 1, Some(vh * kv)),
+                    row("cmp_probs", Ub, Bf16, vh * kv, 1, Some(vh * kv)),
+                    row("cmp_lane", Ub, F32, kv, 1, None),
+                    row("cmp_bias", Ub, F32, kv, 1, None),
+                    row("cmp_reduce_tmp", Ub, F32, kv, 1, None),
+                    row("cmp_row_stats", Ub, F32, vh * 8, 1, None),
+                    row("cmp_run_max", Ub, F32, stats, 1, Some(stats)),
+                    row("cmp_run_denom", Ub, F32, stats, 1, Some(stats)),
+                    row("cmp_tile_max", Ub, F32, stats, 1, None),
+                    row("cmp_tile_sum", Ub, F32, stats, 1, None),
+                    row("cmp_alpha", Ub, F32, stats, 1, None),
+                    row("cmp_beta", Ub, F32, stats, 1, None),
+                    row("cmp_o", Ub, F32, hd, 1, Some(hd)),
+                    row("cmp_part", Ub, F32, hd, 1, Some(hd)),
+                ]);
+            }
+            v
         }
         // A data-movement step between ranks: no kernel, no on-chip buffers.
         (StageKind::OGroupAllToAll, Tiling::Collective { .. }) => Vec::new(),

@@ -70,10 +70,14 @@ pub struct Tiling {
 }
 
 impl Tiling {
-    pub fn bytes(&self) -> Vec<u8> {
+    pub fn words(&self) -> [u32; 16] {
         let mut w = [0u32; 16];
         w[..5].copy_from_slice(&[self.t, self.b, self.nb, self.tp_rank, self.group_t]);
-        w.iter().flat_map(|v| v.to_le_bytes()).collect()
+        w
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        self.words().iter().flat_map(|v| v.to_le_bytes()).collect()
     }
 }
 
@@ -102,6 +106,18 @@ pub fn run(
     tensors: &mut BTreeMap<String, Tensor>,
     tiling: Tiling,
 ) -> Vec<(String, LaunchStats)> {
+    run_words(lib, plan, stages, tensors, tiling.words())
+}
+
+/// [`run`] with every word of the tiling given (`dsv4/tiling_data.h` order), for stages that
+/// read the pool and table extents past `group_t`.
+pub fn run_words(
+    lib: &SimLibrary,
+    plan: &Plan,
+    stages: &[StageKind],
+    tensors: &mut BTreeMap<String, Tensor>,
+    words: [u32; 16],
+) -> Vec<(String, LaunchStats)> {
     let caps: Vec<(&str, usize)> = plan.axes.iter().map(|a| (a.name, a.max)).collect();
     let mut stats = Vec::new();
     for (kernel, cores, block_dim, args) in launches(plan, stages) {
@@ -116,7 +132,7 @@ pub fn run(
                 tensors.insert(a.clone(), poisoned(w.dtype, shape(&w.shape, &caps)));
             }
         }
-        let mut tiling_bytes = tiling.bytes();
+        let mut tiling_bytes: Vec<u8> = words.iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut workspace = vec![0u8; 32];
         let mut bufs: Vec<(String, *mut u8, usize)> = args
             .iter()

@@ -45,6 +45,26 @@ public:
         }
     }
 
+    // As above, and each head's max m to `rowMax` [t, HEADS] f32, where a further source
+    // (attention_compressed.h) continues the online softmax.
+    __aicore__ inline static void Run(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink,
+                                      GM_ADDR probs, GM_ADDR denom, GM_ADDR rowMax, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        AttentionSoftmax op;
+        op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
+        op.maxOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+        op.writeMax_ = true;
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            op.Request(b);
+        }
+    }
+
 private:
     __aicore__ inline void Init(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink, GM_ADDR probs,
                                 GM_ADDR denom)
@@ -218,6 +238,9 @@ private:
         AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
         AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
         AscendC::DataCopy(denom_[static_cast<uint64_t>(t) * P::HEADS], d, P::HEADS);
+        if (writeMax_) {
+            AscendC::DataCopy(maxOut_[static_cast<uint64_t>(t) * P::HEADS], rowMax_.Get<float>(), P::HEADS);
+        }
         AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
         AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
     }
@@ -233,6 +256,8 @@ private:
     AscendC::GlobalTensor<int32_t> lens_;
     AscendC::GlobalTensor<bfloat16_t> probs_;
     AscendC::GlobalTensor<float> denom_;
+    AscendC::GlobalTensor<float> maxOut_;
+    bool writeMax_ = false;
 };
 
 }  // namespace dsv4

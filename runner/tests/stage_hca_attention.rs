@@ -1,0 +1,306 @@
+//! Stage sparse_attention of HCA (window + every visible compressed row, hca_csa.md §6.1–6.2)
+//! on the CPU model against `harness::golden::{candidates::hca, attention}`: o_packed_heads
+//! within ratio_allclose(1e-4, 1/128) on the valid rows of every group slab, padding rows
+//! still poisoned, peak on-chip memory within the plan's budget rows. Inputs are the HCA
+//! fixture's (raw and compressed pools, block tables, window indices, positions, lengths,
+//! RoPE rows); q and attn_sink are seeded normals. Requests see 0, 1, a few, a full tile
+//! and more than one tile of compressed rows (tokens of one request differing by one row
+//! at a tile edge). GM traffic per kernel is printed.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use half::bf16;
+use harness::compare::ratio_allclose;
+use harness::fixtures::random::Draws;
+use harness::fixtures::{self, FixtureOptions, StartPositions};
+use harness::golden::attention::{KvSources, pack_heads, sparse_attention};
+use harness::golden::candidates;
+use harness::golden::rope::RopeRows;
+use harness::golden::{LayerKind, LayerSpec};
+use harness::sim::{BuildSpec, LaunchStats, SimLibrary};
+use harness::tensor::{Tensor, TensorMap};
+use kernelgen::chip::Mem;
+use kernelgen::plan::{Plan, StageKind};
+use runner::variant;
+use support::{launches, plan, repo_root, run_words};
+
+const STAGE: &[StageKind] = &[StageKind::SparseAttention];
+const SEED: u64 = 20_260_819;
+
+/// Starts per request: 0 compressed rows (< 127), 1 row from the step's own boundary (120)
+/// or before it (127, 128), a few (255, 300, 1000), one page (4096), a full tile with the
+/// last token one row past the others (16376: rows 127 and 128), two tiles (17000: 132).
+const STARTS_TP1: [i32; 16] = [
+    0, 7, 120, 127, 128, 255, 300, 1000, 4096, 17000, 16376, 5, 10, 64, 100, 3,
+];
+const STARTS_TP2: [i32; 8] = [0, 127, 255, 17000, 16376, 5, 1000, 120];
+
+/// One rank's stage inputs for `starts`, built by the HCA fixture at TP 1 (the stage
+/// runs per rank; a rank's inputs have the same shapes at every TP).
+struct Case {
+    spec: LayerSpec,
+    t: usize,
+    inputs: TensorMap,
+    q: Vec<bf16>,
+    sink: Vec<f32>,
+}
+
+impl Case {
+    fn new(variant_name: &str, starts: &[i32]) -> Case {
+        let plan = variant::by_name(variant_name).unwrap();
+        let mut spec = variant::layer_spec(plan).unwrap();
+        spec.dims.tp = 1;
+        let opts = FixtureOptions {
+            seed: SEED,
+            starts: StartPositions::List(starts.iter().map(|&s| i64::from(s)).collect()),
+            tokens: None,
+        };
+        let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{starts:?}: {e}"));
+        let d = &spec.dims;
+        let t = starts.len() * d.seq;
+        let draws = Draws::new(SEED + 1);
+        let q = draws
+            .normal("q", t * d.heads * d.head_dim, 1.0)
+            .into_iter()
+            .map(bf16::from_f32)
+            .collect();
+        let sink = draws.normal("attn_sink", d.heads, 1.0);
+        Case {
+            t,
+            inputs: f.inputs,
+            q,
+            sink,
+            spec,
+        }
+    }
+
+    fn get<T: harness::tensor::Element>(&self, name: &str) -> &[T] {
+        self.inputs.values::<T>(name).unwrap()
+    }
+
+    fn width(&self, name: &str) -> usize {
+        self.inputs.get(name).unwrap().shape()[1]
+    }
+
+    fn cmp_pool_blocks(&self) -> usize {
+        self.inputs.get("cmp_kv").unwrap().shape()[0]
+    }
+
+    /// The golden o_packed_heads `[o_groups · t_pad, o_group_in]` (padding rows zero); with
+    /// `window_only` the compressed tiles are left out (to show the case depends on them).
+    fn expected(&self, t_pad: usize, window_only: bool) -> Vec<bf16> {
+        let d = &self.spec.dims;
+        let LayerKind::Hca(h) = &self.spec.kind else {
+            unreachable!("an HCA variant")
+        };
+        let mut tiles = candidates::hca(
+            d,
+            h,
+            self.get("window_swa_indices"),
+            self.get("position_ids"),
+            self.get("kv_seq_lens"),
+            self.get("cmp_block_table"),
+            self.width("cmp_block_table"),
+            self.cmp_pool_blocks(),
+        );
+        if window_only {
+            tiles.iter_mut().for_each(|t| t.truncate(1));
+        }
+        let kv = KvSources {
+            raw: self.get("kv_cache"),
+            compressed: self.get("cmp_kv"),
+            width: d.head_dim,
+        };
+        let rope = RopeRows::from_tables(
+            self.get("freqs_cos"),
+            self.get("freqs_sin"),
+            d.rope_dim,
+            d.half_rope(),
+        );
+        let o = sparse_attention(d, &self.q, &tiles, kv, &self.sink, &rope);
+        pack_heads(d, &o, t_pad)
+    }
+
+    /// Kernel inputs by name; q at capacity with NaN rows past t (never to be read).
+    fn tensors(&self, p: &Plan) -> BTreeMap<String, Tensor> {
+        let d = &self.spec.dims;
+        let (h, hd, cap) = (d.heads, d.head_dim, p.shape.local_t);
+        let mut q = self.q.clone();
+        q.resize(cap * h * hd, bf16::NAN);
+        let mut out = BTreeMap::new();
+        out.insert(
+            "q".to_string(),
+            Tensor::from_vec(vec![cap, h, hd], q).unwrap(),
+        );
+        out.insert(
+            "attn_sink".to_string(),
+            Tensor::from_vec(vec![h], self.sink.clone()).unwrap(),
+        );
+        for name in [
+            "kv_cache",
+            "window_swa_indices",
+            "window_swa_lens",
+            "freqs_cos",
+            "freqs_sin",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "kv_seq_lens",
+        ] {
+            out.insert(name.to_string(), self.inputs.get(name).unwrap().clone());
+        }
+        out
+    }
+
+    fn tiling(&self) -> [u32; 16] {
+        let d = &self.spec.dims;
+        let mut w = [0u32; 16];
+        w[0] = self.t as u32;
+        w[1] = (self.t / d.seq) as u32;
+        w[2] = d.kv_pool_blocks as u32;
+        w[4] = self.t as u32;
+        w[7] = self.cmp_pool_blocks() as u32;
+        w[8] = self.width("cmp_block_table") as u32;
+        w
+    }
+}
+
+fn lib() -> &'static SimLibrary {
+    static LIB: OnceLock<SimLibrary> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let root = repo_root();
+        let mut sources: Vec<_> = ["hca_small_tp1", "hca_small_tp2"]
+            .iter()
+            .flat_map(|v| launches(plan(v), STAGE).map(|(k, ..)| k.to_string()))
+            .map(|k| root.join(format!("generated/ascendc/kernels/{k}.cpp")))
+            .collect();
+        sources.sort();
+        sources.dedup();
+        SimLibrary::build(
+            &BuildSpec::new(sources).include_dir(root.join("generated/ascendc/include")),
+        )
+        .unwrap_or_else(|e| panic!("kernels do not build: {e}"))
+    })
+}
+
+/// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory.
+fn check(variant_name: &str, case: &Case) {
+    let p = plan(variant_name);
+    let mut tensors = case.tensors(p);
+    let start = Instant::now();
+    let stats = run_words(lib(), p, STAGE, &mut tensors, case.tiling());
+    let elapsed = start.elapsed();
+
+    let m = &p.model;
+    let (t, t_pad, width) = (case.t, p.shape.t_pad, m.o_group_in);
+    let want = case.expected(t_pad, false);
+    assert_ne!(
+        want,
+        case.expected(t_pad, true),
+        "the case must depend on compressed rows"
+    );
+    let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
+    assert_eq!(got.len(), want.len());
+    let mut worst = 0.0f32;
+    for g in 0..m.o_groups {
+        let valid = (g * t_pad) * width..(g * t_pad + t) * width;
+        let slab =
+            |v: &[bf16]| Tensor::from_vec(vec![t, width], v[valid.clone()].to_vec()).unwrap();
+        let report = ratio_allclose(
+            &format!("o_packed_heads group {g}"),
+            &slab(got),
+            &slab(&want),
+            1e-4,
+            1.0 / 128.0,
+            0.0,
+        );
+        assert!(report.pass, "{variant_name}, t = {t}: {}", report.detail());
+        for (a, e) in got[valid.clone()].iter().zip(&want[valid.clone()]) {
+            worst = worst.max((a.to_f32() - e.to_f32()).abs());
+        }
+        let padding = &got[(g * t_pad + t) * width..(g + 1) * t_pad * width];
+        assert!(
+            padding.iter().all(|v| v.to_bits() == 0xFFFF),
+            "{variant_name}: group {g} padding rows >= {t} were written"
+        );
+    }
+    check_peaks(p, &stats);
+    println!("{variant_name}, t = {t}: stage {elapsed:.2?}, max |d| {worst:.2e}");
+    for (kernel, s) in &stats {
+        println!(
+            "  {kernel}: GM {} B, scalar GM reads {}",
+            s.gm_bytes(),
+            s.scalar_gm_reads
+        );
+    }
+}
+
+/// The window kernels allocate exactly their budget rows; the compressed kernel's AIVs
+/// exactly the `cmp_` rows and its AIC at most the window cube's rows.
+fn check_peaks(p: &Plan, stats: &[(String, LaunchStats)]) {
+    let buffers = &p.stage(StageKind::SparseAttention).unwrap().buffers;
+    let rows = |prefix: &str, mem: Mem| -> u64 {
+        buffers
+            .iter()
+            .filter(|b| b.mem == mem && b.name.starts_with(prefix))
+            .map(|b| b.allocated(p.chip) as u64)
+            .sum()
+    };
+    for (kernel, s) in stats {
+        let peaks = [
+            (Mem::Ub, s.peak_ub),
+            (Mem::L1, s.peak_l1),
+            (Mem::L0a, s.peak_l0a),
+            (Mem::L0b, s.peak_l0b),
+            (Mem::L0c, s.peak_l0c),
+        ];
+        for (mem, peak) in peaks {
+            if kernel.starts_with("attn_compressed") {
+                let budget = if mem == Mem::Ub {
+                    rows("cmp_", mem)
+                } else {
+                    rows("cube_", mem)
+                };
+                assert!(
+                    peak <= budget && (mem != Mem::Ub || peak == budget),
+                    "{kernel}: peak {mem} {peak} vs the budget rows {budget}"
+                );
+                continue;
+            }
+            let prefix = if kernel.starts_with("attn_window_softmax") {
+                "softmax_"
+            } else if kernel.starts_with("attn_finish") {
+                "finish_"
+            } else {
+                "cube_"
+            };
+            assert_eq!(
+                peak,
+                rows(prefix, mem),
+                "{kernel}: peak {mem} vs the budget rows"
+            );
+        }
+    }
+}
+
+#[test]
+fn hca_small_tp1_window_and_compressed_rows_at_capacity_and_below() {
+    let case = Case::new("hca_small_tp1", &STARTS_TP1);
+    assert_eq!(case.t, plan("hca_small_tp1").shape.local_t);
+    check("hca_small_tp1", &case);
+    let case = Case::new("hca_small_tp1", &STARTS_TP1[..STARTS_TP1.len() - 1]);
+    check("hca_small_tp1", &case);
+}
+
+#[test]
+fn hca_small_tp2_rank_at_capacity_and_below() {
+    let case = Case::new("hca_small_tp2", &STARTS_TP2);
+    assert_eq!(case.t, plan("hca_small_tp2").shape.local_t);
+    check("hca_small_tp2", &case);
+    let case = Case::new("hca_small_tp2", &STARTS_TP2[..STARTS_TP2.len() - 1]);
+    check("hca_small_tp2", &case);
+}

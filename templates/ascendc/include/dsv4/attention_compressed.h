@@ -1,0 +1,446 @@
+// Compressed-row source of the HCA attention (hca_csa.md §6.1-6.2): after the window
+// (attention_cube.h / attention_softmax.h), every query row of a request continues its
+// online softmax over the request's compressed rows 0 .. C_t - 1, with
+//   C_t = min((p_t + 1) / RATIO, kv_seq_lens[b] / RATIO, MAX_ROWS).
+// A request's tokens share the prefix 0 .. C_max - 1 (C_max = max_t C_t); it is processed
+// in KV_TILE-row tiles (KV_TILE / BLOCK_SIZE pages through cmp_block_table). Per tile:
+//   AIC: gathers the tile into L1 (rows >= C_max zero), scores = q_request · tileᵀ (f32)
+//   AIV: z = score * SCALE, lanes r >= C_t masked to -1e20; m_i = max z, e = exp(z - m_i),
+//        l_i = sum e (f32), probs = bf16(e) (zeros for a token with no row in the tile);
+//        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
+//        denom' = alpha * denom + beta * l_i
+//   AIC: part = probs_request · tile (f32)
+//   AIV: o' = alpha * o + beta * part
+// `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
+// l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
+// reference's o / (l + exp(sink - m)). The window's o and denom are updated in place.
+// A block (1 AIC + 2 AIV) takes whole requests; AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
+// Handoffs go through per-token GM workspaces, ordered by cross-core flags.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// The compressed rows visible to each token of request b (scalar metadata reads).
+template <class P>
+struct CompressedRows {
+    int32_t visible[P::SEQ];
+    int32_t rows;  // C_max
+
+    __aicore__ inline void Read(const AscendC::GlobalTensor<int32_t>& positions,
+                                const AscendC::GlobalTensor<int32_t>& kvSeqLens, uint32_t b)
+    {
+        const int64_t len = kvSeqLens.GetValue(b);
+        const int64_t byLen = len > 0 ? len / P::RATIO : 0;
+        rows = 0;
+        for (uint32_t s = 0; s < P::SEQ; ++s) {
+            const int64_t p = positions.GetValue(b * P::SEQ + s);
+            int64_t c = p + 1 > 0 ? (p + 1) / P::RATIO : 0;
+            c = c < byLen ? c : byLen;
+            c = c < static_cast<int64_t>(P::MAX_ROWS) ? c : static_cast<int64_t>(P::MAX_ROWS);
+            visible[s] = static_cast<int32_t>(c);
+            rows = visible[s] > rows ? visible[s] : rows;
+        }
+    }
+
+    __aicore__ inline uint32_t Tiles() const { return CeilDiv(static_cast<uint32_t>(rows), P::KV_TILE); }
+};
+
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, SCALE.
+template <class P>
+class AttentionCompressed {
+    static constexpr uint32_t FRACTAL = 16;
+    static constexpr uint32_t FRACTAL_ELEMS = FRACTAL * FRACTAL;
+    static constexpr uint32_t ROWS = P::SEQ * P::HEADS;
+    static constexpr uint32_t HD = P::HEAD_DIM;
+    static constexpr uint32_t TILE = P::KV_TILE;
+    static constexpr uint32_t TILE_BLOCKS = TILE / FRACTAL;
+    static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
+    static constexpr uint32_t M_BLOCKS = M_PAD / FRACTAL;
+    static constexpr uint32_t A_COLS = HD > TILE ? HD : TILE;
+    static constexpr uint32_t L0_K = P::D_TILE > TILE ? P::D_TILE : TILE;
+    static constexpr uint32_t TOKENS = P::SEQ / 2;  // per AIV
+    static constexpr uint32_t STATS = TOKENS * P::HEADS;
+    static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);
+    static constexpr uint32_t VH = SLOT;  // heads per vector tile (kept small: UB is shared with the window)
+    static constexpr uint32_t SCORE_TILE = VH * TILE;
+    static constexpr float MASK = 1.0e20f;
+    static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
+    static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
+    static_assert(TILE % FRACTAL == 0 && TILE % P::BLOCK_SIZE == 0, "KV_TILE: whole fractals and whole pages");
+    static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
+    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions,
+                                      GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs,
+                                      GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
+        const uint32_t block = ASCEND_IS_AIV ? static_cast<uint32_t>(AscendC::GetBlockIdx() / 2)
+                                             : static_cast<uint32_t>(AscendC::GetBlockIdx());
+        const uint32_t base = td.b / num, extra = td.b % num;
+        const uint32_t begin = block * base + Min(block, extra);
+        const uint32_t end = begin + base + (block < extra ? 1u : 0u);
+        if (begin >= end) {
+            return;
+        }
+        AttentionCompressed op;
+        op.Bind(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, o, denom);
+        if ASCEND_IS_AIC {
+            op.InitCube();
+            for (uint32_t b = begin; b < end; ++b) {
+                op.CubeRequest(b, td);
+            }
+        }
+        if ASCEND_IS_AIV {
+            op.InitVector();
+            const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
+            for (uint32_t b = begin; b < end; ++b) {
+                op.VectorRequest(b, s0);
+            }
+        }
+    }
+
+private:
+    __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR kvSeqLens,
+                                GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o,
+                                GM_ADDR denom)
+    {
+        q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+        kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
+        table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
+        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
+        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
+        part_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+    }
+
+    // ---- AIC ----
+
+    __aicore__ inline void InitCube()
+    {
+        pipe_.InitBuffer(tile_, TILE * HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(aTile_, 2, M_PAD * A_COLS * sizeof(bfloat16_t));
+        pipe_.InitBuffer(aL0_, 2, M_PAD * L0_K * sizeof(bfloat16_t));
+        pipe_.InitBuffer(bL0_, 2, P::D_TILE * TILE * sizeof(bfloat16_t));
+        pipe_.InitBuffer(cL0_, 2, M_PAD * L0_K * sizeof(float));
+    }
+
+    __aicore__ inline void CubeRequest(uint32_t b, const TilingData& td)
+    {
+        CompressedRows<P> c;
+        c.Read(positions_, lens_, b);
+        const uint64_t row0 = static_cast<uint64_t>(b) * ROWS;
+        for (uint32_t j = 0; j < c.Tiles(); ++j) {
+            LoadTile(b, j, static_cast<uint32_t>(c.rows), td);
+            for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
+                Matmul<false>(a, 0, TILE, scores_[(row0 + m0) * TILE], TILE);
+                aTile_.FreeTensor(a);
+            }
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+            AscendC::CrossCoreWaitFlag(PROBS_READY);
+            for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[(row0 + m0) * TILE], TILE);
+                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+                    Matmul<true>(a, n0, P::D_TILE, part_[(row0 + m0) * HD + n0], HD);
+                }
+                aTile_.FreeTensor(a);
+            }
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
+            // The tile may be overwritten once every load from it has been issued.
+            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+        }
+    }
+
+    // Compressed rows [j*TILE, j*TILE + TILE) of request b into the NZ tile [TILE, HD], one
+    // page run per DMA; rows >= C_max are zero. Every page covering a visible row must be a
+    // page of the pool (hca_csa.md §11.5): a violation stops the launch.
+    __aicore__ inline void LoadTile(uint32_t b, uint32_t j, uint32_t rows, const TilingData& td)
+    {
+        AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>();
+        const uint32_t r0 = j * TILE;
+        const uint32_t n = Min(TILE, rows - r0);
+        if (n < TILE) {
+            AscendC::Fill(u[n * FRACTAL], AscendC::InitConstValueParams<bfloat16_t>(
+                                              static_cast<uint16_t>(HD / FRACTAL), static_cast<uint16_t>(TILE - n),
+                                              static_cast<uint16_t>(n), bfloat16_t(0.0f)));
+        }
+        for (uint32_t k = 0; k < n; k += P::BLOCK_SIZE) {
+            const uint32_t logical = (r0 + k) / P::BLOCK_SIZE;
+            ascendc_assert(logical < td.cmp_tw,
+                           "request %u: compressed row %u needs page %u of a %u-page cmp_block_table row", b, r0 + k,
+                           logical, td.cmp_tw);
+            const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * td.cmp_tw + logical);
+            ascendc_assert(page >= 0 && page < static_cast<int32_t>(td.cmp_nb),
+                           "request %u: cmp_block_table[%u, %u] = %d is not a page of the %u-page cmp_kv pool", b,
+                           b, logical, page, td.cmp_nb);
+            const uint32_t run = Min(P::BLOCK_SIZE, n - k);
+            AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(page) * P::BLOCK_SIZE * HD],
+                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), HD, 0, HD, TILE, 1, 0));
+        }
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+    }
+
+    __aicore__ inline AscendC::LocalTensor<bfloat16_t> LoadRows(const AscendC::GlobalTensor<bfloat16_t>& src,
+                                                                uint32_t cols)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
+        AscendC::DataCopy(a, src, AscendC::Nd2NzParams(1, P::HEAD_TILE, cols, 0, cols, M_PAD, 1, 0));
+        aTile_.EnQue(a);
+        return aTile_.DeQue<bfloat16_t>();
+    }
+
+    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen]. Scores (VALUES false): k = head dims,
+    // B = tileᵀ. Values (VALUES true): k = tile rows, B = tile (fractals transposed to L0B).
+    template <bool VALUES>
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t n0, uint32_t nLen,
+                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    {
+        constexpr uint32_t K = VALUES ? TILE : HD;
+        constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
+        const AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>();
+        const uint32_t nb0 = n0 / FRACTAL, nBlocks = CeilDiv(nLen, FRACTAL);
+        AscendC::LocalTensor<float> c = cL0_.AllocTensor<float>();
+        for (uint32_t k0 = 0; k0 < K; k0 += K_CHUNK) {
+            const uint32_t kLen = Min(K_CHUNK, K - k0);
+            const uint32_t kb0 = k0 / FRACTAL, kBlocks = kLen / FRACTAL;
+            AscendC::LocalTensor<bfloat16_t> a2 = aL0_.AllocTensor<bfloat16_t>();
+            AscendC::LocalTensor<bfloat16_t> b2 = bL0_.AllocTensor<bfloat16_t>();
+            for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
+                AscendC::LoadData(a2[mb * kBlocks * FRACTAL_ELEMS], a,
+                                  AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * M_BLOCKS + mb),
+                                                            static_cast<uint8_t>(kBlocks), M_BLOCKS, 0, 0, false, 0));
+            }
+            // The tile fractal (row block r, column block d) sits at d * TILE_BLOCKS + r.
+            for (uint32_t kb = 0; kb < kBlocks; ++kb) {
+                const uint32_t start = VALUES ? nb0 * TILE_BLOCKS + kb0 + kb : (kb0 + kb) * TILE_BLOCKS + nb0;
+                AscendC::LoadData(b2[kb * nBlocks * FRACTAL_ELEMS], u,
+                                  AscendC::LoadData2DParams(static_cast<uint16_t>(start), static_cast<uint8_t>(nBlocks),
+                                                            VALUES ? TILE_BLOCKS : 1, 0, 0, VALUES, 0));
+            }
+            aL0_.EnQue(a2);
+            bL0_.EnQue(b2);
+            a2 = aL0_.DeQue<bfloat16_t>();
+            b2 = bL0_.DeQue<bfloat16_t>();
+            AscendC::Mmad(c, a2, b2,
+                          AscendC::MmadParams(P::HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0,
+                                              false, k0 == 0));
+            aL0_.FreeTensor(a2);
+            bL0_.FreeTensor(b2);
+        }
+        cL0_.EnQue(c);
+        c = cL0_.DeQue<float>();
+        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), P::HEAD_TILE, M_PAD, dstStride,
+                                                            false));
+        cL0_.FreeTensor(c);
+    }
+
+    // ---- AIV ----
+
+    __aicore__ inline void InitVector()
+    {
+        pipe_.InitBuffer(scoresQ_, 1, SCORE_TILE * sizeof(float));
+        pipe_.InitBuffer(probsQ_, 1, SCORE_TILE * sizeof(bfloat16_t));
+        pipe_.InitBuffer(lane_, TILE * sizeof(float));
+        pipe_.InitBuffer(bias_, TILE * sizeof(float));
+        pipe_.InitBuffer(reduceTmp_, TILE * sizeof(float));
+        pipe_.InitBuffer(rowStats_, VH * SLOT * sizeof(float));
+        pipe_.InitBuffer(runMax_, STATS * sizeof(float));
+        pipe_.InitBuffer(runDenom_, STATS * sizeof(float));
+        pipe_.InitBuffer(tileMax_, STATS * sizeof(float));
+        pipe_.InitBuffer(tileSum_, STATS * sizeof(float));
+        pipe_.InitBuffer(alpha_, STATS * sizeof(float));
+        pipe_.InitBuffer(beta_, STATS * sizeof(float));
+        pipe_.InitBuffer(oRow_, HD * sizeof(float));
+        pipe_.InitBuffer(partRow_, HD * sizeof(float));
+        AscendC::LocalTensor<float> lane = lane_.Get<float>();
+        for (uint32_t k = 0; k < TILE; ++k) {
+            lane.SetValue(k, static_cast<float>(k));
+        }
+        ScalarToVector();
+    }
+
+    __aicore__ inline void VectorRequest(uint32_t b, uint32_t s0)
+    {
+        CompressedRows<P> c;
+        c.Read(positions_, lens_, b);
+        const uint32_t tiles = c.Tiles();
+        if (tiles == 0) {
+            return;
+        }
+        const uint64_t stats0 = (static_cast<uint64_t>(b) * P::SEQ + s0) * P::HEADS;
+        AscendC::LocalTensor<float> m = runMax_.Get<float>();
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
+        AscendC::DataCopy(m, rowMax_[stats0], STATS);
+        AscendC::DataCopy(den, denom_[stats0], STATS);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        for (uint32_t j = 0; j < tiles; ++j) {
+            AscendC::CrossCoreWaitFlag(SCORES_READY);
+            for (uint32_t s = 0; s < TOKENS; ++s) {
+                const int32_t left = c.visible[s0 + s] - static_cast<int32_t>(j * TILE);
+                const uint32_t valid = left <= 0 ? 0u : Min(TILE, static_cast<uint32_t>(left));
+                const uint32_t t = b * P::SEQ + s0 + s;
+                Bias(valid);
+                for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
+                    Softmax(t, s, h0, valid);
+                }
+            }
+            Rescale();
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+            AscendC::CrossCoreWaitFlag(PART_READY);
+            for (uint32_t s = 0; s < TOKENS; ++s) {
+                for (uint32_t h = 0; h < P::HEADS; ++h) {
+                    Merge(b * P::SEQ + s0 + s, s, h);
+                }
+            }
+        }
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::DataCopy(denom_[stats0], den, STATS);
+        // The next request's statistics may overwrite these once they have left.
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+    }
+
+    // bias[lane] = 0 for lane < valid, else -1e20: (clamp(valid - lane, 0, 1) - 1) * 1e20.
+    __aicore__ inline void Bias(uint32_t valid)
+    {
+        AscendC::LocalTensor<float> bias = bias_.Get<float>();
+        AscendC::Muls(bias, lane_.Get<float>(), -1.0f, TILE);
+        AscendC::Adds(bias, bias, static_cast<float>(valid), TILE);
+        AscendC::Maxs(bias, bias, 0.0f, TILE);
+        AscendC::Mins(bias, bias, 1.0f, TILE);
+        AscendC::Adds(bias, bias, -1.0f, TILE);
+        AscendC::Muls(bias, bias, MASK, TILE);
+    }
+
+    // VH heads of token t (local index s) over tile lanes: tile max and sum into the
+    // statistics, bf16 probabilities out. A token without a row in the tile gets zero
+    // probabilities and (m_i, l_i) = (-1e20, 0), which merges as a no-op.
+    __aicore__ inline void Softmax(uint32_t t, uint32_t s, uint32_t h0, uint32_t valid)
+    {
+        const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
+        AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
+        AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
+        AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
+        if (valid == 0) {
+            AscendC::Duplicate(p, bfloat16_t(0.0f), SCORE_TILE);
+            VectorToScalar();
+            for (uint32_t h = 0; h < VH; ++h) {
+                tileMax.SetValue(s * P::HEADS + h0 + h, -MASK);
+                tileSum.SetValue(s * P::HEADS + h0 + h, 0.0f);
+            }
+        } else {
+            AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
+            AscendC::DataCopy(z, scores_[row * TILE], SCORE_TILE);
+            scoresQ_.EnQue(z);
+            z = scoresQ_.DeQue<float>();
+            AscendC::LocalTensor<float> bias = bias_.Get<float>();
+            AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
+            AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
+            AscendC::Muls(z, z, P::SCALE, SCORE_TILE);
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::Add(z[h * TILE], z[h * TILE], bias, TILE);
+                AscendC::ReduceMax(stats[h * SLOT], z[h * TILE], tmp, TILE);
+            }
+            VectorToScalar();
+            for (uint32_t h = 0; h < VH; ++h) {
+                const float mi = stats.GetValue(h * SLOT);
+                tileMax.SetValue(s * P::HEADS + h0 + h, mi);
+                AscendC::Adds(z[h * TILE], z[h * TILE], -mi, TILE);
+            }
+            AscendC::Exp(z, z, SCORE_TILE);
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::ReduceSum(stats[h * SLOT], z[h * TILE], tmp, TILE);
+            }
+            AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, SCORE_TILE);
+            scoresQ_.FreeTensor(z);
+            VectorToScalar();
+            for (uint32_t h = 0; h < VH; ++h) {
+                tileSum.SetValue(s * P::HEADS + h0 + h, stats.GetValue(h * SLOT));
+            }
+        }
+        probsQ_.EnQue(p);
+        p = probsQ_.DeQue<bfloat16_t>();
+        AscendC::DataCopy(probs_[row * TILE], p, SCORE_TILE);
+        probsQ_.FreeTensor(p);
+    }
+
+    // m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'), denom' = alpha*denom + beta*l_i.
+    __aicore__ inline void Rescale()
+    {
+        ScalarToVector();
+        AscendC::LocalTensor<float> m = runMax_.Get<float>();
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
+        AscendC::LocalTensor<float> mi = tileMax_.Get<float>();
+        AscendC::LocalTensor<float> li = tileSum_.Get<float>();
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
+        AscendC::LocalTensor<float> beta = beta_.Get<float>();
+        AscendC::Max(alpha, m, mi, STATS);  // m'
+        AscendC::Sub(beta, mi, alpha, STATS);
+        AscendC::Exp(beta, beta, STATS);
+        AscendC::Sub(mi, m, alpha, STATS);
+        AscendC::Adds(m, alpha, 0.0f, STATS);
+        AscendC::Exp(alpha, mi, STATS);
+        AscendC::Mul(den, den, alpha, STATS);
+        AscendC::Mul(li, li, beta, STATS);
+        AscendC::Add(den, den, li, STATS);
+        VectorToScalar();
+    }
+
+    // o = alpha * o + beta * part for head h of token t (local index s), in place.
+    __aicore__ inline void Merge(uint32_t t, uint32_t s, uint32_t h)
+    {
+        const uint64_t at = (static_cast<uint64_t>(t) * P::HEADS + h) * HD;
+        const uint32_t i = s * P::HEADS + h;
+        const float a = alpha_.Get<float>().GetValue(i);
+        const float bb = beta_.Get<float>().GetValue(i);
+        AscendC::LocalTensor<float> o = oRow_.Get<float>();
+        AscendC::LocalTensor<float> part = partRow_.Get<float>();
+        AscendC::DataCopy(o, o_[at], HD);
+        AscendC::DataCopy(part, part_[at], HD);
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        AscendC::Muls(o, o, a, HD);
+        AscendC::Muls(part, part, bb, HD);
+        AscendC::Add(o, o, part, HD);
+        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        AscendC::DataCopy(o_[at], o, HD);
+        // The next rows may be loaded once this one has left and the vector reads are done.
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+    }
+
+    AscendC::TPipe pipe_;
+    // AIC
+    AscendC::TBuf<AscendC::TPosition::B1> tile_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
+    AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
+    // AIV
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> oRow_, partRow_;
+    AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
+    AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
+    AscendC::GlobalTensor<float> rowMax_, scores_, part_, o_, denom_;
+};
+
+}  // namespace dsv4
