@@ -19,6 +19,7 @@
 #pragma once
 
 #include "dsv4/tiling_data.h"
+#include "dsv4/head_tile_mmad.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -52,13 +53,11 @@ struct CompressedRows {
 template <class P>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
-    static constexpr uint32_t FRACTAL_ELEMS = FRACTAL * FRACTAL;
     static constexpr uint32_t ROWS = P::SEQ * P::HEADS;
     static constexpr uint32_t HD = P::HEAD_DIM;
     static constexpr uint32_t TILE = P::KV_TILE;
     static constexpr uint32_t TILE_BLOCKS = TILE / FRACTAL;
     static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
-    static constexpr uint32_t M_BLOCKS = M_PAD / FRACTAL;
     static constexpr uint32_t A_COLS = HD > TILE ? HD : TILE;
     static constexpr uint32_t L0_K = P::D_TILE > TILE ? P::D_TILE : TILE;
     static constexpr uint32_t TOKENS = P::SEQ / 2;  // per AIV
@@ -210,41 +209,8 @@ private:
     {
         constexpr uint32_t K = VALUES ? TILE : HD;
         constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        const AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>();
-        const uint32_t nb0 = n0 / FRACTAL, nBlocks = CeilDiv(nLen, FRACTAL);
-        AscendC::LocalTensor<float> c = cL0_.AllocTensor<float>();
-        for (uint32_t k0 = 0; k0 < K; k0 += K_CHUNK) {
-            const uint32_t kLen = Min(K_CHUNK, K - k0);
-            const uint32_t kb0 = k0 / FRACTAL, kBlocks = kLen / FRACTAL;
-            AscendC::LocalTensor<bfloat16_t> a2 = aL0_.AllocTensor<bfloat16_t>();
-            AscendC::LocalTensor<bfloat16_t> b2 = bL0_.AllocTensor<bfloat16_t>();
-            for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
-                AscendC::LoadData(a2[mb * kBlocks * FRACTAL_ELEMS], a,
-                                  AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * M_BLOCKS + mb),
-                                                            static_cast<uint8_t>(kBlocks), M_BLOCKS, 0, 0, false, 0));
-            }
-            // The tile fractal (row block r, column block d) sits at d * TILE_BLOCKS + r.
-            for (uint32_t kb = 0; kb < kBlocks; ++kb) {
-                const uint32_t start = VALUES ? nb0 * TILE_BLOCKS + kb0 + kb : (kb0 + kb) * TILE_BLOCKS + nb0;
-                AscendC::LoadData(b2[kb * nBlocks * FRACTAL_ELEMS], u,
-                                  AscendC::LoadData2DParams(static_cast<uint16_t>(start), static_cast<uint8_t>(nBlocks),
-                                                            VALUES ? TILE_BLOCKS : 1, 0, 0, VALUES, 0));
-            }
-            aL0_.EnQue(a2);
-            bL0_.EnQue(b2);
-            a2 = aL0_.DeQue<bfloat16_t>();
-            b2 = bL0_.DeQue<bfloat16_t>();
-            AscendC::Mmad(c, a2, b2,
-                          AscendC::MmadParams(P::HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0,
-                                              false, k0 == 0));
-            aL0_.FreeTensor(a2);
-            bL0_.FreeTensor(b2);
-        }
-        cL0_.EnQue(c);
-        c = cL0_.DeQue<float>();
-        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), P::HEAD_TILE, M_PAD, dstStride,
-                                                            false));
-        cL0_.FreeTensor(c);
+        HeadTileMmad<P::HEAD_TILE, K, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>(), n0, nLen,
+                                                                    dst, dstStride);
     }
 
     // ---- AIV ----

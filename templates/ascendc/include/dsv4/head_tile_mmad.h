@@ -1,0 +1,61 @@
+// One head tile's product on the cube, shared by the window and compressed attention kernels.
+#pragma once
+
+#include "kernel_operator.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over K in
+// K_CHUNK chunks through L0A/L0B and one L0C tile. `a` is the head tile in L1 (NZ, its
+// fractals column-major); `rows` holds the KV rows in L1 with ROW_BLOCKS row fractals per
+// column block. Scores (VALUES false): k = head dims, B = rowsᵀ (its fractals are already
+// L0B's). Values (VALUES true): k = rows, B = rows (fractals transposed on the way to L0B).
+template <uint32_t HEAD_TILE, uint32_t K, uint32_t K_CHUNK, uint32_t ROW_BLOCKS, bool VALUES, class QueA, class QueB,
+          class QueC>
+__aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const AscendC::LocalTensor<bfloat16_t>& a,
+                                    const AscendC::LocalTensor<bfloat16_t>& rows, uint32_t n0, uint32_t nLen,
+                                    const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+{
+    constexpr uint32_t FRACTAL = 16;
+    constexpr uint32_t FRACTAL_ELEMS = FRACTAL * FRACTAL;
+    constexpr uint32_t M_PAD = AlignUp(HEAD_TILE, FRACTAL);
+    constexpr uint32_t M_BLOCKS = M_PAD / FRACTAL;
+    const uint32_t nb0 = n0 / FRACTAL, nBlocks = CeilDiv(nLen, FRACTAL);
+    AscendC::LocalTensor<float> c = cL0.template AllocTensor<float>();
+    for (uint32_t k0 = 0; k0 < K; k0 += K_CHUNK) {
+        const uint32_t kLen = Min(K_CHUNK, K - k0);
+        const uint32_t kb0 = k0 / FRACTAL, kBlocks = kLen / FRACTAL;
+        AscendC::LocalTensor<bfloat16_t> a2 = aL0.template AllocTensor<bfloat16_t>();
+        AscendC::LocalTensor<bfloat16_t> b2 = bL0.template AllocTensor<bfloat16_t>();
+        // L0A: fractals (m block, k block) row-major; the L1 tile holds them column-major.
+        for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
+            AscendC::LoadData(a2[mb * kBlocks * FRACTAL_ELEMS], a,
+                              AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * M_BLOCKS + mb),
+                                                        static_cast<uint8_t>(kBlocks), M_BLOCKS, 0, 0, false, 0));
+        }
+        // L0B: fractals (k block, n block) row-major, each 16 n-rows of 16 k-values. The
+        // rows' fractal (row block r, column block d) sits at d * ROW_BLOCKS + r.
+        for (uint32_t kb = 0; kb < kBlocks; ++kb) {
+            const uint32_t start = VALUES ? nb0 * ROW_BLOCKS + kb0 + kb : (kb0 + kb) * ROW_BLOCKS + nb0;
+            AscendC::LoadData(b2[kb * nBlocks * FRACTAL_ELEMS], rows,
+                              AscendC::LoadData2DParams(static_cast<uint16_t>(start), static_cast<uint8_t>(nBlocks),
+                                                        VALUES ? ROW_BLOCKS : 1, 0, 0, VALUES, 0));
+        }
+        aL0.EnQue(a2);
+        bL0.EnQue(b2);
+        a2 = aL0.template DeQue<bfloat16_t>();
+        b2 = bL0.template DeQue<bfloat16_t>();
+        AscendC::Mmad(c, a2, b2,
+                      AscendC::MmadParams(HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0, false,
+                                          k0 == 0));
+        aL0.FreeTensor(a2);
+        bL0.FreeTensor(b2);
+    }
+    cL0.EnQue(c);
+    c = cL0.template DeQue<float>();
+    AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), HEAD_TILE, M_PAD, dstStride, false));
+    cL0.FreeTensor(c);
+}
+
+} // namespace dsv4
