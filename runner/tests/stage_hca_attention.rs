@@ -7,26 +7,26 @@
 //! and more than one tile of compressed rows (tokens of one request differing by one row
 //! at a tile edge). GM traffic per kernel is printed.
 
+mod attention_checks;
 mod support;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use attention_checks::{check_peaks, packed_heads};
 use half::bf16;
-use harness::compare::ratio_allclose;
 use harness::fixtures::random::Draws;
 use harness::fixtures::{self, FixtureOptions, StartPositions};
 use harness::golden::attention::{KvSources, pack_heads, sparse_attention};
 use harness::golden::candidates;
 use harness::golden::rope::RopeRows;
 use harness::golden::{LayerKind, LayerSpec};
-use harness::sim::{BuildSpec, LaunchStats, SimLibrary};
+use harness::sim::SimLibrary;
 use harness::tensor::{Tensor, TensorMap};
-use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 use runner::variant;
-use support::{launches, plan, repo_root, run_words};
+use support::{library_of, plan, run_words};
 
 const STAGE: &[StageKind] = &[StageKind::SparseAttention];
 const SEED: u64 = 20_260_819;
@@ -171,20 +171,7 @@ impl Case {
 
 fn lib() -> &'static SimLibrary {
     static LIB: OnceLock<SimLibrary> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let root = repo_root();
-        let mut sources: Vec<_> = ["hca_small_tp1", "hca_small_tp2"]
-            .iter()
-            .flat_map(|v| launches(plan(v), STAGE).map(|(k, ..)| k.to_string()))
-            .map(|k| root.join(format!("generated/ascendc/kernels/{k}.cpp")))
-            .collect();
-        sources.sort();
-        sources.dedup();
-        SimLibrary::build(
-            &BuildSpec::new(sources).include_dir(root.join("generated/ascendc/include")),
-        )
-        .unwrap_or_else(|e| panic!("kernels do not build: {e}"))
-    })
+    LIB.get_or_init(|| library_of(&["hca_small_tp1", "hca_small_tp2"].map(plan), STAGE))
 }
 
 /// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory.
@@ -195,8 +182,7 @@ fn check(variant_name: &str, case: &Case) {
     let stats = run_words(lib(), p, STAGE, &mut tensors, case.tiling());
     let elapsed = start.elapsed();
 
-    let m = &p.model;
-    let (t, t_pad, width) = (case.t, p.shape.t_pad, m.o_group_in);
+    let (t, t_pad) = (case.t, p.shape.t_pad);
     let want = case.expected(t_pad, false);
     assert_ne!(
         want,
@@ -204,30 +190,7 @@ fn check(variant_name: &str, case: &Case) {
         "the case must depend on compressed rows"
     );
     let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
-    assert_eq!(got.len(), want.len());
-    let mut worst = 0.0f32;
-    for g in 0..m.o_groups {
-        let valid = (g * t_pad) * width..(g * t_pad + t) * width;
-        let slab =
-            |v: &[bf16]| Tensor::from_vec(vec![t, width], v[valid.clone()].to_vec()).unwrap();
-        let report = ratio_allclose(
-            &format!("o_packed_heads group {g}"),
-            &slab(got),
-            &slab(&want),
-            1e-4,
-            1.0 / 128.0,
-            0.0,
-        );
-        assert!(report.pass, "{variant_name}, t = {t}: {}", report.detail());
-        for (a, e) in got[valid.clone()].iter().zip(&want[valid.clone()]) {
-            worst = worst.max((a.to_f32() - e.to_f32()).abs());
-        }
-        let padding = &got[(g * t_pad + t) * width..(g + 1) * t_pad * width];
-        assert!(
-            padding.iter().all(|v| v.to_bits() == 0xFFFF),
-            "{variant_name}: group {g} padding rows >= {t} were written"
-        );
-    }
+    let worst = packed_heads(variant_name, p, got, &want, t);
     check_peaks(p, &stats);
     println!("{variant_name}, t = {t}: stage {elapsed:.2?}, max |d| {worst:.2e}");
     for (kernel, s) in &stats {
@@ -236,54 +199,6 @@ fn check(variant_name: &str, case: &Case) {
             s.gm_bytes(),
             s.scalar_gm_reads
         );
-    }
-}
-
-/// The window kernels allocate exactly their budget rows; the compressed kernel's AIVs
-/// exactly the `cmp_` rows and its AIC at most the window cube's rows.
-fn check_peaks(p: &Plan, stats: &[(String, LaunchStats)]) {
-    let buffers = &p.stage(StageKind::SparseAttention).unwrap().buffers;
-    let rows = |prefix: &str, mem: Mem| -> u64 {
-        buffers
-            .iter()
-            .filter(|b| b.mem == mem && b.name.starts_with(prefix))
-            .map(|b| b.allocated(p.chip) as u64)
-            .sum()
-    };
-    for (kernel, s) in stats {
-        let peaks = [
-            (Mem::Ub, s.peak_ub),
-            (Mem::L1, s.peak_l1),
-            (Mem::L0a, s.peak_l0a),
-            (Mem::L0b, s.peak_l0b),
-            (Mem::L0c, s.peak_l0c),
-        ];
-        for (mem, peak) in peaks {
-            if kernel.starts_with("attn_compressed") {
-                let budget = if mem == Mem::Ub {
-                    rows("cmp_", mem)
-                } else {
-                    rows("cube_", mem)
-                };
-                assert!(
-                    peak <= budget && (mem != Mem::Ub || peak == budget),
-                    "{kernel}: peak {mem} {peak} vs the budget rows {budget}"
-                );
-                continue;
-            }
-            let prefix = if kernel.starts_with("attn_window_softmax") {
-                "softmax_"
-            } else if kernel.starts_with("attn_finish") {
-                "finish_"
-            } else {
-                "cube_"
-            };
-            assert_eq!(
-                peak,
-                rows(prefix, mem),
-                "{kernel}: peak {mem} vs the budget rows"
-            );
-        }
     }
 }
 

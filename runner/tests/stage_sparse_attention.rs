@@ -6,15 +6,15 @@
 //! pool, window indices and lengths, RoPE rows, unit-RMS cache rows); q and attn_sink are
 //! seeded normals. GM traffic per kernel is printed against its minimum.
 
+mod attention_checks;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
 use std::time::Instant;
 
+use attention_checks::{check_peaks, packed_heads};
 use half::bf16;
-use harness::compare::ratio_allclose;
 use harness::fixtures::StartPositions;
 use harness::fixtures::block_table::BlockTable;
 use harness::fixtures::metadata::{positions, window_indices};
@@ -26,11 +26,10 @@ use harness::golden::candidates;
 use harness::golden::mask::sparse_bias;
 use harness::golden::rope::RopeRows;
 use harness::golden::{Dims, LayerKind, LayerSpec, RopeProfile};
-use harness::sim::{BuildSpec, LaunchStats, SimLibrary};
+use harness::sim::{LaunchStats, SimLibrary};
 use harness::tensor::Tensor;
-use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
-use support::{Tiling, launches, plan, repo_root, run};
+use support::{Tiling, library_of, plan, run};
 
 const STAGE: &[StageKind] = &[StageKind::SparseAttention];
 const SEED: u64 = 20_260_819;
@@ -190,23 +189,12 @@ impl Case {
     }
 }
 
-/// One library with the stage's kernels of every listed variant.
-fn library(variants: &[&str]) -> SimLibrary {
-    let root = repo_root();
-    let mut sources: Vec<PathBuf> = variants
-        .iter()
-        .flat_map(|v| launches(plan(v), STAGE).map(|(k, ..)| k.to_string()))
-        .map(|k| root.join(format!("generated/ascendc/kernels/{k}.cpp")))
-        .collect();
-    sources.sort();
-    sources.dedup();
-    SimLibrary::build(&BuildSpec::new(sources).include_dir(root.join("generated/ascendc/include")))
-        .unwrap_or_else(|e| panic!("kernels do not build: {e}"))
-}
-
 fn lib() -> &'static SimLibrary {
     static LIB: std::sync::OnceLock<SimLibrary> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| library(&["swa_small_tp1", "swa_mini_tp1", "swa_mini_tp2"]))
+    LIB.get_or_init(|| {
+        let plans = ["swa_small_tp1", "swa_mini_tp1", "swa_mini_tp2"].map(plan);
+        library_of(&plans, STAGE)
+    })
 }
 
 /// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory.
@@ -217,67 +205,11 @@ fn check(lib: &SimLibrary, variant: &str, case: &Case) {
     let stats = run(lib, p, STAGE, &mut tensors, case.tiling());
     let elapsed = start.elapsed();
 
-    let m = &p.model;
-    let (t, t_pad, width) = (case.t, p.shape.t_pad, m.o_group_in);
-    let want = case.expected(t_pad);
+    let want = case.expected(p.shape.t_pad);
     let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
-    assert_eq!(got.len(), want.len());
-    for g in 0..m.o_groups {
-        let valid = (g * t_pad) * width..(g * t_pad + t) * width;
-        let slab =
-            |v: &[bf16]| Tensor::from_vec(vec![t, width], v[valid.clone()].to_vec()).unwrap();
-        let report = ratio_allclose(
-            &format!("o_packed_heads group {g}"),
-            &slab(got),
-            &slab(&want),
-            1e-4,
-            1.0 / 128.0,
-            0.0,
-        );
-        assert!(report.pass, "{variant}, t = {t}: {}", report.detail());
-        let padding = &got[(g * t_pad + t) * width..(g + 1) * t_pad * width];
-        assert!(
-            padding.iter().all(|v| v.to_bits() == 0xFFFF),
-            "{variant}: group {g} padding rows >= {t} were written"
-        );
-    }
+    packed_heads(variant, p, got, &want, case.t);
     check_peaks(p, &stats);
     report_traffic(variant, case, &stats, elapsed);
-}
-
-/// Each kernel allocates exactly the plan's budget rows of its building block.
-fn check_peaks(p: &Plan, stats: &[(String, LaunchStats)]) {
-    let buffers = &p.stage(StageKind::SparseAttention).unwrap().buffers;
-    let rows = |prefix: &str, mem: Mem| -> u64 {
-        buffers
-            .iter()
-            .filter(|b| b.mem == mem && b.name.starts_with(prefix))
-            .map(|b| b.allocated(p.chip) as u64)
-            .sum()
-    };
-    for (kernel, s) in stats {
-        let prefix = if kernel.starts_with("attn_window_softmax") {
-            "softmax_"
-        } else if kernel.starts_with("attn_finish") {
-            "finish_"
-        } else {
-            "cube_"
-        };
-        let peaks = [
-            (Mem::Ub, s.peak_ub),
-            (Mem::L1, s.peak_l1),
-            (Mem::L0a, s.peak_l0a),
-            (Mem::L0b, s.peak_l0b),
-            (Mem::L0c, s.peak_l0c),
-        ];
-        for (mem, peak) in peaks {
-            assert_eq!(
-                peak,
-                rows(prefix, mem),
-                "{kernel}: peak {mem} vs the budget rows"
-            );
-        }
-    }
 }
 
 /// GM bytes per kernel against the minimum: inputs read once (cache rows: each distinct

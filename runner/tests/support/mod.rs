@@ -36,9 +36,16 @@ pub fn plan(variant: &str) -> &'static Plan {
 
 /// Compiles the kernels `plan` launches in `stages` (from `generated/`, which must be fresh).
 pub fn library(plan: &Plan, stages: &[StageKind]) -> SimLibrary {
+    library_of(&[plan], stages)
+}
+
+/// One library with the kernels every plan in `plans` launches in `stages`.
+pub fn library_of(plans: &[&Plan], stages: &[StageKind]) -> SimLibrary {
     let root = repo_root();
-    let mut sources: Vec<PathBuf> = launches(plan, stages)
-        .map(|(k, _, _, _)| root.join(format!("generated/ascendc/kernels/{k}.cpp")))
+    let mut sources: Vec<PathBuf> = plans
+        .iter()
+        .flat_map(|p| launches(p, stages).map(|(k, ..)| k.to_string()))
+        .map(|k| root.join(format!("generated/ascendc/kernels/{k}.cpp")))
         .collect();
     sources.sort();
     sources.dedup();
