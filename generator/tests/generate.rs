@@ -161,3 +161,30 @@ fn a_selection_renders_only_its_spec_and_the_index() {
         .unwrap();
     assert!(index.content.contains("pub mod swa_tp1;"));
 }
+
+#[test]
+fn building_blocks_sync_each_hand_off_by_itself() {
+    // Every hand-off names the one event or barrier its dependency needs (the sim's hazard
+    // checker proves they suffice): no building block drains every pipe, and no flag takes a
+    // fixed id that could collide with the ids the queues hold (dsv4/pipe_sync.h Handshake).
+    let dir = root().join("templates/ascendc/include/dsv4");
+    let mut blocks = 0;
+    for entry in std::fs::read_dir(&dir).expect("building blocks") {
+        let path = entry.expect("dir entry").path();
+        let text = std::fs::read_to_string(&path).expect("readable header");
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        blocks += 1;
+        assert!(!text.contains("PIPE_ALL"), "{name} drains every pipe");
+        assert!(!text.contains("EVENT_ID"), "{name} uses a fixed event id");
+        if name != "pipe_sync.h" {
+            for call in ["SetFlag<", "WaitFlag<"] {
+                // CrossCoreSetFlag / CrossCoreWaitFlag are the cross-core flags
+                let intra = text
+                    .match_indices(call)
+                    .any(|(i, _)| !text[..i].ends_with("CrossCore"));
+                assert!(!intra, "{name} calls {call}…> outside Handshake");
+            }
+        }
+    }
+    assert!(blocks > 10);
+}

@@ -5,6 +5,8 @@
 //!    `gemm` crate (f32, single thread) and a plain i-k-j triple loop;
 //!  - a streaming vector kernel (y = x * 0.5 + 1 in fp32, double-buffered DataCopy) against
 //!    the same loop in Rust.
+//! Each sim launch runs with the ordering checker (the default) and without it, so the
+//! checker's overhead is measured too.
 //!
 //! Run: `cargo bench -p harness --bench sim_throughput`.
 
@@ -12,12 +14,21 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use half::bf16;
-use harness::sim::{BuildSpec, CoreMode, GmArg, SimLibrary};
+use harness::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 
 const KERNELS: &str = r#"#include "kernel_operator.h"
 using namespace AscendC;
 
 constexpr uint32_t M = 1024, N = 1024, K = 1024, BM = 128, BN = 128, BK = 128;
+
+// Orders pipe SRC's earlier work before pipe DST's later work, on an id no queue holds.
+template <HardEvent E>
+__aicore__ inline void Handshake()
+{
+    int32_t id = GetTPipePtr()->FetchEventID<E>();
+    SetFlag<E>(id);
+    WaitFlag<E>(id);
+}
 
 // C (fp32) = A (M x K bf16) * B (K x N bf16); block b computes m tiles b, b + blockDim, ...
 extern "C" __global__ __aicore__ void bench_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADDR c)
@@ -46,6 +57,8 @@ extern "C" __global__ __aicore__ void bench_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADD
                 LocalTensor<bfloat16_t> l1a = a1.Get<bfloat16_t>(), l1b = b1.Get<bfloat16_t>();
                 DataCopy(l1a, ga[mt * BM * K + k0], Nd2NzParams(1, BM, BK, 0, K, BM, 1, 0));
                 DataCopy(l1b, gb[k0 * N + nt * BN], Nd2NzParams(1, BK, BN, 0, N, BK, 1, 0));
+                Handshake<HardEvent::MTE2_MTE1>(); // the tiles are in L1
+                Handshake<HardEvent::M_MTE1>();    // the previous Mmad read L0A / L0B
                 LocalTensor<bfloat16_t> l0a = a2.Get<bfloat16_t>(), l0b = b2.Get<bfloat16_t>();
                 for (uint32_t mb = 0; mb < mB; ++mb) {
                     LoadData(l0a[mb * kB * 256], l1a, LoadData2DParams(mb, kB, mB, 0, 0, false, 0));
@@ -53,9 +66,13 @@ extern "C" __global__ __aicore__ void bench_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADD
                 for (uint32_t kb = 0; kb < kB; ++kb) {
                     LoadData(l0b[kb * nB * 256], l1b, LoadData2DParams(kb, nB, kB, 0, 0, true, 0));
                 }
+                Handshake<HardEvent::MTE1_M>();    // the operands are in L0A / L0B
+                Handshake<HardEvent::MTE1_MTE2>(); // L1 may take the next tiles
                 Mmad(c0, l0a, l0b, MmadParams(BM, BN, BK, 0, false, k0 == 0));
             }
+            Handshake<HardEvent::M_FIX>();
             Fixpipe(gc[mt * BM * N + nt * BN], c0, FixpipeParamsV220(BN, BM, BM, N, false));
+            Handshake<HardEvent::FIX_M>(); // the next tile's first Mmad overwrites c0
         }
     }
 }
@@ -116,6 +133,9 @@ fn main() {
     std::fs::write(&src, KERNELS).expect("write bench kernels");
     let t = Instant::now();
     let lib = SimLibrary::build(&BuildSpec::new([&src])).unwrap_or_else(|e| panic!("{e}"));
+    let bare = SimLibrary::build(&BuildSpec::new([&src]))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_checks(Checks::UNCHECKED);
     println!("build (or cache hit): {:.2} s", t.elapsed().as_secs_f64());
     let host_cores = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -133,30 +153,32 @@ fn main() {
     let mut b: Vec<bf16> = (0..DIM * DIM).map(|_| bf16::from_f32(next())).collect();
     let mut c = vec![0f32; DIM * DIM];
     for cores in [1usize, host_cores] {
-        let mut stats = None;
-        let d = best_of(3, || {
-            stats = Some(
-                lib.launch(
-                    "bench_mm_bf16",
-                    CoreMode::Aic,
-                    cores as u32,
-                    &mut [
-                        GmArg::new("a", &mut a),
-                        GmArg::new("b", &mut b),
-                        GmArg::new("c", &mut c),
-                    ],
-                )
-                .unwrap_or_else(|e| panic!("{e}")),
+        for (label, l) in [("checked", &lib), ("unchecked", &bare)] {
+            let mut stats = None;
+            let d = best_of(3, || {
+                stats = Some(
+                    l.launch(
+                        "bench_mm_bf16",
+                        CoreMode::Aic,
+                        cores as u32,
+                        &mut [
+                            GmArg::new("a", &mut a),
+                            GmArg::new("b", &mut b),
+                            GmArg::new("c", &mut c),
+                        ],
+                    )
+                    .unwrap_or_else(|e| panic!("{e}")),
+                );
+            });
+            let stats = stats.expect("ran");
+            assert_eq!(stats.mac_bf16, (DIM * DIM * DIM) as u64);
+            println!(
+                "sim cube bf16 1024^3 ({label}), {cores} simulated core(s) on {host_cores} host core(s): {:.3} s, {:.2} GFLOP/s total, {:.2} GFLOP/s per host core in use",
+                d.as_secs_f64(),
+                gflops(d),
+                gflops(d) / cores.min(host_cores) as f64
             );
-        });
-        let stats = stats.expect("ran");
-        assert_eq!(stats.mac_bf16, (DIM * DIM * DIM) as u64);
-        println!(
-            "sim cube bf16 1024^3, {cores} simulated core(s) on {host_cores} host core(s): {:.3} s, {:.2} GFLOP/s total, {:.2} GFLOP/s per host core in use",
-            d.as_secs_f64(),
-            gflops(d),
-            gflops(d) / cores.min(host_cores) as f64
-        );
+        }
     }
     // baselines on the same (bf16-valued) data in f32
     let af: Vec<f32> = a.iter().map(|v| v.to_f32()).collect();
@@ -223,25 +245,28 @@ fn main() {
     let mut len = vec![n as u32];
     let bytes = (2 * n * 4) as f64;
     for cores in [1usize, host_cores] {
-        let d = best_of(3, || {
-            lib.launch(
-                "bench_stream",
-                CoreMode::Aiv,
-                cores as u32,
-                &mut [
-                    GmArg::new("x", &mut x),
-                    GmArg::new("y", &mut y),
-                    GmArg::new("len", &mut len),
-                ],
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        });
-        assert!(y.iter().zip(&x).all(|(y, x)| *y == x * 0.5 + 1.0));
-        println!(
-            "sim vector stream y = 0.5x + 1 (fp32, {cores} core(s)): {:.3} s, {:.2} GB/s moved",
-            d.as_secs_f64(),
-            bytes / d.as_secs_f64() / 1e9
-        );
+        for (label, l) in [("checked", &lib), ("unchecked", &bare)] {
+            y.fill(0.0);
+            let d = best_of(3, || {
+                l.launch(
+                    "bench_stream",
+                    CoreMode::Aiv,
+                    cores as u32,
+                    &mut [
+                        GmArg::new("x", &mut x),
+                        GmArg::new("y", &mut y),
+                        GmArg::new("len", &mut len),
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            });
+            assert!(y.iter().zip(&x).all(|(y, x)| *y == x * 0.5 + 1.0));
+            println!(
+                "sim vector stream y = 0.5x + 1 (fp32, {label}, {cores} core(s)): {:.3} s, {:.2} GB/s moved",
+                d.as_secs_f64(),
+                bytes / d.as_secs_f64() / 1e9
+            );
+        }
     }
     let d = best_of(3, || {
         for (yv, xv) in y.iter_mut().zip(&x) {

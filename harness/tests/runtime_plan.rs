@@ -163,10 +163,10 @@ const PLAN: VariantPlan = VariantPlan {
 };
 
 fn sources() -> KernelSources {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runtime_kernels");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     KernelSources {
-        kernels_dir: dir.clone(),
-        include_dir: dir,
+        kernels_dir: tests.join("runtime_kernels"),
+        include_dir: tests.join("kernel_include"),
     }
 }
 

@@ -72,6 +72,9 @@ trait Narrow: Copy {
     fn bits(self) -> u16;
     fn from_bits(b: u16) -> Self;
     const MAX: f64;
+    /// The spacing of the top binade: MAX + ULP_MAX is the next value with an unbounded
+    /// exponent.
+    const ULP_MAX: f64;
 }
 impl Narrow for f16 {
     fn from_f32_rne(x: f32) -> Self {
@@ -87,6 +90,7 @@ impl Narrow for f16 {
         f16::from_bits(b)
     }
     const MAX: f64 = 65504.0;
+    const ULP_MAX: f64 = 32.0; // 2^(15 - 10)
 }
 impl Narrow for bf16 {
     fn from_f32_rne(x: f32) -> Self {
@@ -102,6 +106,7 @@ impl Narrow for bf16 {
         bf16::from_bits(b)
     }
     const MAX: f64 = 3.3895313892515355e38;
+    const ULP_MAX: f64 = 1.329227995784916e36; // 2^(127 - 7)
 }
 
 /// The neighbour one ulp away from `v` towards `up` (by magnitude in the sign of v).
@@ -116,12 +121,28 @@ fn step<T: Narrow>(v: T, up: bool) -> T {
     T::from_bits(if grow { b + 1 } else { b - 1 })
 }
 
-/// Expected float -> narrow float cast; overflow of finite inputs saturates to +-MAX.
+/// Expected float -> narrow float cast. Overflow of finite inputs follows the rounding
+/// direction, as IEEE 754 (section 7.4) defines it and the vector unit does in its Inf/NaN
+/// mode (the A2 runtime default): RINT / ROUND (and NONE, which is RINT when lossy) give
+/// +-inf once the value rounds past MAX, i.e. |x| >= MAX + ULP_MAX / 2 (the tie rounds up:
+/// MAX's significand is odd); CEIL gives +inf above the range and -MAX below it, FLOOR +MAX
+/// above and -inf below; TRUNC and ODD give +-MAX.
 fn narrow<T: Narrow>(x: f32, mode: Mode) -> f64 {
     if x.is_nan() || x.is_infinite() {
         return x as f64;
     }
     let xd = x as f64;
+    if xd.abs() > T::MAX {
+        let pos = xd > 0.0;
+        let to_inf = match mode {
+            None | Rint | Round => xd.abs() >= T::MAX + T::ULP_MAX / 2.0,
+            Ceil => pos,
+            Floor => !pos,
+            Trunc | Odd => false,
+        };
+        let mag = if to_inf { f64::INFINITY } else { T::MAX };
+        return if pos { mag } else { -mag };
+    }
     let r = T::from_f32_rne(x);
     let rd = r.to_f64();
     let (lo, hi) = if rd == xd {
@@ -132,8 +153,7 @@ fn narrow<T: Narrow>(x: f32, mode: Mode) -> f64 {
         (step(r, false), r)
     };
     let lo_odd = lo.bits() & 1 == 1;
-    let v = pick(xd, lo.to_f64(), hi.to_f64(), lo_odd, mode);
-    v.clamp(-T::MAX, T::MAX)
+    pick(xd, lo.to_f64(), hi.to_f64(), lo_odd, mode)
 }
 
 fn to_int(x: f64, mode: Mode, min: f64, max: f64) -> f64 {

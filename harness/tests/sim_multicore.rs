@@ -8,9 +8,13 @@ use harness::sim::{CoreMode, GmArg, SimError, poison};
 use rand::RngExt;
 use support::{lib, rng};
 
+/// int32 per core slot in the kernels' scalar-written GM: one 64-byte cache line, so no
+/// two cores write back the same line (GlobalTensor/SetValue.md).
+const SLOT: usize = 16;
+
 fn ids(mode: CoreMode, block_dim: u32) -> (Vec<i32>, Vec<i32>) {
-    let mut aiv = vec![0i32; 4 * 2 * block_dim as usize];
-    let mut aic = vec![0i32; 4 * block_dim as usize];
+    let mut aiv = vec![0i32; SLOT * 2 * block_dim as usize];
+    let mut aic = vec![0i32; SLOT * block_dim as usize];
     poison(&mut aiv);
     poison(&mut aic);
     lib()
@@ -29,33 +33,41 @@ fn block_and_sub_block_indices_follow_the_dav_c220_topology() {
     // AIV-only: blockDim vector cores, sub-block 0, one sub-block per block
     let (aiv, aic) = ids(CoreMode::Aiv, 3);
     for b in 0..3 {
-        assert_eq!(&aiv[4 * b..4 * b + 4], &[b as i32, 3, 0, 1]);
+        assert_eq!(&aiv[SLOT * b..SLOT * b + 4], &[b as i32, 3, 0, 1]);
     }
+    let written = |i: usize| i < 3 * SLOT && i % SLOT < 4;
     assert!(
-        aiv[12..].iter().chain(&aic).all(|&v| v == -1),
+        aiv.iter()
+            .enumerate()
+            .filter(|&(i, _)| !written(i))
+            .chain(aic.iter().enumerate())
+            .all(|(_, &v)| v == -1),
         "no other core wrote"
     );
     // AIC-only
     let (aiv, aic) = ids(CoreMode::Aic, 2);
     assert!(aiv.iter().all(|&v| v == -1));
     for b in 0..2 {
-        assert_eq!(&aic[4 * b..4 * b + 4], &[b as i32, 2, 0, 1]);
+        assert_eq!(&aic[SLOT * b..SLOT * b + 4], &[b as i32, 2, 0, 1]);
     }
     // MIX 1:2: AIV GetBlockIdx = block * 2 + sub, GetBlockNum = blockDim
     let (aiv, aic) = ids(CoreMode::Mix, 2);
     for v in 0..4 {
-        assert_eq!(&aiv[4 * v..4 * v + 4], &[v as i32, 2, (v % 2) as i32, 2]);
+        assert_eq!(
+            &aiv[SLOT * v..SLOT * v + 4],
+            &[v as i32, 2, (v % 2) as i32, 2]
+        );
     }
     for b in 0..2 {
-        assert_eq!(&aic[4 * b..4 * b + 4], &[b as i32, 2, 0, 1]);
+        assert_eq!(&aic[SLOT * b..SLOT * b + 4], &[b as i32, 2, 0, 1]);
     }
 }
 
 #[test]
 fn mixed_kernel_hands_off_through_cross_core_flags() {
     let blocks = 3;
-    let mut data = vec![0i32; 2 * blocks];
-    let mut out = vec![0i32; 3 * blocks];
+    let mut data = vec![0i32; SLOT * 2 * blocks];
+    let mut out = vec![0i32; SLOT * blocks];
     poison(&mut out);
     let stats = lib()
         .launch(
@@ -68,7 +80,7 @@ fn mixed_kernel_hands_off_through_cross_core_flags() {
     for b in 0..blocks as i32 {
         for r in 0..3 {
             assert_eq!(
-                out[(b * 3 + r) as usize],
+                out[b as usize * SLOT + r as usize],
                 (2 * b + 1) * 100 + r + (2 * b + 2) * 100 + r,
                 "block {b} round {r}"
             );
@@ -81,7 +93,7 @@ fn mixed_kernel_hands_off_through_cross_core_flags() {
 #[test]
 fn syncall_orders_all_vector_cores() {
     let cores = 6;
-    let mut partial = vec![0i32; cores];
+    let mut partial = vec![0i32; SLOT * cores];
     let mut out = vec![0i32; 2];
     lib()
         .launch(

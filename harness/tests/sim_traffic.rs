@@ -13,7 +13,8 @@ fn lib() -> &'static SimLibrary {
     static LIB: OnceLock<SimLibrary> = OnceLock::new();
     LIB.get_or_init(|| {
         let src = support::kernel_dir().join("traffic.cpp");
-        SimLibrary::build(&BuildSpec::new([src])).unwrap_or_else(|e| panic!("{e}"))
+        SimLibrary::build(&BuildSpec::new([src]).include_dir(support::kernel_include_dir()))
+            .unwrap_or_else(|e| panic!("{e}"))
     })
 }
 

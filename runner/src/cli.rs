@@ -13,6 +13,7 @@ use harness::golden::{self, LayerSpec};
 use harness::io;
 use harness::plan::VariantPlan;
 use harness::runtime::{Progress, Runtime, RuntimeError, RuntimeOptions};
+use harness::sim::Checks;
 
 use crate::cases::{self, Choice, Source};
 use crate::layer::{self, CaseResult, secs};
@@ -41,7 +42,8 @@ enum Command {
     /// One sim run at capacity: per kernel launch FLOPs, GM bytes moved against the
     /// minimum, scalar GM accesses and roofline time on the plan's chip.
     Cost(CostArgs),
-    /// Time the layer on the sim against the golden on the same inputs (medians).
+    /// Time the layer on the sim, with and without its ordering checker, against the golden
+    /// on the same inputs (medians).
     Bench(BenchArgs),
 }
 
@@ -86,6 +88,10 @@ struct RunArgs {
     /// Write every figure, stage and launch timing and sim counter as JSON.
     #[arg(long, value_name = "FILE.json")]
     report: Option<PathBuf>,
+    /// Turn off the sim's ordering checker (pipe hazards, cross-core races): faster, for
+    /// speed measurements only; a run without it says nothing about synchronisation.
+    #[arg(long = "no-hazard-check")]
+    no_hazard_check: bool,
 }
 
 #[derive(Args)]
@@ -189,8 +195,9 @@ fn prepare(
     plan: &'static VariantPlan,
     backend: BackendKind,
     devices: &[u32],
+    checks: Checks,
 ) -> Result<Runtime, Stop> {
-    let backend = backend.create(devices);
+    let backend = backend.create(devices, checks);
     let options = RuntimeOptions {
         progress: Progress::stderr(plan.name()),
         group_base: devices.first().copied().unwrap_or(0),
@@ -226,8 +233,18 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
     let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
     let backend: BackendKind = a.backend.parse().map_err(Stop::usage)?;
     let devices = devices(a.devices.as_deref(), plan.abi.tp)?;
+    if a.no_hazard_check && backend != BackendKind::Sim {
+        return Err(Stop::usage(
+            "--no-hazard-check turns off a check of the sim; the npu backend has none",
+        ));
+    }
+    let checks = if a.no_hazard_check {
+        Checks::UNCHECKED
+    } else {
+        Checks::default()
+    };
     backend
-        .create(&devices)
+        .create(&devices, checks)
         .available()
         .map_err(|e| Stop::from(RuntimeError::from(e)))?;
     let choice = Choice {
@@ -238,7 +255,7 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
     };
     let source = Source::choose(&spec, plan, &choice)?;
     require_kernels(plan)?;
-    let runtime = prepare(plan, backend, &devices)?;
+    let runtime = prepare(plan, backend, &devices, checks)?;
     let total = cases::count(&source);
     let mut results = Vec::with_capacity(total);
     for (i, case) in cases::cases(&spec, plan, &source).enumerate() {
@@ -288,7 +305,12 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
         },
     )?;
     require_kernels(plan)?;
-    let runtime = prepare(plan, BackendKind::Sim, &devices(None, plan.abi.tp)?)?;
+    let runtime = prepare(
+        plan,
+        BackendKind::Sim,
+        &devices(None, plan.abi.tp)?,
+        Checks::default(),
+    )?;
     let case = cases::cases(&spec, plan, &source)
         .next()
         .expect("one case at capacity")?;
@@ -328,7 +350,9 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
     )?;
     require_kernels(plan)?;
     let built = Instant::now();
-    let runtime = prepare(plan, BackendKind::Sim, &devices(None, plan.abi.tp)?)?;
+    let ranks = devices(None, plan.abi.tp)?;
+    let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default())?;
+    let unchecked = prepare(plan, BackendKind::Sim, &ranks, Checks::UNCHECKED)?;
     let built = built.elapsed();
     let case = cases::cases(&spec, plan, &source)
         .next()
@@ -341,13 +365,14 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
         a.reps,
         secs(built)
     );
-    let mut sim = Vec::new();
-    let mut gold = Vec::new();
+    // Each repetition times the checked sim, the unchecked sim (the baseline of the
+    // checker's overhead) and the golden, in that order, on the same inputs.
+    let (mut sim, mut bare, mut gold) = (Vec::new(), Vec::new(), Vec::new());
     let mut stage_walls: Vec<Vec<(&'static str, Duration)>> = Vec::new();
     let mut verdict: Option<CaseResult> = None;
     for rep in 0..a.reps {
         let start = Instant::now();
-        let out = runtime.run(&case.inputs)?;
+        let out = checked.run(&case.inputs)?;
         sim.push(start.elapsed());
         stage_walls.push(
             out.record
@@ -356,6 +381,9 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
                 .map(|s| (s.stage, s.wall))
                 .collect(),
         );
+        let start = Instant::now();
+        unchecked.run(&case.inputs)?;
+        bare.push(start.elapsed());
         let start = Instant::now();
         let want =
             golden::run(&spec, &case.inputs).map_err(|e| Stop::fail(format!("golden: {e}")))?;
@@ -371,22 +399,24 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
             });
         }
     }
-    let (ms, mg) = (median(&sim), median(&gold));
+    let line = |name: &str, v: &[Duration]| {
+        println!(
+            "  {name} median {}  (min {}, max {})",
+            secs(median(v)),
+            secs(*v.iter().min().expect("reps ≥ 1")),
+            secs(*v.iter().max().expect("reps ≥ 1"))
+        );
+    };
+    line("sim (checked)  ", &sim);
+    line("sim (unchecked)", &bare);
+    line("golden         ", &gold);
+    let ratio = |x: &[Duration], y: &[Duration]| {
+        median(x).as_secs_f64() / median(y).as_secs_f64().max(1e-9)
+    };
     println!(
-        "  sim     median {}  (min {}, max {})",
-        secs(ms),
-        secs(*sim.iter().min().expect("reps ≥ 1")),
-        secs(*sim.iter().max().expect("reps ≥ 1"))
-    );
-    println!(
-        "  golden  median {}  (min {}, max {})",
-        secs(mg),
-        secs(*gold.iter().min().expect("reps ≥ 1")),
-        secs(*gold.iter().max().expect("reps ≥ 1"))
-    );
-    println!(
-        "  sim / golden: {:.2}×",
-        ms.as_secs_f64() / mg.as_secs_f64().max(1e-9)
+        "  checker overhead: {:.2}× · sim / golden: {:.2}×",
+        ratio(&sim, &bare),
+        ratio(&sim, &gold)
     );
     let stages: Vec<String> = stage_walls[0]
         .iter()
@@ -398,7 +428,7 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
             format!("{stage} {}", secs(median(&walls)))
         })
         .collect();
-    println!("  stage medians: {}", stages.join(" · "));
+    println!("  stage medians (checked): {}", stages.join(" · "));
     let verdict = verdict.expect("reps ≥ 1");
     println!("  verdict of repetition 1:");
     layer::print(&verdict);

@@ -114,10 +114,11 @@ pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
 /// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
 pub const ZERO_FILL_TILE: usize = 8192;
 
-/// ReduceSum / ReduceMax scratch for `count` f32 values: one result per 64-lane repeat,
-/// rounded up to a 32-byte block (`dsv4/quant.h` ReduceTmpElems).
+/// ReduceMax scratch (no index) for `count` f32 values: a (value, index) pair per whole
+/// 64-lane repeat, at least one, rounded up to a 32-byte block (ReduceMax.md;
+/// `dsv4/quant.h` ReduceTmpElems).
 pub fn reduce_tmp(count: usize) -> usize {
-    count.div_ceil(64).next_multiple_of(8)
+    (2 * (count / 64).max(1)).next_multiple_of(8)
 }
 
 /// Heads per work item of qkv_proj_rope's QHeads kernel: as many as fit 4096 values
@@ -177,8 +178,7 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 row("fn_l1", L1, F32, mix_pad * span, 1, None),
                 row("x_l1", L1, F32, m * span, 2, None),
                 row("x_l0a", L0a, F32, m * k, 2, None),
-                row("x_l0b", L0b, F32, m * k, 2, None),
-                row("fn_l0b", L0b, F32, mix_pad * k, 2, None),
+                row("x_fn_l0b", L0b, F32, (m + mix_pad) * k, 2, None),
                 row("logits_l0c", L0c, F32, m * mix_pad, 1, None),
                 row("squares_l0c", L0c, F32, m * m, 1, None),
                 // HcPreMix: a group of t tokens (its partials rows), the entry-major table,

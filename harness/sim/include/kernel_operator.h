@@ -4,6 +4,7 @@
 
 #include "sim/types.h"
 #include "sim/memory.h"
+#include "sim/hazard.h"
 #include "sim/tensor.h"
 #include "sim/tpipe.h"
 #include "sim/data_copy.h"

@@ -52,20 +52,20 @@ uint8_t* AccessRef(const TensorRef& t, const char* api, const char* role, uint64
                       ") outside buffer " + DescribeBuf(b));
     }
     if ((acc == Acc::Read || acc == Acc::ReadWrite) && len > 0) {
-        uint32_t bad = FirstUnwritten(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
+        uint32_t bad = ReadLocal(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
         if (bad != UINT32_MAX) {
             UnwrittenTrap(b, bad, api, role);
         }
     }
     if ((acc == Acc::Write || acc == Acc::ReadWrite) && len > 0) {
-        MarkWritten(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
+        WriteLocal(b.mem, static_cast<uint32_t>(start), static_cast<uint32_t>(len));
     }
     return ArenaOf(b.mem).data + start;
 }
 
-void CheckBlockWritten(const BufDesc& b, uint32_t absOff, const char* api, const char* role)
+void RequireDefined(const BufDesc& b, uint32_t absOff, const char* api, const char* role)
 {
-    if (!BlockWritten(b.mem, absOff)) {
+    if (!AllWritten(b.mem, absOff, kShadowGranule)) {
         UnwrittenTrap(b, absOff, api, role);
     }
 }
@@ -98,13 +98,32 @@ void RequireCoreKind(const char* api, CoreKind want)
     }
 }
 
+namespace {
+void RequireKnownMask(const char* api)
+{
+    const Core& c = CurCore();
+    if (c.maskLeftBy != nullptr) {
+        Trap(api, std::string("isSetMask = false uses the mask register, which ") + c.maskLeftBy +
+                      " left holding an internal pattern: set it (SetVectorMask) first");
+    }
+}
+} // namespace
+
 LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask)
 {
     Core& c = CurCore();
     LanePlan p;
     p.lanes = lanes;
+    if (!isSetMask) {
+        RequireKnownMask(api);
+    }
     if (c.maskMode == MaskMode::COUNTER) {
-        uint64_t count = isSetMask ? mask : c.maskLow;
+        if (isSetMask) {
+            // the API turns an int mask into a bit pattern whatever the mode (SetMask)
+            Trap(api, "an int mask in counter mode is written to the register as a bit pattern, not a count: "
+                      "pass the count as mask[] = {count, 0} or set it and use isSetMask = false");
+        }
+        uint64_t count = c.maskLow;
         p.counter = true;
         p.repeats = static_cast<uint32_t>((count + lanes - 1) / lanes);
         p.lastLanes = static_cast<uint32_t>(count - uint64_t(p.repeats == 0 ? 0 : p.repeats - 1) * lanes);
@@ -124,23 +143,39 @@ LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint
     }
     p.lo = mask >= 64 ? ~0ull : ((1ull << mask) - 1);
     p.hi = mask >= 128 ? ~0ull : (mask > 64 ? ((1ull << (mask - 64)) - 1) : 0);
+    // the mask stays in the register after the call
+    c.maskLow = p.lo;
+    c.maskHigh = p.hi;
+    c.maskLeftBy = nullptr;
     return p;
 }
 
 LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask)
 {
     Core& c = CurCore();
+    if (!isSetMask) {
+        RequireKnownMask(api);
+    } else {
+        c.maskLow = mask[0];
+        c.maskHigh = lanes > 64 ? mask[1] : 0;
+        c.maskLeftBy = nullptr;
+    }
+    LanePlan p;
+    p.lanes = lanes;
     if (c.maskMode == MaskMode::COUNTER) {
-        Trap(api, "bitwise mask used in counter mask mode");
+        // counter mode: the low word is the element count (docs 掩码: mask[] = {count, 0})
+        uint64_t count = c.maskLow;
+        p.counter = true;
+        p.repeats = static_cast<uint32_t>((count + lanes - 1) / lanes);
+        p.lastLanes = static_cast<uint32_t>(count - uint64_t(p.repeats == 0 ? 0 : p.repeats - 1) * lanes);
+        return p;
     }
     if (repeatTime > MAX_REPEAT_TIMES) {
         Trap(api, "repeatTime " + std::to_string(repeatTime) + " exceeds 255");
     }
-    LanePlan p;
-    p.lanes = lanes;
     p.repeats = repeatTime;
-    p.lo = isSetMask ? mask[0] : c.maskLow;
-    p.hi = isSetMask ? (lanes > 64 ? mask[1] : 0) : c.maskHigh;
+    p.lo = c.maskLow;
+    p.hi = c.maskHigh;
     return p;
 }
 

@@ -9,6 +9,7 @@ namespace sim {
 void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, const LoadData2DParams& p)
 {
     const char* api = "LoadData";
+    Op op(api, Pipe::MTE1);
     RequireCoreKind(api, CoreKind::AIC);
     Mem md = AliveRef(dst, api, "dst").mem;
     if (AliveRef(src, api, "src").mem != Mem::L1 || (md != Mem::L0A && md != Mem::L0B)) {
@@ -32,11 +33,16 @@ void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, c
         uint64_t dof = uint64_t(r) * (p.dstGap + 1u) * 512;
         const uint8_t* s = AccessRef(src, api, "src", so, 512, Acc::None, 32);
         uint8_t* d = AccessRef(dst, api, "dst", dof, 512, Acc::None, 512);
-        const uint8_t* ss = as.shadow + (src.off + so) / kShadowGranule;
-        uint8_t* ds = ad.shadow + (dst.off + dof) / kShadowGranule;
+        // definedness moves with the data, so the fractal is read without the poison check
+        const uint32_t sAbs = src.off + static_cast<uint32_t>(so), dAbs = dst.off + static_cast<uint32_t>(dof);
+        HazardLocal(Mem::L1, sAbs, 512, false);
+        const uint8_t* ss = as.shadow + sAbs / kShadowGranule;
         if (!p.ifTranspose) {
+            uint8_t defined[16];
+            std::memcpy(defined, ss, 16);
             std::memmove(d, s, 512);
-            std::memmove(ds, ss, 16);
+            WriteLocal(md, dAbs, 512);
+            std::memcpy(ad.shadow + dAbs / kShadowGranule, defined, 16);
         } else {
             // dst[j][i] = src[i][j]; a transposed row is defined only if all source rows are
             uint16_t in[256], out[256];
@@ -46,9 +52,9 @@ void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, c
                     out[j * 16 + i] = in[i * 16 + j];
                 }
             }
-            std::memcpy(d, out, 512);
             bool all = std::memchr(ss, 0, 16) == nullptr;
-            std::memset(ds, all ? 1 : 0, 16);
+            std::memcpy(d, out, 512);
+            WriteLocal(md, dAbs, 512, all);
         }
     }
 }
@@ -57,6 +63,7 @@ void LoadData2DTranspose(const TensorRef& dst, const TensorRef& src, uint32_t el
                          const LoadData2dTransposeParams& p)
 {
     const char* api = "LoadDataWithTranspose";
+    Op op(api, Pipe::MTE1);
     RequireCoreKind(api, CoreKind::AIC);
     Mem md = AliveRef(dst, api, "dst").mem;
     if (AliveRef(src, api, "src").mem != Mem::L1 || (md != Mem::L0A && md != Mem::L0B)) {
@@ -84,6 +91,7 @@ void LoadData2DTranspose(const TensorRef& dst, const TensorRef& src, uint32_t el
         }
         uint64_t so = uint64_t(sq) * squareBytes;
         const uint8_t* s = AccessRef(src, api, "src", so, squareBytes, Acc::None, 32);
+        HazardLocal(Mem::L1, src.off + static_cast<uint32_t>(so), static_cast<uint32_t>(squareBytes), false);
         const uint8_t* ss = as.shadow + (src.off + so) / kShadowGranule;
         bool defined = std::memchr(ss, 0, side) == nullptr;
         for (uint32_t j = 0; j < fractals; ++j) {
@@ -95,7 +103,7 @@ void LoadData2DTranspose(const TensorRef& dst, const TensorRef& src, uint32_t el
                     std::memcpy(d + (k * side + c) * elemSize, s + c * 32 + (16 * j + k) * elemSize, elemSize);
                 }
             }
-            std::memset(ad.shadow + (dst.off + dof) / kShadowGranule, defined ? 1 : 0, 16);
+            WriteLocal(md, dst.off + static_cast<uint32_t>(dof), 512, defined);
         }
     }
 }
@@ -167,6 +175,7 @@ template <typename A, typename U>
 void MmadTyped(const TensorRef& dst, const TensorRef& fm, const TensorRef& filter, const MmadParams& p)
 {
     const char* api = "Mmad";
+    Op op(api, Pipe::M);
     RequireCoreKind(api, CoreKind::AIC);
     const BufDesc& ba = AliveRef(fm, api, "fm");
     const BufDesc& bb = AliveRef(filter, api, "filter");
@@ -180,6 +189,9 @@ void MmadTyped(const TensorRef& dst, const TensorRef& fm, const TensorRef& filte
     if (p.m == 0 || p.n == 0 || p.k == 0) {
         return;
     }
+    if ((p.m / 16) * (p.n / 16) >= 10) {
+        SamePipeOrderedByHardware(); // Mmad.md: smaller products need PipeBarrier<PIPE_M>
+    }
     constexpr uint32_t c0 = 32 / sizeof(U);
     const uint32_t mB = (p.m + 15) / 16, nB = (p.n + 15) / 16;
     const uint32_t kB = (std::is_same_v<U, float> && p.kDirectionAlign) ? (p.k + 15) / 16 * 2 : (p.k + c0 - 1) / c0;
@@ -187,30 +199,36 @@ void MmadTyped(const TensorRef& dst, const TensorRef& fm, const TensorRef& filte
     const U* a = reinterpret_cast<const U*>(AccessRef(fm, api, "fm", 0, uint64_t(mB) * kB * 512, Acc::None, 512));
     const U* b = reinterpret_cast<const U*>(AccessRef(filter, api, "filter", 0, uint64_t(kB) * nB * 512, Acc::None, 512));
     A* c = reinterpret_cast<A*>(AccessRef(dst, api, "dst", 0, uint64_t(mB) * nB * 1024, Acc::None, 1024));
-    // definedness of the rows the result depends on (each fractal row is one 32-byte block)
+    // the cube reads whole fractals; definedness matters for the rows the result depends on
+    // (each fractal row is one 32-byte block)
+    const bool accumulate = !p.cmatrixInitVal;
+    HazardLocal(Mem::L0A, fm.off, mB * kB * 512, false);
+    HazardLocal(Mem::L0B, filter.off, kB * nB * 512, false);
+    if (accumulate) {
+        HazardLocal(Mem::L0C, dst.off, mB * nB * 1024, false);
+    }
     for (uint32_t mb = 0; mb < mB; ++mb) {
         for (uint32_t kb = 0; kb < kB; ++kb) {
             for (uint32_t r = 0; r < 16 && mb * 16 + r < p.m; ++r) {
-                CheckBlockWritten(ba, fm.off + ((mb * kB + kb) * 16 + r) * 32, api, "fm");
+                RequireDefined(ba, fm.off + ((mb * kB + kb) * 16 + r) * 32, api, "fm");
             }
         }
     }
     for (uint32_t kb = 0; kb < kB; ++kb) {
         for (uint32_t nb = 0; nb < nB; ++nb) {
             for (uint32_t r = 0; r < 16 && nb * 16 + r < p.n; ++r) {
-                CheckBlockWritten(bb, filter.off + ((kb * nB + nb) * 16 + r) * 32, api, "filter");
+                RequireDefined(bb, filter.off + ((kb * nB + nb) * 16 + r) * 32, api, "filter");
             }
         }
     }
-    const bool accumulate = !p.cmatrixInitVal;
     if (accumulate) {
         for (uint32_t nb = 0; nb < nB; ++nb) {
             uint32_t cols = std::min<uint32_t>(16, p.n - nb * 16);
             for (uint32_t i = 0; i < p.m; ++i) {
                 uint32_t o = dst.off + (nb * mPad + i) * 64;
-                CheckBlockWritten(bc, o, api, "dst (accumulated)");
+                RequireDefined(bc, o, api, "dst (accumulated)");
                 if (cols > 8) {
-                    CheckBlockWritten(bc, o + 32, api, "dst (accumulated)");
+                    RequireDefined(bc, o + 32, api, "dst (accumulated)");
                 }
             }
         }
@@ -267,7 +285,7 @@ void MmadTyped(const TensorRef& dst, const TensorRef& fm, const TensorRef& filte
             std::memcpy(c + (size_t(nb) * mPad + i) * 16, &cs[size_t(i) * nPad + nb * 16], 16 * sizeof(A));
         }
     }
-    MarkWritten(Mem::L0C, dst.off, mB * nB * 1024);
+    WriteLocal(Mem::L0C, dst.off, mB * nB * 1024);
     uint64_t macs = uint64_t(p.m) * p.n * p.k;
     if constexpr (std::is_same_v<U, bfloat16_t>) {
         core.counters.macBf16 += macs;
@@ -307,7 +325,7 @@ inline T FixConvert(U v, bool relu)
     if constexpr (std::is_same_v<T, U>) {
         return v;
     } else {
-        return RoundToFloatType<T>(v, RoundMode::CAST_RINT);
+        return RoundToFloatType<T>(v, RoundMode::CAST_RINT, true); // no Inf/NaN mode in Fixpipe
     }
 }
 
@@ -315,6 +333,7 @@ template <typename T, typename U>
 void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const FixpipeParamsV220& p)
 {
     const char* api = "Fixpipe";
+    Op op(api, Pipe::FIX);
     RequireCoreKind(api, CoreKind::AIC);
     const BufDesc& bs = AliveRef(src, api, "src");
     if (bs.mem != Mem::L0C) {
@@ -328,6 +347,7 @@ void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const
     uint64_t srcElems =
         uint64_t(p.ndNum - 1) * p.srcNdStride * fractalElems + (uint64_t(nB - 1) * p.srcStride + p.mSize) * 16;
     const U* s = reinterpret_cast<const U*>(AccessRef(src, api, "src", 0, srcElems * sizeof(U), Acc::None, 64));
+    HazardLocal(Mem::L0C, src.off, static_cast<uint32_t>(srcElems * sizeof(U)), false);
     uint64_t dstSpan;
     if (nd) {
         dstSpan = (uint64_t(p.ndNum - 1) * p.dstNdStride + uint64_t(p.mSize - 1) * p.dstStride + p.nSize) * sizeof(T);
@@ -346,9 +366,9 @@ void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const
                 uint32_t cols = std::min<uint32_t>(16, p.nSize - jb * 16);
                 uint64_t e = (uint64_t(jb) * p.srcStride + i) * 16;
                 uint32_t off = src.off + static_cast<uint32_t>(e * sizeof(U));
-                CheckBlockWritten(bs, off, api, "src");
+                RequireDefined(bs, off, api, "src");
                 if (cols * sizeof(U) > 32) {
-                    CheckBlockWritten(bs, off + 32, api, "src");
+                    RequireDefined(bs, off + 32, api, "src");
                 }
                 for (uint32_t j = 0; j < cols; ++j) {
                     row[jb * 16 + j] = FixConvert<T, U>(sq[e + j], p.reluEn);

@@ -40,7 +40,7 @@ void GmStore(const char* api, ElemKind kind, int gm, uint8_t* dst, const uint8_t
 {
     Core& c = CurCore();
     c.counters.gmWriteBytes += bytes;
-    NoteGmWrite(gm, dst, bytes);
+    NoteGmWrite(gm, dst, bytes, c.atomicOp != AtomicOp::None);
     if (c.atomicOp == AtomicOp::None) {
         std::memcpy(dst, src, bytes);
         return;
@@ -77,6 +77,7 @@ DataCopyParams CountParams(const char* api, uint32_t count, uint32_t elemSize, c
 
 void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gmIdx, const DataCopyParams& p)
 {
+    Op op(api, Pipe::MTE2);
     const BufDesc& b = AliveRef(dst, api, "dst");
     if (b.mem == Mem::UB) {
         RequireCoreKind(api, CoreKind::AIV);
@@ -94,7 +95,7 @@ void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gm
     uint8_t* d = AccessRef(dst, api, "dst", 0, (p.blockCount - 1) * dstStep + burst, Acc::None, 32);
     for (uint32_t i = 0; i < p.blockCount; ++i) {
         std::memcpy(d + i * dstStep, s + i * srcStep, burst);
-        MarkWritten(b.mem, dst.off + static_cast<uint32_t>(i * dstStep), static_cast<uint32_t>(burst));
+        WriteLocal(b.mem, dst.off + static_cast<uint32_t>(i * dstStep), static_cast<uint32_t>(burst));
         NoteGmRead(gmIdx, s + i * srcStep, burst);
     }
     CurCore().counters.gmReadBytes += burst * p.blockCount;
@@ -102,6 +103,7 @@ void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gm
 
 void CopyLocalToGm(const char* api, ElemKind kind, void* gm, int gmIdx, const TensorRef& src, const DataCopyParams& p)
 {
+    Op op(api, Pipe::MTE3);
     const BufDesc& b = LocalOn(api, "src", src, Mem::UB);
     RequireCoreKind(api, CoreKind::AIV);
     if (p.blockCount == 0 || p.blockLen == 0) {
@@ -120,6 +122,7 @@ void CopyLocalToGm(const char* api, ElemKind kind, void* gm, int gmIdx, const Te
 
 void CopyUbToUb(const char* api, const TensorRef& dst, const TensorRef& src, const DataCopyParams& p)
 {
+    Op op(api, Pipe::V); // copy_ubuf_to_ubuf runs on the vector unit
     LocalOn(api, "dst", dst, Mem::UB);
     LocalOn(api, "src", src, Mem::UB);
     if (p.blockCount == 0 || p.blockLen == 0) {
@@ -136,6 +139,7 @@ void CopyUbToUb(const char* api, const TensorRef& dst, const TensorRef& src, con
 void CopyNd2Nz(const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, const Nd2NzParams& p)
 {
     const char* api = "DataCopy(Nd2Nz)";
+    Op op(api, Pipe::MTE2);
     RequireCoreKind(api, CoreKind::AIC);
     LocalOn(api, "dst", dst, Mem::L1);
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
@@ -158,7 +162,7 @@ void CopyNd2Nz(const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, con
                 uint32_t n = std::min<uint32_t>(c0, p.dValue - j * c0);
                 std::memcpy(d + dof, srow + uint64_t(j) * c0 * es, n * es);
                 std::memset(d + dof + n * es, 0, (c0 - n) * es); // dValue tail: zeros to 32 bytes
-                MarkWritten(Mem::L1, dst.off + static_cast<uint32_t>(dof), 32);
+                WriteLocal(Mem::L1, dst.off + static_cast<uint32_t>(dof), 32);
             }
         }
     }
@@ -168,6 +172,7 @@ void CopyNd2Nz(const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, con
 void PadGmToUb(const char* api, const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, uint16_t blockCount,
                uint32_t blockLen, uint64_t srcStride, uint64_t dstStride, const PadSpec& pad)
 {
+    Op op(api, Pipe::MTE2);
     RequireCoreKind(api, CoreKind::AIV);
     LocalOn(api, "dst", dst, Mem::UB);
     if (blockLen % es != 0) {
@@ -204,7 +209,7 @@ void PadGmToUb(const char* api, const TensorRef& dst, const void* gm, int gmIdx,
                 std::memset(lane, kPoisonByte, es);
             }
         }
-        MarkWritten(Mem::UB, dst.off + static_cast<uint32_t>(dof), static_cast<uint32_t>(rowBlocks * 32));
+        WriteLocal(Mem::UB, dst.off + static_cast<uint32_t>(dof), static_cast<uint32_t>(rowBlocks * 32));
     }
     CurCore().counters.gmReadBytes += uint64_t(blockCount) * blockLen;
 }
@@ -212,6 +217,7 @@ void PadGmToUb(const char* api, const TensorRef& dst, const void* gm, int gmIdx,
 void PadUbToGm(const char* api, ElemKind kind, uint32_t es, void* gm, int gmIdx, const TensorRef& src,
                uint16_t blockCount, uint32_t blockLen, uint64_t srcStride, uint64_t dstStride)
 {
+    Op op(api, Pipe::MTE3);
     RequireCoreKind(api, CoreKind::AIV);
     LocalOn(api, "src", src, Mem::UB);
     if (blockLen % es != 0) {

@@ -10,10 +10,12 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -91,12 +93,19 @@ struct Launch {
     uint32_t waiting = 0;
     std::vector<std::string> waitingFor;
     std::vector<std::function<bool()>> waitingUntil; // the condition each waiting core needs
-    std::vector<std::array<uint16_t, kFlags>> flagCount;
-    std::vector<std::array<uint16_t, kFlags>> pending0;
-    std::vector<std::array<uint16_t, kFlags>> pending1;
-    std::vector<std::array<uint16_t, kFlags>> pending2;
+    // Cross-core flags: per core and flag id, the sets raised on it that no wait consumed
+    // yet (each with the clock its setters published, sim/hazard.h), and the sets a core
+    // made that still wait for their partners (modes 0, 1 and the AIV side of mode 2).
+    using Clock = std::vector<uint32_t>;
+    std::vector<std::array<std::deque<Clock>, kFlags>> raised;
+    std::vector<std::array<std::deque<Clock>, kFlags>> pending[3];
+    bool usesSyncAll = false;
+    bool usesSyncAllFlags = false; // a CrossCoreSetFlag on an id SyncAll uses (11..14)
     uint64_t barrierGen[2] = {0, 0};
     uint32_t barrierCount[2] = {0, 0};
+    Clock barrierJoin[2];
+    Clock barrierResult[2][2]; // by generation parity
+    LaunchHazards* hazards = nullptr;
 
     uint32_t AicOf(uint32_t block) const { return mode == CoreMode::Mix12 ? block * 3 : block; }
     uint32_t AivOf(uint32_t block, uint32_t sub) const
@@ -202,6 +211,8 @@ int FindGm(const void* p)
 
 const GmBuffer& GmAt(int idx) { return tlsCore->launch->gm[idx]; }
 
+const std::string& CoreLabel(uint32_t index) { return tlsCore->launch->cores[index]->label; }
+
 namespace {
 void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
 {
@@ -216,8 +227,16 @@ void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
 }
 } // namespace
 
-void NoteGmRead(int gm, const uint8_t* p, uint64_t len) { NoteGm(gm, p, len, false); }
-void NoteGmWrite(int gm, const uint8_t* p, uint64_t len) { NoteGm(gm, p, len, true); }
+void NoteGmRead(int gm, const uint8_t* p, uint64_t len)
+{
+    HazardGm(gm, p, len, GmAcc::Read);
+    NoteGm(gm, p, len, false);
+}
+void NoteGmWrite(int gm, const uint8_t* p, uint64_t len, bool atomic)
+{
+    HazardGm(gm, p, len, atomic ? GmAcc::Atomic : GmAcc::Write);
+    NoteGm(gm, p, len, true);
+}
 
 // One lock for every launch of the process: concurrent launches (TP ranks) may share a
 // GM buffer through GmArg::from_raw, and their atomic adds must not interleave.
@@ -257,13 +276,36 @@ int32_t CarveBuffer(const char* api, TPosition pos, uint32_t len, const std::str
     return static_cast<int32_t>(c.bufs.size() - 1);
 }
 
-void CrossCoreSet(uint8_t mode, uint16_t flagId)
+namespace {
+// Cross-core synchronisation needs the hardware scheduler, which AIV_ONLY / AIC_ONLY kernels
+// do not enable (docs CrossCoreSetFlag 约束说明, SyncAll): the kernel must state a MIX_*
+// type.
+void RequireScheduler(const char* api)
+{
+    KernelMetaType t = CurCore().declared;
+    if (t == KERNEL_TYPE_MAX || t == KERNEL_TYPE_AIV_ONLY || t == KERNEL_TYPE_AIC_ONLY) {
+        Trap(api, std::string("cross-core synchronisation in a kernel ") +
+                      (t == KERNEL_TYPE_MAX              ? "that states no kernel type"
+                       : t == KERNEL_TYPE_AIV_ONLY ? "declared KERNEL_TYPE_AIV_ONLY"
+                                                   : "declared KERNEL_TYPE_AIC_ONLY") +
+                      ": the hardware scheduler is only on for mixed kernels (declare "
+                      "KERNEL_TYPE_MIX_AIV_1_0 / KERNEL_TYPE_MIX_AIC_1_0 or a mixed 1:1 / 1:2 type)");
+    }
+}
+} // namespace
+
+void CrossCoreSet(uint8_t mode, pipe_t pipe, uint16_t flagId)
 {
     const char* api = "CrossCoreSetFlag";
     Core& me = CurCore();
     Launch& L = *me.launch;
     if (flagId >= kFlags) {
         Trap(api, "flag id " + std::to_string(flagId) + " out of range [0, 15]");
+    }
+    if (pipe == PIPE_S || pipe == PIPE_ALL) {
+        Trap(api, std::string("pipe ") + (pipe == PIPE_S ? "PIPE_S" : "PIPE_ALL") +
+                      " is not allowed: a cross-core set is issued on PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, "
+                      "PIPE_MTE3 or PIPE_FIX (docs CrossCoreSetFlag)");
     }
     if ((mode == 1 || mode == 2) && L.mode != CoreMode::Mix12) {
         Trap(api, "mode " + std::to_string(mode) + " synchronises the cores of a 1:2 group; this launch is not mixed");
@@ -274,70 +316,95 @@ void CrossCoreSet(uint8_t mode, uint16_t flagId)
     if (mode > 2) {
         Trap(api, "mode " + std::to_string(mode) + " is not available on dav-c220 (modes 0, 1, 2)");
     }
-    std::string overflow;
+    RequireScheduler(api);
+    Pipe on = PipeOf(api, pipe);
+    std::string problem;
     {
         std::lock_guard<std::mutex> g(L.mu);
-        auto bump = [&](uint32_t core) {
-            if (++L.flagCount[core][flagId] > kFlagMax) {
-                overflow = L.cores[core]->label;
+        if (flagId >= 11 && flagId <= 14) {
+            L.usesSyncAllFlags = true;
+            if (L.usesSyncAll) {
+                problem = "flag id " + std::to_string(flagId) + " is one SyncAll uses (11..14)";
+            }
+        }
+        Launch::Clock clock = SetClock(on);
+        auto raise = [&](uint32_t core, const Launch::Clock& c) {
+            L.raised[core][flagId].push_back(c);
+            if (L.raised[core][flagId].size() > kFlagMax) {
+                problem = "flag " + std::to_string(flagId) + " of " + L.cores[core]->label +
+                          " has more than 15 unconsumed sets (the hardware counter overflows)";
             }
         };
-        if (mode == 0) {
-            L.pending0[me.index][flagId]++;
-            bool all = true;
-            for (auto& c : L.cores) {
-                if (c->kind == me.kind && L.pending0[c->index][flagId] == 0) {
-                    all = false;
+        // A set that completes a group: pops one pending set of each partner, joins them.
+        auto complete = [&](int m, const std::vector<uint32_t>& partners) {
+            for (uint32_t p : partners) {
+                if (p != me.index && L.pending[m][p][flagId].empty()) {
+                    L.pending[m][me.index][flagId].push_back(clock);
+                    return std::optional<Launch::Clock>();
                 }
             }
-            if (all) {
-                for (auto& c : L.cores) {
-                    if (c->kind == me.kind) {
-                        L.pending0[c->index][flagId]--;
-                        bump(c->index);
-                    }
+            Launch::Clock joined = clock;
+            for (uint32_t p : partners) {
+                if (p != me.index) {
+                    Join(joined, L.pending[m][p][flagId].front());
+                    L.pending[m][p][flagId].pop_front();
+                }
+            }
+            return std::optional<Launch::Clock>(joined);
+        };
+        if (mode == 0) {
+            std::vector<uint32_t> same;
+            for (auto& c : L.cores) {
+                if (c->kind == me.kind) {
+                    same.push_back(c->index);
+                }
+            }
+            if (auto joined = complete(0, same)) {
+                for (uint32_t c : same) {
+                    raise(c, *joined);
                 }
             }
         } else if (mode == 1) {
             uint32_t peer = L.AivOf(me.blockIdx, 1 - me.subBlockIdx);
-            L.pending1[me.index][flagId]++;
-            if (L.pending1[peer][flagId] > 0) {
-                L.pending1[peer][flagId]--;
-                L.pending1[me.index][flagId]--;
-                bump(peer);
-                bump(me.index);
+            if (auto joined = complete(1, {me.index, peer})) {
+                raise(peer, *joined);
+                raise(me.index, *joined);
             }
         } else if (me.kind == CoreKind::AIC) {
-            bump(L.AivOf(me.blockIdx, 0));
-            bump(L.AivOf(me.blockIdx, 1));
+            raise(L.AivOf(me.blockIdx, 0), clock);
+            raise(L.AivOf(me.blockIdx, 1), clock);
         } else {
             uint32_t peer = L.AivOf(me.blockIdx, 1 - me.subBlockIdx);
-            L.pending2[me.index][flagId]++;
-            if (L.pending2[peer][flagId] > 0) {
-                L.pending2[peer][flagId]--;
-                L.pending2[me.index][flagId]--;
-                bump(L.AicOf(me.blockIdx));
+            if (auto joined = complete(2, {me.index, peer})) {
+                raise(L.AicOf(me.blockIdx), *joined);
             }
         }
         L.cv.notify_all();
     }
-    if (!overflow.empty()) {
-        Trap(api, "flag " + std::to_string(flagId) + " of " + overflow +
-                      " has more than 15 unconsumed sets (the hardware counter overflows)");
+    if (!problem.empty()) {
+        Trap(api, problem);
     }
 }
 
 void CrossCoreWait(uint16_t flagId)
 {
+    const char* api = "CrossCoreWaitFlag";
     Core& me = CurCore();
     Launch& L = *me.launch;
     if (flagId >= kFlags) {
-        Trap("CrossCoreWaitFlag", "flag id " + std::to_string(flagId) + " out of range [0, 15]");
+        Trap(api, "flag id " + std::to_string(flagId) + " out of range [0, 15]");
     }
-    std::unique_lock<std::mutex> lk(L.mu);
-    L.WaitLocked(lk, me, "CrossCoreWaitFlag(" + std::to_string(flagId) + ")",
-                 [&] { return L.flagCount[me.index][flagId] > 0; });
-    L.flagCount[me.index][flagId]--;
+    RequireScheduler(api);
+    Launch::Clock clock;
+    {
+        std::unique_lock<std::mutex> lk(L.mu);
+        auto& q = L.raised[me.index][flagId];
+        L.WaitLocked(lk, me, "CrossCoreWaitFlag(" + std::to_string(flagId) + ")", [&] { return !q.empty(); });
+        clock = std::move(q.front());
+        q.pop_front();
+    }
+    // on A2 the wait blocks every pipe of the core (the template's pipe is ignored)
+    StallUntil(clock);
 }
 
 void SyncAllCores(bool aivOnly, const char* api)
@@ -347,21 +414,38 @@ void SyncAllCores(bool aivOnly, const char* api)
     if (aivOnly && me.kind != CoreKind::AIV) {
         Trap(api, "SyncAll<isAIVOnly = true> called on an AIC");
     }
+    RequireScheduler(api);
     int idx = aivOnly ? 0 : 1;
     uint32_t participants = aivOnly ? L.CountOf(CoreKind::AIV) : static_cast<uint32_t>(L.cores.size());
-    std::unique_lock<std::mutex> lk(L.mu);
-    uint64_t gen = L.barrierGen[idx];
-    if (++L.barrierCount[idx] == participants) {
-        L.barrierCount[idx] = 0;
-        L.barrierGen[idx]++;
-        L.cv.notify_all();
-        return;
+    // the hardware SyncAll drains every pipe first (PipeBarrier<PIPE_ALL>), then meets
+    Launch::Clock drained = DrainedClock();
+    Launch::Clock result;
+    {
+        std::unique_lock<std::mutex> lk(L.mu);
+        L.usesSyncAll = true;
+        if (L.usesSyncAllFlags) {
+            lk.unlock();
+            Trap(api, "the kernel also uses CrossCoreSetFlag on flag ids 11..14, which SyncAll uses");
+        }
+        uint64_t gen = L.barrierGen[idx];
+        Join(L.barrierJoin[idx], drained);
+        if (++L.barrierCount[idx] == participants) {
+            L.barrierCount[idx] = 0;
+            L.barrierResult[idx][gen & 1] = std::move(L.barrierJoin[idx]);
+            L.barrierJoin[idx].clear();
+            L.barrierGen[idx]++;
+            L.cv.notify_all();
+        } else {
+            L.WaitLocked(lk, me, std::string(api) + " barrier", [&] { return L.barrierGen[idx] != gen; });
+        }
+        result = L.barrierResult[idx][gen & 1];
     }
-    L.WaitLocked(lk, me, std::string(api) + " barrier", [&] { return L.barrierGen[idx] != gen; });
+    StallUntil(result);
 }
 
 void DeclareKernelType(KernelMetaType t)
 {
+    CurCore().declared = t;
     CoreMode m = CurCore().launch->mode;
     bool ok = false;
     const char* name = "?";
@@ -380,6 +464,24 @@ void DeclareKernelType(KernelMetaType t)
 }
 
 namespace {
+
+// A cross-core set no wait consumed, or one still waiting for its partners, is left for the
+// next kernel on that core: report it (empty string: none).
+std::string DanglingCrossCoreFlags(const Launch& L)
+{
+    for (size_t c = 0; c < L.cores.size(); ++c) {
+        for (int f = 0; f < kFlags; ++f) {
+            size_t raised = L.raised[c][f].size();
+            size_t waiting = L.pending[0][c][f].size() + L.pending[1][c][f].size() + L.pending[2][c][f].size();
+            if (raised + waiting > 0) {
+                return "kernel `" + L.kernel + "`: " + L.cores[c]->label + ": cross-core flag " + std::to_string(f) +
+                       " has " + std::to_string(raised) + " set(s) no CrossCoreWaitFlag consumed and " +
+                       std::to_string(waiting) + " set(s) whose partners never set it, when the kernel ends";
+            }
+        }
+    }
+    return std::string();
+}
 
 using G = uint8_t*;
 constexpr size_t kMaxArgs = 32;
@@ -421,8 +523,11 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
         c.arena[m].shadow = storage.back().data();
         c.arena[m].capacity = cap;
     }
+    c.launchHz = L.hazards;
     try {
+        HazardCoreBegin();
         kCallers[args.size()](fn, args.data());
+        HazardCoreEnd(true);
     } catch (const TrapError& e) {
         L.Fail(e.message);
     } catch (const AbortLaunch&) {
@@ -431,6 +536,7 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
     } catch (...) {
         L.Fail("kernel `" + L.kernel + "`: " + c.label + ": unknown C++ exception");
     }
+    HazardCoreEnd(false);
     for (auto& a : c.arena) {
         a.data = nullptr;
         a.shadow = nullptr;
@@ -485,16 +591,20 @@ struct SimArgTraffic {
     uint64_t distinct_write_bytes;
 };
 
-__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 2; }
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 3; }
+
+// Bits of sim_launch's `checks`.
+constexpr uint32_t SIM_CHECK_HAZARDS = 1;   // pipe hazards and cross-core races (sim/hazard.h)
+constexpr uint32_t SIM_CHECK_AUTO_SYNC = 2; // model the compiler's --cce-auto-sync=on
 
 // Runs `fn` (a kernel taking `nargs` GM_ADDR arguments) on blockDim blocks.
-// mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2. Returns 0 on success, 1 if the kernel
-// trapped or deadlocked, 2 for invalid launch arguments; `err` receives the message.
-// `traffic` (nullable) receives one entry per argument.
+// mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2; checks: SIM_CHECK_* bits. Returns 0 on
+// success, 1 if the kernel trapped or deadlocked, 2 for invalid launch arguments; `err`
+// receives the message. `traffic` (nullable) receives one entry per argument.
 __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, void* fn, uint32_t mode,
-                                                          uint32_t blockDim, const SimGmArg* args, uint32_t nargs,
-                                                          SimStats* stats, SimArgTraffic* traffic, char* err,
-                                                          uint64_t errCap)
+                                                          uint32_t blockDim, uint32_t checks, const SimGmArg* args,
+                                                          uint32_t nargs, SimStats* stats, SimArgTraffic* traffic,
+                                                          char* err, uint64_t errCap)
 {
     using namespace AscendC::sim;
     auto report = [&](const std::string& m) {
@@ -514,6 +624,15 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     if (uint64_t(blockDim) * perBlock > 4096) {
         report("kernel `" + kname + "`: invalid launch: blockDim " + std::to_string(blockDim) +
                " needs more than 4096 simulated cores");
+        return 2;
+    }
+    LaunchChecks lc;
+    lc.hazards = (checks & SIM_CHECK_HAZARDS) != 0;
+    lc.autoSync = (checks & SIM_CHECK_AUTO_SYNC) != 0;
+    if (lc.hazards && uint64_t(blockDim) * perBlock > kMaxCheckedCores) {
+        report("kernel `" + kname + "`: invalid launch: the hazard checker follows at most " +
+               std::to_string(kMaxCheckedCores) + " simulated cores (blockDim " + std::to_string(blockDim) +
+               "); turn it off for larger launches");
         return 2;
     }
     Launch L;
@@ -555,10 +674,11 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     L.alive = static_cast<uint32_t>(n);
     L.waitingFor.assign(n, std::string());
     L.waitingUntil.assign(n, nullptr);
-    L.flagCount.assign(n, {});
-    L.pending0.assign(n, {});
-    L.pending1.assign(n, {});
-    L.pending2.assign(n, {});
+    L.raised.assign(n, {});
+    for (auto& p : L.pending) {
+        p.assign(n, {});
+    }
+    L.hazards = CreateLaunchHazards(lc, static_cast<uint32_t>(n), L.gm);
     std::vector<std::thread> threads;
     threads.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -566,6 +686,10 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     }
     for (auto& t : threads) {
         t.join();
+    }
+    DestroyLaunchHazards(L.hazards);
+    if (L.error.empty()) {
+        L.error = DanglingCrossCoreFlags(L);
     }
     if (stats != nullptr) {
         SimStats s{};

@@ -16,7 +16,7 @@ use std::str::FromStr;
 
 use crate::plan::{Launch, VariantPlan};
 use crate::runtime::{Exchange, Progress, Tiling};
-use crate::sim::{ArgTraffic, LaunchStats};
+use crate::sim::{ArgTraffic, Checks, LaunchStats};
 
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,10 +130,14 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// The backend, on `devices` (one per TP rank; the sim ignores them).
-    pub fn create(self, devices: &[u32]) -> Box<dyn Backend> {
+    /// The backend, on `devices` (one per TP rank; the sim ignores them), with what the sim
+    /// checks (the NPU is the device itself).
+    pub fn create(self, devices: &[u32], checks: Checks) -> Box<dyn Backend> {
         match self {
-            BackendKind::Sim => Box::new(sim::Sim::default()),
+            BackendKind::Sim => Box::new(sim::Sim {
+                cache_dir: None,
+                checks,
+            }),
             BackendKind::Npu => Box::new(npu::Npu::new(devices.to_vec())),
         }
     }

@@ -9,13 +9,15 @@ use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
 use crate::plan::{Cores, Launch, VariantPlan};
 use crate::runtime::{Exchange, POISON, Progress, Tiling};
-use crate::sim::{BuildSpec, CoreMode, GmArg, SimLibrary};
+use crate::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 
 /// The CPU model.
 #[derive(Debug, Clone, Default)]
 pub struct Sim {
     /// Where built libraries are cached (default: the sim builder's).
     pub cache_dir: Option<PathBuf>,
+    /// What the model checks (default: everything, the hazard checker included).
+    pub checks: Checks,
 }
 
 impl Backend for Sim {
@@ -34,7 +36,9 @@ impl Backend for Sim {
         if let Some(dir) = &self.cache_dir {
             spec = spec.cache_dir(dir);
         }
-        let lib = SimLibrary::build(&spec).map_err(|e| BackendError::Build(e.to_string()))?;
+        let lib = SimLibrary::build(&spec)
+            .map_err(|e| BackendError::Build(e.to_string()))?
+            .with_checks(self.checks);
         Ok(Box::new(SimKernels { lib }))
     }
 }

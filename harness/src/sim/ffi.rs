@@ -3,7 +3,11 @@
 
 use std::ffi::{c_char, c_void};
 
-pub(crate) const ABI_VERSION: u32 = 2;
+pub(crate) const ABI_VERSION: u32 = 3;
+
+/// Bits of `sim_launch`'s `checks` argument.
+pub(crate) const CHECK_HAZARDS: u32 = 1;
+pub(crate) const CHECK_AUTO_SYNC: u32 = 2;
 
 #[repr(C)]
 pub(crate) struct SimGmArg {
@@ -44,10 +48,11 @@ pub(crate) struct SimArgTraffic {
 
 pub(crate) type AbiVersionFn = unsafe extern "C" fn() -> u32;
 
-/// `sim_launch(kernel, fn, mode, block_dim, args, nargs, stats, traffic, err, err_cap)`.
+/// `sim_launch(kernel, fn, mode, block_dim, checks, args, nargs, stats, traffic, err, err_cap)`.
 pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const c_char,
     *mut c_void,
+    u32,
     u32,
     u32,
     *const SimGmArg,

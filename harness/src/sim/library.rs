@@ -142,11 +142,50 @@ pub struct ArgTraffic {
     pub distinct_write_bytes: u64,
 }
 
+/// What the sim checks beyond values, bounds, alignment, capacities and protocol (those
+/// are always on). The defaults model the device as the npu backend builds for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checks {
+    /// The ordering sanitizer: pipe hazards inside a core and GM races between cores
+    /// (harness/sim/include/sim/hazard.h). Turn it off for speed measurements only.
+    pub hazards: bool,
+    /// Model the compiler's `--cce-auto-sync=on` (the default of CANN's kernel build
+    /// flows): it orders PIPE_V after PIPE_V and PIPE_S against V / MTE2 / MTE3 on AIV.
+    pub auto_sync: bool,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks {
+            hazards: true,
+            auto_sync: true,
+        }
+    }
+}
+
+impl Checks {
+    /// Only the always-on checks (for measuring the sanitizer's overhead).
+    pub const UNCHECKED: Checks = Checks {
+        hazards: false,
+        auto_sync: true,
+    };
+
+    fn bits(self) -> u32 {
+        (if self.hazards { ffi::CHECK_HAZARDS } else { 0 })
+            | (if self.auto_sync {
+                ffi::CHECK_AUTO_SYNC
+            } else {
+                0
+            })
+    }
+}
+
 /// A compiled, loaded set of kernels.
 pub struct SimLibrary {
     path: PathBuf,
     launch_fn: ffi::LaunchFn,
     lib: libloading::Library,
+    checks: Checks,
 }
 
 impl SimLibrary {
@@ -183,11 +222,22 @@ impl SimLibrary {
             path: path.to_path_buf(),
             launch_fn,
             lib,
+            checks: Checks::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The checks later launches run with (default: [`Checks::default`]).
+    pub fn with_checks(mut self, checks: Checks) -> Self {
+        self.checks = checks;
+        self
+    }
+
+    pub fn checks(&self) -> Checks {
+        self.checks
     }
 
     /// Runs `kernel` (an `extern "C"` kernel of this library taking one GM_ADDR per arg)
@@ -255,6 +305,7 @@ impl SimLibrary {
                 fn_ptr,
                 mode.abi(),
                 block_dim,
+                self.checks.bits(),
                 raw.as_ptr(),
                 nargs,
                 &mut stats,

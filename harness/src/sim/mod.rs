@@ -20,4 +20,4 @@ mod library;
 
 pub use builder::{BuildSpec, model_include_dir};
 pub use error::SimError;
-pub use library::{ArgTraffic, CoreMode, GmArg, GmElem, LaunchStats, SimLibrary, poison};
+pub use library::{ArgTraffic, Checks, CoreMode, GmArg, GmElem, LaunchStats, SimLibrary, poison};

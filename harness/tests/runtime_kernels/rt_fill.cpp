@@ -3,6 +3,7 @@
 // x[i] + 1000·g + 100·tp_rank for i < t. Rank `trap_rank` (tiling word 12, reserved in
 // the real layout; 0 = none) reads past x instead, to test a trap on one rank.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -20,6 +21,7 @@ extern "C" __global__ __aicore__ void rt_fill(GM_ADDR x, GM_ADDR groups, GM_ADDR
     pipe.InitBuffer(wordBuf, 16 * sizeof(int32_t));
     LocalTensor<int32_t> w = wordBuf.Get<int32_t>();
     DataCopy(w, gt, 16);
+    Sync<HardEvent::MTE2_MTE3>();
     GlobalTensor<int32_t> gw;
     gw.SetGlobalBuffer((__gm__ int32_t*)words, 16);
     DataCopy(gw, w, 16);
@@ -30,8 +32,11 @@ extern "C" __global__ __aicore__ void rt_fill(GM_ADDR x, GM_ADDR groups, GM_ADDR
     for (uint32_t g = 0; g < 4; ++g) {
         for (uint32_t i = 0; i < t; ++i) {
             DataCopy(row, gx[i * 64], 64);
+            Sync<HardEvent::MTE2_V>();
             Adds(row, row, static_cast<float>(1000 * g + 100 * rank), 64);
+            Sync<HardEvent::V_MTE3>();
             DataCopy(gg[(g * 16 + i) * 64], row, 64);
+            Sync<HardEvent::MTE3_MTE2>(); // row is reloaded next; MTE3, its last user, waited for V
         }
     }
 }

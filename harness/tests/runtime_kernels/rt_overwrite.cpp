@@ -1,6 +1,7 @@
 // Runtime test kernel: writes all 16 capacity rows of y, also those at or beyond the
 // runtime extent t (which must stay poisoned): the runtime reports the stray write.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -14,6 +15,7 @@ extern "C" __global__ __aicore__ void rt_overwrite(GM_ADDR y, GM_ADDR workspace,
     gy.SetGlobalBuffer((__gm__ float*)y);
     LocalTensor<float> row = rowBuf.Get<float>();
     Duplicate(row, 1.0f, 64);
+    Sync<HardEvent::V_MTE3>();
     for (uint32_t i = 0; i < 16; ++i) {
         DataCopy(gy[i * 64], row, 64);
     }

@@ -2,6 +2,7 @@
 // round mode it supports, on 64 inputs per source type. The results are concatenated into
 // `out` in the order below (the Rust test walks the same list).
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -12,6 +13,7 @@ struct Out {
     GM_ADDR base;
     uint32_t offset; // bytes
 };
+
 
 template <typename T>
 __aicore__ inline LocalTensor<T> Load(TPipe& pipe, TBuf<TPosition::VECCALC>& buf, GM_ADDR src)
@@ -24,7 +26,8 @@ __aicore__ inline LocalTensor<T> Load(TPipe& pipe, TBuf<TPosition::VECCALC>& buf
     return t;
 }
 
-// Casts src with each mode into the staging buffer and appends it to the output.
+// Casts src with each mode into the staging buffer and appends it to the output (V_MTE3
+// before the copy out, MTE3_V before the next cast overwrites the staging buffer).
 template <typename D, typename S>
 __aicore__ inline void Seg(TBuf<TPosition::VECCALC>& stage, Out& out, const LocalTensor<S>& src,
                            std::initializer_list<RoundMode> modes)
@@ -32,9 +35,11 @@ __aicore__ inline void Seg(TBuf<TPosition::VECCALC>& stage, Out& out, const Loca
     for (RoundMode m : modes) {
         LocalTensor<D> d = stage.Get<D>(kN);
         Cast(d, src, m, kN);
+        Sync<HardEvent::V_MTE3>();
         GlobalTensor<D> g;
         g.SetGlobalBuffer((__gm__ D*)(out.base + out.offset));
         DataCopy(g, d, kN);
+        Sync<HardEvent::MTE3_V>();
         out.offset += kN * sizeof(D);
     }
 }
@@ -52,6 +57,7 @@ extern "C" __global__ __aicore__ void sim_vec_cast(GM_ADDR xf, GM_ADDR xh, GM_AD
     LocalTensor<int8_t> i8 = Load<int8_t>(pipe, b8, xi8);
     LocalTensor<int32_t> i32 = Load<int32_t>(pipe, b32, xi32);
     pipe.InitBuffer(stage, kN * sizeof(float));
+    Sync<HardEvent::MTE2_V>();
     Out o{out, 0};
     const auto rounding = {R::CAST_RINT, R::CAST_FLOOR, R::CAST_CEIL, R::CAST_ROUND, R::CAST_TRUNC};
     Seg<half>(stage, o, f, {R::CAST_NONE, R::CAST_RINT, R::CAST_FLOOR, R::CAST_CEIL, R::CAST_ROUND, R::CAST_TRUNC,

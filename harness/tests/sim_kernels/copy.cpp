@@ -1,10 +1,12 @@
 // Data movement test kernels: plain DataCopy across cores, DataCopyPad with unaligned rows.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
 // Each of the blockDim AIV cores copies kCopyPerCore floats x -> y through UB, double
-// buffered in two tiles.
+// buffered in two tiles. A VECIN -> VECOUT queue: no vector work between the copies, so
+// EnQue/DeQue carry MTE2_MTE3 and FreeTensor/AllocTensor MTE3_MTE2.
 constexpr uint32_t kCopyPerCore = 2048;
 constexpr uint32_t kCopyTile = 1024;
 
@@ -12,7 +14,7 @@ extern "C" __global__ __aicore__ void sim_copy_f32(GM_ADDR x, GM_ADDR y)
 {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     TPipe pipe;
-    TQue<TPosition::VECIN, 2> q;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 2> q;
     pipe.InitBuffer(q, 2, kCopyTile * sizeof(float));
     GlobalTensor<float> gx, gy;
     gx.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * kCopyPerCore, kCopyPerCore);
@@ -51,11 +53,14 @@ extern "C" __global__ __aicore__ void sim_copy_pad_bf16(GM_ADDR x, GM_ADDR y, GM
     DataCopyExtParams cp{kRows, kCols * sizeof(bfloat16_t), 0, 0, 0};
     DataCopyPadExtParams<bfloat16_t> pad{true, 0, kPadCols - kCols, bfloat16_t(7.0f)};
     DataCopyPad(in, gx, cp, pad);
+    Sync<HardEvent::MTE2_V>();
     LocalTensor<float> f = bufF.Get<float>();
     Cast(f, in, RoundMode::CAST_NONE, kRows * kPadCols);
     Muls(f, f, 2.0f, kRows * kPadCols);
     LocalTensor<bfloat16_t> out = bufOut.Get<bfloat16_t>();
     Cast(out, f, RoundMode::CAST_RINT, kRows * kPadCols);
+    // V_MTE3 for `out`; it also orders the load of `in` (V waited for it) before the copy
+    Sync<HardEvent::V_MTE3>();
     DataCopy(gpad, in, kRows * kPadCols);
     // rows of 42 bytes back to GM: UB rows are 64 bytes apart (srcStride 0 blocks after
     // the 2 blocks a 42-byte burst occupies), GM rows contiguous (dstStride 0 bytes)
@@ -77,5 +82,6 @@ extern "C" __global__ __aicore__ void sim_copy_pad_stride(GM_ADDR x, GM_ADDR y)
     LocalTensor<float> t = buf.Get<float>();
     DataCopyExtParams cp{2, 20 * sizeof(float), 20 * sizeof(float), 0, 0};
     DataCopyPad(t, gx, cp, DataCopyPadExtParams<float>{});
+    Sync<HardEvent::MTE2_MTE3>();
     DataCopy(gy, t, 48);
 }

@@ -2,6 +2,7 @@
 // (LoadData) -> Mmad (accumulating over k tiles in L0C) -> Fixpipe (NZ2ND) -> GM.
 // Block b of blockDim handles m tiles b, b + blockDim, ...
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -9,6 +10,7 @@ namespace {
 constexpr uint32_t kBase = 64; // base tile in m, n and k
 
 __aicore__ inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
 
 struct Queues {
     TQue<TPosition::A1, 1> a1;
@@ -72,8 +74,7 @@ extern "C" __global__ __aicore__ void sim_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADDR 
                 }
                 q.a1.FreeTensor(a1);
                 q.b1.FreeTensor(b1);
-                SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
-                WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+                Sync<HardEvent::MTE1_M>();
                 MmadParams mp;
                 mp.m = mLen;
                 mp.n = nLen;
@@ -100,6 +101,9 @@ extern "C" __global__ __aicore__ void sim_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADDR 
 
 // C (int32) = A (M x K int8) * B where B is given transposed as Bt (N x K int8), so both
 // operands keep k contiguous and ND2NZ zero-fills the k tail (K need not be a multiple of 32).
+// Plain TBufs, synchronised by hand: each buffer's producer/consumer hand-off and, before
+// a buffer is reloaded, its last reader's (MTE1_MTE2, M_MTE1, FIX_M). The k-accumulating
+// Mmads are ordered through M_MTE1 -> LoadData -> MTE1_M.
 constexpr uint32_t kI8M = 70, kI8N = 40, kI8K = 200;
 
 extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR c)
@@ -134,8 +138,7 @@ extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR
                 LocalTensor<int8_t> b1 = b1Buf.Get<int8_t>();
                 DataCopy(a1, ga[m0 * K + k0], Nd2NzParams(1, mLen, kLen, 0, K, mB * 16, 1, 0));
                 DataCopy(b1, gb[n0 * K + k0], Nd2NzParams(1, nLen, kLen, 0, K, nB * 16, 1, 0));
-                SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
-                WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+                Sync<HardEvent::MTE2_MTE1>();
                 LocalTensor<int8_t> a2 = a2Buf.Get<int8_t>();
                 LocalTensor<int8_t> b2 = b2Buf.Get<int8_t>();
                 for (uint32_t mb = 0; mb < mB; ++mb) {
@@ -143,11 +146,16 @@ extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR
                 }
                 // Bt in L1 already has the L0B order: (k block, n block) fractals, n-major
                 LoadData(b2, b1, LoadData2DParams(0, kB * nB, 1, 0, 0, false, 0));
+                Sync<HardEvent::MTE1_MTE2>(); // a1 / b1 may be reloaded
+                Sync<HardEvent::MTE1_M>();
                 MmadParams mp(mLen, nLen, kLen, 0, false, k0 == 0);
                 Mmad(cl, a2, b2, mp);
+                Sync<HardEvent::M_MTE1>(); // a2 / b2 may be reloaded
             }
+            Sync<HardEvent::M_FIX>();
             FixpipeParamsV220 fp(nLen, mLen, mB * 16, N, false);
             Fixpipe(gc[m0 * N + n0], cl, fp);
+            Sync<HardEvent::FIX_M>(); // cl may be overwritten
         }
     }
 }

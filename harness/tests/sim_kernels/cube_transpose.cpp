@@ -3,10 +3,12 @@
 // the way to L0B (the official path for int8, doc LoadDataWithTranspose.md example
 // "int8_t ... B矩阵"). One tile: M, N, K fit L0 at once.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
 namespace {
+
 
 // A row-major [M, K] -> L0A; B row-major [K, N] -> L0B through LoadDataWithTranspose;
 // one Mmad; Fixpipe to c [M, N]. T is int8_t or bfloat16_t, C its accumulator.
@@ -96,12 +98,15 @@ extern "C" __global__ __aicore__ void sim_transpose_undefined(GM_ADDR b)
     gb.SetGlobalBuffer((__gm__ int8_t*)b);
     LocalTensor<int8_t> b1 = b1Buf.Get<int8_t>();
     DataCopy(b1, gb, Nd2NzParams(1, 16, 32, 0, 32, 32, 1, 0)); // only k rows 0..15 of 32
+    Sync<HardEvent::MTE2_MTE1>();
     LocalTensor<int8_t> b2 = b2Buf.Get<int8_t>();
     LoadDataWithTranspose(b2, b1, LoadData2dTransposeParams(0, 1, 1, 0, 0));
     LocalTensor<int8_t> a2 = a2Buf.Get<int8_t>();
     LocalTensor<int8_t> a1 = a1Buf.Get<int8_t>();
     DataCopy(a1, gb, Nd2NzParams(1, 16, 32, 0, 32, 16, 1, 0));
+    Sync<HardEvent::MTE2_MTE1>();
     LoadData(a2, a1, LoadData2DParams(0, 1, 1, 0, 0, false, 0));
+    Sync<HardEvent::MTE1_M>();
     LocalTensor<int32_t> cl = cBuf.Get<int32_t>();
     Mmad(cl, a2, b2, MmadParams(16, 32, 32, 0, false, true));
 }

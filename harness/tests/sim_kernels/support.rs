@@ -15,6 +15,13 @@ pub fn kernel_dir() -> PathBuf {
         .join("sim_kernels")
 }
 
+/// The headers the test kernels share (tests/kernel_include).
+pub fn kernel_include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("kernel_include")
+}
+
 /// Every `*.cpp` of tests/sim_kernels compiled into one library.
 pub fn lib() -> &'static SimLibrary {
     static LIB: OnceLock<SimLibrary> = OnceLock::new();
@@ -25,7 +32,8 @@ pub fn lib() -> &'static SimLibrary {
             .filter(|p| p.extension().is_some_and(|e| e == "cpp"))
             .collect();
         sources.sort();
-        SimLibrary::build(&BuildSpec::new(sources)).unwrap_or_else(|e| panic!("{e}"))
+        SimLibrary::build(&BuildSpec::new(sources).include_dir(kernel_include_dir()))
+            .unwrap_or_else(|e| panic!("{e}"))
     })
 }
 

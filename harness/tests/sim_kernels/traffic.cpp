@@ -1,6 +1,7 @@
 // Kernels for the per-argument DMA traffic counters: one reads its input twice, one
 // reads every other row of a strided matrix, one writes half of its output twice.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -21,7 +22,9 @@ extern "C" __global__ __aicore__ void sim_traffic_reread(GM_ADDR x, GM_ADDR y)
     LocalTensor<float> lb = b.Get<float>();
     DataCopy(la, gx, kTrafficElems);
     DataCopy(lb, gx, kTrafficElems);
+    Sync<HardEvent::MTE2_V>();
     Add(la, la, lb, kTrafficElems);
+    Sync<HardEvent::V_MTE3>();
     DataCopy(gy, la, kTrafficElems);
 }
 
@@ -39,6 +42,8 @@ extern "C" __global__ __aicore__ void sim_traffic_strided(GM_ADDR x, GM_ADDR y)
     LocalTensor<float> la = a.Get<float>();
     // 4 bursts of 64 floats (8 blocks), skipping one 64-float row (8 blocks) between them
     DataCopy(la, gx, DataCopyParams(4, 8, 8, 0));
+    Sync<HardEvent::MTE2_MTE3>();
     DataCopy(gy, la, 4 * 64);
+    PipeBarrier<PIPE_MTE3>(); // the two writes of row 0 stay in order
     DataCopy(gy, la, 64);
 }

@@ -1,6 +1,8 @@
 // Deliberately wrong kernels, one per trap class of the sim. Each must fail with a message
-// naming the kernel, the API call and the buffer (or event / flag) involved.
+// naming the kernel, the API call and the buffer (or event / flag) involved. The lead-up of
+// each kernel is synchronised as on the device, so the intended trap is the first one.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
@@ -111,6 +113,7 @@ extern "C" __global__ __aicore__ void trap_wait_without_set()
 // Deadlock (MIX): the AIVs wait for flag 3, which the AIC never raises.
 extern "C" __global__ __aicore__ void trap_deadlock()
 {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     if ASCEND_IS_AIV {
         CrossCoreWaitFlag(3);
     }
@@ -119,6 +122,7 @@ extern "C" __global__ __aicore__ void trap_deadlock()
 // A trap in one core while the others wait in SyncAll: the launch must end with the trap.
 extern "C" __global__ __aicore__ void trap_while_others_wait(GM_ADDR x)
 {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0);
     GlobalTensor<float> g;
     g.SetGlobalBuffer((__gm__ float*)x);
     if (GetBlockIdx() == 1) {
@@ -152,6 +156,7 @@ extern "C" __global__ __aicore__ void trap_l0_misaligned(GM_ADDR x)
     g.SetGlobalBuffer((__gm__ half*)x);
     LocalTensor<half> l1 = a1.Get<half>();
     DataCopy(l1, g, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    Sync<HardEvent::MTE2_MTE1>();
     LocalTensor<half> l0 = a2.Get<half>();
     LoadData(l0[16], l1, LoadData2DParams(0, 1, 0, 0, 0, false, 0));
 }
@@ -172,10 +177,12 @@ extern "C" __global__ __aicore__ void trap_mmad_uninit(GM_ADDR x)
     g.SetGlobalBuffer((__gm__ half*)x);
     LocalTensor<half> l1 = a1.Get<half>();
     DataCopy(l1, g, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    Sync<HardEvent::MTE2_MTE1>();
     LocalTensor<half> a = a2.Get<half>();
     LocalTensor<half> b = b2.Get<half>();
     LoadData(a, l1, LoadData2DParams(0, 1, 0, 0, 0, false, 0));
     LoadData(b, l1, LoadData2DParams(0, 1, 0, 0, 0, true, 0));
+    Sync<HardEvent::MTE1_M>();
     LocalTensor<float> c = co1.Get<float>();
     Mmad(c, a, b, MmadParams(32, 16, 16, 0, false, true));
 }

@@ -1,11 +1,15 @@
 // Vector-unit test kernels (single AIV core). Every kernel stages its results in UB and
-// copies them out; the Rust tests recompute each segment with plain Rust.
+// copies them out; the Rust tests recompute each segment with plain Rust. Hand-offs between
+// the DMA pipes and the vector pipe are synchronised as on the device: MTE2_V after the
+// loads, V_MTE3 before each store, MTE3_V before a stored buffer is overwritten.
 #include "kernel_operator.h"
+#include "handshake.h"
 
 using namespace AscendC;
 
 namespace {
 constexpr uint32_t kN = 1000; // 4000 bytes: whole 32-byte blocks, not whole 256-byte repeats
+
 
 template <typename T>
 __aicore__ inline LocalTensor<T> Load(TPipe& pipe, TBuf<TPosition::VECCALC>& buf, GM_ADDR src, uint32_t n)
@@ -18,9 +22,11 @@ __aicore__ inline LocalTensor<T> Load(TPipe& pipe, TBuf<TPosition::VECCALC>& buf
     return t;
 }
 
+// Copies what the vector pipe wrote to t out to GM (V_MTE3 first).
 template <typename T>
 __aicore__ inline void Store(GM_ADDR dst, uint32_t offset, const LocalTensor<T>& t, uint32_t n)
 {
+    Sync<HardEvent::V_MTE3>();
     GlobalTensor<T> g;
     g.SetGlobalBuffer((__gm__ T*)dst + offset);
     DataCopy(g, t, n);
@@ -36,16 +42,22 @@ extern "C" __global__ __aicore__ void sim_vec_binary_f32(GM_ADDR x, GM_ADDR y, G
     LocalTensor<float> ty = Load<float>(pipe, by, y, kN);
     pipe.InitBuffer(bo, kN * sizeof(float));
     LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
     Add(o, tx, ty, kN);
     Store(out, 0 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Sub(o, tx, ty, kN);
     Store(out, 1 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Mul(o, tx, ty, kN);
     Store(out, 2 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Div(o, tx, ty, kN);
     Store(out, 3 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Max(o, tx, ty, kN);
     Store(out, 4 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Min(o, tx, ty, kN);
     Store(out, 5 * kN, o, kN);
 }
@@ -61,28 +73,39 @@ extern "C" __global__ __aicore__ void sim_vec_unary_f32(GM_ADDR x, GM_ADDR out)
     pipe.InitBuffer(bo, kN * sizeof(float));
     LocalTensor<float> pos = bp.Get<float>();
     LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
     Abs(pos, tx, kN);
     Adds(pos, pos, 0.5f, kN);
     Exp(o, tx, kN);
     Store(out, 0 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Ln(o, pos, kN);
     Store(out, 1 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Sqrt(o, pos, kN);
     Store(out, 2 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Rsqrt(o, pos, kN);
     Store(out, 3 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Reciprocal(o, tx, kN);
     Store(out, 4 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Abs(o, tx, kN);
     Store(out, 5 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Relu(o, tx, kN);
     Store(out, 6 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Adds(o, tx, 1.5f, kN);
     Store(out, 7 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Muls(o, tx, -0.75f, kN);
     Store(out, 8 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Maxs(o, tx, 0.25f, kN);
     Store(out, 9 * kN, o, kN);
+    Sync<HardEvent::MTE3_V>();
     Mins(o, tx, -0.25f, kN);
     Store(out, 10 * kN, o, kN);
 }
@@ -97,10 +120,13 @@ extern "C" __global__ __aicore__ void sim_vec_half(GM_ADDR x, GM_ADDR y, GM_ADDR
     LocalTensor<half> ty = Load<half>(pipe, by, y, n);
     pipe.InitBuffer(bo, n * sizeof(half));
     LocalTensor<half> o = bo.Get<half>();
+    Sync<HardEvent::MTE2_V>();
     Add(o, tx, ty, n);
     Store(out, 0 * n, o, n);
+    Sync<HardEvent::MTE3_V>();
     Mul(o, tx, ty, n);
     Store(out, 1 * n, o, n);
+    Sync<HardEvent::MTE3_V>();
     Exp(o, tx, n);
     Store(out, 2 * n, o, n);
 }
@@ -124,23 +150,28 @@ extern "C" __global__ __aicore__ void sim_vec_level0(GM_ADDR x, GM_ADDR y, GM_AD
     pipe.InitBuffer(bo, n * sizeof(float));
     LocalTensor<float> brc = bb.Get<float>();
     LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
 
     Brcb(brc, ty, 1, BrcbRepeatParams(1, 8));
     Sub(o, tx, brc, 64, 8, BinaryRepeatParams(1, 1, 0, 8, 8, 1));
     Store(out, 0, o, n);
 
+    Sync<HardEvent::MTE3_V>();
     Duplicate(o, 0.0f, n);
     uint64_t bits[2] = {0x5555555555555555ull, 0};
     Mul(o, tx, ty, bits, 8, BinaryRepeatParams(1, 1, 1, 8, 8, 8));
     Store(out, 512, o, n);
 
+    Sync<HardEvent::MTE3_V>();
     Duplicate(o, -1.0f, n);
     Exp(o, tx, 48, 8, UnaryRepeatParams(1, 1, 8, 8));
     Store(out, 1024, o, n);
 
+    Sync<HardEvent::MTE3_V>();
     Adds(o, tx, 1.5f, 64, 4, UnaryRepeatParams(1, 2, 8, 16));
     Store(out, 1536, o, 256);
 
+    Sync<HardEvent::MTE3_V>();
     Duplicate(o, 0.0f, n);
     SetMaskCount();
     SetVectorMask<float, MaskMode::COUNTER>(0, 300);
@@ -149,6 +180,7 @@ extern "C" __global__ __aicore__ void sim_vec_level0(GM_ADDR x, GM_ADDR y, GM_AD
     ResetMask();
     Store(out, 1792, o, n);
 
+    Sync<HardEvent::MTE3_V>();
     Duplicate(o, 0.0f, n);
     Duplicate(o, 3.5f, 16, 4, 1, 8);
     Store(out, 2304, o, 256);
@@ -169,6 +201,7 @@ extern "C" __global__ __aicore__ void sim_vec_reduce(GM_ADDR x, GM_ADDR out)
     pipe.InitBuffer(bo, 256 * sizeof(float));
     LocalTensor<float> tmp = bt.Get<float>();
     LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
     Duplicate(o, 0.0f, 256);
     ReduceMax(o, tx, tmp, kN, true);
     ReduceSum(o[8], tx, tmp, kN);
@@ -198,6 +231,7 @@ extern "C" __global__ __aicore__ void sim_vec_nan(GM_ADDR x, GM_ADDR out)
     LocalTensor<float> o = bo.Get<float>();
     Duplicate(o, 0.0f, 160);
     Duplicate(zero, 0.0f, n);
+    Sync<HardEvent::MTE2_V>();
     Exp(o, tx, n);
     Max(o[64], tx, zero, n);
     ReduceMax(o[128], tx, tmp, n, true);
@@ -221,12 +255,15 @@ extern "C" __global__ __aicore__ void sim_vec_select(GM_ADDR x, GM_ADDR y, GM_AD
     pipe.InitBuffer(bo, n * sizeof(float));
     LocalTensor<uint8_t> mask = bm.Get<uint8_t>();
     LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
     Compare(mask, tx, ty, CMPMODE::LT, n);
     Store(out + 768 * sizeof(float), 0, mask, 32);
     Select(o, mask, tx, ty, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);
     Store(out, 0, o, n);
+    Sync<HardEvent::MTE3_V>();
     Select(o, mask, tx, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
     Store(out, 256, o, n);
+    Sync<HardEvent::MTE3_V>();
     Gather(o, tx, toff, 0, n);
     Store(out, 512, o, n);
 }

@@ -160,6 +160,8 @@ __aicore__ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParam
     if (m != sim::Mem::L1 && m != sim::Mem::L0A && m != sim::Mem::L0B) {
         sim::Trap(api, "Fill initialises L1 (A1/B1), L0A (A2) or L0B (B2) only");
     }
+    // Fill.md: PIPE_MTE2 into L1, PIPE_MTE1 into L0A / L0B
+    sim::Op op_(api, m == sim::Mem::L1 ? sim::Pipe::MTE2 : sim::Pipe::MTE1);
     if (p.repeatTimes == 0 || p.blockNum == 0) {
         return;
     }

@@ -58,6 +58,11 @@ struct BufDesc {
     uint32_t gen = 0;    // bumped by FreeTensor: stale LocalTensors then trap
     bool enqueued = false;
     bool released = false; // the pipe that carved it was destroyed
+    // A TQue slot: the event ids the official TQue holds for it (-1: none), see sim/tpipe.h.
+    bool allocated = false;
+    int8_t enqueId = -1;
+    int8_t freeId = -1;
+    HardEvent freeEvt = HardEvent::MAX;
 };
 
 struct Counters {
@@ -78,7 +83,9 @@ struct GmBuffer {
     std::string name;
 };
 
-struct Launch; // defined in runtime.cpp
+struct Launch;        // defined in runtime.cpp
+struct LaunchHazards; // defined in hazard.cpp
+struct CoreHazards;   // defined in hazard.cpp
 
 enum class AtomicOp : uint8_t { None, Add };
 
@@ -123,18 +130,23 @@ struct Core {
     uint32_t subBlockIdx = 0;
     uint32_t blockDim = 1;
     uint32_t taskRation = 1;
+    KernelMetaType declared = KERNEL_TYPE_MAX; // KERNEL_TASK_TYPE_DEFAULT, if the kernel states it
     Arena arena[static_cast<int>(Mem::COUNT)];
     std::vector<BufDesc> bufs;
     Counters counters;
-    // vector mask register (SetVectorMask / SetMaskCount / SetMaskNorm)
+    // vector mask register (SetVectorMask / SetMaskCount / SetMaskNorm, and what the
+    // vector APIs leave in it, see sim/vec_common.h); `maskLeftBy` names the API that left
+    // an unspecified value (nullptr: the value is known)
     MaskMode maskMode = MaskMode::NORMAL;
     uint64_t maskHigh = ~0ull;
     uint64_t maskLow = ~0ull;
+    const char* maskLeftBy = nullptr;
     // SetAtomicAdd / SetAtomicNone
     AtomicOp atomicOp = AtomicOp::None;
     ElemKind atomicType = ElemKind::F32;
-    // SetFlag/WaitFlag pairing: pending sets per HardEvent and event id
-    uint16_t eventSet[static_cast<int>(HardEvent::MAX)][8] = {};
+    // pipe-ordering state (sim/hazard.h): the launch's and this core's
+    LaunchHazards* launchHz = nullptr;
+    CoreHazards* hz = nullptr;
     // scratch reused by Mmad to keep allocations out of the inner loop
     std::vector<float> scratchF[3];
     std::vector<int32_t> scratchI[3];
@@ -160,13 +172,16 @@ inline void CheckAbort()
 // Index of the registered GM buffer containing [p, p+len), or -1.
 int FindGm(const void* p);
 const GmBuffer& GmAt(int idx);
+// The label of core `index` of the current launch ("AIV core (block 3)").
+const std::string& CoreLabel(uint32_t index);
 
 // Traffic of one DMA transfer between GM buffer `gm` (an index from FindGm) and the
 // core, for the launch's per-buffer counters: bytes moved, and the distinct bytes
 // touched (a bitmap per buffer), so a kernel that re-reads an operand shows
 // moved > distinct. Scalar GetValue/SetValue are counted separately (Counters).
+// Both also report the access to the hazard checker.
 void NoteGmRead(int gm, const uint8_t* p, uint64_t len);
-void NoteGmWrite(int gm, const uint8_t* p, uint64_t len);
+void NoteGmWrite(int gm, const uint8_t* p, uint64_t len, bool atomic);
 
 // Serialise read-modify-write of GM under SetAtomicAdd (process-wide, see runtime.cpp).
 void AtomicLock();
@@ -214,16 +229,22 @@ inline bool MemOf(TPosition p, Mem& m)
 
 inline Arena& ArenaOf(Mem m) { return CurCore().arena[static_cast<int>(m)]; }
 
-// Written-ness shadow helpers; byte offsets are arena offsets.
-inline void MarkWritten(Mem m, uint32_t off, uint32_t len)
+// Every access of local memory goes through ReadLocal / WriteLocal (byte offsets are arena
+// offsets): they keep the written-ness shadow and report the access to the pipe-hazard
+// checker (sim/hazard.h), on behalf of the API call that is running.
+void HazardLocal(Mem m, uint32_t off, uint32_t len, bool write);
+
+// Marks [off, off+len) written (or, with defined = false, as holding garbage) by the call.
+inline void WriteLocal(Mem m, uint32_t off, uint32_t len, bool defined = true)
 {
     if (len == 0) {
         return;
     }
+    HazardLocal(m, off, len, true);
     Arena& a = ArenaOf(m);
     uint32_t b0 = off / kShadowGranule;
     uint32_t b1 = (off + len + kShadowGranule - 1) / kShadowGranule;
-    std::memset(a.shadow + b0, 1, b1 - b0);
+    std::memset(a.shadow + b0, defined ? 1 : 0, b1 - b0);
 }
 inline void Poison(Mem m, uint32_t off, uint32_t len)
 {
@@ -233,12 +254,14 @@ inline void Poison(Mem m, uint32_t off, uint32_t len)
     uint32_t b1 = (off + len + kShadowGranule - 1) / kShadowGranule;
     std::memset(a.shadow + b0, 0, b1 - b0);
 }
-// First never-written byte offset in [off, off+len), or UINT32_MAX if all written.
-inline uint32_t FirstUnwritten(Mem m, uint32_t off, uint32_t len)
+// Reads [off, off+len) on behalf of the call; returns the first never-written byte offset,
+// or UINT32_MAX if all of it was written.
+inline uint32_t ReadLocal(Mem m, uint32_t off, uint32_t len)
 {
     if (len == 0) {
         return UINT32_MAX;
     }
+    HazardLocal(m, off, len, false);
     Arena& a = ArenaOf(m);
     uint32_t b0 = off / kShadowGranule;
     uint32_t b1 = (off + len + kShadowGranule - 1) / kShadowGranule;
@@ -249,7 +272,14 @@ inline uint32_t FirstUnwritten(Mem m, uint32_t off, uint32_t len)
     uint32_t blk = static_cast<uint32_t>(static_cast<const uint8_t*>(hit) - a.shadow);
     return blk * kShadowGranule > off ? blk * kShadowGranule : off;
 }
-inline bool BlockWritten(Mem m, uint32_t off) { return ArenaOf(m).shadow[off / kShadowGranule] != 0; }
+// Whether every 32-byte block of [off, off+len) was written (no access is made).
+inline bool AllWritten(Mem m, uint32_t off, uint32_t len)
+{
+    Arena& a = ArenaOf(m);
+    uint32_t b0 = off / kShadowGranule;
+    uint32_t b1 = (off + len + kShadowGranule - 1) / kShadowGranule;
+    return std::memchr(a.shadow + b0, 0, b1 - b0) == nullptr;
+}
 
 } // namespace sim
 } // namespace AscendC

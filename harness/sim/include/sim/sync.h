@@ -1,66 +1,47 @@
 // Synchronisation (kernel_operator_block_sync_intf.h), atomics and system variables.
-// The sim executes each API call to completion, so intra-core events are pairing checks:
-// WaitFlag<evt>(id) without a pending SetFlag<evt>(id) traps (the chip would hang).
+// Intra-core flags, barriers and their ordering effect are the hazard checker's
+// (sim/hazard.h): a flag is one bit, a set on a set flag or a wait on a clear one traps.
 // Cross-core flags (CrossCoreSetFlag/WaitFlag, docs 核间同步) and SyncAll really block:
 // every core is a thread. Per flag id (0..15) each core has a counter that WaitFlag
 // consumes; mode 0 raises it on all cores of the caller's type once all of them have set
 // the flag, mode 1 on both AIVs of a group once both have set it, mode 2 from the AIC on
-// both AIVs of its group, and from the AIVs on the AIC once both AIVs have set it.
+// both AIVs of its group, and from the AIVs on the AIC once both AIVs have set it. On A2 a
+// wait blocks every pipe of the core whatever its `pipe` argument says (the hardware
+// ignores it); a set fires on its pipe once that pipe's earlier work completed.
 #pragma once
 
 #include "vec_common.h"
 
 namespace AscendC {
 namespace sim {
-void CrossCoreSet(uint8_t mode, uint16_t flagId);
+void CrossCoreSet(uint8_t mode, pipe_t pipe, uint16_t flagId);
 void CrossCoreWait(uint16_t flagId);
 void SyncAllCores(bool aivOnly, const char* api);
 void DeclareKernelType(KernelMetaType t);
-
-inline const char* EventName(HardEvent e)
-{
-    static const char* const names[] = {
-        "MTE2_MTE1", "MTE1_MTE2", "MTE1_M",    "M_MTE1",    "MTE2_V",    "V_MTE2",    "MTE3_V",   "V_MTE3",
-        "M_V",       "V_M",       "V_V",       "MTE3_MTE1", "MTE1_MTE3", "MTE1_V",    "MTE2_M",   "M_MTE2",
-        "V_MTE1",    "M_FIX",     "FIX_M",     "MTE3_MTE2", "MTE2_MTE3", "S_V",       "V_S",      "S_MTE2",
-        "MTE2_S",    "S_MTE3",    "MTE3_S",    "MTE2_FIX",  "FIX_MTE2",  "FIX_S",     "M_S",      "FIX_MTE3",
-        "MTE1_FIX",  "FIX_MTE1",  "FIX_FIX"};
-    int i = static_cast<int>(e);
-    return i < static_cast<int>(HardEvent::MAX) ? names[i] : "?";
-}
 } // namespace sim
 
 template <HardEvent event>
 __aicore__ inline void SetFlag(int32_t eventID)
 {
-    if (eventID < 0 || eventID > 7) {
-        sim::Trap("SetFlag", "event id " + std::to_string(eventID) + " out of range [0, 7]");
-    }
-    sim::CurCore().eventSet[static_cast<int>(event)][eventID]++;
+    sim::FlagSet("SetFlag", event, eventID, -1);
 }
 
 template <HardEvent event>
 __aicore__ inline void WaitFlag(int32_t eventID)
 {
-    if (eventID < 0 || eventID > 7) {
-        sim::Trap("WaitFlag", "event id " + std::to_string(eventID) + " out of range [0, 7]");
-    }
-    uint16_t& n = sim::CurCore().eventSet[static_cast<int>(event)][eventID];
-    if (n == 0) {
-        sim::Trap("WaitFlag", std::string("WaitFlag<HardEvent::") + sim::EventName(event) + ">(" +
-                                  std::to_string(eventID) + ") without a matching SetFlag (the core would hang)");
-    }
-    n--;
+    sim::FlagWait("WaitFlag", event, eventID);
 }
 
 template <pipe_t pipe>
 __aicore__ inline void PipeBarrier()
-{}
+{
+    sim::Barrier("PipeBarrier", pipe);
+}
 
 template <uint8_t modeId, pipe_t pipe>
 __aicore__ inline void CrossCoreSetFlag(uint16_t flagId)
 {
-    sim::CrossCoreSet(modeId, flagId);
+    sim::CrossCoreSet(modeId, pipe, flagId);
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
@@ -84,6 +65,20 @@ __aicore__ inline void SyncAll(const GlobalTensor<int32_t>& gmWorkspace, const L
     sim::GmAccess(gmWorkspace, "SyncAll", "gmWorkspace", 0, 0);
     (void)usedCores;
     sim::SyncAllCores(true, "SyncAll");
+}
+
+// Data cache maintenance (缓存控制/DataCacheCleanAndInvalid.md): scalar GM accesses go
+// through a per-core data cache that DMA bypasses. The sim has no data cache (a limit of the
+// model, see its README): these only check their operand.
+template <typename T, CacheLine entireType, DcciDst dcciDst>
+__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst)
+{
+    sim::GmAccess(dst, "DataCacheCleanAndInvalid", "dst", 0, 0);
+}
+template <typename T, CacheLine entireType>
+__aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst)
+{
+    sim::GmAccess(dst, "DataCacheCleanAndInvalid", "dst", 0, 0);
 }
 
 template <typename T>
@@ -113,11 +108,20 @@ __aicore__ inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace
 
 } // namespace AscendC
 
-// `if ASCEND_IS_AIV { ... }`: the core type is a runtime property of the thread, as in
-// the official CPU-debug mode.
-#define ASCEND_IS_AIV (::AscendC::sim::CurCore().kind == ::AscendC::sim::CoreKind::AIV)
-#define ASCEND_IS_AIC (::AscendC::sim::CurCore().kind == ::AscendC::sim::CoreKind::AIC)
-#define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
-#define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
+// `if ASCEND_IS_AIV { ... }` as on the device, where the macro is `constexpr(g_coreType ==
+// AIV)` (impl/utils/sys_macros.h): only usable right after `if`, so a value use (`x =
+// ASCEND_IS_AIV ? a : b`) fails to compile here as it does in bisheng. The core type is a
+// runtime property of the thread here, so the expansion is `if constexpr (true) if (...)`;
+// an `else` binds to the inner `if`.
+namespace AscendC {
+namespace sim {
+inline bool OnAiv() { return CurCore().kind == CoreKind::AIV; }
+} // namespace sim
+} // namespace AscendC
+#pragma GCC diagnostic ignored "-Wdangling-else"
+#define ASCEND_IS_AIV constexpr (true) if (::AscendC::sim::OnAiv())
+#define ASCEND_IS_AIC constexpr (true) if (!::AscendC::sim::OnAiv())
+#define ASCEND_IS_NOT_AIV ASCEND_IS_AIC
+#define ASCEND_IS_NOT_AIC ASCEND_IS_AIV
 // Checks the declared kernel type against the launch's core mode.
 #define KERNEL_TASK_TYPE_DEFAULT(value) ::AscendC::sim::DeclareKernelType(value)

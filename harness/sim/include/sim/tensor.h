@@ -3,7 +3,7 @@
 // the buffer, address alignment, and reads of never-written local memory.
 #pragma once
 
-#include "memory.h"
+#include "hazard.h"
 
 namespace AscendC {
 
@@ -120,8 +120,9 @@ const BufDesc& AliveRef(const TensorRef& t, const char* api, const char* role);
 // pointer of t + byteOff.
 uint8_t* AccessRef(const TensorRef& t, const char* api, const char* role, uint64_t byteOff, uint64_t len, Acc acc,
                    uint32_t align);
-// Traps unless the 32-byte block at arena offset absOff of buffer b was written.
-void CheckBlockWritten(const BufDesc& b, uint32_t absOff, const char* api, const char* role);
+// Traps unless the 32-byte block at arena offset absOff of buffer b was written (a check
+// only: the caller reports the access to the hazard checker).
+void RequireDefined(const BufDesc& b, uint32_t absOff, const char* api, const char* role);
 // Bounds check of [addr + byteOff, +len) against registered GM buffer `gm`.
 uint8_t* GmAccessRef(const void* addr, int gm, const char* api, const char* role, uint64_t byteOff, uint64_t len);
 void RequireCoreKind(const char* api, CoreKind want);
@@ -158,10 +159,12 @@ __aicore__ inline TPosition LocalTensor<T>::GetPosition() const
     return sim::Alive(*this, "LocalTensor::GetPosition", "tensor").pos;
 }
 
+// Scalar accesses run on the scalar unit (PIPE_S).
 template <typename T>
 __aicore__ inline T LocalTensor<T>::GetValue(const uint32_t index) const
 {
     const char* api = "LocalTensor::GetValue";
+    sim::Op op(api, sim::Pipe::S);
     if (sim::Alive(*this, api, "tensor").mem != sim::Mem::UB) {
         sim::Trap(api, "scalar access is only possible to UB, not " +
                            std::string(sim::kMemName[static_cast<int>(sim::Alive(*this, api, "tensor").mem)]));
@@ -176,6 +179,7 @@ template <typename T>
 __aicore__ inline void LocalTensor<T>::SetValue(const uint32_t index, const T value) const
 {
     const char* api = "LocalTensor::SetValue";
+    sim::Op op(api, sim::Pipe::S);
     if (sim::Alive(*this, api, "tensor").mem != sim::Mem::UB) {
         sim::Trap(api, "scalar access is only possible to UB");
     }
@@ -186,8 +190,12 @@ __aicore__ inline void LocalTensor<T>::SetValue(const uint32_t index, const T va
 template <typename T>
 __aicore__ inline T GlobalTensor<T>::GetValue(const uint64_t offset) const
 {
+    const char* api = "GlobalTensor::GetValue";
+    sim::Op op(api, sim::Pipe::S);
+    const uint8_t* p = sim::GmAccess(*this, api, "tensor", offset * sizeof(T), sizeof(T));
+    sim::HazardGm(gm_, p, sizeof(T), sim::GmAcc::Read);
     T v;
-    std::memcpy(&v, sim::GmAccess(*this, "GlobalTensor::GetValue", "tensor", offset * sizeof(T), sizeof(T)), sizeof(T));
+    std::memcpy(&v, p, sizeof(T));
     sim::CurCore().counters.scalarGmReads++;
     return v;
 }
@@ -195,8 +203,11 @@ __aicore__ inline T GlobalTensor<T>::GetValue(const uint64_t offset) const
 template <typename T>
 __aicore__ inline void GlobalTensor<T>::SetValue(const uint64_t offset, const T value) const
 {
-    std::memcpy(sim::GmAccess(*this, "GlobalTensor::SetValue", "tensor", offset * sizeof(T), sizeof(T)), &value,
-                sizeof(T));
+    const char* api = "GlobalTensor::SetValue";
+    sim::Op op(api, sim::Pipe::S);
+    uint8_t* p = sim::GmAccess(*this, api, "tensor", offset * sizeof(T), sizeof(T));
+    sim::HazardGm(gm_, p, sizeof(T), sim::GmAcc::Write);
+    std::memcpy(p, &value, sizeof(T));
     sim::CurCore().counters.scalarGmWrites++;
 }
 

@@ -79,7 +79,6 @@ enum KernelMetaType : uint8_t {
 };
 
 namespace AscendC {
-
 namespace sim {
 // IEEE binary16 <-> binary32 with round-to-nearest-even (the storage rounding of the
 // chip). _Float16 conversions are exact RNE in GCC/Clang on x86-64.
@@ -120,6 +119,10 @@ inline uint16_t F32ToBf16Bits(float f)
 }
 inline float Bf16BitsToF32(uint16_t b) { return BitsF32(static_cast<uint32_t>(b) << 16); }
 } // namespace sim
+} // namespace AscendC
+
+// `half` and `bfloat16_t` are the device compiler's built-in types: global, and not members
+// of AscendC (so `AscendC::half` fails here as it fails in bisheng).
 
 // `half`: IEEE fp16 storage. Arithmetic happens in float through the implicit
 // conversion; results stored back round to nearest even. (For +,-,*,/ and sqrt
@@ -128,9 +131,9 @@ struct half {
     uint16_t bits_ = 0;
     half() = default;
     template <typename U, typename = std::enable_if_t<std::is_arithmetic_v<U>>>
-    half(U v) : bits_(sim::F32ToF16Bits(static_cast<float>(v)))
+    half(U v) : bits_(AscendC::sim::F32ToF16Bits(static_cast<float>(v)))
     {}
-    operator float() const { return sim::F16BitsToF32(bits_); }
+    operator float() const { return AscendC::sim::F16BitsToF32(bits_); }
     static half FromBits(uint16_t b)
     {
         half h;
@@ -144,9 +147,9 @@ struct bfloat16_t {
     uint16_t bits_ = 0;
     bfloat16_t() = default;
     template <typename U, typename = std::enable_if_t<std::is_arithmetic_v<U>>>
-    bfloat16_t(U v) : bits_(sim::F32ToBf16Bits(static_cast<float>(v)))
+    bfloat16_t(U v) : bits_(AscendC::sim::F32ToBf16Bits(static_cast<float>(v)))
     {}
-    operator float() const { return sim::Bf16BitsToF32(bits_); }
+    operator float() const { return AscendC::sim::Bf16BitsToF32(bits_); }
     static bfloat16_t FromBits(uint16_t b)
     {
         bfloat16_t h;
@@ -154,6 +157,8 @@ struct bfloat16_t {
         return h;
     }
 };
+
+namespace AscendC {
 
 // Scalar conversions of the official scalar API (标量计算/Cast).
 __aicore__ inline bfloat16_t ToBfloat16(const float& f) { return bfloat16_t(f); }
@@ -248,6 +253,10 @@ enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VS
 enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
 
 enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
+
+// impl/basic_api/kernel_reg.h: DataCacheCleanAndInvalid targets.
+enum class CacheLine : uint64_t { SINGLE_CACHE_LINE = 0, ENTIRE_DATA_CACHE };
+enum class DcciDst : uint64_t { CACHELINE_ALL = 0, CACHELINE_UB, CACHELINE_OUT, CACHELINE_ATOMIC };
 
 constexpr uint64_t MASK_PLACEHOLDER = 0;
 

@@ -67,6 +67,7 @@ struct MinOp {
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
                                 const int32_t& count)                                                                 \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::Binary2(#NAME, dst, src0, src1, count, sim::OP<T>{});                                                    \
     }                                                                                                                 \
@@ -74,6 +75,7 @@ struct MinOp {
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
                                 uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams)     \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::LanePlan p = sim::PlanFromCount(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                  \
         sim::Binary0(#NAME, dst, src0, src1, p, repeatParams, sim::OP<T>{});                                          \
@@ -83,6 +85,7 @@ struct MinOp {
                                 const uint64_t mask[], const uint8_t repeatTime,                                      \
                                 const BinaryRepeatParams& repeatParams)                                               \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::LanePlan p = sim::PlanFromBits(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                   \
         sim::Binary0(#NAME, dst, src0, src1, p, repeatParams, sim::OP<T>{});                                          \
@@ -96,34 +99,44 @@ SIM_BINARY_OP(Max, MaxOp, int16_t, half, int32_t, float)
 SIM_BINARY_OP(Min, MinOp, int16_t, half, int32_t, float)
 #undef SIM_BINARY_OP
 
-// Tensor-scalar ops: the scalar is converted to T first (the hardware scalar is T-typed).
+// Tensor-scalar ops: the scalar has the tensor's element type, `const T&` as in the official
+// declarations, so a scalar of another type only compiles with T given explicitly
+// (`Adds<float>(d, s, 1, n)`), as on the device.
 #define SIM_SCALAR_OP(NAME, OP)                                                                                       \
-    template <typename T, bool isSetMask = true, typename U = T>                                                      \
-    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,          \
+    template <typename T, bool isSetMask = true>                                                      \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,          \
                                 const int32_t& count)                                                                 \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, int16_t, half, int32_t, float>, #NAME ": element type not supported on dav-c220"); \
-        const T s = static_cast<T>(scalarValue);                                                                      \
-        sim::Unary2(#NAME, dst, src, count, [s](T a) { return sim::OP<T>{}(a, s); });                                 \
+        const T s = scalarValue;                                                                                      \
+        if constexpr (isSetMask) {                                                                                    \
+            sim::Unary2(#NAME, dst, src, count, [s](T a) { return sim::OP<T>{}(a, s); });                             \
+        } else { /* one instruction under the mask register (in counter mode: its count) */                           \
+            sim::LanePlan p = sim::PlanFromCount(#NAME, 0, 1, sim::LanesOf<T>(), false);                              \
+            sim::Unary0(#NAME, dst, src, p, 1, 1, 8, 8, [s](T a) { return sim::OP<T>{}(a, s); });                     \
+        }                                                                                                             \
     }                                                                                                                 \
-    template <typename T, bool isSetMask = true, typename U = T>                                                      \
-    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,          \
+    template <typename T, bool isSetMask = true>                                                      \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,          \
                                 uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)      \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, int16_t, half, int32_t, float>, #NAME ": element type not supported on dav-c220"); \
-        const T s = static_cast<T>(scalarValue);                                                                      \
+        const T s = scalarValue;                                                                      \
         sim::LanePlan p = sim::PlanFromCount(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                  \
         sim::Unary0(#NAME, dst, src, p, repeatParams.dstBlkStride, repeatParams.srcBlkStride,                         \
                     repeatParams.dstRepStride, repeatParams.srcRepStride,                                             \
                     [s](T a) { return sim::OP<T>{}(a, s); });                                                         \
     }                                                                                                                 \
-    template <typename T, bool isSetMask = true, typename U = T>                                                      \
-    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const U& scalarValue,          \
+    template <typename T, bool isSetMask = true>                                                      \
+    __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,          \
                                 const uint64_t mask[], const uint8_t repeatTime,                                      \
                                 const UnaryRepeatParams& repeatParams)                                                \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, int16_t, half, int32_t, float>, #NAME ": element type not supported on dav-c220"); \
-        const T s = static_cast<T>(scalarValue);                                                                      \
+        const T s = scalarValue;                                                                      \
         sim::LanePlan p = sim::PlanFromBits(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                   \
         sim::Unary0(#NAME, dst, src, p, repeatParams.dstBlkStride, repeatParams.srcBlkStride,                         \
                     repeatParams.dstRepStride, repeatParams.srcRepStride,                                             \

@@ -4,10 +4,15 @@
 // scaled to units of the target's last place and rounded per mode on its magnitude:
 //   RINT/NONE half-to-even, ROUND half-away-from-zero, TRUNC toward 0, FLOOR toward -inf,
 //   CEIL toward +inf, ODD (von Neumann) sets the last bit when inexact.
-// Overflow saturates ("溢出默认按照饱和模式处理"): to the integer range, and to the largest
-// finite value for float->half/bf16 when a finite input overflows. Infinities and NaN
-// inputs of float->float casts propagate (the sim's reading of the non-saturating
-// inf/nan mode used for floating outputs); NaN cast to an integer gives 0.
+// Overflow: integer targets saturate to their range ("溢出默认按照饱和模式处理"; NaN gives
+// 0). Floating targets follow the float overflow mode of the A2 runtime, whose default is
+// Inf/NaN mode (aclrtFloatOverflowMode: "Atlas A2 ... 默认为Inf/NaN模式"; CTRL[48]): IEEE
+// results, so a finite value past the target's range becomes inf when the rounding moves
+// it away from zero (RINT, ROUND, CEIL up, FLOOR down) and the largest finite value
+// otherwise; inf and NaN propagate. Vector arithmetic (Exp, Add, ...) follows the same mode
+// through the storage rounding of half. Fixpipe's F322F16 / F322BF16 conversions have no
+// Inf/NaN mode (asc_copy_l0c2gm: "不支持INF_NAN模式") and saturate: RoundToFloatType's
+// `saturate`.
 #pragma once
 
 #include "vec_common.h"
@@ -19,7 +24,8 @@ inline double RoundMag(double q, bool neg, RoundMode m)
 {
     double f = std::floor(q);
     double frac = q - f;
-    bool odd = std::fmod(f, 2.0) != 0.0;
+    // integers from 2^53 on are even
+    bool odd = f < 9007199254740992.0 && (static_cast<uint64_t>(f) & 1) != 0;
     switch (m) {
         case RoundMode::CAST_NONE:
         case RoundMode::CAST_RINT:
@@ -53,9 +59,10 @@ inline double RoundMag(double q, bool neg, RoundMode m)
     return f;
 }
 
-// Rounds finite x to a binary float format with `mant` fraction bits and minimum normal
-// exponent `emin`, saturating at `maxVal`.
-inline double RoundToFormat(double x, RoundMode m, int mant, int emin, double maxVal)
+// Rounds finite x to a binary float format with `mant` fraction bits, minimum normal
+// exponent `emin` and largest finite value `maxVal`: past it, inf if the rounding moves the
+// magnitude up (or `saturate` is false and it does), else maxVal.
+inline double RoundToFormat(double x, RoundMode m, int mant, int emin, double maxVal, bool saturate)
 {
     bool neg = std::signbit(x);
     double a = std::fabs(x);
@@ -69,7 +76,9 @@ inline double RoundToFormat(double x, RoundMode m, int mant, int emin, double ma
     double ulp = std::ldexp(1.0, e - mant);
     double r = RoundMag(a / ulp, neg, m) * ulp;
     if (r > maxVal) {
-        r = maxVal;
+        bool towardZero = m == RoundMode::CAST_TRUNC || m == RoundMode::CAST_ODD ||
+                          (m == RoundMode::CAST_FLOOR && !neg) || (m == RoundMode::CAST_CEIL && neg);
+        r = (saturate || towardZero) ? maxVal : std::numeric_limits<double>::infinity();
     }
     return neg ? -r : r;
 }
@@ -93,25 +102,21 @@ inline I RoundToInt(double x, RoundMode m)
 }
 
 template <typename D>
-inline D RoundToFloatType(float x, RoundMode m)
+inline D RoundToFloatType(float x, RoundMode m, bool saturate = false)
 {
     if (std::isnan(x) || std::isinf(x)) {
         return D(x);
     }
     if constexpr (!std::is_same_v<D, float>) {
-        // fast path for the common RNE case; a finite input that rounds to inf saturates
-        if (m == RoundMode::CAST_RINT || m == RoundMode::CAST_NONE) {
-            D r = D(x);
-            if (std::isinf(static_cast<float>(r))) {
-                return RoundToFloatType<D>(x, RoundMode::CAST_TRUNC); // saturates to +-max
-            }
-            return r;
+        // fast path for the common RNE case (IEEE: overflow rounds to inf)
+        if ((m == RoundMode::CAST_RINT || m == RoundMode::CAST_NONE) && !saturate) {
+            return D(x);
         }
     }
     if constexpr (std::is_same_v<D, half>) {
-        return D(static_cast<float>(RoundToFormat(x, m, 10, -14, 65504.0)));
+        return D(static_cast<float>(RoundToFormat(x, m, 10, -14, 65504.0, saturate)));
     } else if constexpr (std::is_same_v<D, bfloat16_t>) {
-        return D(static_cast<float>(RoundToFormat(x, m, 7, -126, 3.3895313892515355e38)));
+        return D(static_cast<float>(RoundToFormat(x, m, 7, -126, 3.3895313892515355e38, saturate)));
     } else {
         // float -> float: round to an integral value
         if (std::fabs(x) >= 8388608.0f) {
@@ -171,9 +176,9 @@ inline D CastOne(S v, RoundMode m)
         // int -> float types: round the exact integer into the target format
         double x = static_cast<double>(v);
         if constexpr (std::is_same_v<D, float>) {
-            return static_cast<float>(RoundToFormat(x, m, 23, -126, 3.4028234663852886e38));
+            return static_cast<float>(RoundToFormat(x, m, 23, -126, 3.4028234663852886e38, false));
         } else {
-            return D(static_cast<float>(RoundToFormat(x, m, 10, -14, 65504.0)));
+            return D(static_cast<float>(RoundToFormat(x, m, 10, -14, 65504.0, false)));
         }
     } else if constexpr (std::is_same_v<S, float>) {
         return RoundToFloatType<D>(v, m);
@@ -210,6 +215,7 @@ template <typename T, typename U>
 __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
                             const uint32_t count)
 {
+    sim::Op op_("Cast", sim::Pipe::V);
     sim::CheckCastMode<T, U>(roundMode);
     RoundMode m = roundMode;
     sim::Unary2("Cast", dst, src, static_cast<int32_t>(count), [m](U v) { return sim::CastOne<T, U>(v, m); });
@@ -219,6 +225,7 @@ template <typename T, typename U, bool isSetMask = true>
 __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
                             const uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)
 {
+    sim::Op op_("Cast", sim::Pipe::V);
     sim::CheckCastMode<T, U>(roundMode);
     RoundMode m = roundMode;
     constexpr uint32_t lanes = 256 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U));
@@ -231,6 +238,7 @@ template <typename T, typename U, bool isSetMask = true>
 __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
                             const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)
 {
+    sim::Op op_("Cast", sim::Pipe::V);
     sim::CheckCastMode<T, U>(roundMode);
     RoundMode m = roundMode;
     constexpr uint32_t lanes = 256 / (sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U));

@@ -5,7 +5,8 @@
 // two 64-bit words (bit l = lane l), or, with isSetMask=false, the mask register set by
 // SetVectorMask; in counter mode (SetMaskCount) the register holds a total element count
 // and repeatTime is ignored. Level-2 ("count") forms process `count` contiguous elements.
-// Reads of never-written 32-byte blocks trap; written blocks are marked.
+// Reads of never-written 32-byte blocks trap; written blocks are marked. Every vector API
+// is one instruction of PIPE_V (sim::Op).
 #pragma once
 
 #include <utility>
@@ -56,18 +57,21 @@ struct UnaryRepeatParams {
     bool halfBlock = false;
 };
 
-// Mask register control (掩码操作).
+// Mask register control (掩码操作). These run on the scalar unit; their ordering with the
+// vector pipe is the hardware's (docs 关键特性说明, 硬件保证的同步).
 template <typename T, MaskMode mode = MaskMode::NORMAL>
 __aicore__ inline void SetVectorMask(const uint64_t maskHigh, const uint64_t maskLow)
 {
     auto& c = sim::CurCore();
     c.maskHigh = maskHigh;
     c.maskLow = maskLow;
+    c.maskLeftBy = nullptr;
 }
 template <typename T, MaskMode mode = MaskMode::NORMAL>
 __aicore__ inline void SetVectorMask(int32_t len)
 {
     auto& c = sim::CurCore();
+    c.maskLeftBy = nullptr;
     if (c.maskMode == MaskMode::COUNTER) {
         c.maskHigh = 0;
         c.maskLow = static_cast<uint64_t>(len);
@@ -83,6 +87,7 @@ __aicore__ inline void ResetMask()
     auto& c = sim::CurCore();
     c.maskHigh = ~0ull;
     c.maskLow = ~0ull;
+    c.maskLeftBy = nullptr;
 }
 
 namespace sim {
@@ -139,9 +144,29 @@ struct LanePlan {
     }
 };
 
+// What a vector API does to the mask register (impl/basic_api/dav_c220, research in the
+// sim README): a level-0 call with isSetMask = true writes its mask there and leaves it; with
+// isSetMask = false it uses what is there. A count-form call switches to counter mode and
+// restores normal mode with all lanes on (CountFormDone), except ReduceMax, Gather and the
+// level-0 ReduceSum, which leave an internal pattern (MaskLeftBy): a later isSetMask =
+// false call before the kernel sets the mask again traps.
 // Implemented in harness/sim/src/checks.cpp.
 LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask);
 LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask);
+inline void CountFormDone()
+{
+    Core& c = CurCore();
+    c.maskMode = MaskMode::NORMAL;
+    c.maskHigh = ~0ull;
+    c.maskLow = ~0ull;
+    c.maskLeftBy = nullptr;
+}
+inline void MaskLeftBy(const char* api)
+{
+    Core& c = CurCore();
+    c.maskMode = MaskMode::NORMAL;
+    c.maskLeftBy = api;
+}
 
 // One strided operand of a level-0 instruction, bounds-checked for the whole plan.
 struct VecOperand {
@@ -185,11 +210,11 @@ inline VecOperand Operand(const char* api, const char* role, const LocalTensor<T
 
 inline void CheckLane(const char* api, const char* role, const VecOperand& o, uint32_t off)
 {
-    if (ArenaOf(Mem::UB).shadow[off / kShadowGranule] == 0) {
+    if (ReadLocal(Mem::UB, off, o.es) != UINT32_MAX) {
         LaneTrap(api, role, o, off);
     }
 }
-inline void MarkLane(uint32_t off) { ArenaOf(Mem::UB).shadow[off / kShadowGranule] = 1; }
+inline void MarkLane(uint32_t off, uint32_t es) { WriteLocal(Mem::UB, off, es); }
 
 // Level-0 engine: dst[lane] = f(src[lane]...) over the active lanes, strided.
 // Srcs is a pack of (VecOperand, role) pairs read as the given types.
@@ -207,7 +232,7 @@ void RunLanes(const char* api, const LanePlan& p, const VecOperand& dst, const V
             (void)s0;
             (
                 [&] {
-                    uint32_t bad = FirstUnwritten(Mem::UB, s0[I], uint32_t(pre) * srcs[I].es);
+                    uint32_t bad = ReadLocal(Mem::UB, s0[I], uint32_t(pre) * srcs[I].es);
                     if (bad != UINT32_MAX) {
                         CheckLane(api, roles[I], srcs[I], bad);
                     }
@@ -216,7 +241,7 @@ void RunLanes(const char* api, const LanePlan& p, const VecOperand& dst, const V
             for (int l = 0; l < pre; ++l) {
                 dst.Store<D>(d0 + l * sizeof(D), f(srcs[I].template Load<S>(s0[I] + l * sizeof(S))...));
             }
-            MarkWritten(Mem::UB, d0, uint32_t(pre) * sizeof(D));
+            WriteLocal(Mem::UB, d0, uint32_t(pre) * sizeof(D));
             continue;
         }
         for (uint32_t l = 0; l < p.lanes; ++l) {
@@ -228,7 +253,7 @@ void RunLanes(const char* api, const LanePlan& p, const VecOperand& dst, const V
             (CheckLane(api, roles[I], srcs[I], so[I]), ...);
             uint32_t d = dst.LaneOff(r, l);
             dst.Store<D>(d, f(srcs[I].template Load<S>(so[I])...));
-            MarkLane(d);
+            MarkLane(d, sizeof(D));
         }
     }
     CurCore().counters.vecElemOps += p.ActiveCount();
@@ -277,6 +302,7 @@ void Unary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S>& sr
         d[i] = f(s[i]);
     }
     CurCore().counters.vecElemOps += count;
+    CountFormDone();
 }
 
 template <typename D, typename S0, typename S1, typename F>
@@ -297,6 +323,7 @@ void Binary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& 
         d[i] = f(a[i], b[i]);
     }
     CurCore().counters.vecElemOps += count;
+    CountFormDone();
 }
 
 template <typename T>

@@ -39,7 +39,7 @@ void Duplicate0(const char* api, const LocalTensor<T>& dst, T v, const LanePlan&
             if (p.Active(r, l)) {
                 uint32_t o = d.LaneOff(r, l);
                 d.Store<T>(o, v);
-                MarkLane(o);
+                MarkLane(o, sizeof(T));
             }
         }
     }
@@ -50,6 +50,7 @@ void Duplicate0(const char* api, const LocalTensor<T>& dst, T v, const LanePlan&
 template <typename T>
 __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count)
 {
+    sim::Op op_("Duplicate", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Duplicate: element type not supported on dav-c220");
     if (count <= 0) {
         return;
@@ -62,12 +63,14 @@ __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue
         d[i] = scalarValue;
     }
     sim::CurCore().counters.vecElemOps += count;
+    sim::CountFormDone();
 }
 template <typename T, bool isSetMask = true>
 __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask,
                                  const uint8_t repeatTime, const uint16_t dstBlockStride,
                                  const uint8_t dstRepeatStride)
 {
+    sim::Op op_("Duplicate", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Duplicate: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromCount("Duplicate", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::Duplicate0("Duplicate", dst, scalarValue, p, dstBlockStride, dstRepeatStride);
@@ -77,6 +80,7 @@ __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue
                                  const uint8_t repeatTime, const uint16_t dstBlockStride,
                                  const uint8_t dstRepeatStride)
 {
+    sim::Op op_("Duplicate", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Duplicate: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromBits("Duplicate", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::Duplicate0("Duplicate", dst, scalarValue, p, dstBlockStride, dstRepeatStride);
@@ -86,8 +90,10 @@ template <typename T>
 __aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint8_t repeatTime,
                             const BrcbRepeatParams& repeatParams)
 {
+    sim::Op op_("Brcb", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Brcb: element type not supported on dav-c220");
     const char* api = "Brcb";
+    ResetMask(); // the A2 implementation resets the mask before the instruction
     if (repeatTime == 0) {
         return;
     }
@@ -108,7 +114,7 @@ __aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src
             for (uint32_t e = 0; e < perBlock; ++e) {
                 std::memcpy(d + o + e * sizeof(T), &v, sizeof(T));
             }
-            sim::MarkWritten(sim::Mem::UB, dst.off_ + static_cast<uint32_t>(o), 32);
+            sim::WriteLocal(sim::Mem::UB, dst.off_ + static_cast<uint32_t>(o), 32);
         }
     }
     sim::CurCore().counters.vecElemOps += uint64_t(repeatTime) * 8 * perBlock;

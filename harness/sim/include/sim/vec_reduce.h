@@ -1,16 +1,22 @@
-// Reductions (归约计算/*.md; kernel_operator_vec_reduce_intf.h): ReduceMax/ReduceSum
-// (whole count to dst[0]), WholeReduceMax/Sum (one result per repeat), BlockReduceMax/Sum
-// (one result per 32-byte block, 8 per repeat). Types: half and float.
+// Reductions (归约计算/*.md; kernel_operator_vec_reduce_intf.h and the A2 implementation):
+// ReduceMax/ReduceSum (whole count to dst[0]), WholeReduceMax/Sum (one result per repeat),
+// BlockReduceMax/Sum (one result per 32-byte block, 8 per repeat). Types: half and float.
 //  - Sums use the documented binary tree (ReduceDataBlock 关键特性说明): adjacent pairs,
-//    then pairs of pairs; masked-off lanes contribute +0. ReduceSum applies the same tree
-//    to the per-repeat sums until one value is left. Accumulation is fp32; a half result
-//    is rounded once per stored value.
+//    then pairs of pairs; masked-off lanes contribute +0. The ReduceSum count form adds the
+//    repeats' trees in order (方式一); the level-0 form puts each repeat's sum in
+//    sharedTmpBuffer and applies the tree to those (方式二). Accumulation is fp32; a half
+//    result is rounded once per stored value.
+//  - ReduceMax writes its per-repeat (max, index) pairs to sharedTmpBuffer, which must hold
+//    the documented size (ReduceMax.md); the sim writes the span the A2 implementation
+//    writes (ReduceMaxTo), so a scratch that aliases live data corrupts it as on the chip.
+//    The ReduceSum count form does not touch it on A2.
 //  - Max keeps the first (smallest) index among equal maxima (ReduceRepeat 约束说明) and
 //    propagates NaN (the sim's choice; the index is then the first NaN's).
 //  - Indices are stored in the value's width, as raw integer bits (uint16 for half,
 //    uint32 for float), like the hardware.
 //  - WholeReduce dstRepStride unit: one result (value, value+index pair or index) as in
-//    table 3 of ReduceRepeat.md; BlockReduce dstRepStride unit: 8 results.
+//    table 3 of ReduceRepeat.md; BlockReduce dstRepStride unit: 8 results. Mask 0 is a NOP;
+//    a BlockReduce block with no active lane writes nothing.
 #pragma once
 
 #include "vec_common.h"
@@ -75,35 +81,109 @@ inline void StoreIndex(uint8_t* p, uint32_t idx)
     }
 }
 
+// The tree sum of each repeat of `vals` (`lanes` values each, zero padded), rounded to T.
 template <typename T>
-void ReduceSumAll(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& tmp, std::vector<float>& vals)
+std::vector<float> RepeatSums(const std::vector<float>& vals, uint32_t lanes)
 {
-    Alive(tmp, api, "sharedTmpBuffer");
-    constexpr uint32_t L = LanesOf<T>();
+    std::vector<float> sums;
     float buf[128];
-    while (vals.size() > 1) {
-        std::vector<float> next;
-        for (size_t i = 0; i < vals.size(); i += L) {
-            uint32_t n = static_cast<uint32_t>(std::min<size_t>(L, vals.size() - i));
-            std::copy(vals.begin() + i, vals.begin() + i + n, buf);
-            next.push_back(static_cast<float>(T(TreeSum(buf, n))));
-        }
-        vals.swap(next);
+    for (size_t i = 0; i < vals.size(); i += lanes) {
+        uint32_t n = static_cast<uint32_t>(std::min<size_t>(lanes, vals.size() - i));
+        std::copy(vals.begin() + i, vals.begin() + i + n, buf);
+        sums.push_back(static_cast<float>(T(TreeSum(buf, n))));
     }
-    T r = T(vals.empty() ? 0.0f : vals[0]);
-    std::memcpy(Access(dst, api, "dst", 0, sizeof(T), Acc::Write, sizeof(T)), &r, sizeof(T));
+    return sums;
 }
 
 template <typename T>
-void ReduceMaxAll(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& tmp, const MaxAcc<T>& acc,
-                  bool calIndex)
+void StoreValue(const char* api, const LocalTensor<T>& t, const char* role, uint32_t index, float v)
+{
+    T r = T(v);
+    std::memcpy(Access(t, api, role, uint64_t(index) * sizeof(T), sizeof(T), Acc::Write, 1), &r, sizeof(T));
+}
+
+// The sharedTmpBuffer a ReduceMax / ReduceSum call writes must hold `need` elements (the
+// documented formula); the trap states it.
+template <typename T>
+void RequireTmp(const char* api, const LocalTensor<T>& tmp, uint32_t need, const char* formula)
 {
     Alive(tmp, api, "sharedTmpBuffer");
-    uint8_t* d = Access(dst, api, "dst", 0, calIndex ? 2 * sizeof(T) : sizeof(T), Acc::Write, sizeof(T));
-    T v = T(acc.best);
-    std::memcpy(d, &v, sizeof(T));
+    if (tmp.GetSize() < need) {
+        Trap(api, "sharedTmpBuffer holds " + std::to_string(tmp.GetSize()) + " elements, this call needs " +
+                      std::to_string(need) + " (" + formula + ")");
+    }
+}
+
+// ReduceMax over `vals` taken in R repeats of `lanes` (the last one may be partial: the
+// count form's tail), as the A2 implementation does it (impl/basic_api/dav_c220
+// kernel_operator_vec_reduce_impl.h): round 1 writes each repeat's (max, index) pair to
+// tmp[2r], tmp[2r + 1]; with calIndex and R > 1 round 2 writes its pairs to [s2, s2 + c2)
+// and, if c2 > 2, round 3 to [s3, s3 + 2) (s2 = alignUp(2R, epb), c2 = 2 ceil(2R / epr),
+// s3 = alignUp(s2 + c2, epb)); a tail leaves (body, tail) in tmp[0..1]. Indices are the
+// lane's distance from src in elements; ties keep the first. dst gets the value (and index).
+// `rep[i]` is the repeat element i belongs to; lane0[r] the lane of repeat r's first element
+// (its index inside the repeat).
+template <typename T>
+void ReduceMaxTo(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& tmp, const std::vector<float>& vals,
+                 const std::vector<uint32_t>& idx, const std::vector<uint32_t>& rep, uint32_t repeats, bool tail,
+                 bool calIndex, const std::vector<uint32_t>& lane0)
+{
+    constexpr uint32_t EPB = 32 / sizeof(T), EPR = 256 / sizeof(T);
+    const uint32_t R = repeats;
+    auto up = [](uint32_t x, uint32_t a) { return (x + a - 1) / a * a; };
+    const uint32_t s2 = up(2 * R, EPB), c2 = 2 * ((2 * R + EPR - 1) / EPR), s3 = up(s2 + c2, EPB);
+    uint32_t need = up(2 * R, EPB);
     if (calIndex) {
-        StoreIndex<T>(d + sizeof(T), acc.idx);
+        need = s2 + up(c2, EPB) + (c2 > 2 ? up(2 * ((c2 + EPR - 1) / EPR), EPB) : 0);
+    }
+    const bool writesTmp = !(calIndex && R == 1 && !tail);
+    if (writesTmp) {
+        RequireTmp(api, tmp, std::max(need, EPB), "ReduceMax.md: alignUp(2 x repeats, elements per block), more with calIndex");
+    } else {
+        Alive(tmp, api, "sharedTmpBuffer");
+    }
+    std::vector<MaxAcc<T>> per(R); // round 1 keeps the index inside the repeat
+    MaxAcc<T> all, bodyAcc;
+    std::vector<uint32_t> first(R, UINT32_MAX);
+    for (size_t i = 0; i < vals.size(); ++i) {
+        first[rep[i]] = std::min(first[rep[i]], idx[i]);
+    }
+    for (size_t i = 0; i < vals.size(); ++i) {
+        per[rep[i]].Add(vals[i], idx[i] - first[rep[i]] + lane0[rep[i]]);
+        all.Add(vals[i], idx[i]);
+        if (rep[i] + 1 < R) {
+            bodyAcc.Add(vals[i], idx[i]);
+        }
+    }
+    auto pair = [&](uint32_t at, const MaxAcc<T>& a) {
+        StoreValue(api, tmp, "sharedTmpBuffer", at, a.best);
+        T v = T(0.0f);
+        StoreIndex<T>(reinterpret_cast<uint8_t*>(&v), a.idx);
+        std::memcpy(Access(tmp, api, "sharedTmpBuffer", uint64_t(at + 1) * sizeof(T), sizeof(T), Acc::Write, 1), &v,
+                    sizeof(T));
+    };
+    if (writesTmp) {
+        for (uint32_t r = 0; r < R; ++r) {
+            pair(2 * r, per[r]);
+        }
+        if (calIndex && R > 1) {
+            for (uint32_t i = 0; i < c2; i += 2) {
+                pair(s2 + i, all);
+            }
+            if (c2 > 2) {
+                pair(s3, all);
+            }
+        }
+        if (tail) {
+            StoreValue(api, tmp, "sharedTmpBuffer", 0, bodyAcc.best);
+            StoreValue(api, tmp, "sharedTmpBuffer", 1, per[R - 1].best);
+        }
+    }
+    StoreValue(api, dst, "dst", 0, all.best);
+    if (calIndex) {
+        T v = T(0.0f);
+        StoreIndex<T>(reinterpret_cast<uint8_t*>(&v), all.idx);
+        std::memcpy(Access(dst, api, "dst", sizeof(T), sizeof(T), Acc::Write, 1), &v, sizeof(T));
     }
 }
 
@@ -129,71 +209,128 @@ void ForLanes(const char* api, const LocalTensor<T>& src, const LanePlan& p, uin
 
 } // namespace sim
 
+// Count form: R = count / lanes repeats (at least one) plus a tail; normal mask mode, and the
+// mask register is left holding an internal pattern.
 template <typename T>
 __aicore__ inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                  const LocalTensor<T>& sharedTmpBuffer, const int32_t count, bool calIndex = 0)
 {
+    sim::Op op_("ReduceMax", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "ReduceMax: element type not supported on dav-c220");
     const char* api = "ReduceMax";
     if (count <= 0) {
         return;
     }
+    constexpr uint32_t EPR = sim::LanesOf<T>();
     const T* s = reinterpret_cast<const T*>(sim::Access(src, api, "src", 0, uint64_t(count) * sizeof(T), sim::Acc::Read));
-    sim::MaxAcc<T> acc;
+    std::vector<float> vals(s, s + count);
+    std::vector<uint32_t> idx(count), rep(count);
     for (int32_t i = 0; i < count; ++i) {
-        acc.Add(static_cast<float>(s[i]), i);
+        idx[i] = static_cast<uint32_t>(i);
+        rep[i] = static_cast<uint32_t>(i) / EPR;
     }
+    uint32_t body = static_cast<uint32_t>(count) / EPR;
+    bool tail = body > 0 && static_cast<uint32_t>(count) % EPR != 0;
     sim::CurCore().counters.vecElemOps += count;
-    sim::ReduceMaxAll(api, dst, sharedTmpBuffer, acc, calIndex);
+    const uint32_t repeats = body == 0 ? 1 : body + (tail ? 1 : 0);
+    sim::ReduceMaxTo(api, dst, sharedTmpBuffer, vals, idx, rep, repeats, tail, calIndex,
+                     std::vector<uint32_t>(repeats, 0));
+    sim::MaskLeftBy(api);
 }
 
+// Count form on A2 (ReduceSum.md 方式一): one counter-mode instruction, a binary tree inside
+// each 256-byte repeat and the repeats summed in order (f32); sharedTmpBuffer is not used.
+// isSetMask = false takes the count from the mask register (counter mode).
 template <typename T, bool isSetMask = true>
 __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                                  const LocalTensor<T>& sharedTmpBuffer, const int32_t count)
 {
+    sim::Op op_("ReduceSum", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "ReduceSum: element type not supported on dav-c220");
     const char* api = "ReduceSum";
-    if (count <= 0) {
+    sim::Alive(sharedTmpBuffer, api, "sharedTmpBuffer");
+    int64_t n = count;
+    if (!isSetMask) {
+        sim::LanePlan p = sim::PlanFromCount(api, 0, 1, sim::LanesOf<T>(), false);
+        if (!p.counter) {
+            sim::Trap(api, "the count form with isSetMask = false reads the element count from the mask register: "
+                           "it needs counter mode (SetMaskCount)");
+        }
+        n = static_cast<int64_t>(p.ActiveCount());
+    }
+    if (n <= 0) {
         return;
     }
-    const T* s = reinterpret_cast<const T*>(sim::Access(src, api, "src", 0, uint64_t(count) * sizeof(T), sim::Acc::Read));
-    std::vector<float> vals(s, s + count);
-    sim::CurCore().counters.vecElemOps += count;
-    sim::ReduceSumAll(api, dst, sharedTmpBuffer, vals);
+    const T* s = reinterpret_cast<const T*>(sim::Access(src, api, "src", 0, uint64_t(n) * sizeof(T), sim::Acc::Read));
+    std::vector<float> sums = sim::RepeatSums<T>(std::vector<float>(s, s + n), sim::LanesOf<T>());
+    float acc = 0.0f;
+    for (float x : sums) {
+        acc += x;
+    }
+    sim::CurCore().counters.vecElemOps += n;
+    sim::StoreValue(api, dst, "dst", 0, acc);
+    if (isSetMask) {
+        sim::CountFormDone();
+    }
 }
 
 // Level 0: active lanes of all repeats (blocks contiguous, repeats srcRepStride apart).
-// The index of a lane is r * lanesPerRepeat + lane.
+// The index of a lane is its distance from src in elements. The mask register is left
+// holding an internal pattern.
 template <typename T>
 __aicore__ inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
-                                 const LocalTensor<T>& sharedTmpBuffer, const uint64_t mask,
+                                 const LocalTensor<T>& sharedTmpBuffer, const int32_t mask,
                                  const int32_t repeatTime, const int32_t srcRepStride, bool calIndex = 0)
 {
+    sim::Op op_("ReduceMax", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "ReduceMax: element type not supported on dav-c220");
-    sim::LanePlan p = sim::PlanFromCount("ReduceMax", mask, repeatTime, sim::LanesOf<T>(), true);
-    sim::MaxAcc<T> acc;
-    sim::ForLanes("ReduceMax", src, p, 1, srcRepStride,
-                  [&](uint32_t r, uint32_t l, float x) { acc.Add(x, r * p.lanes + l); });
-    sim::ReduceMaxAll("ReduceMax", dst, sharedTmpBuffer, acc, calIndex);
+    const char* api = "ReduceMax";
+    sim::LanePlan p = sim::PlanFromCount(api, uint64_t(mask), repeatTime, sim::LanesOf<T>(), true);
+    if (p.repeats == 0 || p.ActiveCount() == 0) {
+        return;
+    }
+    std::vector<float> vals;
+    std::vector<uint32_t> idx, rep, lane0(p.repeats, UINT32_MAX);
+    sim::ForLanes(api, src, p, 1, srcRepStride, [&](uint32_t r, uint32_t l, float x) {
+        vals.push_back(x);
+        idx.push_back(r * uint32_t(srcRepStride) * 32 / sizeof(T) + l);
+        rep.push_back(r);
+        lane0[r] = std::min(lane0[r], l);
+    });
+    sim::ReduceMaxTo(api, dst, sharedTmpBuffer, vals, idx, rep, p.repeats, false, calIndex, lane0);
+    sim::MaskLeftBy(api);
 }
 
-template <typename T, bool isSetMask = true>
+// Level 0 (ReduceSum.md 方式二): a tree inside each repeat, each repeat's sum to tmp[r]
+// (the buffer needs alignUp(repeats, elements per block) elements), then a tree over those.
+// The mask register is left holding an internal pattern.
+template <typename T>
 __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src,
-                                 const LocalTensor<T>& sharedTmpBuffer, const uint64_t mask,
+                                 const LocalTensor<T>& sharedTmpBuffer, const int32_t mask,
                                  const int32_t repeatTime, const int32_t srcRepStride)
 {
+    sim::Op op_("ReduceSum", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "ReduceSum: element type not supported on dav-c220");
-    sim::LanePlan p = sim::PlanFromCount("ReduceSum", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
-    std::vector<float> perRepeat(p.repeats * p.lanes, 0.0f);
-    sim::ForLanes("ReduceSum", src, p, 1, srcRepStride,
-                  [&](uint32_t r, uint32_t l, float x) { perRepeat[r * p.lanes + l] = x; });
-    std::vector<float> vals;
-    float buf[128];
-    for (uint32_t r = 0; r < p.repeats; ++r) {
-        std::copy(perRepeat.begin() + r * p.lanes, perRepeat.begin() + (r + 1) * p.lanes, buf);
-        vals.push_back(static_cast<float>(T(sim::TreeSum(buf, p.lanes))));
+    const char* api = "ReduceSum";
+    sim::LanePlan p = sim::PlanFromCount(api, uint64_t(mask), repeatTime, sim::LanesOf<T>(), true);
+    if (p.repeats == 0 || p.ActiveCount() == 0) {
+        return;
     }
-    sim::ReduceSumAll("ReduceSum", dst, sharedTmpBuffer, vals);
+    constexpr uint32_t EPB = 32 / sizeof(T);
+    sim::RequireTmp(api, sharedTmpBuffer, (p.repeats + EPB - 1) / EPB * EPB,
+                    "ReduceSum.md: alignUp(repeats, elements per block)");
+    std::vector<float> perRepeat(size_t(p.repeats) * p.lanes, 0.0f);
+    sim::ForLanes(api, src, p, 1, srcRepStride,
+                  [&](uint32_t r, uint32_t l, float x) { perRepeat[r * p.lanes + l] = x; });
+    std::vector<float> vals = sim::RepeatSums<T>(perRepeat, p.lanes);
+    for (uint32_t r = 0; r < p.repeats; ++r) {
+        sim::StoreValue(api, sharedTmpBuffer, "sharedTmpBuffer", r, vals[r]);
+    }
+    while (vals.size() > 1) {
+        vals = sim::RepeatSums<T>(vals, sim::LanesOf<T>());
+    }
+    sim::StoreValue(api, dst, "dst", 0, vals[0]);
+    sim::MaskLeftBy(api);
 }
 
 namespace sim {
@@ -201,8 +338,8 @@ template <typename T>
 void WholeReduceMax0(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LanePlan& p,
                      int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, ReduceOrder order)
 {
-    if (p.repeats == 0) {
-        return;
+    if (p.repeats == 0 || p.ActiveCount() == 0) {
+        return; // mask or repeatTime 0: a NOP, dst keeps its value (ReduceRepeat.md)
     }
     uint32_t unit = (order == ReduceOrder::ORDER_ONLY_VALUE) ? sizeof(T)
                     : (order == ReduceOrder::ORDER_ONLY_INDEX) ? 4
@@ -226,7 +363,7 @@ void WholeReduceMax0(const char* api, const LocalTensor<T>& dst, const LocalTens
             case ReduceOrder::ORDER_ONLY_VALUE: std::memcpy(o, &v, sizeof(T)); break;
             case ReduceOrder::ORDER_ONLY_INDEX: std::memcpy(o, &acc[r].idx, 4); break;
         }
-        MarkWritten(Mem::UB, dst.off_ + static_cast<uint32_t>(uint64_t(r) * dstRepStride * unit), unit);
+        WriteLocal(Mem::UB, dst.off_ + static_cast<uint32_t>(uint64_t(r) * dstRepStride * unit), unit);
     }
 }
 
@@ -234,8 +371,8 @@ template <typename T>
 void WholeReduceSum0(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, const LanePlan& p,
                      int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride)
 {
-    if (p.repeats == 0) {
-        return;
+    if (p.repeats == 0 || p.ActiveCount() == 0) {
+        return; // mask or repeatTime 0: a NOP, dst keeps its value (ReduceRepeat.md)
     }
     std::vector<float> lanes(p.repeats * p.lanes, 0.0f);
     ForLanes(api, src, p, srcBlkStride, srcRepStride,
@@ -248,7 +385,7 @@ void WholeReduceSum0(const char* api, const LocalTensor<T>& dst, const LocalTens
         T v = T(TreeSum(buf, p.lanes));
         uint64_t o = uint64_t(r) * dstRepStride * sizeof(T);
         std::memcpy(d + o, &v, sizeof(T));
-        MarkWritten(Mem::UB, dst.off_ + static_cast<uint32_t>(o), sizeof(T));
+        WriteLocal(Mem::UB, dst.off_ + static_cast<uint32_t>(o), sizeof(T));
     }
 }
 
@@ -288,7 +425,7 @@ void BlockReduce0(const char* api, const LocalTensor<T>& dst, const LocalTensor<
             T v = isMax ? T(acc.best) : T(TreeSum(buf, perBlock));
             uint64_t o = uint64_t(r) * dstRepStride * unit + b * sizeof(T);
             std::memcpy(d + o, &v, sizeof(T));
-            MarkWritten(Mem::UB, dst.off_ + static_cast<uint32_t>(o), sizeof(T));
+            WriteLocal(Mem::UB, dst.off_ + static_cast<uint32_t>(o), sizeof(T));
         }
     }
 }
@@ -300,6 +437,7 @@ __aicore__ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTens
                                       const int32_t srcBlkStride, const int32_t srcRepStride,
                                       ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
 {
+    sim::Op op_("WholeReduceMax", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "WholeReduceMax: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromCount("WholeReduceMax", uint64_t(mask), repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::WholeReduceMax0("WholeReduceMax", dst, src, p, dstRepStride, srcBlkStride, srcRepStride, order);
@@ -310,6 +448,7 @@ __aicore__ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTens
                                       const int32_t srcBlkStride, const int32_t srcRepStride,
                                       ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
 {
+    sim::Op op_("WholeReduceMax", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "WholeReduceMax: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromBits("WholeReduceMax", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::WholeReduceMax0("WholeReduceMax", dst, src, p, dstRepStride, srcBlkStride, srcRepStride, order);
@@ -319,6 +458,7 @@ __aicore__ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTens
                                       const int32_t repeatTime, const int32_t dstRepStride,
                                       const int32_t srcBlkStride, const int32_t srcRepStride)
 {
+    sim::Op op_("WholeReduceSum", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "WholeReduceSum: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromCount("WholeReduceSum", uint64_t(mask), repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::WholeReduceSum0("WholeReduceSum", dst, src, p, dstRepStride, srcBlkStride, srcRepStride);
@@ -328,6 +468,7 @@ __aicore__ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTens
                                       const int32_t repeatTime, const int32_t dstRepStride,
                                       const int32_t srcBlkStride, const int32_t srcRepStride)
 {
+    sim::Op op_("WholeReduceSum", sim::Pipe::V);
     static_assert(sim::kReduceTypes<T>, "WholeReduceSum: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromBits("WholeReduceSum", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
     sim::WholeReduceSum0("WholeReduceSum", dst, src, p, dstRepStride, srcBlkStride, srcRepStride);
@@ -339,6 +480,7 @@ __aicore__ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTens
                                 const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,          \
                                 const int32_t srcRepStride)                                                           \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::kReduceTypes<T>, #NAME ": element type not supported on dav-c220");                       \
         sim::LanePlan p = sim::PlanFromCount(#NAME, uint64_t(mask), repeatTime, sim::LanesOf<T>(), isSetMask);        \
         sim::BlockReduce0<T, ISMAX>(#NAME, dst, src, p, dstRepStride, srcBlkStride, srcRepStride);                    \
@@ -348,6 +490,7 @@ __aicore__ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTens
                                 const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,       \
                                 const int32_t srcRepStride)                                                           \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::kReduceTypes<T>, #NAME ": element type not supported on dav-c220");                       \
         sim::LanePlan p = sim::PlanFromBits(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                   \
         sim::BlockReduce0<T, ISMAX>(#NAME, dst, src, p, dstRepStride, srcBlkStride, srcRepStride);                    \

@@ -1,5 +1,7 @@
 // Compare, Select (比较与选择/Compare.md, Select.md) and Gather (离散与聚合/Gather.md),
 // level-2 forms.
+//  - Mask register: Select's count form restores normal mode with all lanes on, Gather's
+//    leaves its tail mask, Compare's ignores the mask (A2 implementation).
 //  - Compare writes one bit per element (bit i of byte i/8, LSB first); count*sizeof(T)
 //    must cover whole 256-byte repeats: elements of a trailing partial repeat are not
 //    compared (doc: "未对齐部分元素不参与计算").
@@ -37,6 +39,7 @@ template <typename T, typename U>
 __aicore__ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
                                CMPMODE cmpMode, uint32_t count)
 {
+    sim::Op op_("Compare", sim::Pipe::V);
     static_assert(sim::OneOf<T, half, float, int32_t>, "Compare: element type not supported on dav-c220");
     const char* api = "Compare";
     if constexpr (std::is_same_v<T, int32_t>) {
@@ -80,6 +83,7 @@ void SelectImpl(const char* api, const LocalTensor<T>& dst, const LocalTensor<U>
         d[i] = take0 ? a[i] : pick1(i);
     }
     CurCore().counters.vecElemOps += count;
+    CountFormDone();
 }
 } // namespace sim
 
@@ -87,6 +91,7 @@ template <typename T, typename U>
 __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
                               const LocalTensor<T>& src1, SELMODE selMode, uint32_t count)
 {
+    sim::Op op_("Select", sim::Pipe::V);
     static_assert(sim::OneOf<T, half, float>, "Select: element type not supported on dav-c220");
     const char* api = "Select";
     if (selMode == SELMODE::VSEL_TENSOR_SCALAR_MODE) {
@@ -103,6 +108,7 @@ template <typename T, typename U>
 __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
                               T src1, SELMODE selMode, uint32_t count)
 {
+    sim::Op op_("Select", sim::Pipe::V);
     static_assert(sim::OneOf<T, half, float>, "Select: element type not supported on dav-c220");
     if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE) {
         sim::Trap("Select", "a scalar src1 needs VSEL_TENSOR_SCALAR_MODE");
@@ -114,6 +120,7 @@ template <typename T>
 __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                               const LocalTensor<uint32_t>& srcOffset, const uint32_t srcBaseAddr, const uint32_t count)
 {
+    sim::Op op_("Gather", sim::Pipe::V);
     static_assert(sim::OneOf<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>,
                   "Gather: element type not supported on dav-c220");
     const char* api = "Gather";
@@ -136,6 +143,7 @@ __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& s
     T* d = reinterpret_cast<T*>(sim::Access(dst, api, "dst", 0, uint64_t(count) * sizeof(T), sim::Acc::Write));
     std::memcpy(d, out.data(), uint64_t(count) * sizeof(T));
     sim::CurCore().counters.vecElemOps += count;
+    sim::MaskLeftBy(api); // the count form runs level-0 repeats and leaves the tail's mask
 }
 
 } // namespace AscendC

@@ -49,6 +49,7 @@ struct ReluOp {
     template <typename T>                                                                                             \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)          \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::Unary2(#NAME, dst, src, count, FN);                                                                      \
     }                                                                                                                 \
@@ -56,6 +57,7 @@ struct ReluOp {
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,                 \
                                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)                      \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::LanePlan p = sim::PlanFromCount(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                  \
         sim::Unary0(#NAME, dst, src, p, repeatParams.dstBlkStride, repeatParams.srcBlkStride,                         \
@@ -65,6 +67,7 @@ struct ReluOp {
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],         \
                                 const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)                      \
     {                                                                                                                 \
+    sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
         sim::LanePlan p = sim::PlanFromBits(#NAME, mask, repeatTime, sim::LanesOf<T>(), isSetMask);                   \
         sim::Unary0(#NAME, dst, src, p, repeatParams.dstBlkStride, repeatParams.srcBlkStride,                         \

@@ -80,8 +80,11 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
-        const uint32_t block = ASCEND_IS_AIV ? static_cast<uint32_t>(AscendC::GetBlockIdx() / 2)
-                                             : static_cast<uint32_t>(AscendC::GetBlockIdx());
+        // the group: an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group
+        uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        if ASCEND_IS_AIV {
+            block /= 2;
+        }
         const uint32_t base = td.b / num, extra = td.b % num;
         const uint32_t begin = block * base + Min(block, extra);
         const uint32_t end = begin + base + (block < extra ? 1u : 0u);
@@ -157,8 +160,7 @@ private:
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
             // The tile may be overwritten once every load from it has been issued.
-            AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+            Handshake<AscendC::HardEvent::MTE1_MTE2>();
         }
     }
 
@@ -188,8 +190,7 @@ private:
             AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(page) * P::BLOCK_SIZE * HD],
                               AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), HD, 0, HD, TILE, 1, 0));
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_MTE1>();
     }
 
     __aicore__ inline AscendC::LocalTensor<bfloat16_t> LoadRows(const AscendC::GlobalTensor<bfloat16_t>& src,
@@ -251,8 +252,7 @@ private:
         AscendC::LocalTensor<float> den = runDenom_.Get<float>();
         AscendC::DataCopy(m, rowMax_[stats0], STATS);
         AscendC::DataCopy(den, denom_[stats0], STATS);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         for (uint32_t j = 0; j < tiles; ++j) {
             AscendC::CrossCoreWaitFlag(SCORES_READY);
             for (uint32_t s = 0; s < TOKENS; ++s) {
@@ -273,12 +273,10 @@ private:
                 }
             }
         }
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
         AscendC::DataCopy(denom_[stats0], den, STATS);
         // The next request's statistics may overwrite these once they have left.
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
     // bias[lane] = 0 for lane < valid, else -1e20: (clamp(valid - lane, 0, 1) - 1) * 1e20.
@@ -378,17 +376,14 @@ private:
         AscendC::LocalTensor<float> part = partRow_.Get<float>();
         AscendC::DataCopy(o, o_[at], HD);
         AscendC::DataCopy(part, part_[at], HD);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Muls(o, o, a, HD);
         AscendC::Muls(part, part, bb, HD);
         AscendC::Add(o, o, part, HD);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
         AscendC::DataCopy(o_[at], o, HD);
         // The next rows may be loaded once this one has left and the vector reads are done.
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
     AscendC::TPipe pipe_;

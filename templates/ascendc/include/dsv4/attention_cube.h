@@ -65,15 +65,13 @@ public:
                                                    P::UNION_ROWS, 1, 0));
             k += run;
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_MTE1>();
     }
 
     // The union may be overwritten once every load from it has been issued.
     __aicore__ inline void ReleaseUnion()
     {
-        AscendC::SetFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);
+        Handshake<AscendC::HardEvent::MTE1_MTE2>();
     }
 
     // HEAD_TILE rows of a row-major bf16 matrix with `cols` columns (from `src`) into an

@@ -100,20 +100,20 @@ private:
         AscendC::LocalTensor<bfloat16_t> sinRow = sinRow_.Get<bfloat16_t>();
         const AscendC::DataCopyExtParams half(1, HALF * sizeof(bfloat16_t), 0, 0, 0);
         const AscendC::DataCopyPadExtParams<bfloat16_t> noPad(false, 0, 0, bfloat16_t(0.0f));
+        // The rows are overwritten once the previous token's vector reads of them are done.
+        Handshake<AscendC::HardEvent::V_MTE2>();
         AscendC::DataCopy(den, denom_[static_cast<uint64_t>(t) * P::HEADS], P::HEADS);
         // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
         AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(t) * ROPE], half, noPad);
         AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(t) * ROPE], half, noPad);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, cosRow, AscendC::RoundMode::CAST_NONE, HALF);
         AscendC::Cast(trig[HALF], sinRow, AscendC::RoundMode::CAST_NONE, HALF);
         AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
         AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
         AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t h0 = 0; h0 < P::HEADS; h0 += P::HEAD_TILE) {
             Tile(t, h0, den);
         }

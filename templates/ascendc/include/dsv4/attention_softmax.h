@@ -103,8 +103,7 @@ private:
         AscendC::GlobalTensor<float> sinkG;
         sinkG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(attnSink));
         AscendC::DataCopy(sink_.Get<float>(), sinkG, P::HEADS);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         ScalarToVector();
     }
 
@@ -139,13 +138,11 @@ private:
             AscendC::DataCopyPad(row, indices_[static_cast<uint64_t>(t) * P::WINDOW],
                                  AscendC::DataCopyExtParams(1, P::WINDOW * sizeof(int32_t), 0, 0, 0),
                                  AscendC::DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
-            AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-            AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+            Handshake<AscendC::HardEvent::MTE2_V>();
             if (s == 0) {
                 AscendC::DataCopy(uni, row, LANES_PAD);
             } else {
-                AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
-                AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+                Handshake<AscendC::HardEvent::MTE2_S>();
                 uni.SetValue(w.End(s) - 1, row.GetValue(w.lens[s] - 1));
                 ScalarToVector();
                 const int32_t n = w.lens[s];
@@ -164,8 +161,7 @@ private:
                                b, s);
             }
             // The next row may overwrite this one once the vector reads are done.
-            AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
-            AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+            Handshake<AscendC::HardEvent::V_MTE2>();
         }
     }
 
@@ -235,14 +231,12 @@ private:
         AscendC::Sub(d, sink_.Get<float>(), rowMax_.Get<float>(), P::HEADS);
         AscendC::Exp(d, d, P::HEADS);
         AscendC::Add(d, rowSum_.Get<float>(), d, P::HEADS);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
         AscendC::DataCopy(denom_[static_cast<uint64_t>(t) * P::HEADS], d, P::HEADS);
         if (writeMax_) {
             AscendC::DataCopy(maxOut_[static_cast<uint64_t>(t) * P::HEADS], rowMax_.Get<float>(), P::HEADS);
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE3_V>();
     }
 
     AscendC::TPipe pipe_;

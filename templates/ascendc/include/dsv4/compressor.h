@@ -103,8 +103,7 @@ private:
         w.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(normW));
         AscendC::LocalTensor<bfloat16_t> wIn = normWIn_.Get<bfloat16_t>();
         AscendC::DataCopy(wIn, w, HD);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
         AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
         // Rotation gather offsets (bytes): trig holds [cos | sin | −sin] of HALF each;
@@ -160,11 +159,9 @@ private:
         for (uint32_t s = 0; s < SEQ; ++s) {
             AscendC::DataCopy(ape[s * HD], ape_[uint64_t(static_cast<uint32_t>(pos[s]) % R) * HD], HD);
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Add(sc, sc, ape, SEQ * HD);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
         for (uint32_t s = 0; s < SEQ; ++s) {
             const int64_t slot = stateSlots_.GetValue(tok0 + s);
             if (slot < 0) {
@@ -175,8 +172,7 @@ private:
             AscendC::DataCopy(state_[row + HD], sc[s * HD], HD);
         }
         // The window reads below and the next request's loads come after these writes.
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
     // Channels [c0, c0 + CH) of the window: pooled_[c0 ..] = Σ kv·e / Σ e.
@@ -196,8 +192,7 @@ private:
             AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
             AscendC::DataCopy(sc[p * BS * CH], state_[base + HD], rows);
         }
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         // Column max: halving tree over the rows.
         AscendC::LocalTensor<float> mx = colMax_.Get<float>();
         AscendC::Max(mx, sc, sc[TILE / 2], TILE / 2);
@@ -216,8 +211,7 @@ private:
         }
         AscendC::Div(pooled_.Get<float>()[c0], kv, sc, CH);
         // The next tile's loads overwrite kv and sc.
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
     // RMSNorm, rotation of the rope dims, bf16 row out to cmp_kv row `slot`.
@@ -238,8 +232,7 @@ private:
         VectorToScalar();
         AscendC::Muls(x, x, inv.GetValue(0), HD);
         AscendC::Mul(x, x, normW_.Get<float>(), HD);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
         AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
         AscendC::LocalTensor<float> tables = tables_.Get<float>();
@@ -253,14 +246,11 @@ private:
         AscendC::Add(rope, rope, swap, RD);
         AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
         AscendC::DataCopy(cmpKv_[slot * HD], out, HD);
         // The next request's trig loads and vector work reuse these buffers.
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_V>(EVENT_ID0);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE3_V>();
+        Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
     AscendC::TPipe pipe_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "kernel_operator.h"
+#include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
 
 namespace dsv4 {
@@ -83,12 +84,10 @@ private:
         LocalTensor<float> w = woBScale_.Get<float>();
         if (inUse) {
             // The previous slice's last multiply must finish before the copy overwrites it.
-            SetFlag<HardEvent::V_MTE2>(EVENT_ID1);
-            WaitFlag<HardEvent::V_MTE2>(EVENT_ID1);
+            Handshake<HardEvent::V_MTE2>();
         }
         DataCopy(w, woBScaleGm_[col], TILE_N);
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID1);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID1);
+        Handshake<HardEvent::MTE2_V>();
     }
 
     // s[g, row] for every group: one 4-byte value per 32-byte block.
@@ -113,8 +112,7 @@ private:
     {
         LocalTensor<float> s = scaleQ_.DeQue<float>();
         // The scales are read by the scalar unit.
-        SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+        Handshake<HardEvent::MTE2_S>();
         LocalTensor<float> acc = acc_.Get<float>();
         LocalTensor<float> term = term_.Get<float>();
         LoadProducts(0, row, col);

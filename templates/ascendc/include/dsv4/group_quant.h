@@ -90,12 +90,10 @@ private:
         qQ_.FreeTensor(q);
         LocalTensor<float> scale = scaleQ_.DeQue<float>();
         // The scales were written by the scalar unit.
-        SetFlag<HardEvent::S_MTE3>(EVENT_ID0);
-        WaitFlag<HardEvent::S_MTE3>(EVENT_ID0);
+        Handshake<HardEvent::S_MTE3>();
         DataCopyPad(scaleGm_[row], scale, DataCopyExtParams(1, TILE_ROWS * sizeof(float), 0, 0, 0));
         // The next tile's scalar writes must not overtake this copy.
-        SetFlag<HardEvent::MTE3_S>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE3_S>(EVENT_ID0);
+        Handshake<HardEvent::MTE3_S>();
         scaleQ_.FreeTensor(scale);
     }
 

@@ -73,8 +73,7 @@ private:
                              noPad);
         AscendC::DataCopyPad(w[POST_LEN], comb_[uint64_t(t0) * HC * HC],
                              AscendC::DataCopyExtParams(1, T * HC * HC * sizeof(float), 0, 0, 0), noPad);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t r = 0; r < T; ++r) {
             for (uint32_t o = 0; o < HC; ++o) {
                 postW_[r][o] = w.GetValue(r * HC + o);

@@ -49,6 +49,7 @@ class HcPreProjection {
     static constexpr uint32_t SPAN = P::SPAN_CHUNKS * P::K_CHUNK;
     static constexpr uint32_t MIX_PAD = AlignUp(S::MIX, 16);
     static constexpr uint32_t MIX_F = MIX_PAD / 16;  // 16-column fractals of the logits
+    static constexpr uint32_t FN_AT = P::M_TILE * P::K_CHUNK;  // fn^T after x^T in an L0B slot
     static_assert(S::K % P::K_CHUNK == 0 && P::K_CHUNK % 16 == 0, "K_CHUNK is whole fractals and divides K");
     static_assert(S::K <= 0xffff, "ND2NZ addresses source rows with 16 bits");
     static_assert(KF * (P::M_TILE / 16) <= 255 && KF * MIX_F <= 255, "one LoadData per operand and chunk");
@@ -82,14 +83,14 @@ private:
         pipe_.InitBuffer(fnL1_, MIX_PAD * SPAN * sizeof(float));
         pipe_.InitBuffer(xL1_, 2, P::M_TILE * SPAN * sizeof(float));
         pipe_.InitBuffer(a_, 2, P::M_TILE * P::K_CHUNK * sizeof(float));
-        pipe_.InitBuffer(bx_, 2, P::M_TILE * P::K_CHUNK * sizeof(float));
-        pipe_.InitBuffer(bf_, 2, MIX_PAD * P::K_CHUNK * sizeof(float));
+        // x^T and fn^T of a chunk share a slot: every freed L0 slot holds an M_MTE1 event id
+        // until it is taken again, and an AIC's TPipe holds three of the eight.
+        pipe_.InitBuffer(b_, 2, (P::M_TILE + MIX_PAD) * P::K_CHUNK * sizeof(float));
         pipe_.InitBuffer(logits_, 1, P::M_TILE * MIX_PAD * sizeof(float));
         pipe_.InitBuffer(squares_, 1, P::M_TILE * P::M_TILE * sizeof(float));
         // fn [MIX, K] rows are B^T: in NZ they already have L0B's (k, n) fractal order.
         AscendC::DataCopy(fnL1_.Get<float>(), w[k0], AscendC::Nd2NzParams(1, S::MIX, span, 0, S::K, MIX_PAD, 1, 0));
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_MTE1>();
     }
 
     // Tokens [t0, t0 + m) over this block's columns; m <= M_TILE (a multiple of 8).
@@ -110,22 +111,24 @@ private:
             for (uint32_t mf = 0; mf < mF; ++mf) {
                 AscendC::LoadData(a[mf * KF * FRACTAL], x, AscendC::LoadData2DParams(c * KF * mF + mf, KF, mF, 0, 0, false, 0));
             }
-            // x^T and fn^T: the NZ fractals of the chunk are already in L0B order.
-            AscendC::LocalTensor<float> bx = bx_.AllocTensor<float>();
-            AscendC::LoadData(bx, x, AscendC::LoadData2DParams(c * KF * mF, KF * mF, 1, 0, 0, false, 0));
-            AscendC::LocalTensor<float> bf = bf_.AllocTensor<float>();
-            AscendC::LoadData(bf, fn, AscendC::LoadData2DParams(c * KF * MIX_F, KF * MIX_F, 1, 0, 0, false, 0));
+            // x^T, then fn^T: the NZ fractals of the chunk are already in L0B order.
+            AscendC::LocalTensor<float> b = b_.AllocTensor<float>();
+            AscendC::LoadData(b, x, AscendC::LoadData2DParams(c * KF * mF, KF * mF, 1, 0, 0, false, 0));
+            AscendC::LoadData(b[FN_AT], fn, AscendC::LoadData2DParams(c * KF * MIX_F, KF * MIX_F, 1, 0, 0, false, 0));
             a_.EnQue(a);
-            bx_.EnQue(bx);
-            bf_.EnQue(bf);
+            b_.EnQue(b);
             a = a_.DeQue<float>();
-            bx = bx_.DeQue<float>();
-            bf = bf_.DeQue<float>();
-            AscendC::Mmad(squares, a, bx, AscendC::MmadParams(m, m, P::K_CHUNK, 0, false, c == 0));
-            AscendC::Mmad(logits, a, bf, AscendC::MmadParams(m, S::MIX, P::K_CHUNK, 0, false, c == 0));
+            b = b_.DeQue<float>();
+            if (c > 0) {
+                BeforeAccumulatingMmad(m, m);
+            }
+            AscendC::Mmad(squares, a, b, AscendC::MmadParams(m, m, P::K_CHUNK, 0, false, c == 0));
+            if (c > 0) {
+                BeforeAccumulatingMmad(m, S::MIX);
+            }
+            AscendC::Mmad(logits, a, b[FN_AT], AscendC::MmadParams(m, S::MIX, P::K_CHUNK, 0, false, c == 0));
             a_.FreeTensor(a);
-            bx_.FreeTensor(bx);
-            bf_.FreeTensor(bf);
+            b_.FreeTensor(b);
         }
         xL1_.FreeTensor(x);
         logits_.EnQue(logits);
@@ -143,7 +146,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::B1> fnL1_;
     AscendC::TQue<AscendC::TPosition::A1, 1> xL1_;
     AscendC::TQue<AscendC::TPosition::A2, 1> a_;
-    AscendC::TQue<AscendC::TPosition::B2, 1> bx_, bf_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> b_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> logits_, squares_;
     AscendC::GlobalTensor<float> x_, partials_;
     uint32_t k0_ = 0;
@@ -231,12 +234,10 @@ private:
         AscendC::DataCopyPadExtParams<float> noPad;
         AscendC::DataCopyPad(w, scaleG, AscendC::DataCopyExtParams(1, 3 * sizeof(float), 0, 0, 0), noPad);
         AscendC::DataCopyPad(w[G], baseG, AscendC::DataCopyExtParams(1, S::MIX * sizeof(float), 0, 0, 0), noPad);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Brcb(baseRows_.Get<float>(), w[G], S::MIX / G, AscendC::BrcbRepeatParams(1, 8));
         AscendC::Duplicate(ones_.Get<float>(), 1.0f, 2 * HC * G);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_S>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t i = 0; i < 3; ++i) {
             scale_[i] = w.GetValue(i);
         }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernel_operator.h"
+#include "dsv4/pipe_sync.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -46,6 +47,9 @@ __aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const Ascen
         bL0.EnQue(b2);
         a2 = aL0.template DeQue<bfloat16_t>();
         b2 = bL0.template DeQue<bfloat16_t>();
+        if (k0 > 0) {
+            BeforeAccumulatingMmad(HEAD_TILE, nLen);
+        }
         AscendC::Mmad(c, a2, b2,
                       AscendC::MmadParams(HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0, false,
                                           k0 == 0));

@@ -23,11 +23,10 @@
 // square by LoadDataWithTranspose.
 #pragma once
 
+#include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
 
 namespace dsv4 {
-
-using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
 
 // Operand and accumulator types of the two cube paths.
 template <bool INT8>
@@ -223,6 +222,9 @@ private:
         mp.n = nLen;
         mp.k = kLen;
         mp.cmatrixInitVal = first;
+        if (!first) {
+            BeforeAccumulatingMmad(rows, nLen);
+        }
         AscendC::Mmad(acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], a, b, mp);
     }
 

@@ -14,7 +14,7 @@
 
 namespace dsv4 {
 
-using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
+using namespace AscendC;
 
 // rsqrt(Σ x[0..n)² · invN + eps) for one row; work holds n values, slot one block.
 __aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<float>& work,
@@ -23,18 +23,14 @@ __aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<fl
 {
     Mul(work, x, x, n);
     ReduceSum(slot, work, tmp, n);
-    SetFlag<HardEvent::V_S>(EVENT_ID0);
-    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+    Handshake<HardEvent::V_S>();
     const float meanEps = slot.GetValue(0) * invN + eps;
     slot.SetValue(0, meanEps);
-    SetFlag<HardEvent::S_V>(EVENT_ID0);
-    WaitFlag<HardEvent::S_V>(EVENT_ID0);
+    Handshake<HardEvent::S_V>();
     Rsqrt(slot, slot, 1);
-    SetFlag<HardEvent::V_S>(EVENT_ID0);
-    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+    Handshake<HardEvent::V_S>();
     const float inv = slot.GetValue(0);
-    SetFlag<HardEvent::S_V>(EVENT_ID0);
-    WaitFlag<HardEvent::S_V>(EVENT_ID0);
+    Handshake<HardEvent::S_V>();
     return inv;
 }
 
@@ -91,8 +87,7 @@ private:
         LocalTensor<float> g = gamma_.Get<float>();
         LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
         DataCopy(gIn, gGamma, QL);
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<HardEvent::MTE2_V>();
         Cast(g, gIn, RoundMode::CAST_NONE, QL);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         LocalTensor<half> h = half_.Get<half>();
@@ -184,8 +179,7 @@ private:
         DataCopy(ws, gWScale[col], W);
         for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
             DataCopy(ts, gTokScale[row0], 8);
-            SetFlag<HardEvent::MTE2_S>(EVENT_ID0);
-            WaitFlag<HardEvent::MTE2_S>(EVENT_ID0);
+            Handshake<HardEvent::MTE2_S>();
             for (uint32_t row = row0; row < row0 + 8; ++row) {
                 const float tokScale = ts.GetValue(row - row0);
                 LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
@@ -209,8 +203,7 @@ private:
                 DataCopy(gQ[row * ROW + col], o, W);
                 out_.FreeTensor(o);
             }
-            SetFlag<HardEvent::S_MTE2>(EVENT_ID0);
-            WaitFlag<HardEvent::S_MTE2>(EVENT_ID0);
+            Handshake<HardEvent::S_MTE2>();
         }
     }
 
@@ -261,8 +254,7 @@ private:
         LocalTensor<float> g = gamma_.Get<float>();
         LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
         DataCopy(gIn, gGamma, HD);
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<HardEvent::MTE2_V>();
         Cast(g, gIn, RoundMode::CAST_NONE, HD);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         for (uint32_t row = run.first; row < run.end; row += TR) {

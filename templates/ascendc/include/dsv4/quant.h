@@ -7,19 +7,19 @@
 #pragma once
 
 #include "kernel_operator.h"
+#include "dsv4/pipe_sync.h"
 
 namespace dsv4 {
-
-using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
 
 constexpr float INT8_SCALE_MAX = 127.0f;
 constexpr float INT8_AMAX_EPS = 1e-4f;
 
-// Elements of ReduceSum / ReduceMax scratch for `count` f32 values (one result per
-// 64-lane repeat, rounded up to a 32-byte block).
+// Elements of the ReduceMax scratch (no index) for `count` f32 values, as ReduceMax.md sizes
+// it: a (value, index) pair per whole 64-lane repeat, at least one, rounded up to a 32-byte
+// block. (The ReduceSum count form does not use its scratch on A2.)
 __aicore__ constexpr uint32_t ReduceTmpElems(uint32_t count)
 {
-    return ((count + 63) / 64 + 7) / 8 * 8;
+    return (2 * (count / 64 > 0 ? count / 64 : 1) + 7) / 8 * 8;
 }
 
 // Quantises x[0 .. count) into q and returns the dequant scale. x is scaled in place;
@@ -32,13 +32,11 @@ __aicore__ inline float QuantizeRow(const AscendC::LocalTensor<int8_t>& q, const
 {
     AscendC::Abs(work, x, count);
     AscendC::ReduceMax(slot, work, tmp, count);
-    AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
-    AscendC::WaitFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
+    Handshake<AscendC::HardEvent::V_S>();
     float amax = slot.GetValue(0);
     amax = amax > INT8_AMAX_EPS ? amax : INT8_AMAX_EPS;
     const float sq = INT8_SCALE_MAX / amax;
-    AscendC::SetFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
-    AscendC::WaitFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
+    Handshake<AscendC::HardEvent::S_V>();
     AscendC::Muls(x, x, sq, count);
     AscendC::Cast(work, x, AscendC::RoundMode::CAST_RINT, count);
     AscendC::Cast(half_, work, AscendC::RoundMode::CAST_NONE, count);

@@ -10,10 +10,9 @@
 #pragma once
 
 #include "kernel_operator.h"
+#include "dsv4/pipe_sync.h"
 
 namespace dsv4 {
-
-using namespace AscendC;  // half, bfloat16_t: global on the chip, AscendC's in the CPU model
 
 template <uint32_t RD>
 class Rope {
@@ -47,8 +46,7 @@ public:
         AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
         AscendC::DataCopy(rows, cos[row * RD], RD);
         AscendC::DataCopy(rows[RD], sin[row * RD], RD);
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_V>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
         AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
@@ -57,8 +55,7 @@ public:
         AscendC::Gather(tables, trig, off, 0, RD);
         AscendC::Gather(tables[RD], trig, off[RD], 0, RD);
         // the next Load overwrites rows: the casts above must have read them
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE2>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
     // Rotates x[0 .. RD) in place (x 32-byte aligned).

@@ -1,15 +1,11 @@
-// Small helpers shared by the vector (AIV) building blocks: integer arithmetic on sizes,
-// splitting work items over the launched blocks, and the pipe handshakes around scalar
-// access to UB.
+// Small helpers shared by the vector (AIV) building blocks: integer arithmetic on sizes and
+// splitting work items over the launched blocks (plus, through pipe_sync.h, the hand-offs).
 #pragma once
 
 #include "kernel_operator.h"
+#include "dsv4/pipe_sync.h"
 
 namespace dsv4 {
-
-// half and bfloat16_t are global types on the chip but AscendC's in the CPU model: the
-// building blocks name them unqualified.
-using namespace AscendC;
 
 // A UB block: the unit of DataCopy lengths and of vector block strides.
 constexpr uint32_t BLOCK_BYTES = 32;
@@ -43,20 +39,6 @@ __aicore__ inline Share BlockShare(uint32_t total)
     const uint32_t extra = total % num;
     const uint32_t begin = idx * base + Min(idx, extra);
     return Share{begin, begin + base + (idx < extra ? 1u : 0u)};
-}
-
-// Vector results become readable by the scalar unit (LocalTensor::GetValue).
-__aicore__ inline void VectorToScalar()
-{
-    AscendC::SetFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
-    AscendC::WaitFlag<AscendC::HardEvent::V_S>(EVENT_ID0);
-}
-
-// Scalar writes (LocalTensor::SetValue) become visible to the vector unit.
-__aicore__ inline void ScalarToVector()
-{
-    AscendC::SetFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
-    AscendC::WaitFlag<AscendC::HardEvent::S_V>(EVENT_ID0);
 }
 
 }  // namespace dsv4

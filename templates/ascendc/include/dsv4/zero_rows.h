@@ -7,6 +7,7 @@
 // TILE-element pieces).
 #pragma once
 
+#include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
 
 namespace dsv4 {
@@ -33,8 +34,7 @@ public:
         pipe.InitBuffer(buf, TILE * sizeof(T));
         AscendC::LocalTensor<T> zero = buf.Get<T>();
         AscendC::Duplicate(zero, T(0), TILE);
-        AscendC::SetFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
-        AscendC::WaitFlag<AscendC::HardEvent::V_MTE3>(EVENT_ID0);
+        Handshake<AscendC::HardEvent::V_MTE3>();
 
         const uint32_t total = P::BATCH * m;
         const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());

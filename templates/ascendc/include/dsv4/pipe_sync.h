@@ -1,0 +1,35 @@
+// Synchronisation the building blocks share: cross-pipe hand-offs and cube-pipe ordering.
+#pragma once
+
+#include "kernel_operator.h"
+
+namespace dsv4 {
+
+// Orders the earlier work of pipe SRC before the later work of pipe DST (HardEvent
+// SRC_DST): a set and its wait, on an event id no queue holds. The kernel's queues take
+// their ids from the TPipe's pool and keep a freed slot's id set until the slot is
+// allocated again, so a fixed id could set a flag that is still set (and lose it).
+template <AscendC::HardEvent EVENT>
+__aicore__ inline void Handshake()
+{
+    const int32_t id = AscendC::GetTPipePtr()->FetchEventID<EVENT>();
+    AscendC::SetFlag<EVENT>(id);
+    AscendC::WaitFlag<EVENT>(id);
+}
+
+// Vector results become readable by the scalar unit (LocalTensor::GetValue), and scalar
+// writes (LocalTensor::SetValue) visible to the vector unit.
+__aicore__ inline void VectorToScalar() { Handshake<AscendC::HardEvent::V_S>(); }
+__aicore__ inline void ScalarToVector() { Handshake<AscendC::HardEvent::S_V>(); }
+
+// A K-accumulating Mmad reads the L0C tile the previous Mmad wrote. Mmad.md: from 10 output
+// fractals ((m / 16) * (n / 16) >= 10) the cube orders that read after the write itself;
+// below, a PipeBarrier<PIPE_M> must separate the two.
+__aicore__ inline void BeforeAccumulatingMmad(uint32_t m, uint32_t n)
+{
+    if ((m / 16) * (n / 16) < 10) {
+        AscendC::PipeBarrier<PIPE_M>();
+    }
+}
+
+}  // namespace dsv4
