@@ -145,11 +145,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_mix_hc4_d4096_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
-    Kernel { name: "zero_rows_n1024_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["out"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split256x1024x1024_tail48_parts_r512", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g8_r512_n4096_c2048_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
+    Kernel { name: "group_combine_g8_r512_n4096_c1024_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
 ];
 
@@ -160,11 +160,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d4096_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "zero_rows_n1024_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split512x512x1024_tail32_acc", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile64x64x64_split256x1024x1024_tail48_parts_r512", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c2048_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c1024_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"] }),
 ];
 
@@ -183,6 +183,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(8), Const(512), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(8), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(8), Const(512), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials", shape: &[Const(16777216)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

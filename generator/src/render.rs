@@ -104,7 +104,13 @@ pub fn render(plans: &[Plan], blocks: &[Block]) -> Result<Vec<GeneratedFile>, as
     }
     let mut kernels: Vec<&Kernel> = plans.iter().flat_map(|p| &p.kernels.kernels).collect();
     kernels.sort_by(|a, b| a.name.cmp(&b.name));
-    kernels.dedup_by(|a, b| a.name == b.name);
+    kernels.dedup_by(|a, b| {
+        // Variants share kernel files: one name is one specialisation (a naming bug else).
+        a.name == b.name && {
+            assert_eq!(a, b, "two kernels named {}", a.name);
+            true
+        }
+    });
     for k in kernels {
         let cpp = KernelCpp {
             header: header(

@@ -128,7 +128,7 @@ pub struct Case {
     pub expected: Option<TensorMap>,
     /// Stored in a saved case's header.
     pub metadata: BTreeMap<String, String>,
-    /// Things worth a line of output (window rows aliased by this step's writes).
+    /// Things worth a line of output (window and state rows aliased by this step's writes).
     pub notes: Vec<String>,
 }
 
@@ -180,6 +180,12 @@ fn fixture(
         notes.push(format!(
             "{} window lanes read a pool row this step overwrote for another position (the reference aliases them the same way)",
             f.window_aliases
+        ));
+    }
+    if f.state_aliases > 0 {
+        notes.push(format!(
+            "{} pooled state rows are written by another request in the same step (each request sees the writes of the requests before it, as the reference's sequential order does)",
+            f.state_aliases
         ));
     }
     let metadata = BTreeMap::from([

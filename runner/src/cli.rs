@@ -39,8 +39,9 @@ enum Command {
     /// and capacity − 8 tokens per rank (the reference's defaults). Exit codes: 0 every
     /// output passed, 1 a comparison or a kernel failed, 2 bad arguments.
     Run(RunArgs),
-    /// One sim run at capacity: per kernel launch FLOPs, GM bytes moved against the
-    /// minimum, scalar GM accesses and roofline time on the plan's chip.
+    /// One sim run (at capacity, default starts; or --start-pos): per kernel launch FLOPs,
+    /// GM bytes moved against the minimum, scalar GM accesses and roofline time on the
+    /// plan's chip.
     Cost(CostArgs),
     /// Time the layer on the sim, with and without its ordering checker, against the golden
     /// on the same inputs (medians).
@@ -96,12 +97,18 @@ struct RunArgs {
 
 #[derive(Args)]
 struct CostArgs {
+    /// swa, hca or csa.
     #[arg(long)]
     layer: String,
+    /// TP degree (the table shows rank 0).
     #[arg(long, default_value_t = 2)]
     tp: usize,
+    /// The spec whose generated plan runs (default specs/<layer>.yaml).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
+    /// One start (batch 1) or one per request, instead of the capacity with default starts.
+    #[arg(long = "start-pos", value_name = "N|N,N,…", allow_hyphen_values = true)]
+    start_pos: Option<String>,
 }
 
 #[derive(Args)]
@@ -300,7 +307,8 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
         &spec,
         plan,
         &Choice {
-            tokens: Some(plan.deployment.local_t),
+            tokens: a.start_pos.is_none().then_some(plan.deployment.local_t),
+            start_pos: a.start_pos,
             ..Choice::default()
         },
     )?;
@@ -313,7 +321,7 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
     )?;
     let case = cases::cases(&spec, plan, &source)
         .next()
-        .expect("one case at capacity")?;
+        .expect("one case")?;
     let out = runtime.run(&case.inputs)?;
     let c = &plan.chip;
     println!(

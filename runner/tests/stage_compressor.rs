@@ -11,6 +11,10 @@
 //! normals (a random history makes the pooling weights matter). Rows of x_normed past the
 //! runtime count are NaN; workspaces are poisoned. Peak on-chip memory of every launch is
 //! asserted within the plan's budget; GM traffic is printed.
+//!
+//! Cross-request aliasing (hca_csa.md §4.7): a bit-exact case whose requests pool pages
+//! their neighbours write in the same step; it also shows that the other two plausible
+//! orders (every write first, own writes only) would fail it.
 
 mod stage_checks;
 mod support;
@@ -82,6 +86,19 @@ fn layer_spec(p: &Plan) -> LayerSpec {
             cmp_pool_blocks: c.cache_pool_blocks,
         }),
     }
+}
+
+/// The HCA fixture at capacity with STARTS cycled over the requests.
+fn fixture(p: &Plan, spec: &LayerSpec) -> TensorMap {
+    let starts = (0..p.shape.b).map(|b| STARTS[b % STARTS.len()]).collect();
+    let opts = FixtureOptions {
+        seed: SEED,
+        starts: StartPositions::List(starts),
+        tokens: None,
+    };
+    fixtures::build(spec, &opts)
+        .unwrap_or_else(|e| panic!("{}: fixture: {e}", p.variant))
+        .inputs
 }
 
 fn values<T: Element + Copy>(m: &TensorMap, name: &str) -> Vec<T> {
@@ -239,17 +256,7 @@ fn variant(name: &str) {
     let c = p.compressor.as_ref().expect("HCA plans a compressor");
     let lib = support::library(p, &[STAGE]);
     let spec = layer_spec(p);
-    let starts = (0..p.shape.b).map(|b| STARTS[b % STARTS.len()]).collect();
-    let fx = fixtures::build(
-        &spec,
-        &FixtureOptions {
-            seed: SEED,
-            starts: StartPositions::List(starts),
-            tokens: None,
-        },
-    )
-    .unwrap_or_else(|e| panic!("{name}: fixture: {e}"))
-    .inputs;
+    let fx = fixture(p, &spec);
     let draws = Draws::new(SEED + p.shape.tp as u64);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
         let case = case(p, &spec, &fx, &draws, t);
@@ -321,4 +328,202 @@ fn hca_small_tp2_matches_the_golden() {
 #[test]
 fn hca_small_tp4_matches_the_golden() {
     variant("hca_small_tp4");
+}
+
+/// Exactly representable values for a bit-exact case: x ternary, wkv ternary / 4 (so
+/// every projection is exact in f32), old state kv in quarters; every score 0 (wgate,
+/// APE and old scores zero), so the pooling weights are exactly 1/128 and the pooled row
+/// is an exact mean. What differs between kernel and golden is then only which rows each
+/// request sees.
+fn exact_values(case: &mut Case, p: &Plan, draws: &Draws) {
+    let c = p.compressor.as_ref().unwrap();
+    let ternary = |v: f32| {
+        if v > 0.7 {
+            1.0
+        } else if v < -0.7 {
+            -1.0
+        } else {
+            0.0
+        }
+    };
+    let hidden = p.model.hidden;
+    let draws_x = draws.normal("exact_x", case.x_normed.len(), 1.0);
+    for (x, v) in case.x_normed.iter_mut().zip(draws_x) {
+        // rows past the runtime count stay NaN
+        if !x.is_nan() {
+            *x = bf16::from_f32(ternary(v));
+        }
+    }
+    let cap = case.x_normed.len() / hidden;
+    let x = case.x_normed.clone();
+    let weights = |stream: &str, scale: f32| -> Vec<bf16> {
+        draws
+            .normal(stream, c.head_dim * hidden, 1.0)
+            .into_iter()
+            .map(|v| bf16::from_f32(ternary(v) * scale))
+            .collect()
+    };
+    let put = |case: &mut Case, name: &str, v: Tensor| {
+        case.inputs.insert(name.to_string(), v);
+    };
+    put(case, "x_normed", tensor(vec![cap, hidden], x));
+    put(
+        case,
+        "cmp_wkv",
+        tensor(vec![c.head_dim, hidden], weights("exact_wkv", 0.25)),
+    );
+    put(
+        case,
+        "cmp_wgate",
+        tensor(vec![c.head_dim, hidden], weights("exact_wgate", 0.0)),
+    );
+    let ape_len = c.ratio * c.head_dim;
+    put(
+        case,
+        "cmp_ape",
+        tensor(vec![c.ratio, c.head_dim], vec![0.0f32; ape_len]),
+    );
+    let state = &case.inputs["compress_state"];
+    let shape = state.shape().to_vec();
+    let width = c.state_row_width;
+    let old: Vec<f32> = draws
+        .normal("exact_state", shape.iter().product(), 4.0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if i % width < c.head_dim {
+                (v.round() / 4.0).clamp(-4.0, 4.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    put(case, "compress_state", tensor(shape, old));
+}
+
+/// Points two history pages of request `b` (at a boundary) at the pages requests b − 1
+/// and b + 1 write this step: by the sequential order, b pools b − 1's new rows and b + 1's
+/// old ones.
+fn alias_neighbours(case: &mut Case, p: &Plan, b: usize) {
+    let c = p.compressor.as_ref().unwrap();
+    let seq = p.shape.decode_seq;
+    let slots = case.inputs["state_slot_mapping"]
+        .values::<i64>()
+        .unwrap()
+        .to_vec();
+    let positions = case.inputs["position_ids"]
+        .values::<i32>()
+        .unwrap()
+        .to_vec();
+    let written_page = |r: usize| {
+        let slot = slots[r * seq + seq - 1];
+        assert!(slot >= 0, "request {r} writes its last token's state row");
+        slot as usize / c.state_block_size
+    };
+    let end = (0..seq)
+        .map(|s| positions[b * seq + s] as usize)
+        .find(|&pos| (pos + 1) % c.ratio == 0)
+        .unwrap_or_else(|| panic!("request {b} reaches a boundary"));
+    let table = case.inputs.get_mut("compress_state_block_table").unwrap();
+    let width = table.shape()[1];
+    let mut entries = table.values::<i32>().unwrap().to_vec();
+    // History pages, well before the request's own first position (≥ end − 7).
+    for (back, writer) in [(64, b - 1), (32, b + 1)] {
+        entries[b * width + (end - back) / c.state_block_size] = written_page(writer) as i32;
+    }
+    *table = tensor(table.shape().to_vec(), entries);
+}
+
+fn bits<T: Element + Copy + Into<f64>>(t: &Tensor) -> Vec<u64> {
+    t.values::<T>()
+        .unwrap()
+        .iter()
+        .map(|&v| Into::<f64>::into(v).to_bits())
+        .collect()
+}
+
+/// Request b pools the state as requests 0..=b left it, with rows b − 1 and b + 1 write in
+/// the same step aliased into its window (STARTS: requests 2 and 5 reach boundaries,
+/// their neighbours write whole pages): compress_state and cmp_kv bit-identical to the
+/// golden. The golden with every write visible first, or with only each request's own
+/// writes visible, differs: the case tells the orders apart.
+#[test]
+fn requests_see_the_writes_of_earlier_requests_only() {
+    let name = "hca_small_tp1";
+    let p = support::plan(name);
+    let lib = support::library(p, &[STAGE]);
+    let spec = layer_spec(p);
+    let fx = fixture(p, &spec);
+    let draws = Draws::new(SEED);
+    let mut case = case(p, &spec, &fx, &draws, p.shape.local_t);
+    exact_values(&mut case, p, &draws);
+    for b in [2, 5] {
+        alias_neighbours(&mut case, p, b);
+    }
+    let (want_state, want_cmp) = golden(p, &spec, &case);
+    let mut tensors = case.inputs.clone();
+    let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, case.t));
+    check_launches(p, STAGE, &stats);
+    let first_difference =
+        |got: &[u64], want: &[u64]| got.iter().zip(want).position(|(g, w)| g != w);
+    let got_state = bits::<f32>(&tensors["compress_state"]);
+    let want_state = bits::<f32>(&tensor(
+        tensors["compress_state"].shape().to_vec(),
+        want_state,
+    ));
+    assert_eq!(
+        first_difference(&got_state, &want_state),
+        None,
+        "compress_state differs from the golden"
+    );
+    let cmp_shape = tensors["cmp_kv"].shape().to_vec();
+    let got_cmp = bits::<bf16>(&tensors["cmp_kv"]);
+    let want_cmp = bits::<bf16>(&tensor(cmp_shape.clone(), want_cmp));
+    assert_eq!(
+        first_difference(&got_cmp, &want_cmp),
+        None,
+        "cmp_kv differs from the golden"
+    );
+
+    // Every write visible before any pooling: run the golden again on its own output state.
+    let mut all_first = Case {
+        t: case.t,
+        inputs: case.inputs.clone(),
+        x_normed: case.x_normed.clone(),
+    };
+    all_first
+        .inputs
+        .insert("compress_state".into(), tensors["compress_state"].clone());
+    let (_, later_cmp) = golden(p, &spec, &all_first);
+    // Own writes only: every other request's state rows dropped.
+    let seq = p.shape.decode_seq;
+    let mut own_only = Case {
+        t: case.t,
+        inputs: case.inputs.clone(),
+        x_normed: case.x_normed.clone(),
+    };
+    let mut slots = case.inputs["state_slot_mapping"]
+        .values::<i64>()
+        .unwrap()
+        .to_vec();
+    for (tok, slot) in slots.iter_mut().enumerate().take(case.t) {
+        if ![2, 5].contains(&(tok / seq)) {
+            *slot = -1;
+        }
+    }
+    own_only.inputs.insert(
+        "state_slot_mapping".into(),
+        tensor(vec![slots.len()], slots),
+    );
+    let (_, own_cmp) = golden(p, &spec, &own_only);
+    for (what, other) in [
+        ("every write first", later_cmp),
+        ("own writes only", own_cmp),
+    ] {
+        assert_ne!(
+            got_cmp,
+            bits::<bf16>(&tensor(cmp_shape.clone(), other)),
+            "the golden with {what} agrees too: the case does not tell the orders apart"
+        );
+    }
 }

@@ -1,9 +1,10 @@
-//! The shared cube matmul (`dsv4/matmul.h`, with `zero_rows.h` before split-K) against
-//! `harness::golden::gemm`:
+//! The shared cube matmul (`dsv4/matmul.h`; split K: `zero_rows.h` before an int8 one,
+//! `k_slice_sum.h` after a bf16 one) against `harness::golden::gemm`:
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
-//!   the matrices, row ranges, k slices added atomically, ragged slices and N ranges,
-//!   panels whose last columns stay in L0A (a tail), with and without a tail per slice;
+//!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
+//!   per copy), int8 ones added atomically, ragged slices and N ranges, panels whose last
+//!   columns stay in L0A (a tail), with and without a tail per slice;
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
 //! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
@@ -51,12 +52,34 @@ struct Case {
 }
 
 impl Case {
+    fn slices(&self) -> usize {
+        self.k.div_ceil(self.split[1])
+    }
+
+    /// int8 k slices add into a zeroed C.
     fn atomic(&self) -> bool {
-        self.k > self.split[1]
+        self.int8 && self.slices() > 1
+    }
+
+    /// bf16 k slices write partial products apart, summed into C afterwards.
+    fn partials(&self) -> bool {
+        !self.int8 && self.slices() > 1
+    }
+
+    /// The partials' extent: [slice][batch][max_rows][n].
+    fn parts_len(&self) -> usize {
+        self.slices() * self.batch * self.max_rows * self.n
     }
 
     fn kernel(&self) -> Kernel {
         let u = |v: usize| Value::U32(v as u32);
+        // The matmul writes partials densely, or C itself.
+        let (ldc, stride_c, slice_stride) = if self.partials() {
+            let part = self.max_rows * self.n;
+            (self.n, part, self.batch * part)
+        } else {
+            (self.ldc, self.strides[2], 0)
+        };
         Kernel {
             name: format!("test_mm_{}", self.name),
             doc: format!("building-block case {}", self.name),
@@ -72,10 +95,10 @@ impl Case {
                 ("BATCH", u(self.batch)),
                 ("LDA", u(self.lda)),
                 ("LDB", u(self.ldb)),
-                ("LDC", u(self.ldc)),
+                ("LDC", u(ldc)),
                 ("STRIDE_A", u(self.strides[0])),
                 ("STRIDE_B", u(self.strides[1])),
-                ("STRIDE_C", u(self.strides[2])),
+                ("STRIDE_C", u(stride_c)),
                 ("TILE_M", u(self.tile[0])),
                 ("TILE_N", u(self.tile[1])),
                 ("TILE_K", u(self.tile[2])),
@@ -84,36 +107,63 @@ impl Case {
                 ("RANGE_N", u(self.split[2])),
                 ("TAIL_K", u(self.tail)),
                 ("ATOMIC", Value::Bool(self.atomic())),
+                ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
         }
     }
 
-    fn zero_kernel(&self) -> Kernel {
+    /// C's parameters for the vector launches around the matmul.
+    fn c_params(&self) -> Vec<(&'static str, Value)> {
         let u = |v: usize| Value::U32(v as u32);
+        vec![
+            ("GROUP_ROWS", Value::Bool(false)),
+            ("N", u(self.n)),
+            ("LD", u(self.ldc)),
+            ("BATCH", u(self.batch)),
+            ("STRIDE", u(self.strides[2])),
+        ]
+    }
+
+    fn sum_kernel(&self) -> Kernel {
+        let u = |v: usize| Value::U32(v as u32);
+        let mut params = self.c_params();
+        params.extend([
+            ("SLICES", u(self.slices())),
+            ("ROWS", u(self.max_rows)),
+            // cases with a tail copy 64-column pieces of a row, the others two rows
+            ("TILE", u(if self.tail > 0 { 64 } else { 2 * self.n })),
+        ]);
+        Kernel {
+            name: format!("test_sum_{}", self.name),
+            doc: format!("slice sum of case {}", self.name),
+            block: "k_slice_sum.h",
+            class: "KSliceSum",
+            cores: Cores::Aiv,
+            params,
+            args: vec!["parts", "out"],
+        }
+    }
+
+    fn zero_kernel(&self) -> Kernel {
+        let mut params = self.c_params();
+        // two rows per copy: exercises multi-row copies and the batch boundary
+        params.push(("TILE", Value::U32(2 * self.n as u32)));
         Kernel {
             name: format!("test_zero_{}", self.name),
             doc: format!("zero fill of case {}", self.name),
             block: "zero_rows.h",
             class: "ZeroRows",
             cores: Cores::Aiv,
-            params: vec![
-                ("GROUP_ROWS", Value::Bool(false)),
-                ("N", u(self.n)),
-                ("LD", u(self.ldc)),
-                ("BATCH", u(self.batch)),
-                ("STRIDE", u(self.strides[2])),
-                // two rows per copy: exercises multi-row copies and the batch boundary
-                ("TILE", u(2 * self.n)),
-            ],
+            params,
             args: vec!["out"],
         }
     }
 }
 
 const CASES: &[Case] = &[
-    // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) added atomically,
-    // ragged N ranges (128, 64).
+    // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
+    // rows per copy, ragged N ranges (128, 64).
     Case {
         name: "bf16_kn_split",
         int8: false,
@@ -183,7 +233,7 @@ const CASES: &[Case] = &[
     },
     // bf16, B [K, N]: k slices of 192 = a 160-column panel (k steps 64, 64, 32) and a
     // 32-column L0A tail; the last slice (128) fits the panel and has no tail. Two row
-    // ranges (64, then 32 or 24 rows), ragged N ranges.
+    // ranges (64, then 32 or 24 rows), ragged N ranges; C inside wider rows.
     Case {
         name: "bf16_kn_tail",
         int8: false,
@@ -194,7 +244,7 @@ const CASES: &[Case] = &[
         batch: 1,
         lda: 320,
         ldb: 192,
-        ldc: 192,
+        ldc: 208,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
         split: [64, 192, 128],
@@ -407,6 +457,69 @@ fn go(
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A product's launches on the sim: (kernel, blocks) of the zero fill before it, the
+/// matmul, and the slice sum after it.
+struct Launches<'a> {
+    zero: Option<(&'a str, u32)>,
+    matmul: (&'a str, u32),
+    sum: Option<(&'a str, u32)>,
+}
+
+/// Runs case `c` at `rows` rows with operands `af`, `bf`: the poisoned C it leaves and
+/// the matmul's counters. The partials start poisoned too, so a slice that writes no
+/// partial fails.
+fn run(
+    lib: &SimLibrary,
+    c: &Case,
+    l: &Launches,
+    rows: usize,
+    af: &[f32],
+    bf: &[f32],
+) -> (Tensor, LaunchStats) {
+    let (mut a, mut b, mut out) = (input(c, af), input(c, bf), poisoned_c(c));
+    if let Some((zero, blocks)) = l.zero {
+        go(
+            lib,
+            zero,
+            Cores::Aiv,
+            blocks,
+            rows,
+            &mut [("out", &mut out)],
+        );
+    }
+    let mut parts = Tensor::from_le_bytes(
+        DType::F32,
+        vec![c.parts_len()],
+        &vec![0xFF; 4 * c.parts_len()],
+    )
+    .unwrap();
+    let target = if l.sum.is_some() {
+        &mut parts
+    } else {
+        &mut out
+    };
+    let (mm, blocks) = l.matmul;
+    let stats = go(
+        lib,
+        mm,
+        Cores::Aic,
+        blocks,
+        rows,
+        &mut [("a", &mut a), ("b", &mut b), ("c", target)],
+    );
+    if let Some((sum, blocks)) = l.sum {
+        go(
+            lib,
+            sum,
+            Cores::Aiv,
+            blocks,
+            rows,
+            &mut [("parts", &mut parts), ("out", &mut out)],
+        );
+    }
+    (out, stats)
+}
+
 #[test]
 fn building_block_cases_match_the_reference() {
     let mut kernels = Vec::new();
@@ -415,33 +528,25 @@ fn building_block_cases_match_the_reference() {
         if c.atomic() {
             kernels.push(c.zero_kernel());
         }
+        if c.partials() {
+            kernels.push(c.sum_kernel());
+        }
     }
+    assert!(CASES.iter().any(Case::atomic) && CASES.iter().any(Case::partials));
     let lib = build(kernels);
     for (ci, c) in CASES.iter().enumerate() {
+        let (zero, mm, sum) = (c.zero_kernel().name, c.kernel().name, c.sum_kernel().name);
+        let launches = Launches {
+            zero: c.atomic().then_some((zero.as_str(), 3)),
+            matmul: (mm.as_str(), 3),
+            sum: c.partials().then_some((sum.as_str(), 3)),
+        };
         for rows in [c.max_rows, c.max_rows - 8] {
             let (af, bf) = operands(c, rows, 300 + ci as u64);
             let want: Vec<Vec<f32>> = (0..c.batch)
                 .map(|bi| reference(c, &af, &bf, bi, rows))
                 .collect();
-            let (mut a, mut b, mut out) = (input(c, &af), input(c, &bf), poisoned_c(c));
-            if c.atomic() {
-                go(
-                    &lib,
-                    &c.zero_kernel().name,
-                    Cores::Aiv,
-                    3,
-                    rows,
-                    &mut [("out", &mut out)],
-                );
-            }
-            let stats = go(
-                &lib,
-                &c.kernel().name,
-                Cores::Aic,
-                3,
-                rows,
-                &mut [("a", &mut a), ("b", &mut b), ("c", &mut out)],
-            );
+            let (out, stats) = run(&lib, c, &launches, rows, &af, &bf);
             check_c(c.name, c, &out, &want, rows);
             assert_eq!(
                 stats.macs(),
@@ -454,10 +559,10 @@ fn building_block_cases_match_the_reference() {
 }
 
 /// The qkv_proj_rope matmuls of the small specs, as planned: random operands, launched
-/// with their zero fills, against the reference at capacity and capacity − 8.
+/// with their zero fills or slice sums, against the reference at capacity and capacity − 8.
 #[test]
 fn planned_qkv_matmuls_match_the_reference() {
-    for variant in ["swa_mini_tp1", "swa_small_tp2"] {
+    for variant in ["swa_mini_tp1", "swa_small_tp2", "hca_ref_tp1"] {
         let p = plan(variant);
         let stage = p.stage(StageKind::QkvProjRope).expect("qkv stage");
         let lib = support::library(p, &[StageKind::QkvProjRope]);
@@ -468,20 +573,42 @@ fn planned_qkv_matmuls_match_the_reference() {
             Some((_, Value::Bool(v))) => usize::from(*v),
             _ => panic!("{}: no param {name}", k.name),
         };
+        let neighbour = |i: Option<usize>, class: &str| {
+            i.and_then(|i| launches.get(i))
+                .filter(|l| kernel(l.0).class == class)
+                .map(|l| (l.0, l.2))
+        };
         let cap = p.shape.local_t;
         let mut seen = 0;
-        for (i, &(name, cores, block_dim, _)) in launches.iter().enumerate() {
+        let mut summed = 0;
+        for (i, &(name, _, block_dim, _)) in launches.iter().enumerate() {
             let k = kernel(name);
             if k.class != "Matmul" {
                 continue;
             }
             seen += 1;
-            let zero = i > 0 && kernel(launches[i - 1].0).class == "ZeroRows";
+            let l = Launches {
+                zero: neighbour(i.checked_sub(1), "ZeroRows"),
+                matmul: (name, block_dim),
+                sum: neighbour(Some(i + 1), "KSliceSum"),
+            };
+            let split_k = param(k, "SLICE_K") < param(k, "K");
+            summed += usize::from(l.sum.is_some());
             assert_eq!(
-                zero,
-                param(k, "ATOMIC") == 1,
-                "{name}: zero fill iff split K"
+                l.zero.is_some(),
+                split_k && param(k, "INT8") == 1,
+                "{name}: zero fill iff int8 split K"
             );
+            assert_eq!(
+                l.sum.is_some(),
+                split_k && param(k, "INT8") == 0,
+                "{name}: slice sum iff bf16 split K"
+            );
+            // C's own layout comes from the slice sum when there is one.
+            let (ldc, stride_c) = match l.sum {
+                Some((sum, _)) => (param(kernel(sum), "LD"), param(kernel(sum), "STRIDE")),
+                None => (param(k, "LDC"), param(k, "STRIDE_C")),
+            };
             let c = Case {
                 name: "planned",
                 int8: param(k, "INT8") == 1,
@@ -492,12 +619,8 @@ fn planned_qkv_matmuls_match_the_reference() {
                 batch: param(k, "BATCH"),
                 lda: param(k, "LDA"),
                 ldb: param(k, "LDB"),
-                ldc: param(k, "LDC"),
-                strides: [
-                    param(k, "STRIDE_A"),
-                    param(k, "STRIDE_B"),
-                    param(k, "STRIDE_C"),
-                ],
+                ldc,
+                strides: [param(k, "STRIDE_A"), param(k, "STRIDE_B"), stride_c],
                 tile: [param(k, "TILE_M"), param(k, "TILE_N"), param(k, "TILE_K")],
                 split: [
                     param(k, "RANGE_M"),
@@ -509,19 +632,7 @@ fn planned_qkv_matmuls_match_the_reference() {
             for rows in [cap, cap - 8] {
                 let (af, bf) = operands(&c, rows, 400 + seen);
                 let want = vec![reference(&c, &af, &bf, 0, rows)];
-                let (mut a, mut b, mut out) = (input(&c, &af), input(&c, &bf), poisoned_c(&c));
-                if zero {
-                    let (z, zc, zb, _) = launches[i - 1];
-                    go(&lib, z, zc, zb, rows, &mut [("out", &mut out)]);
-                }
-                let stats = go(
-                    &lib,
-                    name,
-                    cores,
-                    block_dim,
-                    rows,
-                    &mut [("a", &mut a), ("b", &mut b), ("c", &mut out)],
-                );
+                let (out, stats) = run(&lib, &c, &l, rows, &af, &bf);
                 check_c(name, &c, &out, &want, rows);
                 for (mem, peak) in [
                     (Mem::L1, stats.peak_l1),
@@ -544,5 +655,8 @@ fn planned_qkv_matmuls_match_the_reference() {
             }
         }
         assert_eq!(seen, 3, "{variant}: wq_a, wq_b and wkv are cube matmuls");
+        if variant == "hca_ref_tp1" {
+            assert!(summed > 0, "{variant}: a bf16 product splits K");
+        }
     }
 }

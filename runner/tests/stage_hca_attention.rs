@@ -1,7 +1,11 @@
 //! Stage sparse_attention of HCA (window + every visible compressed row, hca_csa.md §6.1–6.2)
 //! on the CPU model against `harness::golden::{candidates::hca, attention}`: o_packed_heads
-//! within ratio_allclose(1e-4, 1/128) on the valid rows of every group slab, padding rows
-//! still poisoned, peak on-chip memory within the plan's budget rows. Inputs are the HCA
+//! within the reference's standalone threshold, ratio_allclose(1e-4, 1/128, 0.005), on the
+//! valid rows of every group slab, padding rows still poisoned, peak on-chip memory within
+//! the plan's budget rows. (The golden merges compressed rows in the reference's 128-row
+//! tiles; the kernel in larger chunks, so the bf16 rounding of its probabilities differs
+//! slightly where a request has more than 128 rows: hca_csa.md §6.2 lets a kernel tile
+//! freely within tolerance.) Inputs are the HCA
 //! fixture's (raw and compressed pools, block tables, window indices, positions, lengths,
 //! RoPE rows); q and attn_sink are seeded normals. Requests see 0, 1, a few, a full tile
 //! and more than one tile of compressed rows (tokens of one request differing by one row
@@ -190,7 +194,7 @@ fn check(variant_name: &str, case: &Case) {
         "the case must depend on compressed rows"
     );
     let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
-    let worst = packed_heads(variant_name, p, got, &want, t);
+    let worst = packed_heads(variant_name, p, got, &want, t, 0.005);
     check_peaks(p, &stats);
     println!("{variant_name}, t = {t}: stage {elapsed:.2?}, max |d| {worst:.2e}");
     for (kernel, s) in &stats {

@@ -207,7 +207,7 @@ fn check(lib: &SimLibrary, variant: &str, case: &Case) {
 
     let want = case.expected(p.shape.t_pad);
     let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
-    packed_heads(variant, p, got, &want, case.t);
+    packed_heads(variant, p, got, &want, case.t, 0.0);
     check_peaks(p, &stats);
     report_traffic(variant, case, &stats, elapsed);
 }

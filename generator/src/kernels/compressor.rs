@@ -1,11 +1,12 @@
 //! Kernels of stage compressor without overlap (HCA's ratio 128, hca_csa.md §4.1–4.3,
-//! §4.5): the two projections on the cube (`gemm`), then one vector kernel
-//! (`dsv4/compressor.h`) that, per request, adds the APE rows, writes the state rows,
-//! and at a boundary pools the window, normalises, rotates and writes the cmp_kv row.
+//! §4.5, §4.7): the two projections on the cube (`gemm`), then two vector kernels
+//! (`dsv4/compressor.h`): per request at a boundary, pool the window as the requests before
+//! it left the state (`dsv4/state_overlay.h`), normalise, rotate and write the cmp_kv row;
+//! then, once every request has pooled, add the APE rows and write this step's state rows.
 //!
 //! ```text
 //! x_normed ·cmp_wkvᵀ  → compress_kv f32  ─┐
-//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ compress_state, cmp_kv
+//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ cmp_kv ─CompressorCommit→ compress_state
 //! ```
 //!
 //! The overlapping ratio-4 compressor (CSA) is not supported yet: its stage is marked
@@ -75,8 +76,8 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             c.state_table_width,
             eps_tag(m.rms_eps)
         ),
-        doc: "APE + state rows per token; at a boundary softmax pooling of the window, \
-              RMSNorm, RoPE, bf16 row into cmp_kv"
+        doc: "at a boundary softmax pooling of the window as the earlier requests left the \
+              state, RMSNorm, RoPE, bf16 row into cmp_kv"
             .into(),
         block: "compressor.h",
         class: "Compressor",
@@ -107,11 +108,11 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             "cmp_kv",
         ],
     };
-    let blocks = p.chip.aiv_cores.min(p.shape.b);
+    let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
     b.launch(
         s.kind,
         kernel,
-        blocks as u32,
+        blocks,
         &[
             "compress_kv",
             "compress_score",
@@ -125,6 +126,29 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             "compress_state_block_table",
             "compress_state",
             "cmp_kv",
+        ],
+    );
+    // A later launch: every request has pooled the state it must see before it changes.
+    let commit = Kernel {
+        name: format!("compressor_commit_r{}_hd{hd}_s{seq}", c.ratio),
+        doc: "APE + this step's state rows, after every request pooled".into(),
+        block: "compressor.h",
+        class: "CompressorCommit",
+        cores: Cores::Aiv,
+        params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
+        args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
+    };
+    b.launch(
+        s.kind,
+        commit,
+        blocks,
+        &[
+            "compress_kv",
+            "compress_score",
+            "cmp_ape",
+            "position_ids",
+            "state_slot_mapping",
+            "compress_state",
         ],
     );
 }

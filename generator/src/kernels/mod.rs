@@ -190,6 +190,18 @@ impl<'p> Builder<'p> {
         }
     }
 
+    /// Declares the flat per-rank scratch `name` of at least `elems` elements: launches
+    /// run one after another, so all that use it share one, sized for the largest.
+    pub fn scratch(&mut self, name: &'static str, elems: usize, dtype: DType) {
+        match self.out.workspaces.iter_mut().find(|w| w.name == name) {
+            Some(known) => match known.shape.as_mut_slice() {
+                [Dim::Const(n)] if known.dtype == dtype => *n = (*n).max(elems),
+                _ => panic!("scratch {name} declared as a {:?} workspace", known.shape),
+            },
+            None => self.workspace(name, vec![Dim::Const(elems)], dtype),
+        }
+    }
+
     /// Records that `stage` has no kernels yet.
     fn missing(&mut self, stage: StageKind) {
         self.out.missing.push(stage);

@@ -16,12 +16,14 @@
 //!
 //! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
 //! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
-//! softmax over the request's compressed rows in 128-row tiles and updates `attn_o` and
-//! `attn_denom` in place; the window softmax then also writes each head's max `attn_max`.
+//! softmax over the request's compressed rows in chunks of as many rows as L1 holds
+//! (`budget::compressed_chunk_rows`: each chunk round-trips the request's o and part
+//! through GM) and updates `attn_o` and `attn_denom` in place; the window softmax then also
+//! writes each head's max `attn_max`.
 //! The indexed source (CSA) is not built: that variant marks the stage missing.
 
 use super::{Builder, Cores, Kernel, Value};
-use crate::plan::budget::attention_union_rows;
+use crate::plan::budget::{attention_union_rows, compressed_chunk_rows};
 use crate::plan::{DType, Dim, ModelDims, StagePlan};
 use crate::spec::KvSource;
 
@@ -217,19 +219,28 @@ fn compressed_launch(
     let m = &p.model;
     let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
     let max_rows = p.pools.max_positions / ratio;
+    let union = attention_union_rows(p.attention.window, seq);
+    let chunk = compressed_chunk_rows(
+        hd,
+        head_tile,
+        union,
+        p.pools.block_size,
+        p.attention.max_compressed_rows,
+        p.chip,
+    );
     let per_token = |dims: &[usize]| {
         let mut v = vec![Dim::Var("t")];
         v.extend(dims.iter().map(|&n| Dim::Const(n)));
         v
     };
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
-    b.workspace("attn_cmp_scores", per_token(&[heads, kv_tile]), DType::F32);
-    b.workspace("attn_cmp_probs", per_token(&[heads, kv_tile]), DType::Bf16);
+    b.workspace("attn_cmp_scores", per_token(&[heads, chunk]), DType::F32);
+    b.workspace("attn_cmp_probs", per_token(&[heads, chunk]), DType::Bf16);
     b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
     let u32 = |v: usize| Value::U32(v as u32);
     let kernel = Kernel {
         name: format!(
-            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}",
             p.pools.block_size
         ),
         doc: "compressed-row attention: online-softmax merge of every visible compressed row \
@@ -248,6 +259,7 @@ fn compressed_launch(
             ("HEAD_TILE", u32(head_tile)),
             ("KV_TILE", u32(kv_tile)),
             ("D_TILE", u32(d_tile)),
+            ("CHUNK", u32(chunk)),
             ("SCALE", Value::F32(m.softmax_scale)),
         ],
         args: vec![

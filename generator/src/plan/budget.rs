@@ -23,6 +23,10 @@ pub struct Buffer {
     pub count: usize,
     /// Elements per contiguous GM transfer, for buffers that move rows to or from GM.
     pub gm_run: Option<usize>,
+    /// The one kernel of the stage that allocates this buffer, when only one does: rows of
+    /// different kernels are never live at once (a launch ends before the next starts).
+    /// `None`: a role every kernel of the stage may use.
+    pub kernel: Option<&'static str>,
 }
 
 impl Buffer {
@@ -43,14 +47,33 @@ impl Buffer {
     pub fn const_name(&self) -> String {
         self.name.to_ascii_uppercase()
     }
+
+    /// This row, allocated by `kernel` alone.
+    const fn only_in(self, kernel: &'static str) -> Buffer {
+        Buffer {
+            kernel: Some(kernel),
+            ..self
+        }
+    }
 }
 
+/// The bytes of `mem` a launch of the stage may hold at most: the shared rows plus the
+/// largest one kernel's own rows.
 pub fn bytes_in(buffers: &[Buffer], mem: Mem, chip: &Chip) -> usize {
-    buffers
+    let of = |kernel: Option<&str>| -> usize {
+        buffers
+            .iter()
+            .filter(|b| b.mem == mem && b.kernel == kernel)
+            .map(|b| b.allocated(chip))
+            .sum()
+    };
+    let own = buffers
         .iter()
-        .filter(|b| b.mem == mem)
-        .map(|b| b.allocated(chip))
-        .sum()
+        .filter_map(|b| b.kernel)
+        .map(|k| of(Some(k)))
+        .max()
+        .unwrap_or(0);
+    of(None) + own
 }
 
 /// What the buffer sizes depend on besides the tiling.
@@ -63,8 +86,8 @@ pub(super) struct Dims<'a> {
     /// SWA window lanes per token and tokens per request (the attention's union of windows).
     pub window: usize,
     pub decode_seq: usize,
-    /// The attention also reads every visible compressed row (HCA).
-    pub compressed_attention: bool,
+    /// Compressed rows the attention reads densely at most (HCA), 0 for none.
+    pub compressed_rows: usize,
 }
 
 const fn row(
@@ -82,6 +105,7 @@ const fn row(
         elems,
         count,
         gm_run,
+        kernel: None,
     }
 }
 
@@ -112,7 +136,20 @@ pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
 }
 
 /// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
-pub const ZERO_FILL_TILE: usize = 8192;
+pub const ZERO_FILL_TILE: usize = 4096;
+
+/// Elements (f32) of each of the four UB tiles of `k_slice_sum.h`: two partials in, two
+/// sums out.
+pub const K_SUM_TILE: usize = 2048;
+
+/// The UB tiles of a split-K matmul's vector launches: `zero_rows.h` (int8) and
+/// `k_slice_sum.h` (bf16).
+fn split_k() -> [Buffer; 2] {
+    [
+        row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None),
+        row("k_sum_tiles", Mem::Ub, DType::F32, K_SUM_TILE, 4, None),
+    ]
+}
 
 /// ReduceMax scratch (no index) for `count` f32 values: a (value, index) pair per whole
 /// 64-lane repeat, at least one, rounded up to a 32-byte block (ReduceMax.md;
@@ -217,7 +254,7 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
         (StageKind::QkvProjRope, Tiling::Matmul { m, n, k, tokens }) => {
             // The cube matmuls (wq_a, wq_b int8, wkv) share the matmul rows. The UB rows are
             // roles shared by the stage's vector kernels (qkv_proj_rope.h QLatentQuant,
-            // QHeads, KvFinish, and zero_rows.h before a split-K matmul), each allocating at
+            // QHeads, KvFinish, and a split-K matmul's zero fill or slice sum), each allocating at
             // most the row: their sum bounds every one of them.
             let (t, hd, ql, rd) = (tokens.value, md.head_dim, md.q_lora_rank, md.rope_dim);
             let w = qkv_heads_per_item(md.heads, hd) * hd;
@@ -259,8 +296,8 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 row("rope_offsets", Ub, I32, 3 * rd, 1, None),
                 row("rope_tables", Ub, F32, 2 * rd, 1, None),
                 row("rope_swap", Ub, F32, rd, 1, None),
-                row("zero_tile", Ub, F32, ZERO_FILL_TILE, 1, None),
             ]);
+            v.extend(split_k());
             v
         }
         (StageKind::CacheInsert, Tiling::Tokens { tokens }) => {
@@ -289,12 +326,13 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 v.extend(compressor_vector(c, t, ch, md.half_rope));
                 return v;
             }
-            // The projections run the shared matmul (zero_rows.h before a split-K one).
+            // The projections run the shared matmul (and its split-K launches).
             let mut v = matmul(m.value, n.value, k.value, d.chip);
-            v.push(row("zero_tile", Ub, F32, ZERO_FILL_TILE, 1, None));
-            // compressor.h: a request's t token rows of kvp, score and APE; a pooling
-            // tile of `ratio` rows × ch channels of kv and score, its column-max tree;
-            // the pooled row and its RMSNorm / RoPE scratch.
+            v.extend(split_k());
+            // compressor.h: a request's t token rows of kvp, score and APE (the commit); a
+            // pooling tile of `ratio` rows × ch channels of kv, score and the APE of rows
+            // this step writes, its column-max tree; the pooled row and its RMSNorm / RoPE
+            // scratch.
             let (hd, rd, half) = (c.head_dim, md.rope_dim, md.half_rope);
             let tile = c.ratio * ch;
             v.extend([
@@ -303,6 +341,7 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                 row("ape_rows", Ub, F32, t * hd, 1, Some(hd)),
                 row("pool_kv", Ub, F32, tile, 1, Some(ch)),
                 row("pool_score", Ub, F32, tile, 1, Some(ch)),
+                row("pool_ape", Ub, F32, tile, 1, Some(ch)),
                 row("pool_max", Ub, F32, tile / 2, 1, None),
                 row("pooled", Ub, F32, hd, 1, None),
                 row("squares", Ub, F32, hd, 1, None),
@@ -363,76 +402,94 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
             let (m_pad, l0_k) = (ht.next_multiple_of(16), dk.max(kv));
             let lanes = d.window.next_multiple_of(8);
             let (tile, rope_tile) = (ht * hd, ht * rope);
+            let chunk =
+                compressed_chunk_rows(hd, ht, union, d.block_size, d.compressed_rows, d.chip);
             use Mem::*;
             let mut v = vec![
                 // attention_cube.h, both cube kernels: a request's union rows (K = V) and
-                // the query-side tiles (q rows or probability rows, whichever is wider).
-                row("cube_union", L1, Bf16, union * hd, 1, None),
-                row("cube_a_tile", L1, Bf16, m_pad * hd.max(union), 2, None),
+                // the query-side tiles (q rows or probability rows, whichever is wider);
+                // attention_compressed.h a chunk of compressed rows and the same tiles.
+                row("cube_union", L1, Bf16, union.max(chunk) * hd, 1, None),
+                row(
+                    "cube_a_tile",
+                    L1,
+                    Bf16,
+                    m_pad * hd.max(union).max(chunk),
+                    2,
+                    None,
+                ),
                 row("cube_a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
                 row("cube_b_l0", L0b, Bf16, dk * kv, 2, None),
                 row("cube_c_l0", L0c, F32, m_pad * l0_k, 2, None),
+                // The vector kernels' UB rows are each one kernel's own (`only_in`).
                 // attention_softmax.h: a tile of head rows over the union lanes, one
                 // token's index row (DataCopyPad) for the contract check, per-lane
                 // constants and per-head statistics (one 32-byte slot per row result).
-                row("softmax_scores", Ub, F32, ht * union, 2, Some(ht * union)),
-                row("softmax_probs", Ub, Bf16, ht * union, 2, Some(ht * union)),
-                row("softmax_index_row", Ub, I32, lanes, 1, None),
-                row("softmax_union", Ub, I32, union, 1, None),
-                row("softmax_lane_offsets", Ub, I32, lanes, 1, None),
-                row("softmax_gather_offsets", Ub, I32, lanes, 1, None),
-                row("softmax_expected", Ub, I32, lanes, 1, None),
-                row("softmax_mismatch", Ub, F32, lanes, 1, None),
-                row("softmax_lane", Ub, F32, union, 1, None),
-                row("softmax_bias", Ub, F32, union, 1, None),
-                row("softmax_clamp", Ub, F32, union, 1, None),
-                row("softmax_reduce_tmp", Ub, F32, union, 1, None),
-                row("softmax_row_stats", Ub, F32, ht * 8, 1, None),
-                row("softmax_sink", Ub, F32, h, 1, Some(h)),
-                row("softmax_row_max", Ub, F32, h, 1, None),
-                row("softmax_row_sum", Ub, F32, h, 1, None),
-                row("softmax_denom", Ub, F32, h, 1, Some(h)),
+                row("softmax_scores", Ub, F32, ht * union, 2, Some(ht * union))
+                    .only_in("attention_softmax"),
+                row("softmax_probs", Ub, Bf16, ht * union, 2, Some(ht * union))
+                    .only_in("attention_softmax"),
+                row("softmax_index_row", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+                row("softmax_union", Ub, I32, union, 1, None).only_in("attention_softmax"),
+                row("softmax_lane_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+                row("softmax_gather_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+                row("softmax_expected", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+                row("softmax_mismatch", Ub, F32, lanes, 1, None).only_in("attention_softmax"),
+                row("softmax_lane", Ub, F32, union, 1, None).only_in("attention_softmax"),
+                row("softmax_bias", Ub, F32, union, 1, None).only_in("attention_softmax"),
+                row("softmax_clamp", Ub, F32, union, 1, None).only_in("attention_softmax"),
+                row("softmax_reduce_tmp", Ub, F32, union, 1, None).only_in("attention_softmax"),
+                row("softmax_row_stats", Ub, F32, ht * 8, 1, None).only_in("attention_softmax"),
+                row("softmax_sink", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
+                row("softmax_row_max", Ub, F32, h, 1, None).only_in("attention_softmax"),
+                row("softmax_row_sum", Ub, F32, h, 1, None).only_in("attention_softmax"),
+                row("softmax_denom", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
                 // attention_finish.h: a tile of head rows in and out (out leaves in runs of
                 // whole heads), the token's denominators and freqs half-rows (DataCopyPad),
                 // the rope gather tables.
-                row("finish_o", Ub, F32, tile, 2, Some(tile)),
-                row("finish_out", Ub, Bf16, tile, 2, Some(hd)),
-                row("finish_denom", Ub, F32, h, 1, Some(h)),
-                row("finish_divisor", Ub, F32, hd, 1, None),
-                row("finish_cos_row", Ub, Bf16, rope / 2, 1, None),
-                row("finish_sin_row", Ub, Bf16, rope / 2, 1, None),
-                row("finish_trig", Ub, F32, 3 * rope / 2, 1, None),
-                row("finish_cos_table", Ub, F32, rope_tile, 1, None),
-                row("finish_sin_table", Ub, F32, rope_tile, 1, None),
-                row("finish_rope", Ub, F32, rope_tile, 1, None),
-                row("finish_partner", Ub, F32, rope_tile, 1, None),
-                row("finish_rope_offsets", Ub, I32, rope_tile, 1, None),
-                row("finish_partner_offsets", Ub, I32, rope_tile, 1, None),
-                row("finish_cos_offsets", Ub, I32, rope_tile, 1, None),
-                row("finish_sin_offsets", Ub, I32, rope_tile, 1, None),
+                row("finish_o", Ub, F32, tile, 2, Some(tile)).only_in("attention_finish"),
+                row("finish_out", Ub, Bf16, tile, 2, Some(hd)).only_in("attention_finish"),
+                row("finish_denom", Ub, F32, h, 1, Some(h)).only_in("attention_finish"),
+                row("finish_divisor", Ub, F32, hd, 1, None).only_in("attention_finish"),
+                row("finish_cos_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
+                row("finish_sin_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
+                row("finish_trig", Ub, F32, 3 * rope / 2, 1, None).only_in("attention_finish"),
+                row("finish_cos_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_sin_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_rope", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_partner", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_rope_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_partner_offsets", Ub, I32, rope_tile, 1, None)
+                    .only_in("attention_finish"),
+                row("finish_cos_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+                row("finish_sin_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
             ];
-            if d.compressed_attention {
-                // attention_compressed.h. Its AIC allocates the window cube's buffers or less
-                // (a tile of kv_rows ≤ union rows; same L0 tiles), so it adds no cube rows.
-                // AIV: 8 heads of one token's scores in and probabilities out, per-lane
-                // constants, the running statistics of its half of a request's tokens, and
-                // one head row of o and of the tile's part.
+            if chunk > 0 {
+                // attention_compressed.h. Its AIC allocates the cube rows above (a chunk in
+                // the union's row; same L0 tiles). AIV: 8 heads of one token's scores in and
+                // probabilities out over a chunk's lanes, per-lane constants, the running
+                // statistics of its half of a request's tokens, and one head row of o and of
+                // the chunk's part.
                 let (vh, stats) = (8, d.decode_seq / 2 * h);
                 v.extend([
-                    row("cmp_scores", Ub, F32, vh * kv, 1, Some(vh * kv)),
-                    row("cmp_probs", Ub, Bf16, vh * kv, 1, Some(vh * kv)),
-                    row("cmp_lane", Ub, F32, kv, 1, None),
-                    row("cmp_bias", Ub, F32, kv, 1, None),
-                    row("cmp_reduce_tmp", Ub, F32, kv, 1, None),
-                    row("cmp_row_stats", Ub, F32, vh * 8, 1, None),
-                    row("cmp_run_max", Ub, F32, stats, 1, Some(stats)),
-                    row("cmp_run_denom", Ub, F32, stats, 1, Some(stats)),
-                    row("cmp_tile_max", Ub, F32, stats, 1, None),
-                    row("cmp_tile_sum", Ub, F32, stats, 1, None),
-                    row("cmp_alpha", Ub, F32, stats, 1, None),
-                    row("cmp_beta", Ub, F32, stats, 1, None),
-                    row("cmp_o", Ub, F32, hd, 1, Some(hd)),
-                    row("cmp_part", Ub, F32, hd, 1, Some(hd)),
+                    row("cmp_scores", Ub, F32, vh * chunk, 1, Some(vh * chunk))
+                        .only_in("attention_compressed"),
+                    row("cmp_probs", Ub, Bf16, vh * chunk, 1, Some(vh * chunk))
+                        .only_in("attention_compressed"),
+                    row("cmp_lane", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                    row("cmp_bias", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                    row("cmp_reduce_tmp", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                    row("cmp_row_stats", Ub, F32, vh * 8, 1, None).only_in("attention_compressed"),
+                    row("cmp_run_max", Ub, F32, stats, 1, Some(stats))
+                        .only_in("attention_compressed"),
+                    row("cmp_run_denom", Ub, F32, stats, 1, Some(stats))
+                        .only_in("attention_compressed"),
+                    row("cmp_tile_max", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                    row("cmp_tile_sum", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                    row("cmp_alpha", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                    row("cmp_beta", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                    row("cmp_o", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
+                    row("cmp_part", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
                 ]);
             }
             v
@@ -462,7 +519,10 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                     None,
                 ),
             ];
-            let room = d.chip.ub_bytes.saturating_sub(bytes_in(&quant, Ub, d.chip));
+            let room = d
+                .chip
+                .ub_bytes
+                .saturating_sub(bytes_in(&quant, Ub, d.chip) + bytes_in(&split_k(), Ub, d.chip));
             // group_combine.h: one row × c columns of every group's products; the scales
             // (one 32-byte block per group; o_groups is TP 1's count, an upper bound) move
             // with DataCopyPad.
@@ -471,6 +531,7 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
             // wo_a (bf16) and wo_b (int8) run the shared matmul with the same tiles.
             let mut v = matmul(m.value, n.value, k.value, d.chip);
             v.extend(quant);
+            v.extend(split_k());
             v.extend([
                 row("combine_p", Ub, I32, c, 2, Some(c)),
                 row("combine_scales", Ub, F32, groups * 8, 1, None),
@@ -561,6 +622,39 @@ fn compressor_vector(
 
 /// Rows of the window attention's per-request union (a token's window plus one new row
 /// per later token of its request), rounded up to whole 16-row fractals.
+/// Compressed rows per chunk of `attention_compressed.h` (0 without compressed rows): as
+/// many whole pages (and fractals) as L1 holds beside the two head-tile rows, at most
+/// [`MAX_CHUNK`] (its UB rows grow with it) and no more than `max_rows` need. Every chunk
+/// moves a request's o and part through GM once, so fewer, larger chunks move less.
+pub fn compressed_chunk_rows(
+    head_dim: usize,
+    head_tile: usize,
+    union: usize,
+    block_size: usize,
+    max_rows: usize,
+    chip: &Chip,
+) -> usize {
+    if max_rows == 0 {
+        return 0;
+    }
+    let unit = block_size.max(16).next_multiple_of(16);
+    let m_pad = head_tile.next_multiple_of(16);
+    let l1 = |rows: usize| {
+        let bf16 = DType::Bf16.size();
+        rows.max(union) * head_dim * bf16 + 2 * m_pad * head_dim.max(union).max(rows) * bf16
+    };
+    let mut chunk = unit;
+    while chunk + unit <= MAX_CHUNK.min(max_rows.next_multiple_of(unit))
+        && l1(chunk + unit) <= chip.l1_bytes
+    {
+        chunk += unit;
+    }
+    chunk
+}
+
+/// The largest compressed-row chunk (f32 scores of 8 heads: 16 KiB of UB).
+pub const MAX_CHUNK: usize = 512;
+
 pub fn attention_union_rows(window: usize, decode_seq: usize) -> usize {
     (window + decode_seq - 1).next_multiple_of(16)
 }

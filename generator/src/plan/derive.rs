@@ -25,7 +25,7 @@ pub(super) fn for_tp(
         chip: base.chip,
         window: base.attention.window,
         decode_seq: base.decode_seq,
-        compressed_attention: base.attention.max_compressed_rows > 0,
+        compressed_rows: base.attention.max_compressed_rows,
     };
     let mut stages = Vec::new();
     for st in &base.stages {

@@ -488,9 +488,9 @@ impl LayerSpec {
             .get("layer")
             .and_then(serde_json::Value::as_str)
             .unwrap_or("");
-        if layer != "swa" {
+        if layer != "swa" && layer != "hca" {
             return Err(DimsError(format!(
-                "meta.json: only SWA reference vectors are described by this format, got layer `{layer}`"
+                "meta.json: only SWA and HCA reference vectors are described by this format, got layer `{layer}`"
             )));
         }
         let tp = meta
@@ -521,9 +521,35 @@ impl LayerSpec {
             },
             tp,
         };
-        let spec = LayerSpec {
-            dims,
-            kind: LayerKind::Swa,
+        let spec = if layer == "swa" {
+            LayerSpec {
+                dims,
+                kind: LayerKind::Swa,
+            }
+        } else {
+            // A compressed layer's RoPE (its tables are inputs; the profile builds fixtures).
+            let rope = RopeProfile {
+                theta: num("dims", "compress_rope_theta")?,
+                yarn: Some(Yarn {
+                    factor: num("dims", "rope_factor")?,
+                    beta_fast: num("dims", "beta_fast")?,
+                    beta_slow: num("dims", "beta_slow")?,
+                    original_max_pos: int("dims", "original_max_position_embeddings")?,
+                }),
+            };
+            LayerSpec {
+                dims: Dims {
+                    max_seq_len: int("module_constants", "MAX_SEQ_LEN")?,
+                    rope,
+                    ..dims
+                },
+                kind: LayerKind::Hca(HcaDims {
+                    ratio: int("module_constants", "COMPRESS_RATIO")?,
+                    state_block: int("module_constants", "COMPRESS_STATE_BLOCK_SIZE")?,
+                    state_pool_blocks: int("deployment", "HCA_STATE_PHYSICAL_BLOCKS")?,
+                    cmp_pool_blocks: int("deployment", "KV_CMP_BLOCK_NUM")?,
+                }),
+            }
         };
         spec.validate()?;
         Ok(spec)

@@ -3,13 +3,16 @@
 // online softmax over the request's compressed rows 0 .. C_t - 1, with
 //   C_t = min((p_t + 1) / RATIO, kv_seq_lens[b] / RATIO, MAX_ROWS).
 // A request's tokens share the prefix 0 .. C_max - 1 (C_max = max_t C_t); it is processed
-// in KV_TILE-row tiles (KV_TILE / BLOCK_SIZE pages through cmp_block_table). Per tile:
-//   AIC: gathers the tile into L1 (rows >= C_max zero), scores = q_request · tileᵀ (f32)
+// in chunks of up to CHUNK rows (CHUNK / BLOCK_SIZE pages through cmp_block_table, as many
+// as L1 holds: every chunk costs a round trip of o and part through GM, so few is cheap).
+// A chunk has `lanes` = its rows rounded up to 16 (the last one may be shorter). Per chunk:
+//   AIC: gathers the chunk into L1 (rows >= C_max zero), scores = q_request · chunkᵀ (f32;
+//        L0 tiles of KV_TILE rows and D_TILE head dims)
 //   AIV: z = score * SCALE, lanes r >= C_t masked to -1e20; m_i = max z, e = exp(z - m_i),
 //        l_i = sum e (f32), probs = bf16(e) (zeros for a token with no row in the tile);
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
-//   AIC: part = probs_request · tile (f32)
+//   AIC: part = probs_request · chunk (f32)
 //   AIV: o' = alpha * o + beta * part
 // `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
@@ -46,29 +49,38 @@ struct CompressedRows {
         }
     }
 
-    __aicore__ inline uint32_t Tiles() const { return CeilDiv(static_cast<uint32_t>(rows), P::KV_TILE); }
+    __aicore__ inline uint32_t Chunks() const { return CeilDiv(static_cast<uint32_t>(rows), P::CHUNK); }
+
+    // Lanes of chunk j: its rows rounded up to whole fractals.
+    __aicore__ inline uint32_t Lanes(uint32_t j) const
+    {
+        const uint32_t left = static_cast<uint32_t>(rows) - j * P::CHUNK;
+        return AlignUp(left < P::CHUNK ? left : P::CHUNK, 16u);
+    }
 };
 
-// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, SCALE.
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK, SCALE.
 template <class P>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
     static constexpr uint32_t ROWS = P::SEQ * P::HEADS;
     static constexpr uint32_t HD = P::HEAD_DIM;
-    static constexpr uint32_t TILE = P::KV_TILE;
-    static constexpr uint32_t TILE_BLOCKS = TILE / FRACTAL;
+    static constexpr uint32_t TILE = P::KV_TILE;  // cube L0 step over rows
+    static constexpr uint32_t CHUNK = P::CHUNK;
+    static constexpr uint32_t CHUNK_BLOCKS = CHUNK / FRACTAL;
     static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
-    static constexpr uint32_t A_COLS = HD > TILE ? HD : TILE;
+    static constexpr uint32_t A_COLS = HD > CHUNK ? HD : CHUNK;
     static constexpr uint32_t L0_K = P::D_TILE > TILE ? P::D_TILE : TILE;
     static constexpr uint32_t TOKENS = P::SEQ / 2;  // per AIV
     static constexpr uint32_t STATS = TOKENS * P::HEADS;
     static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);
     static constexpr uint32_t VH = SLOT;  // heads per vector tile (kept small: UB is shared with the window)
-    static constexpr uint32_t SCORE_TILE = VH * TILE;
+    static constexpr uint32_t SCORE_TILE = VH * CHUNK;  // capacity; a chunk uses VH * lanes
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
-    static_assert(TILE % FRACTAL == 0 && TILE % P::BLOCK_SIZE == 0, "KV_TILE: whole fractals and whole pages");
+    static_assert(TILE % FRACTAL == 0, "KV_TILE: whole fractals");
+    static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
 
@@ -130,7 +142,7 @@ private:
 
     __aicore__ inline void InitCube()
     {
-        pipe_.InitBuffer(tile_, TILE * HD * sizeof(bfloat16_t));
+        pipe_.InitBuffer(tile_, CHUNK * HD * sizeof(bfloat16_t));
         pipe_.InitBuffer(aTile_, 2, M_PAD * A_COLS * sizeof(bfloat16_t));
         pipe_.InitBuffer(aL0_, 2, M_PAD * L0_K * sizeof(bfloat16_t));
         pipe_.InitBuffer(bL0_, 2, P::D_TILE * TILE * sizeof(bfloat16_t));
@@ -142,40 +154,46 @@ private:
         CompressedRows<P> c;
         c.Read(positions_, lens_, b);
         const uint64_t row0 = static_cast<uint64_t>(b) * ROWS;
-        for (uint32_t j = 0; j < c.Tiles(); ++j) {
-            LoadTile(b, j, static_cast<uint32_t>(c.rows), td);
+        const uint64_t slab = row0 * CHUNK;  // the request's scores and probs
+        for (uint32_t j = 0; j < c.Chunks(); ++j) {
+            // scores and probs rows of this chunk are `lanes` wide
+            const uint32_t lanes = c.Lanes(j);
+            LoadChunk(b, j, static_cast<uint32_t>(c.rows), lanes, td);
             for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
-                Matmul<false>(a, 0, TILE, scores_[(row0 + m0) * TILE], TILE);
+                for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
+                    Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[slab + m0 * lanes + n0], lanes);
+                }
                 aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[(row0 + m0) * TILE], TILE);
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[slab + m0 * lanes], lanes);
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, n0, P::D_TILE, part_[(row0 + m0) * HD + n0], HD);
+                    Matmul<true>(a, lanes, n0, P::D_TILE, part_[(row0 + m0) * HD + n0], HD);
                 }
                 aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
-            // The tile may be overwritten once every load from it has been issued.
+            // The chunk may be overwritten once every load from it has been issued.
             Handshake<AscendC::HardEvent::MTE1_MTE2>();
         }
     }
 
-    // Compressed rows [j*TILE, j*TILE + TILE) of request b into the NZ tile [TILE, HD], one
-    // page run per DMA; rows >= C_max are zero. Every page covering a visible row must be a
-    // page of the pool (hca_csa.md §11.5): a violation stops the launch.
-    __aicore__ inline void LoadTile(uint32_t b, uint32_t j, uint32_t rows, const TilingData& td)
+    // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into the NZ chunk [CHUNK, HD],
+    // one page run per DMA; rows >= C_max are zero. Every page covering a visible row must be
+    // a page of the pool (hca_csa.md §11.5): a violation stops the launch.
+    __aicore__ inline void LoadChunk(uint32_t b, uint32_t j, uint32_t rows, uint32_t lanes, const TilingData& td)
     {
         AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>();
-        const uint32_t r0 = j * TILE;
-        const uint32_t n = Min(TILE, rows - r0);
-        if (n < TILE) {
+        const uint32_t r0 = j * CHUNK;
+        const uint32_t n = Min(CHUNK, rows - r0);
+        if (n < lanes) {
+            // rows n .. lanes of every column block (CHUNK rows high)
             AscendC::Fill(u[n * FRACTAL], AscendC::InitConstValueParams<bfloat16_t>(
-                                              static_cast<uint16_t>(HD / FRACTAL), static_cast<uint16_t>(TILE - n),
-                                              static_cast<uint16_t>(n), bfloat16_t(0.0f)));
+                                              static_cast<uint16_t>(HD / FRACTAL), static_cast<uint16_t>(lanes - n),
+                                              static_cast<uint16_t>(CHUNK - lanes + n), bfloat16_t(0.0f)));
         }
         for (uint32_t k = 0; k < n; k += P::BLOCK_SIZE) {
             const uint32_t logical = (r0 + k) / P::BLOCK_SIZE;
@@ -188,7 +206,7 @@ private:
                            b, logical, page, td.cmp_nb);
             const uint32_t run = Min(P::BLOCK_SIZE, n - k);
             AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(page) * P::BLOCK_SIZE * HD],
-                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), HD, 0, HD, TILE, 1, 0));
+                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), HD, 0, HD, CHUNK, 1, 0));
         }
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
     }
@@ -202,16 +220,16 @@ private:
         return aTile_.DeQue<bfloat16_t>();
     }
 
-    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen]. Scores (VALUES false): k = head dims,
-    // B = tileᵀ. Values (VALUES true): k = tile rows, B = tile (fractals transposed to L0B).
+    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
+    // head dims, B = chunkᵀ. Values (VALUES true): k = chunk lanes, B = chunk (fractals
+    // transposed to L0B).
     template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t n0, uint32_t nLen,
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t n0, uint32_t nLen,
                                   const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
     {
-        constexpr uint32_t K = VALUES ? TILE : HD;
         constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>(), n0, nLen,
-                                                                    dst, dstStride);
+        HeadTileMmad<P::HEAD_TILE, K_CHUNK, CHUNK_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>(), k, n0,
+                                                                  nLen, dst, dstStride);
     }
 
     // ---- AIV ----
@@ -220,9 +238,9 @@ private:
     {
         pipe_.InitBuffer(scoresQ_, 1, SCORE_TILE * sizeof(float));
         pipe_.InitBuffer(probsQ_, 1, SCORE_TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(lane_, TILE * sizeof(float));
-        pipe_.InitBuffer(bias_, TILE * sizeof(float));
-        pipe_.InitBuffer(reduceTmp_, TILE * sizeof(float));
+        pipe_.InitBuffer(lane_, CHUNK * sizeof(float));
+        pipe_.InitBuffer(bias_, CHUNK * sizeof(float));
+        pipe_.InitBuffer(reduceTmp_, CHUNK * sizeof(float));
         pipe_.InitBuffer(rowStats_, VH * SLOT * sizeof(float));
         pipe_.InitBuffer(runMax_, STATS * sizeof(float));
         pipe_.InitBuffer(runDenom_, STATS * sizeof(float));
@@ -233,7 +251,7 @@ private:
         pipe_.InitBuffer(oRow_, HD * sizeof(float));
         pipe_.InitBuffer(partRow_, HD * sizeof(float));
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
-        for (uint32_t k = 0; k < TILE; ++k) {
+        for (uint32_t k = 0; k < CHUNK; ++k) {
             lane.SetValue(k, static_cast<float>(k));
         }
         ScalarToVector();
@@ -243,8 +261,8 @@ private:
     {
         CompressedRows<P> c;
         c.Read(positions_, lens_, b);
-        const uint32_t tiles = c.Tiles();
-        if (tiles == 0) {
+        const uint32_t chunks = c.Chunks();
+        if (chunks == 0) {
             return;
         }
         const uint64_t stats0 = (static_cast<uint64_t>(b) * P::SEQ + s0) * P::HEADS;
@@ -253,15 +271,16 @@ private:
         AscendC::DataCopy(m, rowMax_[stats0], STATS);
         AscendC::DataCopy(den, denom_[stats0], STATS);
         Handshake<AscendC::HardEvent::MTE2_V>();
-        for (uint32_t j = 0; j < tiles; ++j) {
+        for (uint32_t j = 0; j < chunks; ++j) {
+            const uint32_t lanes = c.Lanes(j);
             AscendC::CrossCoreWaitFlag(SCORES_READY);
             for (uint32_t s = 0; s < TOKENS; ++s) {
-                const int32_t left = c.visible[s0 + s] - static_cast<int32_t>(j * TILE);
-                const uint32_t valid = left <= 0 ? 0u : Min(TILE, static_cast<uint32_t>(left));
+                const int32_t left = c.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
+                const uint32_t valid = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
                 const uint32_t t = b * P::SEQ + s0 + s;
-                Bias(valid);
+                Bias(valid, lanes);
                 for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
-                    Softmax(t, s, h0, valid);
+                    Softmax(t, s, h0, valid, lanes);
                 }
             }
             Rescale();
@@ -280,28 +299,32 @@ private:
     }
 
     // bias[lane] = 0 for lane < valid, else -1e20: (clamp(valid - lane, 0, 1) - 1) * 1e20.
-    __aicore__ inline void Bias(uint32_t valid)
+    __aicore__ inline void Bias(uint32_t valid, uint32_t lanes)
     {
         AscendC::LocalTensor<float> bias = bias_.Get<float>();
-        AscendC::Muls(bias, lane_.Get<float>(), -1.0f, TILE);
-        AscendC::Adds(bias, bias, static_cast<float>(valid), TILE);
-        AscendC::Maxs(bias, bias, 0.0f, TILE);
-        AscendC::Mins(bias, bias, 1.0f, TILE);
-        AscendC::Adds(bias, bias, -1.0f, TILE);
-        AscendC::Muls(bias, bias, MASK, TILE);
+        AscendC::Muls(bias, lane_.Get<float>(), -1.0f, lanes);
+        AscendC::Adds(bias, bias, static_cast<float>(valid), lanes);
+        AscendC::Maxs(bias, bias, 0.0f, lanes);
+        AscendC::Mins(bias, bias, 1.0f, lanes);
+        AscendC::Adds(bias, bias, -1.0f, lanes);
+        AscendC::Muls(bias, bias, MASK, lanes);
     }
 
-    // VH heads of token t (local index s) over tile lanes: tile max and sum into the
+    // VH heads of token t (local index s) over the chunk's lanes: tile max and sum into the
     // statistics, bf16 probabilities out. A token without a row in the tile gets zero
     // probabilities and (m_i, l_i) = (-1e20, 0), which merges as a no-op.
-    __aicore__ inline void Softmax(uint32_t t, uint32_t s, uint32_t h0, uint32_t valid)
+    __aicore__ inline void Softmax(uint32_t t, uint32_t s, uint32_t h0, uint32_t valid, uint32_t lanes)
     {
         const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
+        // the request's slab of scores and probs holds this chunk's rows `lanes` apart
+        const uint32_t b = t / P::SEQ;
+        const uint64_t at = static_cast<uint64_t>(b) * ROWS * CHUNK + (row - static_cast<uint64_t>(b) * ROWS) * lanes;
+        const uint32_t len = VH * lanes;
         AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
         AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         if (valid == 0) {
-            AscendC::Duplicate(p, bfloat16_t(0.0f), SCORE_TILE);
+            AscendC::Duplicate(p, bfloat16_t(0.0f), len);
             VectorToScalar();
             for (uint32_t h = 0; h < VH; ++h) {
                 tileMax.SetValue(s * P::HEADS + h0 + h, -MASK);
@@ -309,28 +332,28 @@ private:
             }
         } else {
             AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
-            AscendC::DataCopy(z, scores_[row * TILE], SCORE_TILE);
+            AscendC::DataCopy(z, scores_[at], len);
             scoresQ_.EnQue(z);
             z = scoresQ_.DeQue<float>();
             AscendC::LocalTensor<float> bias = bias_.Get<float>();
             AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
             AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
-            AscendC::Muls(z, z, P::SCALE, SCORE_TILE);
+            AscendC::Muls(z, z, P::SCALE, len);
             for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Add(z[h * TILE], z[h * TILE], bias, TILE);
-                AscendC::ReduceMax(stats[h * SLOT], z[h * TILE], tmp, TILE);
+                AscendC::Add(z[h * lanes], z[h * lanes], bias, lanes);
+                AscendC::ReduceMax(stats[h * SLOT], z[h * lanes], tmp, lanes);
             }
             VectorToScalar();
             for (uint32_t h = 0; h < VH; ++h) {
                 const float mi = stats.GetValue(h * SLOT);
                 tileMax.SetValue(s * P::HEADS + h0 + h, mi);
-                AscendC::Adds(z[h * TILE], z[h * TILE], -mi, TILE);
+                AscendC::Adds(z[h * lanes], z[h * lanes], -mi, lanes);
             }
-            AscendC::Exp(z, z, SCORE_TILE);
+            AscendC::Exp(z, z, len);
             for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::ReduceSum(stats[h * SLOT], z[h * TILE], tmp, TILE);
+                AscendC::ReduceSum(stats[h * SLOT], z[h * lanes], tmp, lanes);
             }
-            AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, SCORE_TILE);
+            AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
             scoresQ_.FreeTensor(z);
             VectorToScalar();
             for (uint32_t h = 0; h < VH; ++h) {
@@ -339,7 +362,7 @@ private:
         }
         probsQ_.EnQue(p);
         p = probsQ_.DeQue<bfloat16_t>();
-        AscendC::DataCopy(probs_[row * TILE], p, SCORE_TILE);
+        AscendC::DataCopy(probs_[at], p, len);
         probsQ_.FreeTensor(p);
     }
 

@@ -97,8 +97,8 @@ public:
     {
         constexpr uint32_t K = VALUES ? P::UNION_ROWS : P::HEAD_DIM;
         constexpr uint32_t K_CHUNK = VALUES ? P::KV_TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K, K_CHUNK, UNION_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), n0,
-                                                                     nLen, dst, dstStride);
+        HeadTileMmad<P::HEAD_TILE, K_CHUNK, UNION_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), K, n0,
+                                                                  nLen, dst, dstStride);
     }
 
 private:

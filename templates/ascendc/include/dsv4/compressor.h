@@ -1,21 +1,24 @@
 // The ratio-R compressor without overlap (HCA, hca_csa.md §4.1–4.3, §4.5), vector side.
-// The projections kvp = x·wkvᵀ and sc = x·wgateᵀ come from the cube matmul (f32). One
-// work item is one request of SEQ tokens, handled by one block in this order:
-//  1. state update: sc[t] += ape[p_t mod R]; if state_slot_mapping[t] >= 0 the state row
-//     of that slot := [kvp[t] | sc[t]] (f32). Every token of the step is written.
-//  2. if a token of the request has (p+1) mod R == 0 (the first one: R > SEQ allows at most
-//     one) and its cmp_slot_mapping entry is >= 0: pool the R state rows of positions
-//     e−R+1 .. e, read through the state block table (R / STATE_BS whole pages; a negative
-//     page reads as kv 0, score FP32_NEG_INF). Per channel c:
+// The projections kvp = x·wkvᵀ and sc = x·wgateᵀ come from the cube matmul (f32). Two
+// launches, so that every request sees the state as the requests before it left it
+// (dsv4/state_overlay.h):
+//  Compressor (one request per work item, blocks over requests): if a token of the request
+//     has (p+1) mod R == 0 (the first one: R > SEQ allows at most one) and its
+//     cmp_slot_mapping entry is >= 0, pool the R state rows of positions e−R+1 .. e, read
+//     through the state block table (R / STATE_BS whole pages; a negative page reads as kv 0,
+//     score FP32_NEG_INF) - or, for a row a token t' of requests 0..b writes this step, its
+//     new row [kvp[t'] | sc[t'] + ape[p_t' mod R]]. Per channel c:
 //        pooled_c = Σ_q kv_q,c · exp(s_q,c − max_q s_q,c) / Σ_q exp(s_q,c − max_q s_q,c)
 //     in CH-channel tiles (max, exp, products and both sums as halving trees over the R
 //     rows), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
 //     interleaved rotation of the last RD dims with the request's cmp_freqs row, bf16 RNE
-//     into cmp_kv row cmp_slot_mapping[boundary token].
-// A −1 cmp slot discards the pooled row, so it is not computed. The pooling reads the rows
-// step 1 just wrote (through GM): an MTE3→MTE2 handshake orders them.
+//     into cmp_kv row cmp_slot_mapping[boundary token]. A −1 cmp slot discards the pooled
+//     row, so it is not computed. The state is only read.
+//  CompressorCommit (one request's SEQ tokens per work item): sc[t] += ape[p_t mod R]; if
+//     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
 #pragma once
 
+#include "dsv4/state_overlay.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
 
@@ -80,11 +83,9 @@ private:
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stateTable));
         state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
         cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
-        pipe_.InitBuffer(kvRows_, SEQ * HD * sizeof(float));
-        pipe_.InitBuffer(scoreRows_, SEQ * HD * sizeof(float));
-        pipe_.InitBuffer(apeRows_, SEQ * HD * sizeof(float));
         pipe_.InitBuffer(poolKv_, TILE * sizeof(float));
         pipe_.InitBuffer(poolScore_, TILE * sizeof(float));
+        pipe_.InitBuffer(poolApe_, TILE * sizeof(float));
         pipe_.InitBuffer(colMax_, TILE / 2 * sizeof(float));
         pipe_.InitBuffer(pooled_, HD * sizeof(float));
         pipe_.InitBuffer(work_, HD * sizeof(float));
@@ -121,15 +122,13 @@ private:
     __aicore__ inline void Request(uint32_t b)
     {
         const uint32_t tok0 = b * SEQ;
-        int32_t pos[SEQ];
-        int32_t boundary = -1;
-        for (uint32_t s = 0; s < SEQ; ++s) {
-            pos[s] = positions_.GetValue(tok0 + s);
-            if (boundary < 0 && (static_cast<uint32_t>(pos[s]) + 1) % R == 0) {
+        int32_t boundary = -1, pos = 0;
+        for (uint32_t s = 0; s < SEQ && boundary < 0; ++s) {
+            pos = positions_.GetValue(tok0 + s);
+            if ((static_cast<uint32_t>(pos) + 1) % R == 0) {
                 boundary = static_cast<int32_t>(s);
             }
         }
-        UpdateState(tok0, pos);
         if (boundary < 0) {
             return;
         }
@@ -137,42 +136,16 @@ private:
         if (cmpSlot < 0) {
             return;
         }
-        const uint32_t first = (static_cast<uint32_t>(pos[boundary]) + 1 - R) / BS;
+        const uint32_t first = (static_cast<uint32_t>(pos) + 1 - R) / BS;
         int32_t pages[PAGES];
         for (uint32_t p = 0; p < PAGES; ++p) {
             pages[p] = table_.GetValue(uint64_t(b) * P::TABLE_W + first + p);
         }
+        overlay_.Build(stateSlots_, tok0 + SEQ, pages);
         for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
             PoolTile(pages, c0);
         }
         Finish(b, static_cast<uint64_t>(cmpSlot));
-    }
-
-    // Step 1 for the request's SEQ tokens from token tok0.
-    __aicore__ inline void UpdateState(uint32_t tok0, const int32_t* pos)
-    {
-        AscendC::LocalTensor<float> kv = kvRows_.Get<float>();
-        AscendC::LocalTensor<float> sc = scoreRows_.Get<float>();
-        AscendC::LocalTensor<float> ape = apeRows_.Get<float>();
-        AscendC::DataCopy(kv, kvp_[uint64_t(tok0) * HD], SEQ * HD);
-        AscendC::DataCopy(sc, score_[uint64_t(tok0) * HD], SEQ * HD);
-        for (uint32_t s = 0; s < SEQ; ++s) {
-            AscendC::DataCopy(ape[s * HD], ape_[uint64_t(static_cast<uint32_t>(pos[s]) % R) * HD], HD);
-        }
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::Add(sc, sc, ape, SEQ * HD);
-        Handshake<AscendC::HardEvent::V_MTE3>();
-        for (uint32_t s = 0; s < SEQ; ++s) {
-            const int64_t slot = stateSlots_.GetValue(tok0 + s);
-            if (slot < 0) {
-                continue;
-            }
-            const uint64_t row = static_cast<uint64_t>(slot) * WIDTH;
-            AscendC::DataCopy(state_[row], kv[s * HD], HD);
-            AscendC::DataCopy(state_[row + HD], sc[s * HD], HD);
-        }
-        // The window reads below and the next request's loads come after these writes.
-        Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
     // Channels [c0, c0 + CH) of the window: pooled_[c0 ..] = Σ kv·e / Σ e.
@@ -180,7 +153,9 @@ private:
     {
         AscendC::LocalTensor<float> kv = poolKv_.Get<float>();
         AscendC::LocalTensor<float> sc = poolScore_.Get<float>();
-        // Page p's BS rows: CH channels of each, the rest of the state row skipped.
+        AscendC::LocalTensor<float> ape = poolApe_.Get<float>();
+        // Page p's BS rows: CH channels of each, the rest of the state row skipped; a row this
+        // step's requests 0..b write comes from the writer's projections and APE row.
         const AscendC::DataCopyParams rows(BS, BlocksOf<float>(CH), BlocksOf<float>(WIDTH - CH), 0);
         for (uint32_t p = 0; p < PAGES; ++p) {
             if (pages[p] < 0) {
@@ -189,10 +164,34 @@ private:
                 continue;
             }
             const uint64_t base = uint64_t(static_cast<uint32_t>(pages[p])) * BS * WIDTH + c0;
-            AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
-            AscendC::DataCopy(sc[p * BS * CH], state_[base + HD], rows);
+            if (!overlay_.Touched(p)) {
+                AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
+                AscendC::DataCopy(sc[p * BS * CH], state_[base + HD], rows);
+                continue;
+            }
+            for (uint32_t r = 0; r < BS; ++r) {
+                const uint32_t at = (p * BS + r) * CH;
+                const int32_t w = overlay_.Writer(p, r);
+                if (w < 0) {
+                    AscendC::DataCopy(kv[at], state_[base + r * WIDTH], CH);
+                    AscendC::DataCopy(sc[at], state_[base + r * WIDTH + HD], CH);
+                    continue;
+                }
+                const uint32_t apeRow = static_cast<uint32_t>(positions_.GetValue(w)) % R;
+                AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * HD + c0], CH);
+                AscendC::DataCopy(sc[at], score_[uint64_t(w) * HD + c0], CH);
+                AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * HD + c0], CH);
+            }
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
+        for (uint32_t p = 0; p < PAGES; ++p) {
+            for (uint32_t r = 0; r < BS && pages[p] >= 0 && overlay_.Touched(p); ++r) {
+                if (overlay_.Writer(p, r) >= 0) {
+                    const uint32_t at = (p * BS + r) * CH;
+                    AscendC::Add(sc[at], sc[at], ape[at], CH);
+                }
+            }
+        }
         // Column max: halving tree over the rows.
         AscendC::LocalTensor<float> mx = colMax_.Get<float>();
         AscendC::Max(mx, sc, sc[TILE / 2], TILE / 2);
@@ -254,12 +253,87 @@ private:
     }
 
     AscendC::TPipe pipe_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> kvRows_, scoreRows_, apeRows_, poolKv_, poolScore_, colMax_,
-        pooled_, work_, reduceTmp_, normW_, normWIn_, out_, scalar_, trig_, offsets_, tables_, swap_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> poolKv_, poolScore_, poolApe_, colMax_, pooled_, work_, reduceTmp_,
+        normW_, normWIn_, out_, scalar_, trig_, offsets_, tables_, swap_;
+    StateOverlay<PAGES, BS> overlay_;
     AscendC::GlobalTensor<float> kvp_, score_, ape_, cos_, sin_, state_;
     AscendC::GlobalTensor<int32_t> positions_, table_;
     AscendC::GlobalTensor<int64_t> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
+};
+
+// P: HD, RATIO, SEQ (as Compressor).
+template <class P>
+class CompressorCommit {
+    static constexpr uint32_t HD = P::HD;
+    static constexpr uint32_t SEQ = P::SEQ;
+    static constexpr uint32_t WIDTH = 2 * HD;  // a state row: kv then score
+
+public:
+    __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions,
+                                      GM_ADDR stateSlots, GM_ADDR state, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        CompressorCommit op;
+        op.Init(kvp, score, ape, positions, stateSlots, state);
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            op.Request(b * SEQ);
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions, GM_ADDR stateSlots,
+                                GM_ADDR state)
+    {
+        kvp_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kvp));
+        score_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(score));
+        ape_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ape));
+        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        stateSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(stateSlots));
+        state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
+        pipe_.InitBuffer(kvRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(scoreRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(apeRows_, SEQ * HD * sizeof(float));
+    }
+
+    // The state rows of the request's SEQ tokens from token tok0.
+    __aicore__ inline void Request(uint32_t tok0)
+    {
+        AscendC::LocalTensor<float> kv = kvRows_.Get<float>();
+        AscendC::LocalTensor<float> sc = scoreRows_.Get<float>();
+        AscendC::LocalTensor<float> ape = apeRows_.Get<float>();
+        // The previous request's rows are out before these buffers take the next ones.
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
+        AscendC::DataCopy(kv, kvp_[uint64_t(tok0) * HD], SEQ * HD);
+        AscendC::DataCopy(sc, score_[uint64_t(tok0) * HD], SEQ * HD);
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            const uint32_t row = static_cast<uint32_t>(positions_.GetValue(tok0 + s)) % P::RATIO;
+            AscendC::DataCopy(ape[s * HD], ape_[uint64_t(row) * HD], HD);
+        }
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::Add(sc, sc, ape, SEQ * HD);
+        Handshake<AscendC::HardEvent::V_MTE3>();
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            const int64_t slot = stateSlots_.GetValue(tok0 + s);
+            if (slot < 0) {
+                continue;
+            }
+            const uint64_t row = static_cast<uint64_t>(slot) * WIDTH;
+            AscendC::DataCopy(state_[row], kv[s * HD], HD);
+            AscendC::DataCopy(state_[row + HD], sc[s * HD], HD);
+        }
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> kvRows_, scoreRows_, apeRows_;
+    AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
+    AscendC::GlobalTensor<int32_t> positions_;
+    AscendC::GlobalTensor<int64_t> stateSlots_;
 };
 
 }  // namespace dsv4

@@ -7,16 +7,15 @@
 
 namespace dsv4 {
 
-// dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over K in
-// K_CHUNK chunks through L0A/L0B and one L0C tile. `a` is the head tile in L1 (NZ, its
+// dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over k (a
+// multiple of 16) in K_CHUNK chunks through L0A/L0B and one L0C tile. `a` is the head tile in L1 (NZ, its
 // fractals column-major); `rows` holds the KV rows in L1 with ROW_BLOCKS row fractals per
 // column block. Scores (VALUES false): k = head dims, B = rowsᵀ (its fractals are already
 // L0B's). Values (VALUES true): k = rows, B = rows (fractals transposed on the way to L0B).
-template <uint32_t HEAD_TILE, uint32_t K, uint32_t K_CHUNK, uint32_t ROW_BLOCKS, bool VALUES, class QueA, class QueB,
-          class QueC>
+template <uint32_t HEAD_TILE, uint32_t K_CHUNK, uint32_t ROW_BLOCKS, bool VALUES, class QueA, class QueB, class QueC>
 __aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const AscendC::LocalTensor<bfloat16_t>& a,
-                                    const AscendC::LocalTensor<bfloat16_t>& rows, uint32_t n0, uint32_t nLen,
-                                    const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+                                    const AscendC::LocalTensor<bfloat16_t>& rows, uint32_t k, uint32_t n0,
+                                    uint32_t nLen, const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
 {
     constexpr uint32_t FRACTAL = 16;
     constexpr uint32_t FRACTAL_ELEMS = FRACTAL * FRACTAL;
@@ -24,8 +23,8 @@ __aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const Ascen
     constexpr uint32_t M_BLOCKS = M_PAD / FRACTAL;
     const uint32_t nb0 = n0 / FRACTAL, nBlocks = CeilDiv(nLen, FRACTAL);
     AscendC::LocalTensor<float> c = cL0.template AllocTensor<float>();
-    for (uint32_t k0 = 0; k0 < K; k0 += K_CHUNK) {
-        const uint32_t kLen = Min(K_CHUNK, K - k0);
+    for (uint32_t k0 = 0; k0 < k; k0 += K_CHUNK) {
+        const uint32_t kLen = Min(K_CHUNK, k - k0);
         const uint32_t kb0 = k0 / FRACTAL, kBlocks = kLen / FRACTAL;
         AscendC::LocalTensor<bfloat16_t> a2 = aL0.template AllocTensor<bfloat16_t>();
         AscendC::LocalTensor<bfloat16_t> b2 = bL0.template AllocTensor<bfloat16_t>();

@@ -14,9 +14,11 @@
 //     (the tail is staged through the panel's L1 buffer before the panel arrives);
 //   - B streams through L1 in TILE_K x TILE_N tiles, each read from GM once per item;
 //   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
-//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out; with
-//     ATOMIC (several k slices) the output was zeroed by a ZeroRows launch and every
-//     slice adds its partial sum with SetAtomicAdd.
+//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out. With
+//     several k slices either each writes its partial product SLICE_STRIDE_C elements
+//     after the previous one's (KSliceSum adds them up in order: bf16), or, with ATOMIC,
+//     all add theirs with SetAtomicAdd into an output a ZeroRows launch zeroed (int8:
+//     i32 adds are exact in any order).
 // Layouts (see the sim's cube.h): L1 holds NZ column blocks (ND2NZ); L0A wants (m block,
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
@@ -58,6 +60,8 @@ class Matmul {
                   "N tiles are whole fractals");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
+    static_assert(P::SLICE_K >= P::K || (P::ATOMIC != (P::SLICE_STRIDE_C > 0)),
+                  "k slices either add atomically or write their partial products apart");
 
 public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
@@ -109,7 +113,7 @@ private:
             it.panelLen = Min(PANEL_K, it.kLen);
             it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
             it.b = b_[batch * P::STRIDE_B];
-            it.c = c_[batch * P::STRIDE_C + it.m0 * P::LDC];
+            it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
             const uint32_t n0 = nr * P::RANGE_N;
             const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
             AscendC::LocalTensor<In> tail;
