@@ -139,45 +139,20 @@ pub fn read_spec(root: &Path, path: &str) -> Result<spec::Spec, SpecError> {
 pub fn read_blocks(root: &Path) -> io::Result<Vec<render::Block>> {
     let dir = root.join(render::BLOCKS_DIR);
     let mut out = Vec::new();
-    let mut stack = vec![String::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in fs::read_dir(dir.join(&rel))? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else {
-                let text = fs::read_to_string(entry.path())?;
-                out.push(render::Block { path, text });
-            }
-        }
+    for path in tree::files(&dir)? {
+        let text = fs::read_to_string(dir.join(&path))?;
+        out.push(render::Block { path, text });
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
 /// Every `*.yaml` under `specs/`, repo-relative, sorted.
 fn discover(root: &Path) -> io::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut stack = vec![SPECS_DIR.to_owned()];
-    while let Some(rel) = stack.pop() {
-        for entry in fs::read_dir(root.join(&rel))? {
-            let entry = entry?;
-            let path = format!("{rel}/{}", entry.file_name().to_string_lossy());
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else if path.ends_with(".yaml") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(tree::files(&root.join(SPECS_DIR))?
+        .into_iter()
+        .filter(|p| p.ends_with(".yaml"))
+        .map(|p| format!("{SPECS_DIR}/{p}"))
+        .collect())
 }
 
 fn select(root: &Path, all: &[String], selection: &[PathBuf]) -> Result<Scope, GenError> {

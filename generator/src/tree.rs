@@ -147,25 +147,30 @@ pub fn compare(root: &Path, files: &[GeneratedFile], scope: &Scope) -> io::Resul
     Ok(report)
 }
 
-/// Files under `root/dir`, repo-relative with `/`, sorted.
+/// Files under `root/dir` (none if it does not exist), repo-relative with `/`, sorted.
 fn walk(root: &Path, dir: &str) -> io::Result<Vec<String>> {
+    if !root.join(dir).exists() {
+        return Ok(Vec::new());
+    }
+    let files = files(&root.join(dir)).map_err(|e| annotate(e, dir))?;
+    Ok(files.into_iter().map(|p| format!("{dir}/{p}")).collect())
+}
+
+/// The files below `dir`, relative to it with `/`, sorted.
+pub(crate) fn files(dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(rel) = stack.pop() {
-        let entries = match fs::read_dir(root.join(&rel)) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(annotate(e, &rel)),
-        };
-        for entry in entries {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = format!("{rel}/{name}");
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.map_err(io::Error::from)?;
+        if entry.file_type().is_file() {
+            let rel = entry
+                .path()
+                .strip_prefix(dir)
+                .expect("below the walked dir");
+            let parts: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect();
+            out.push(parts.join("/"));
         }
     }
     out.sort();

@@ -84,6 +84,13 @@ fn cases() -> Vec<Case> {
             "hidden -512 is not a positive integer", "dims, counts and tiles are positive integers"),
         case("zero tile", swa(&[("{ tokens: 8 }", "{ tokens: 0 }")]), ("tokens: 0", "0"),
             "tile tokens 0 is not a positive integer", "dims, counts and tiles are positive integers"),
+        // Bounded so that no size computed from the spec can overflow.
+        case("dim too large", swa(&[("o_lora_rank: 128", "o_lora_rank: 1_0001024")]),
+            ("o_lora_rank", "1_0001024"), "o_lora_rank 10001024 is not a positive integer of at most 65536",
+            "dims, counts and tiles are positive integers up to 65536"),
+        case("pool too large", swa(&[("kv_pool_blocks: 64", "kv_pool_blocks: 20000000")]),
+            ("kv_pool_blocks", "20000000"), "kv_pool_blocks 20000000 is not a positive integer of at most 16777216",
+            "positions and pool sizes up to 16777216"),
         case("epsilon not positive", swa(&[("rms_eps: 1.0e-6", "rms_eps: 0.0")]), ("rms_eps", "0.0"),
             "rms_eps 0 is not a positive number", "positive finite numbers"),
         case("bad spec name", swa(&[("name: t", "name: Bad-Name")]), ("Bad-Name", "Bad-Name"),

@@ -27,14 +27,14 @@ pub fn build(spec: &Spec) -> Result<Vec<Plan>, Vec<SpecError>> {
         .iter()
         .filter_map(|tp| derive::for_tp(spec, &base, tp, &mut diags))
         .collect();
+    // Kernels are planned from valid plans only: a refused value would only repeat its error.
+    if !diags.is_clean() {
+        return Err(diags.errors);
+    }
     for p in &mut plans {
         p.kernels = kernels::plan(p);
     }
-    if diags.is_clean() {
-        Ok(plans)
-    } else {
-        Err(diags.errors)
-    }
+    Ok(plans)
 }
 
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::spec::{self as s, Int, KvSource, Sp, Stage};
 
 use super::StageKind;
-use super::validate::positive;
+use super::validate::{positive, positive_large};
 
 /// A tile size as written, with its location.
 #[derive(Debug, Clone, Copy)]
@@ -232,8 +232,12 @@ pub(super) fn read_stages<'a>(d: &mut Diagnostics, list: &'a [Sp<Stage>]) -> Rea
                     ratio: &st.ratio,
                     overlap: st.overlap.value,
                     state_block_size: positive(d, &st.state_block_size, "state_block_size"),
-                    state_pool_blocks: positive(d, &st.state_pool_blocks, "state_pool_blocks"),
-                    cmp_pool_blocks: positive(d, &st.cmp_pool_blocks, "cmp_pool_blocks"),
+                    state_pool_blocks: positive_large(
+                        d,
+                        &st.state_pool_blocks,
+                        "state_pool_blocks",
+                    ),
+                    cmp_pool_blocks: positive_large(d, &st.cmp_pool_blocks, "cmp_pool_blocks"),
                 });
                 (
                     StageKind::Compressor,
@@ -258,8 +262,12 @@ pub(super) fn read_stages<'a>(d: &mut Diagnostics, list: &'a [Sp<Stage>]) -> Rea
                     head_dim: &st.head_dim,
                     topk: &st.topk,
                     state_block_size: positive(d, &st.state_block_size, "state_block_size"),
-                    state_pool_blocks: positive(d, &st.state_pool_blocks, "state_pool_blocks"),
-                    key_pool_blocks: positive(d, &st.key_pool_blocks, "key_pool_blocks"),
+                    state_pool_blocks: positive_large(
+                        d,
+                        &st.state_pool_blocks,
+                        "state_pool_blocks",
+                    ),
+                    key_pool_blocks: positive_large(d, &st.key_pool_blocks, "key_pool_blocks"),
                 });
                 (
                     StageKind::Indexer,

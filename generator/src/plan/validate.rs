@@ -11,7 +11,7 @@ use super::graph::check_stage_graph;
 use super::stages::{Attention, Compressor, Indexer, StageSpec, read_stages};
 use super::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, YarnPlan};
 
-const POSITIVE: &str = "dims, counts and tiles are positive integers";
+const POSITIVE: &str = "dims, counts and tiles are positive integers up to 65536; positions and pool sizes up to 16777216";
 
 /// Everything of a valid spec that is the same at every TP degree.
 #[derive(Debug)]
@@ -69,8 +69,8 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
     let decode_batch = positive(d, &dep.decode_batch, "decode_batch");
     let decode_seq = positive(d, &dep.decode_seq, "decode_seq");
     let block_size = positive(d, &dep.block_size, "block_size");
-    let kv_pool_blocks = positive(d, &dep.kv_pool_blocks, "kv_pool_blocks");
-    let max_positions = positive(d, &dep.max_positions, "max_positions");
+    let kv_pool_blocks = positive_large(d, &dep.kv_pool_blocks, "kv_pool_blocks");
+    let max_positions = positive_large(d, &dep.max_positions, "max_positions");
     let read = read_stages(d, &f.stages.value);
     if !d.is_clean() {
         return None;
@@ -162,13 +162,32 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
     })
 }
 
+/// Dims, counts and tiles: at most 65536, beyond what any chip's buffers or the copy
+/// instructions' 16-bit fields can use, so that size arithmetic never overflows.
+const MAX_COUNT: usize = 1 << 16;
+/// Positions and pool sizes.
+const MAX_LARGE: usize = 1 << 24;
+
+/// A dim, count or tile: an integer in 1..=65536.
 pub(super) fn positive(d: &mut Diagnostics, v: &Int, what: &str) -> usize {
+    bounded(d, v, what, MAX_COUNT)
+}
+
+/// A position count or pool size: an integer in 1..=2^24.
+pub(super) fn positive_large(d: &mut Diagnostics, v: &Int, what: &str) -> usize {
+    bounded(d, v, what, MAX_LARGE)
+}
+
+fn bounded(d: &mut Diagnostics, v: &Int, what: &str, max: usize) -> usize {
     match usize::try_from(v.value) {
-        Ok(n) if n > 0 && n <= u32::MAX as usize => n,
+        Ok(n) if n > 0 && n <= max => n,
         _ => {
             d.error(
                 Loc::of(v),
-                format!("{what} {} is not a positive integer", v.value),
+                format!(
+                    "{what} {} is not a positive integer of at most {max}",
+                    v.value
+                ),
                 POSITIVE,
             );
             0
@@ -238,7 +257,7 @@ fn check_rope(d: &mut Diagnostics, rope: &s::Rope) -> Option<RopePlan> {
         let factor = positive_f(d, &y.factor, "yarn factor");
         let beta_fast = positive_f(d, &y.beta_fast, "yarn beta_fast");
         let beta_slow = positive_f(d, &y.beta_slow, "yarn beta_slow");
-        let original = positive(d, &y.original_max_positions, "yarn original_max_positions");
+        let original = positive_large(d, &y.original_max_positions, "yarn original_max_positions");
         if beta_fast <= beta_slow {
             d.error(
                 Loc::of(&y.beta_fast),

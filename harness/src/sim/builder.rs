@@ -283,14 +283,10 @@ fn cache_key(
 }
 
 fn list_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SimError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| SimError::io(dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| SimError::io(dir, e))?;
-        let path = entry.path();
-        if path.is_dir() {
-            list_files(&path, out)?;
-        } else {
-            out.push(path);
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry.map_err(|e| SimError::io(dir, e.into()))?;
+        if entry.file_type().is_file() {
+            out.push(entry.into_path());
         }
     }
     Ok(())

@@ -150,17 +150,11 @@ fn key(
         read(&sources.source(k.name))?;
     }
     let mut blocks = Vec::new();
-    let mut stack = vec![sources.include_dir.clone()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d)
-            .map_err(|e| BackendError::Build(format!("{}: {e}", d.display())))?;
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                blocks.push(p);
-            }
+    for e in walkdir::WalkDir::new(&sources.include_dir) {
+        let e =
+            e.map_err(|e| BackendError::Build(format!("{}: {e}", sources.include_dir.display())))?;
+        if e.file_type().is_file() {
+            blocks.push(e.into_path());
         }
     }
     blocks.sort();
