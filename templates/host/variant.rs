@@ -124,7 +124,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &[{% for s in p.kernels.missing %}"{{ s.name() }}"{% if !loop.last %}, {% endif %}{% endfor %}];
+pub const MISSING: &[&str] = &[{% for s in p.kernels.missing %}"{{ s.stage.name() }}"{% if !loop.last %}, {% endif %}{% endfor %}];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

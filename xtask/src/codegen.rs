@@ -53,7 +53,24 @@ pub fn gen_command(root: &Path, check: bool, specs: &[PathBuf]) -> u8 {
         count(ChangeKind::Missing),
         count(ChangeKind::Orphan),
     );
+    list_drafts(&generation);
     0
+}
+
+/// The variants of draft specs and their stages without kernels (`run` refuses them).
+fn list_drafts(generation: &Generation) {
+    for p in generation
+        .plans
+        .iter()
+        .filter(|p| !p.kernels.missing.is_empty())
+    {
+        let stages: Vec<&str> = p.kernels.missing.iter().map(|u| u.stage.name()).collect();
+        println!(
+            "  draft {}: no kernels yet for {}",
+            p.variant,
+            stages.join(", ")
+        );
+    }
 }
 
 fn check_report(style: &Style, report: &TreeReport, files: usize) -> u8 {

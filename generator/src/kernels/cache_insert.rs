@@ -12,7 +12,7 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
         .into_iter()
         .find(|n| p.tensor(n).is_some())
     else {
-        b.missing(s.kind);
+        b.missing(s.kind, "the ABI has no slot mapping for the window cache");
         return;
     };
     let [("tokens", tokens)] = s.tiles[..] else {
@@ -21,7 +21,10 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let (hd, bs) = (p.model.head_dim, p.pools.block_size);
     // The kernel moves whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
     if hd % 16 != 0 {
-        b.missing(s.kind);
+        b.missing(
+            s.kind,
+            format!("head_dim {hd} is not a multiple of 16 (cache_insert.h moves whole 32-byte blocks of bf16)"),
+        );
         return;
     }
     b.workspace("kv", vec![Dim::Var("t"), Dim::Const(hd)], DType::Bf16);

@@ -19,8 +19,7 @@ use crate::plan::{DType, Dim, StagePlan};
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let p = b.plan;
     let Some(c) = &p.compressor else {
-        b.missing(s.kind);
-        return;
+        unreachable!("a compressor stage has a compressor plan")
     };
     let (m, seq) = (&p.model, p.shape.decode_seq);
     let tile = |name: &str| {
@@ -35,21 +34,56 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     // What dsv4/compressor.h handles: one request per state-update tile, halving trees
     // over a power-of-two window of whole state pages, channel tiles one repeat wide
     // (whole f32 blocks), rope rows and slice in whole f32 blocks, bf16 rows in blocks.
-    let supported = !c.overlap
-        && tokens == seq
-        && c.ratio > seq
-        && c.ratio.is_power_of_two()
-        && c.ratio <= 128
-        && c.ratio.is_multiple_of(c.state_block_size)
-        && channels.is_multiple_of(8)
-        && channels <= 64
-        && hd.is_multiple_of(channels)
-        && hd.is_multiple_of(16)
-        && rd.is_multiple_of(16)
-        && rd <= hd
-        && p.tensor("cmp_kv").is_some();
-    if !supported {
-        b.missing(s.kind);
+    let unmet = super::unmet([
+        (
+            !c.overlap,
+            "the overlapping (ratio-4) compressor has no kernels yet".into(),
+        ),
+        (
+            tokens == seq,
+            format!(
+                "tile tokens {tokens} is not decode_seq {seq} (one request per state-update tile)"
+            ),
+        ),
+        (
+            c.ratio > seq,
+            format!(
+                "ratio {} is not above decode_seq {seq} (at most one boundary per request)",
+                c.ratio
+            ),
+        ),
+        (
+            c.ratio.is_power_of_two() && c.ratio <= 128,
+            format!(
+                "ratio {} is not a power of two up to 128 (the pooling trees halve)",
+                c.ratio
+            ),
+        ),
+        (
+            c.ratio.is_multiple_of(c.state_block_size),
+            format!(
+                "ratio {} is not a whole number of state pages of {}",
+                c.ratio, c.state_block_size
+            ),
+        ),
+        (
+            channels.is_multiple_of(8) && channels <= 64 && hd.is_multiple_of(channels),
+            format!(
+                "tile channels {channels} is not a multiple of 8, up to 64, dividing head_dim {hd}"
+            ),
+        ),
+        (
+            hd.is_multiple_of(16),
+            format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
+        ),
+        (
+            rd.is_multiple_of(16) && rd <= hd,
+            format!("rope_dim {rd} is not a multiple of 16 up to head_dim {hd}"),
+        ),
+        (p.tensor("cmp_kv").is_some(), "the ABI has no cmp_kv".into()),
+    ]);
+    if let Some(why) = unmet {
+        b.missing(s.kind, why);
         return;
     }
     let t = || Dim::Var("t");

@@ -368,7 +368,8 @@ fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) -> Option<Spl
 
 /// Launches `mm` with args `[a, b, c]` (tensor or workspace names) in stage `s`, with
 /// its zero fill or slice sum when K is split. Returns the split, or marks the stage
-/// missing when its tiles or the product's shape cannot run on this kernel (see [`fits`]).
+/// missing, saying why, when its tiles or the product's shape cannot run on this kernel
+/// (see [`unfit`]).
 pub(super) fn launch(
     b: &mut Builder,
     s: &StagePlan,
@@ -377,11 +378,15 @@ pub(super) fn launch(
 ) -> Option<Split> {
     let cores = b.plan.chip.aic_cores;
     let spec = Tiles::spec(mm, s);
-    let Some(split) = fits(mm, &spec)
-        .then(|| plan_split(mm, &Room::of(&s.buffers), spec, cores))
-        .flatten()
-    else {
-        b.missing(s.kind);
+    if let Some(why) = unfit(mm, &spec) {
+        b.missing(s.kind, format!("{w}: {why}"));
+        return None;
+    }
+    let Some(split) = plan_split(mm, &Room::of(&s.buffers), spec, cores) else {
+        b.missing(
+            s.kind,
+            format!("{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"),
+        );
         return None;
     };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
@@ -400,11 +405,15 @@ pub(super) fn launch(
                 ..mm.clone()
             };
             let slices = mm.k.div_ceil(split.slice_k);
-            b.scratch(
-                K_PARTIALS,
-                slices * mm.batch * mm.max_rows * mm.n,
-                DType::F32,
-            );
+            let elems = slices * mm.batch * mm.max_rows * mm.n;
+            if elems > u32::MAX as usize {
+                b.missing(
+                    s.kind,
+                    format!("{w}: its {slices} k slices' partials do not fit 32-bit offsets"),
+                );
+                return None;
+            }
+            b.scratch(K_PARTIALS, elems, DType::F32);
             b.launch(
                 s.kind,
                 kernel(&parts, &split),
@@ -426,19 +435,68 @@ pub(super) fn launch(
 /// the largest product (launches run one after another).
 const K_PARTIALS: &str = "k_partials";
 
-/// Whole fractals along K and N, C rows in whole 32-byte blocks, and leading dimensions
-/// the ND2NZ and DataCopy parameters (16 bits) can express. (Halved tiles stay whole
-/// fractals.)
-fn fits(mm: &Matmul, t: &Tiles) -> bool {
+/// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
+/// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
+/// and DataCopy parameters (16 bits) can express, and offsets in 32 bits. (Halved tiles
+/// stay whole fractals.)
+fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
     let c0 = 32 / mm.operands.bytes();
-    mm.k.is_multiple_of(c0)
-        && t.k.is_multiple_of(c0)
-        && mm.n.is_multiple_of(16)
-        && t.n.is_multiple_of(16)
-        && mm.ldc.is_multiple_of(8)
-        && [mm.lda, mm.ldb, mm.max_rows]
+    let u16_max = usize::from(u16::MAX);
+    let extent = |stride: usize, rows: usize, ld: usize| (mm.batch - 1) * stride + rows * ld;
+    let b_rows = match mm.b_layout {
+        BLayout::Kn => mm.k,
+        BLayout::Nk => mm.n,
+    };
+    super::unmet([
+        (
+            mm.k.is_multiple_of(c0),
+            format!("K {} is not a multiple of {c0} (whole fractals)", mm.k),
+        ),
+        (
+            t.k.is_multiple_of(c0),
+            format!("tile k {} is not a multiple of {c0} (whole fractals)", t.k),
+        ),
+        (
+            mm.n.is_multiple_of(16),
+            format!("N {} is not a multiple of 16 (whole fractals)", mm.n),
+        ),
+        (
+            t.n.is_multiple_of(16),
+            format!("tile n {} is not a multiple of 16 (whole fractals)", t.n),
+        ),
+        (
+            mm.ldc.is_multiple_of(8),
+            format!("C row {} is not whole 32-byte blocks", mm.ldc),
+        ),
+        (
+            mm.lda <= u16_max,
+            format!(
+                "A's leading dimension {} does not fit the 16-bit ND2NZ stride",
+                mm.lda
+            ),
+        ),
+        (
+            mm.ldb <= u16_max,
+            format!(
+                "B's leading dimension {} does not fit the 16-bit ND2NZ stride",
+                mm.ldb
+            ),
+        ),
+        (
+            mm.max_rows <= u16_max,
+            format!("{} rows do not fit the 16-bit ND2NZ row count", mm.max_rows),
+        ),
+        (
+            [
+                extent(mm.stride_a, mm.max_rows, mm.lda),
+                extent(mm.stride_b, b_rows, mm.ldb),
+                extent(mm.stride_c, mm.max_rows, mm.ldc),
+            ]
             .iter()
-            .all(|&v| v <= usize::from(u16::MAX))
+            .all(|&e| e <= u32::MAX as usize),
+            "its operands do not fit 32-bit element offsets".into(),
+        ),
+    ])
 }
 
 fn kernel(mm: &Matmul, split: &Split) -> Kernel {

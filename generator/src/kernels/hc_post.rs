@@ -12,7 +12,10 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     };
     // The kernel moves whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
     if cols % 16 != 0 {
-        b.missing(s.kind);
+        b.missing(
+            s.kind,
+            format!("tile cols {cols} is not a multiple of 16 (hc_post.h moves whole 32-byte blocks of bf16)"),
+        );
         return;
     }
     let per_token = |n: usize| vec![Dim::Var("t"), Dim::Const(n)];

@@ -20,7 +20,13 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let p = b.plan;
     let md = &p.model;
     if md.hc_mult != HC {
-        b.missing(s.kind);
+        b.missing(
+            s.kind,
+            format!(
+                "hc_mult {} is not {HC}, the only width hc_pre.h is built for",
+                md.hc_mult
+            ),
+        );
         return;
     }
     let [("m", m), ("k", k), ("tokens", _), ("cols", cols)] = s.tiles[..] else {
@@ -28,7 +34,10 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     };
     // The kernels move whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
     if cols % 16 != 0 {
-        b.missing(s.kind);
+        b.missing(
+            s.kind,
+            format!("tile cols {cols} is not a multiple of 16 (hc_pre.h moves whole 32-byte blocks of bf16)"),
+        );
         return;
     }
     let split = hc_pre_split(md.hc_dim, k, p.chip.aic_cores);

@@ -128,8 +128,21 @@ pub struct KernelPlan {
     pub steps: Vec<Step>,
     /// Per-rank GM scratch between kernels, in first-use order. Poisoned before a run.
     pub workspaces: Vec<TensorPlan>,
-    /// Stages of the spec that have no kernels yet: the variant renders but cannot run.
-    pub missing: Vec<StageKind>,
+    /// Stages of a draft spec that have no kernels yet: the variant renders but cannot run.
+    pub missing: Vec<Unplanned>,
+}
+
+/// A stage the building blocks cannot realise for this plan, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unplanned {
+    pub stage: StageKind,
+    pub reason: String,
+}
+
+/// The first of `needs` (what a building block handles, and how to say it when unmet)
+/// that does not hold.
+pub(super) fn unmet<const N: usize>(needs: [(bool, String); N]) -> Option<String> {
+    needs.into_iter().find(|(ok, _)| !ok).map(|(_, why)| why)
 }
 
 /// Collects a variant's kernel plan; stage modules add to it in stage order.
@@ -202,9 +215,12 @@ impl<'p> Builder<'p> {
         }
     }
 
-    /// Records that `stage` has no kernels yet.
-    fn missing(&mut self, stage: StageKind) {
-        self.out.missing.push(stage);
+    /// Records that `stage` cannot be planned, and why.
+    fn missing(&mut self, stage: StageKind, reason: impl Into<String>) {
+        self.out.missing.push(Unplanned {
+            stage,
+            reason: reason.into(),
+        });
     }
 }
 
@@ -228,6 +244,6 @@ fn stage(b: &mut Builder, s: &StagePlan) {
         StageKind::OProj => o_proj::plan(b, s),
         StageKind::HcPost => hc_post::plan(b, s),
         StageKind::Compressor => compressor::plan(b, s),
-        StageKind::Indexer => b.missing(s.kind),
+        StageKind::Indexer => b.missing(s.kind, "the lightning indexer has no kernels yet"),
     }
 }

@@ -27,13 +27,31 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let (hd, rd, ql) = (m.head_dim, m.rope_dim, m.q_lora_rank);
     let nope = hd - rd;
     // Whole 32-byte blocks: bf16 RoPE rows, f32 rope slices, int8 qr rows.
-    let supported = p.rope.table == RopeTable::PerToken
-        && rd.is_multiple_of(16)
-        && nope.is_multiple_of(8)
-        && hd.is_multiple_of(16)
-        && ql.is_multiple_of(32);
-    if !supported {
-        b.missing(s.kind);
+    let unmet = super::unmet([
+        (
+            p.rope.table == RopeTable::PerToken,
+            "qkv_proj_rope.h reads per-token RoPE rows (`table: per_token`), not the whole table"
+                .into(),
+        ),
+        (
+            rd.is_multiple_of(16),
+            format!("rope_dim {rd} is not a multiple of 16 (whole bf16 blocks)"),
+        ),
+        (
+            nope.is_multiple_of(8),
+            format!("head_dim − rope_dim = {nope} is not a multiple of 8 (whole f32 blocks)"),
+        ),
+        (
+            hd.is_multiple_of(16),
+            format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
+        ),
+        (
+            ql.is_multiple_of(32),
+            format!("q_lora_rank {ql} is not a multiple of 32 (whole int8 blocks)"),
+        ),
+    ]);
+    if let Some(why) = unmet {
+        b.missing(s.kind, why);
         return;
     }
     let heads_per_item = budget::qkv_heads_per_item(m.heads, hd);

@@ -24,7 +24,7 @@
 
 use super::{Builder, Cores, Kernel, Value};
 use crate::plan::budget::{attention_union_rows, compressed_chunk_rows};
-use crate::plan::{DType, Dim, ModelDims, StagePlan};
+use crate::plan::{CompressorPlan, DType, Dim, ModelDims, StagePlan};
 use crate::spec::KvSource;
 
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
@@ -32,15 +32,19 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
     let m = &p.model;
     let compressed = match p.attention.sources[..] {
         [KvSource::Window] => None,
-        [KvSource::Window, KvSource::Compressed] => p.compressor.as_ref().filter(|c| !c.overlap),
+        [KvSource::Window, KvSource::Compressed] => p.compressor.as_ref(),
         _ => {
-            b.missing(s.kind);
+            b.missing(
+                s.kind,
+                "only the window and compressed sources have kernels yet",
+            );
             return;
         }
     };
-    let with_compressed = p.attention.sources.contains(&KvSource::Compressed);
-    if !supported(m) || (with_compressed && (compressed.is_none() || !compressed_supported(p, s))) {
-        b.missing(s.kind);
+    let with_compressed = compressed.is_some();
+    let unmet = supported(m).or_else(|| compressed.and_then(|c| compressed_supported(p, s, c)));
+    if let Some(why) = unmet {
+        b.missing(s.kind, why);
         return;
     }
     let [("heads", head_tile), ("kv_rows", kv_tile), ("d", d_tile)] = s.tiles[..] else {
@@ -205,7 +209,7 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
 }
 
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
-/// online softmax over its request's compressed rows in `kv_tile`-row tiles
+/// online softmax over its request's compressed rows in chunks
 /// (`dsv4/attention_compressed.h`), between the window values and the finish.
 fn compressed_launch(
     b: &mut Builder,
@@ -297,26 +301,73 @@ fn compressed_launch(
     );
 }
 
-/// What `dsv4/attention_compressed.h` handles: the two AIVs of a block split a request's
-/// tokens evenly, a tile is whole pages and whole fractals, the cube's head tile is the
-/// window kernels'.
-fn compressed_supported(p: &crate::plan::Plan, s: &StagePlan) -> bool {
+/// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a
+/// block split a request's tokens evenly, a tile is whole pages and whole fractals, the
+/// cube's head tile is the window kernels'.
+fn compressed_supported(
+    p: &crate::plan::Plan,
+    s: &StagePlan,
+    c: &CompressorPlan,
+) -> Option<String> {
     let [_, ("kv_rows", kv_tile), ("d", d_tile)] = s.tiles[..] else {
-        return false;
+        unreachable!("sparse_attention tiling is heads, kv_rows, d")
     };
-    p.shape.decode_seq.is_multiple_of(2)
-        && p.model.heads.is_multiple_of(8)
-        && kv_tile <= attention_union_rows(p.attention.window, p.shape.decode_seq)
-        && kv_tile.is_multiple_of(p.pools.block_size)
-        && kv_tile.is_multiple_of(16)
-        && p.model.head_dim.is_multiple_of(d_tile)
-        && p.tensor("cmp_block_table").is_some()
-        && p.tensor("kv_seq_lens").is_some()
-        && p.tensor("position_ids").is_some()
+    let union = attention_union_rows(p.attention.window, p.shape.decode_seq);
+    super::unmet([
+        (
+            !c.overlap,
+            "compressed rows of the overlapping compressor have no kernels yet".into(),
+        ),
+        (
+            p.shape.decode_seq.is_multiple_of(2),
+            format!(
+                "decode_seq {} is odd (two vector cores split a request's tokens)",
+                p.shape.decode_seq
+            ),
+        ),
+        (
+            p.model.heads.is_multiple_of(8),
+            format!("heads {} is not a multiple of 8", p.model.heads),
+        ),
+        (
+            kv_tile <= union
+                && kv_tile.is_multiple_of(p.pools.block_size)
+                && kv_tile.is_multiple_of(16),
+            format!(
+                "tile kv_rows {kv_tile} is not whole pages of {} and fractals within the {union} window rows",
+                p.pools.block_size
+            ),
+        ),
+        (
+            p.model.head_dim.is_multiple_of(d_tile),
+            format!(
+                "tile d {d_tile} does not divide head_dim {}",
+                p.model.head_dim
+            ),
+        ),
+        (
+            ["cmp_block_table", "kv_seq_lens", "position_ids"]
+                .iter()
+                .all(|n| p.tensor(n).is_some()),
+            "the ABI lacks cmp_block_table, kv_seq_lens or position_ids".into(),
+        ),
+    ])
 }
 
-/// The finish kernel moves the nope and rope parts of a head as whole 32-byte blocks of
-/// bf16 (and of f32 at their starts); other head splits are not built.
-fn supported(m: &ModelDims) -> bool {
-    m.nope_dim.is_multiple_of(16) && m.rope_dim.is_multiple_of(16)
+/// Why the finish kernel cannot run these dims, if it cannot: it moves the nope and rope
+/// parts of a head as whole 32-byte blocks of bf16 (and of f32 at their starts).
+fn supported(m: &ModelDims) -> Option<String> {
+    super::unmet([
+        (
+            m.nope_dim.is_multiple_of(16),
+            format!(
+                "head_dim − rope_dim = {} is not a multiple of 16",
+                m.nope_dim
+            ),
+        ),
+        (
+            m.rope_dim.is_multiple_of(16),
+            format!("rope_dim {} is not a multiple of 16", m.rope_dim),
+        ),
+    ])
 }

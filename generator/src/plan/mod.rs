@@ -34,7 +34,58 @@ pub fn build(spec: &Spec) -> Result<Vec<Plan>, Vec<SpecError>> {
     for p in &mut plans {
         p.kernels = kernels::plan(p);
     }
-    Ok(plans)
+    check_planned(&base, &plans, &mut diags);
+    if diags.is_clean() {
+        Ok(plans)
+    } else {
+        Err(diags.errors)
+    }
+}
+
+/// Every stage of a spec has kernels at every TP degree, or the spec says `draft: true`
+/// (and then some stage has none: a draft that is complete says so too).
+fn check_planned(base: &validate::Base, plans: &[Plan], d: &mut Diagnostics) {
+    const RULE: &str = "every stage has kernels; a knowingly incomplete spec says `draft: true`";
+    // One error per stage and reason, naming the TP degrees it holds at.
+    let mut unplanned: Vec<(StageKind, &str, Vec<usize>)> = Vec::new();
+    for p in plans {
+        for u in &p.kernels.missing {
+            match unplanned
+                .iter_mut()
+                .find(|(k, r, _)| *k == u.stage && *r == u.reason)
+            {
+                Some((_, _, tps)) => tps.push(p.shape.tp),
+                None => unplanned.push((u.stage, &u.reason, vec![p.shape.tp])),
+            }
+        }
+    }
+    match base.draft {
+        Some(_) if !unplanned.is_empty() => {}
+        Some(loc) => d.error(
+            loc,
+            "the spec is marked draft but every stage has kernels",
+            "`draft: true` marks a spec with stages that have no kernels yet",
+        ),
+        None => {
+            for (kind, reason, tps) in unplanned {
+                let st = base
+                    .stages
+                    .iter()
+                    .find(|s| s.kind == kind)
+                    .expect("a planned stage is in the spec");
+                let tps: Vec<String> = tps.iter().map(usize::to_string).collect();
+                d.error(
+                    st.loc,
+                    format!(
+                        "stage {} has no kernels at TP {}: {reason}",
+                        kind.name(),
+                        tps.join(", ")
+                    ),
+                    RULE,
+                );
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

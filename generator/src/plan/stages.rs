@@ -110,6 +110,8 @@ impl Tiling {
 #[derive(Debug)]
 pub(super) struct StageSpec {
     pub kind: StageKind,
+    /// Where the entry is written.
+    pub loc: Loc,
     pub tiling: Tiling,
     pub tiling_loc: Loc,
     pub pad_unaligned: bool,
@@ -326,6 +328,7 @@ pub(super) fn read_stages<'a>(d: &mut Diagnostics, list: &'a [Sp<Stage>]) -> Rea
         out.graph.push(StageNode { kind, loc, sources });
         out.stages.push(StageSpec {
             kind,
+            loc,
             tiling,
             tiling_loc,
             pad_unaligned: pad.is_some(),

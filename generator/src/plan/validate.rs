@@ -29,6 +29,8 @@ pub(super) struct Base {
     pub indexer: Option<IndexerPlan>,
     pub attention: AttentionPlan,
     pub stages: Vec<StageSpec>,
+    /// `draft: true` where it is written: stages without kernels are allowed.
+    pub draft: Option<Loc>,
 }
 
 pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
@@ -146,6 +148,7 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
         return None;
     }
     Some(Base {
+        draft: f.draft.as_ref().filter(|d| d.value).map(Loc::of),
         name,
         layer: f.layer.value,
         chip,

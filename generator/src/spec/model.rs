@@ -23,6 +23,9 @@ pub struct SpecFile {
     pub model: Sp<Model>,
     pub deployment: Sp<Deployment>,
     pub stages: Sp<Vec<Sp<Stage>>>,
+    /// A knowingly incomplete spec: stages without kernels are listed, not refused.
+    #[serde(default)]
+    pub draft: Option<Sp<bool>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
