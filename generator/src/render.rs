@@ -50,13 +50,6 @@ pub fn owner_of(content: &str) -> Option<&str> {
 }
 
 #[derive(Template)]
-#[template(path = "ascendc/tiling.h")]
-struct TilingH<'a> {
-    header: String,
-    p: &'a Plan,
-}
-
-#[derive(Template)]
 #[template(path = "host/variant.rs")]
 struct HostVariant<'a> {
     header: String,
@@ -128,15 +121,6 @@ pub fn render(plans: &[Plan], blocks: &[Block]) -> Result<Vec<GeneratedFile>, as
     }
     for p in plans {
         let what = format!("spec {}", p.spec_hash);
-        let tiling = TilingH {
-            header: header("//", &p.spec_path, &what),
-            p,
-        };
-        files.push(GeneratedFile {
-            path: format!("generated/ascendc/{}/tiling.h", p.variant),
-            owner: p.spec_path.clone(),
-            content: finish(tiling.render()?),
-        });
         let host = HostVariant {
             header: header("//", &p.spec_path, &what),
             p,

@@ -94,12 +94,8 @@ fn the_unplanned_variant_generates_from_its_spec_alone() {
     assert_eq!(p.compressor.as_ref().map(|c| c.ratio), Some(16));
     assert_eq!(p.attention.padded_topk, 512);
     assert_eq!(p.model.rope_dim, 32);
-    for path in [
-        "generated/ascendc/csa_unplanned_tp8/tiling.h",
-        "generated/host/csa_unplanned_tp8.rs",
-    ] {
-        assert!(g.files.iter().any(|f| f.path == path), "{path}");
-    }
+    let path = "generated/host/csa_unplanned_tp8.rs";
+    assert!(g.files.iter().any(|f| f.path == path), "{path}");
 }
 
 #[test]

@@ -155,14 +155,15 @@ fn orphans_are_reported_then_removed_and_missing_files_listed() {
     let root = scratch();
     generated(&root);
     let gen_dir = root.path().join("generated");
+    // An orphan alone in its directory: gen removes both.
     fs::create_dir_all(gen_dir.join("ascendc/old_tp1")).unwrap();
-    let orphan = gen_dir.join("ascendc/old_tp1/tiling.h");
-    fs::copy(gen_dir.join("ascendc/swa_tp1/tiling.h"), &orphan).unwrap();
+    let orphan = gen_dir.join("ascendc/old_tp1/old.rs");
+    fs::copy(gen_dir.join("host/swa_tp1.rs"), &orphan).unwrap();
     fs::remove_file(gen_dir.join("host/hca_tp4.rs")).unwrap();
     let out = xtask(root.path(), &["gen", "--check"]);
     assert_eq!(code(&out), 1);
     assert!(
-        stdout(&out).contains("orphaned: generated/ascendc/old_tp1/tiling.h"),
+        stdout(&out).contains("orphaned: generated/ascendc/old_tp1/old.rs"),
         "{}",
         stdout(&out)
     );
@@ -268,20 +269,24 @@ fn spec_selection_touches_only_that_spec() {
 fn diff_shows_pending_changes_and_a_stat() {
     let root = scratch();
     generated(&root);
-    let file = root.path().join("generated/ascendc/csa_tp1/tiling.h");
+    let file = root.path().join("generated/host/csa_tp1.rs");
     let text = fs::read_to_string(&file).unwrap();
-    fs::write(&file, text.replace("constexpr uint32_t TP = 1;\n", "")).unwrap();
+    fs::write(
+        &file,
+        text.replace("pub const LAYER: &str = \"csa\";\n", ""),
+    )
+    .unwrap();
     let diff = xtask(root.path(), &["diff"]);
     assert_eq!(code(&diff), 0);
     assert!(
-        stdout(&diff).contains("+constexpr uint32_t TP = 1;"),
+        stdout(&diff).contains("+pub const LAYER: &str = \"csa\";"),
         "{}",
         stdout(&diff)
     );
     let stat = xtask(root.path(), &["diff", "--stat"]);
     assert_eq!(code(&stat), 0);
     assert!(
-        stdout(&stat).contains("generated/ascendc/csa_tp1/tiling.h |     1 +"),
+        stdout(&stat).contains("generated/host/csa_tp1.rs |     1 +"),
         "{}",
         stdout(&stat)
     );
@@ -290,7 +295,7 @@ fn diff_shows_pending_changes_and_a_stat() {
     assert!(
         !fs::read_to_string(&file)
             .unwrap()
-            .contains("constexpr uint32_t TP = 1;")
+            .contains("pub const LAYER: &str = \"csa\";")
     );
 }
 

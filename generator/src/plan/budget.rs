@@ -44,10 +44,6 @@ impl Buffer {
         self.gm_run.map(|r| r * self.dtype.size())
     }
 
-    pub fn const_name(&self) -> String {
-        self.name.to_ascii_uppercase()
-    }
-
     /// This row, allocated by `kernel` alone.
     const fn only_in(self, kernel: &'static str) -> Buffer {
         Buffer {
