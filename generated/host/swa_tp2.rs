@@ -3,9 +3,9 @@
 //! Its host ABI, the plan constants a runtime needs, and the launch plan the harness
 //! runtime executes (`PLAN`).
 
-use harness::abi::{AxisBound, TensorDecl, VariantAbi};
-use harness::abi::{DType::*, Dim::*, Dir::*, Placement::*};
-use harness::plan::{self, ChipProfile, Deployment, Kernel, Model, SpecSource, Step, VariantPlan};
+use abi::plan::{self, ChipProfile, Deployment, Kernel, Model, SpecSource, Step, VariantPlan};
+use abi::{AxisBound, TensorDecl, VariantAbi};
+use abi::{DType::*, Dim::*, Dir::*, Placement::*};
 
 pub const NAME: &str = "swa_tp2";
 pub const LAYER: &str = "swa";

@@ -1,14 +1,8 @@
-//! Runtime library for generated decode layers: the ABI and launch-plan vocabulary,
-//! the runtime that executes plans on a backend (the CPU model of Ascend C, or NPUs
-//! through CANN), tensors, fixtures, goldens, comparators and save/replay.
+//! Runs generated decode layers: the runtime that executes a variant's launch plan on a
+//! backend (the CPU model of Ascend C, or NPUs through CANN) across its TP ranks. The
+//! vocabulary of the plans is the `abi` crate; tensors, fixtures, goldens and comparators
+//! are the `golden` crate.
 
-pub mod abi;
 pub mod backend;
-pub mod compare;
-pub mod fixtures;
-pub mod golden;
-pub mod io;
-pub mod plan;
 pub mod runtime;
 pub mod sim;
-pub mod tensor;

@@ -2,14 +2,14 @@
 //! as threads, tiling words, poisoned outputs, both collectives' row movement and byte
 //! counts, stray writes, a trap on one rank releasing the others, and clear errors.
 
-use harness::abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
-use harness::backend::KernelSources;
-use harness::backend::sim::Sim;
-use harness::plan::{
+use abi::plan::{
     ChipProfile, Cores, Deployment, Kernel, Launch, Model, SpecSource, Step, VariantPlan,
 };
+use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
+use golden::tensor::{Tensor, TensorMap};
+use harness::backend::KernelSources;
+use harness::backend::sim::Sim;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind};
-use harness::tensor::{Tensor, TensorMap};
 use std::path::Path;
 
 const TP: usize = 2;

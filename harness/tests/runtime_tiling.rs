@@ -1,7 +1,7 @@
 //! The tiling words the runtime writes have the layout of `dsv4::TilingData`, the struct
 //! every generated kernel reads (templates/ascendc/include/dsv4/tiling_data.h).
 
-use harness::runtime::{TILING_FIELDS, TILING_WORDS};
+use abi::tiling::{TILING_FIELDS, TILING_WORDS};
 use std::path::Path;
 
 #[test]

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use harness::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
-use harness::golden::LayerSpec;
-use harness::golden::signature::check_inputs;
-use harness::io;
-use harness::plan::VariantPlan;
-use harness::tensor::TensorMap;
+use abi::plan::VariantPlan;
+use golden::LayerSpec;
+use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
+use golden::io;
+use golden::signature::check_inputs;
+use golden::tensor::TensorMap;
 
 use crate::stop::Stop;
 

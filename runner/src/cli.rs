@@ -6,12 +6,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use abi::plan::VariantPlan;
 use clap::{Args, Parser, Subcommand};
+use golden::compare::compare_layer;
+use golden::io;
+use golden::{self, LayerSpec};
 use harness::backend::{BackendKind, KernelSources};
-use harness::compare::compare_layer;
-use harness::golden::{self, LayerSpec};
-use harness::io;
-use harness::plan::VariantPlan;
 use harness::runtime::{Progress, Runtime, RuntimeError, RuntimeOptions};
 use harness::sim::Checks;
 

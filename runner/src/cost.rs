@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use abi::plan::ChipProfile;
 use harness::backend::LaunchCounters;
-use harness::plan::ChipProfile;
 use harness::runtime::{StepKind, StepRecord};
 
 /// Moved / minimum above this is flagged (the project's goal per kernel).

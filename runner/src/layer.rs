@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use harness::compare::{Report, compare_layer};
-use harness::golden::{self, LayerSpec};
+use golden::compare::{Report, compare_layer};
+use golden::tensor::TensorMap;
+use golden::{self, LayerSpec};
 use harness::runtime::{RunRecord, Runtime};
-use harness::tensor::TensorMap;
 
 use crate::cases::Case;
 use crate::stop::Stop;

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use abi::plan::VariantPlan;
+use golden::compare::Report;
 use harness::backend::LaunchCounters;
-use harness::compare::Report;
-use harness::plan::VariantPlan;
 use harness::runtime::{StepKind, StepRecord};
 use serde_json::{Value, json};
 

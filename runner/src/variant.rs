@@ -1,11 +1,11 @@
 //! Choosing the generated plan a command runs (`--layer`, `--tp`, `--spec`) and mapping
 //! its constants onto the golden's own description of the layer
-//! ([`harness::golden::LayerSpec`]), which stays independent of generated code.
+//! ([`golden::LayerSpec`]), which stays independent of generated code.
 
 use std::path::{Component, Path, PathBuf};
 
-use harness::golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
-use harness::plan::VariantPlan;
+use abi::plan::VariantPlan;
+use golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
 use sha2::{Digest, Sha256};
 
 use crate::generated::VARIANTS;

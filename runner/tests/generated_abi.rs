@@ -1,7 +1,7 @@
 //! The generated ABI and plan tables compile and say what the specs and references say.
 
-use harness::abi::{DType, Dim, Dir, Placement, TensorDecl};
-use harness::plan::{Step, VariantPlan};
+use abi::plan::{Step, VariantPlan};
+use abi::{DType, Dim, Dir, Placement, TensorDecl};
 use runner::generated::{self, VARIANTS, swa_tp2};
 
 fn tensor(v: &VariantPlan, name: &str) -> &'static TensorDecl {
@@ -196,7 +196,7 @@ fn swa_tp2_matches_the_reference_tables() {
     );
     assert_eq!(tensor(p, "wo_b").placement, Placement::Sharded { axis: 1 });
     assert_eq!(tensor(p, "wo_b_scale").placement, Placement::Replicated);
-    // The reference's exchange windows and signals are not host ABI (see harness::plan).
+    // The reference's exchange windows and signals are not host ABI (see abi::plan).
     for name in [
         "attention_window",
         "attention_signal",

@@ -7,13 +7,13 @@
 
 use std::sync::OnceLock;
 
+use golden::compare::{Report, compare_layer};
+use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
+use golden::io;
+use golden::tensor::TensorMap;
+use golden::{self, LayerSpec};
 use harness::backend::{KernelSources, sim::Sim};
-use harness::compare::{Report, compare_layer};
-use harness::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
-use harness::golden::{self, LayerSpec};
-use harness::io;
 use harness::runtime::{Runtime, RuntimeOptions};
-use harness::tensor::TensorMap;
 use runner::variant;
 
 /// The prepared runtime of a generated variant, built once per test binary.

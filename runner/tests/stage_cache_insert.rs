@@ -1,5 +1,5 @@
 //! Stage cache_insert (swa.md §3.4) on the CPU model against
-//! `harness::golden::cache_insert::insert_rows`. The stage is a bit copy, so the
+//! `golden::cache_insert::insert_rows`. The stage is a bit copy, so the
 //! whole pool must match bit for bit: mapped rows hold their token's kv row, every
 //! other row keeps its initial value. Slot mappings: the fixture's (the default
 //! start set, whose long start wraps into the physical pool), the same with tokens
@@ -11,12 +11,12 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::arith::narrow;
+use golden::cache_insert::insert_rows;
+use golden::fixtures::block_table::BlockTable;
+use golden::fixtures::metadata::{positions, slot_mapping};
+use golden::fixtures::random::Draws;
 use half::bf16;
-use harness::fixtures::block_table::BlockTable;
-use harness::fixtures::metadata::{positions, slot_mapping};
-use harness::fixtures::random::Draws;
-use harness::golden::arith::narrow;
-use harness::golden::cache_insert::insert_rows;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{check_launches, tensor, tiling};
 

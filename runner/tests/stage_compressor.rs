@@ -1,5 +1,5 @@
 //! Stage compressor (HCA, ratio 128, hca_csa.md §4.1–4.3, §4.5) on the CPU model against
-//! `harness::golden::compressor` (projection, APE, state rows, softmax pooling) with
+//! `golden::compressor` (projection, APE, state rows, softmax pooling) with
 //! `normalize_rotate` and `insert_rows` into cmp_kv, as the HCA layer golden chains them.
 //! compress_state within mapped_pool(state_slot_mapping, 1e-3, 1e-3, ratio 0) and cmp_kv
 //! within mapped_pool(cmp_slot_mapping, 1e-4, 1/128, ratio 0) (hca_csa.md §8.3, standalone
@@ -22,15 +22,15 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use golden::arith::{narrow, to_bf16, widen};
+use golden::cache_insert::insert_rows;
+use golden::compare::{MappedPool, mapped_pool};
+use golden::compressor::{self, Geometry, StateTable, Weights};
+use golden::fixtures::random::Draws;
+use golden::fixtures::{self, FixtureOptions, StartPositions};
+use golden::tensor::{Element, Tensor, TensorMap};
+use golden::{Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
 use half::bf16;
-use harness::compare::{MappedPool, mapped_pool};
-use harness::fixtures::random::Draws;
-use harness::fixtures::{self, FixtureOptions, StartPositions};
-use harness::golden::arith::{narrow, to_bf16, widen};
-use harness::golden::cache_insert::insert_rows;
-use harness::golden::compressor::{self, Geometry, StateTable, Weights};
-use harness::golden::{Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
-use harness::tensor::{Element, Tensor, TensorMap};
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{assert_pass, check_launches, tensor, tiling};
 

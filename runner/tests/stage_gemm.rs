@@ -1,5 +1,5 @@
 //! The shared cube matmul (`dsv4/matmul.h`; split K: `zero_rows.h` before an int8 one,
-//! `k_slice_sum.h` after a bf16 one) against `harness::golden::gemm`:
+//! `k_slice_sum.h` after a bf16 one) against `golden::gemm`:
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
@@ -16,11 +16,11 @@ mod support;
 
 use std::path::PathBuf;
 
+use abi::DType;
+use golden::gemm::{Mat, Threads, matmul};
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::abi::DType;
-use harness::golden::gemm::{Mat, Threads, matmul};
 use harness::sim::{BuildSpec, CoreMode, GmArg, LaunchStats, SimLibrary};
-use harness::tensor::Tensor;
 use kernelgen::chip::Mem;
 use kernelgen::kernels::{Cores, Kernel, Value};
 use kernelgen::plan::StageKind;

@@ -1,4 +1,4 @@
-//! Stage hc_post (swa.md §3.9) on the CPU model against `harness::golden::hc_post`.
+//! Stage hc_post (swa.md §3.9) on the CPU model against `golden::hc_post`.
 //! The stage is f32 in a fixed order with no reduction, so the kernel must match the
 //! golden bit for bit, at capacity and capacity − 8 tokens. Input rows past the
 //! runtime count are NaN and x_out starts poisoned; its rows past the count must stay so.
@@ -8,11 +8,11 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::arith::narrow;
+use golden::fixtures::random::Draws;
+use golden::hc_post::hc_post;
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::fixtures::random::Draws;
-use harness::golden::arith::narrow;
-use harness::golden::hc_post::hc_post;
-use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{StageCase, assert_unwritten, dims, run_variant, tensor};
 

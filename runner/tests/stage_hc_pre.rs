@@ -1,4 +1,4 @@
-//! Stage hc_pre (swa.md §3.1) on the CPU model against `harness::golden::hc_pre`:
+//! Stage hc_pre (swa.md §3.1) on the CPU model against `golden::hc_pre`:
 //! x_mixed within (1e-4, 1/128) and post/comb within (2.5e-5, 5e-3) (the
 //! reference's sub-kernel thresholds, 0.5 % bad points), at capacity and
 //! capacity − 8 tokens. x_hc rows past the runtime count are NaN, so a kernel
@@ -10,11 +10,11 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::compare::ratio_allclose;
+use golden::fixtures::random::Draws;
+use golden::hc_pre::{HcWeights, hc_pre};
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::compare::ratio_allclose;
-use harness::fixtures::random::Draws;
-use harness::golden::hc_pre::{HcWeights, hc_pre};
-use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{StageCase, assert_pass, assert_unwritten, dims, head, run_variant, tensor};
 

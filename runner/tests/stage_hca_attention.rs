@@ -1,5 +1,5 @@
 //! Stage sparse_attention of HCA (window + every visible compressed row, hca_csa.md §6.1–6.2)
-//! on the CPU model against `harness::golden::{candidates::hca, attention}`: o_packed_heads
+//! on the CPU model against `golden::{candidates::hca, attention}`: o_packed_heads
 //! within the reference's standalone threshold, ratio_allclose(1e-4, 1/128, 0.005), on the
 //! valid rows of every group slab, padding rows still poisoned, peak on-chip memory within
 //! the plan's budget rows. (The golden merges compressed rows in the reference's 128-row
@@ -19,15 +19,15 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use attention_checks::{check_peaks, packed_heads};
+use golden::attention::{KvSources, pack_heads, sparse_attention};
+use golden::candidates;
+use golden::fixtures::random::Draws;
+use golden::fixtures::{self, FixtureOptions, StartPositions};
+use golden::rope::RopeRows;
+use golden::tensor::{Tensor, TensorMap};
+use golden::{LayerKind, LayerSpec};
 use half::bf16;
-use harness::fixtures::random::Draws;
-use harness::fixtures::{self, FixtureOptions, StartPositions};
-use harness::golden::attention::{KvSources, pack_heads, sparse_attention};
-use harness::golden::candidates;
-use harness::golden::rope::RopeRows;
-use harness::golden::{LayerKind, LayerSpec};
 use harness::sim::SimLibrary;
-use harness::tensor::{Tensor, TensorMap};
 use kernelgen::plan::{Plan, StageKind};
 use runner::variant;
 use support::{library_of, plan, run_words};
@@ -82,7 +82,7 @@ impl Case {
         }
     }
 
-    fn get<T: harness::tensor::Element>(&self, name: &str) -> &[T] {
+    fn get<T: golden::tensor::Element>(&self, name: &str) -> &[T] {
         self.inputs.values::<T>(name).unwrap()
     }
 

@@ -1,5 +1,5 @@
 //! Stage o_proj (swa.md §3.7–3.8) and the reduce-scatter's sum on the CPU model, against
-//! `harness::golden`: TP 1 attn_out, each rank's sharded f32 partial, and the cross-rank
+//! `golden`: TP 1 attn_out, each rank's sharded f32 partial, and the cross-rank
 //! sum, at capacity and capacity − 8 tokens. Padding rows of the packed heads are NaN, so
 //! a kernel reading them fails; every output and workspace starts poisoned.
 //!
@@ -18,17 +18,17 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::Dims;
+use golden::arith::narrow;
+use golden::collectives::{all_to_all_groups, reduce_scatter};
+use golden::compare::ratio_allclose;
+use golden::fixtures::random::Draws;
+use golden::fixtures::weights::{bf16_values, quantize_rows};
+use golden::gemm::{Mat, Threads, matmul_int, widen_i8};
+use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
+use golden::quant::{Rounding, quantize_row};
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::compare::ratio_allclose;
-use harness::fixtures::random::Draws;
-use harness::fixtures::weights::{bf16_values, quantize_rows};
-use harness::golden::Dims;
-use harness::golden::arith::narrow;
-use harness::golden::collectives::{all_to_all_groups, reduce_scatter};
-use harness::golden::gemm::{Mat, Threads, matmul_int, widen_i8};
-use harness::golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
-use harness::golden::quant::{Rounding, quantize_row};
-use harness::tensor::Tensor;
 use kernelgen::kernels::Step;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};

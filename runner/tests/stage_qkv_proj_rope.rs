@@ -1,4 +1,4 @@
-//! Stage qkv_proj_rope on the CPU model vs `harness::golden::qkv` (swa.md §3.3, §5): the
+//! Stage qkv_proj_rope on the CPU model vs `golden::qkv` (swa.md §3.3, §5): the
 //! fixture's weights and RoPE rows, a seeded unit-RMS x_normed of exactly t rows (reading
 //! a row ≥ t traps), at capacity and capacity − 8. q, kv within (1e-4, 1/128); qr within
 //! ±1 LSB everywhere; qr_scale within (2.5e-5, 5e-3). Workspace rows ≥ t stay poisoned;
@@ -12,14 +12,14 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::compare::{Report, ratio_allclose};
+use golden::fixtures::{self, FixtureOptions};
+use golden::qkv::{QkvWeights, qkv_proj_rope};
+use golden::rope::RopeRows;
+use golden::tensor::Tensor;
+use golden::{Dims, LayerKind, LayerSpec, RopeProfile};
 use half::bf16;
-use harness::compare::{Report, ratio_allclose};
-use harness::fixtures::{self, FixtureOptions};
-use harness::golden::qkv::{QkvWeights, qkv_proj_rope};
-use harness::golden::rope::RopeRows;
-use harness::golden::{Dims, LayerKind, LayerSpec, RopeProfile};
 use harness::sim::{LaunchStats, SimLibrary};
-use harness::tensor::Tensor;
 use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 use rand::{RngExt, SeedableRng};
@@ -108,11 +108,11 @@ fn case(p: &Plan, t: usize, seed: u64) -> Case {
     }
 }
 
-fn values<T: harness::tensor::Element>(m: &BTreeMap<String, Tensor>, name: &str) -> Vec<T> {
+fn values<T: golden::tensor::Element>(m: &BTreeMap<String, Tensor>, name: &str) -> Vec<T> {
     m[name].values::<T>().unwrap().to_vec()
 }
 
-fn golden(c: &Case) -> harness::golden::qkv::Qkv {
+fn golden(c: &Case) -> golden::qkv::Qkv {
     let d = &c.dims;
     let rope = RopeRows::from_tables(
         &values::<bf16>(&c.inputs, "freqs_cos"),

@@ -1,4 +1,4 @@
-//! Stage rms_norm (swa.md §3.2) on the CPU model against `harness::golden::rms_norm`
+//! Stage rms_norm (swa.md §3.2) on the CPU model against `golden::rms_norm`
 //! within (1e-4, 1/128) (0.5 % bad points), at capacity and capacity − 8 tokens.
 //! The weight is drawn around 1 rather than the fixture's ones, so a kernel that
 //! skipped or misplaced it fails. x_mixed rows past the runtime count are NaN and
@@ -9,12 +9,12 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use golden::arith::narrow;
+use golden::compare::ratio_allclose;
+use golden::fixtures::random::Draws;
+use golden::rms_norm::rms_norm;
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::compare::ratio_allclose;
-use harness::fixtures::random::Draws;
-use harness::golden::arith::narrow;
-use harness::golden::rms_norm::rms_norm;
-use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{StageCase, assert_pass, assert_unwritten, head, run_variant, tensor};
 

@@ -1,4 +1,4 @@
-//! Stage sparse_attention on the CPU model against `harness::golden::attention` (per-token
+//! Stage sparse_attention on the CPU model against `golden::attention` (per-token
 //! window gather, softmax with sink, P·V, inverse RoPE) and `pack_heads`: o_packed_heads
 //! within ratio_allclose(1e-4, 1/128) on the valid rows of every group slab, padding rows
 //! still poisoned, peak on-chip memory equal to the plan's budget rows of each kernel.
@@ -14,20 +14,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use attention_checks::{check_peaks, packed_heads};
+use golden::attention::{KvSources, pack_heads, sparse_attention};
+use golden::candidates;
+use golden::fixtures::StartPositions;
+use golden::fixtures::block_table::BlockTable;
+use golden::fixtures::metadata::{positions, window_indices};
+use golden::fixtures::random::Draws;
+use golden::fixtures::rope_rows::rope_tables;
+use golden::fixtures::weights::normalized_rows;
+use golden::mask::sparse_bias;
+use golden::rope::RopeRows;
+use golden::tensor::Tensor;
+use golden::{Dims, LayerKind, LayerSpec, RopeProfile};
 use half::bf16;
-use harness::fixtures::StartPositions;
-use harness::fixtures::block_table::BlockTable;
-use harness::fixtures::metadata::{positions, window_indices};
-use harness::fixtures::random::Draws;
-use harness::fixtures::rope_rows::rope_tables;
-use harness::fixtures::weights::normalized_rows;
-use harness::golden::attention::{KvSources, pack_heads, sparse_attention};
-use harness::golden::candidates;
-use harness::golden::mask::sparse_bias;
-use harness::golden::rope::RopeRows;
-use harness::golden::{Dims, LayerKind, LayerSpec, RopeProfile};
 use harness::sim::{LaunchStats, SimLibrary};
-use harness::tensor::Tensor;
 use kernelgen::plan::{Plan, StageKind};
 use support::{Tiling, library_of, plan, run};
 

@@ -1,7 +1,7 @@
 {{ header }}
 //! One module per generated layer variant, and the index the runner looks them up in.
 
-use harness::plan::VariantPlan;
+use abi::plan::VariantPlan;
 {% for v in variants %}
 pub mod {{ v }};
 {%- endfor %}

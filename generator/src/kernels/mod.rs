@@ -42,7 +42,7 @@ impl Cores {
         }
     }
 
-    /// `harness::plan::Cores` variant.
+    /// `abi::plan::Cores` variant.
     pub fn rust(self) -> &'static str {
         match self {
             Cores::Aiv => "Aiv",

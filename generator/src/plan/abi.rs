@@ -1,6 +1,6 @@
 //! The host ABI of a variant: every tensor the layer exchanges with the host, in
 //! the reference's parameter order (swa.md §2, hca_csa.md §2), with per-rank
-//! shapes. Rendered as `harness::abi` tables; the generator does not depend on
+//! shapes. Rendered as `abi` tables; the generator does not depend on
 //! the harness, so the vocabulary is mirrored here.
 
 use crate::spec::RopeTable;
@@ -26,7 +26,7 @@ impl DType {
         }
     }
 
-    /// Variant name in `harness::abi::DType`.
+    /// Variant name in `abi::DType`.
     pub fn rust(self) -> &'static str {
         match self {
             DType::Bf16 => "Bf16",
@@ -56,7 +56,7 @@ pub enum Dim {
 }
 
 impl Dim {
-    /// `harness::abi::Dim` variant expression (the host modules import the variants).
+    /// `abi::Dim` variant expression (the host modules import the variants).
     pub fn rust(self) -> String {
         match self {
             Dim::Const(n) => format!("Const({n})"),
@@ -112,7 +112,7 @@ pub struct TensorPlan {
 }
 
 impl TensorPlan {
-    /// The shape as `harness::abi::Dim` expressions, comma separated.
+    /// The shape as `abi::Dim` expressions, comma separated.
     pub fn shape_rust(&self) -> String {
         self.shape
             .iter()

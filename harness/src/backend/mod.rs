@@ -14,9 +14,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::plan::{Launch, VariantPlan};
 use crate::runtime::{Exchange, Progress, Tiling};
 use crate::sim::{ArgTraffic, Checks, LaunchStats};
+use abi::plan::{Launch, VariantPlan};
 
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]

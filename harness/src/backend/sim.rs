@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
 
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
-use crate::plan::{Cores, Launch, VariantPlan};
 use crate::runtime::{Exchange, POISON, Progress, Tiling};
 use crate::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
+use abi::plan::{Cores, Launch, VariantPlan};
 
 /// The CPU model.
 #[derive(Debug, Clone, Default)]

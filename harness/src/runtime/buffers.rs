@@ -7,9 +7,9 @@
 //! write shows up in the comparison, and rows beyond the runtime extent that a kernel
 //! writes by mistake are caught by [`Collected::stray`].
 
-use crate::abi::{Dim, Dir, TensorDecl};
-use crate::plan::VariantPlan;
-use crate::tensor::{Tensor, TensorMap};
+use abi::plan::VariantPlan;
+use abi::{Dim, Dir, TensorDecl};
+use golden::tensor::{Tensor, TensorMap};
 
 use super::RuntimeError;
 

@@ -3,7 +3,7 @@
 //! transfers: the sim copies bytes between the ranks' buffers, an NPU issues HCCL
 //! all-to-all calls built from the same list.
 
-use crate::plan::{Step, VariantPlan};
+use abi::plan::{Step, VariantPlan};
 
 use super::RuntimeError;
 use super::buffers::{Layout, capacity_shape};

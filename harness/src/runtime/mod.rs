@@ -1,4 +1,4 @@
-//! Executes a generated launch plan ([`crate::plan::VariantPlan`]) on a backend.
+//! Executes a generated launch plan ([`abi::plan::VariantPlan`]) on a backend.
 //!
 //! [`Runtime::prepare`] checks the plan can run (every stage has kernels, every launch
 //! binds declared buffers, the kernel sources exist) and builds the kernel library once
@@ -25,13 +25,13 @@ pub use buffers::{Collected, Extents, Layout, POISON, Role};
 pub use collectives::{Exchange, Pattern, Transfer};
 pub use progress::Progress;
 pub use record::{RunRecord, StageTime, StepKind, StepRecord};
-pub use tiling::{TILING_FIELDS, TILING_WORDS, Tiling};
+pub use tiling::Tiling;
 
 use std::time::Instant;
 
 use crate::backend::{Backend, BackendError, Group, KernelSources, Kernels};
-use crate::plan::{Launch, Step, VariantPlan};
-use crate::tensor::TensorMap;
+use abi::plan::{Launch, Step, VariantPlan};
+use golden::tensor::TensorMap;
 use rendezvous::{Aborted, Rendezvous};
 
 /// Why a plan could not be prepared or run.

@@ -2,25 +2,9 @@
 //! u32 words in the layout of `dsv4::TilingData`
 //! (`templates/ascendc/include/dsv4/tiling_data.h`; a test keeps the two in step).
 
+use abi::tiling::{TILING_FIELDS, TILING_WORDS};
+
 use super::buffers::Extents;
-
-/// The fields of `dsv4::TilingData`, in order; the remaining words are reserved (zero).
-pub const TILING_FIELDS: [&str; 12] = [
-    "t",
-    "b",
-    "nb",
-    "tp_rank",
-    "group_t",
-    "group_base",
-    "state_nb",
-    "cmp_nb",
-    "cmp_tw",
-    "inner_state_nb",
-    "idx_nb",
-    "idx_tw",
-];
-
-pub const TILING_WORDS: usize = 16;
 
 /// One rank's tiling words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,10 +2,10 @@
 
 #![allow(dead_code)] // each test binary uses part of this module
 
+use golden::compare::ratio_allclose;
+use golden::tensor::Tensor;
 use half::bf16;
-use harness::compare::ratio_allclose;
 use harness::sim::LaunchStats;
-use harness::tensor::Tensor;
 use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 

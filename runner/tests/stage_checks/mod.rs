@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use harness::compare::Report;
-use harness::fixtures::random::Draws;
-use harness::golden::Dims;
+use golden::Dims;
+use golden::compare::Report;
+use golden::fixtures::random::Draws;
+use golden::tensor::{Element, Tensor};
 use harness::sim::LaunchStats;
-use harness::tensor::{Element, Tensor};
 use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use golden::tensor::Tensor;
 use harness::sim::{BuildSpec, CoreMode, GmArg, LaunchStats, SimLibrary};
-use harness::tensor::Tensor;
 use kernelgen::kernels::{Cores, Step};
 use kernelgen::plan::{Dim, Plan, StageKind};
 
@@ -171,7 +171,7 @@ pub fn run_words(
 }
 
 fn poisoned(dtype: kernelgen::plan::DType, shape: Vec<usize>) -> Tensor {
-    use harness::abi::DType as H;
+    use abi::DType as H;
     use kernelgen::plan::DType as G;
     let d = match dtype {
         G::Bf16 => H::Bf16,

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::toolkit::Toolkit;
 use crate::backend::{BackendError, KernelSources};
-use crate::plan::{Kernel, VariantPlan};
 use crate::runtime::Progress;
+use abi::plan::{Kernel, VariantPlan};
 
 /// The shared library the project builds.
 pub const LIBRARY: &str = "libdsv4_kernels.so";
@@ -176,7 +176,7 @@ fn key(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Cores;
+    use abi::plan::Cores;
 
     #[test]
     fn a_launcher_passes_every_argument_then_workspace_and_tiling() {

@@ -18,8 +18,10 @@ use hccl::{AllToAllV, Comm, Hccl, RootInfo};
 use toolkit::Toolkit;
 
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
-use crate::plan::{Launch, VariantPlan};
-use crate::runtime::{Exchange, Progress, TILING_WORDS, Tiling};
+use abi::plan::{Launch, VariantPlan};
+use abi::tiling::TILING_WORDS;
+
+use crate::runtime::{Exchange, Progress, Tiling};
 
 /// Ascend devices, one per TP rank.
 #[derive(Debug, Clone)]

@@ -1,0 +1,359 @@
+//! The CSA layer (hca_csa.md §3, §8.0): the overlapping ratio-4 main
+//! compressor feeds cmp_kv; the lightning indexer (its own inner compressor
+//! writing the int8 index cache) selects the top-k compressed rows that
+//! attention reads after the window.
+
+use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked};
+use crate::GoldenError;
+use crate::arith::{bf16_round, to_bf16, widen};
+use crate::attention::{KvSources, sparse_attention};
+use crate::cache_insert::insert_rows;
+use crate::candidates;
+use crate::compressor::{self, Geometry, Pooled, StateTable, Weights};
+use crate::dims::{CsaDims, Dims, LayerKind, LayerSpec};
+use crate::gemm::{Mat, Threads, matmul};
+use crate::indexer::{self, IndexCache};
+use crate::quant::quantize_row;
+use crate::rope::RopeRows;
+use crate::signature::check_inputs;
+use crate::tensor::TensorMap;
+use half::bf16;
+
+pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenError> {
+    let LayerKind::Csa(c) = &spec.kind else {
+        unreachable!("golden::run dispatches CSA specs here")
+    };
+    let d = &spec.dims;
+    let t = check_inputs(spec, inputs)?.tokens;
+    let mut attention = Vec::with_capacity(d.tp);
+    let mut out_pools = RankPools::default();
+    for rank in 0..d.tp {
+        let r = Rank::new(inputs, rank, d.tp);
+        let (a, p) = rank_front(d, c, &r)?;
+        attention.push(a);
+        out_pools.push(p);
+    }
+    let x_out = output_path(d, inputs, &attention, t)?;
+    let shape = |name| Rank::new(inputs, 0, d.tp).shape(name);
+    let mut out = TensorMap::new();
+    put_stacked(&mut out, "x_out", d.tp, &[t, d.hc_mult, d.hidden], x_out);
+    put_stacked(
+        &mut out,
+        "compress_state",
+        d.tp,
+        shape("compress_state")?,
+        out_pools.state,
+    );
+    put_stacked(
+        &mut out,
+        "inner_compress_state",
+        d.tp,
+        shape("inner_compress_state")?,
+        out_pools.inner_state,
+    );
+    put_stacked(
+        &mut out,
+        "kv_cache",
+        d.tp,
+        shape("kv_cache")?,
+        out_pools.kv_cache,
+    );
+    put_stacked(&mut out, "cmp_kv", d.tp, shape("cmp_kv")?, out_pools.cmp_kv);
+    put_stacked(
+        &mut out,
+        "idx_kv_cache",
+        d.tp,
+        shape("idx_kv_cache")?,
+        out_pools.idx_kv_cache,
+    );
+    put_stacked(
+        &mut out,
+        "idx_kv_scale",
+        d.tp,
+        shape("idx_kv_scale")?,
+        out_pools.idx_kv_scale,
+    );
+    Ok(out)
+}
+
+/// One rank's updated pools.
+struct Pools {
+    state: Vec<f32>,
+    inner_state: Vec<f32>,
+    kv_cache: Vec<bf16>,
+    cmp_kv: Vec<bf16>,
+    idx_kv_cache: Vec<i8>,
+    idx_kv_scale: Vec<f32>,
+}
+
+/// Every rank's pools, per pool.
+#[derive(Default)]
+struct RankPools {
+    state: Vec<Vec<f32>>,
+    inner_state: Vec<Vec<f32>>,
+    kv_cache: Vec<Vec<bf16>>,
+    cmp_kv: Vec<Vec<bf16>>,
+    idx_kv_cache: Vec<Vec<i8>>,
+    idx_kv_scale: Vec<Vec<f32>>,
+}
+
+impl RankPools {
+    fn push(&mut self, p: Pools) {
+        self.state.push(p.state);
+        self.inner_state.push(p.inner_state);
+        self.kv_cache.push(p.kv_cache);
+        self.cmp_kv.push(p.cmp_kv);
+        self.idx_kv_cache.push(p.idx_kv_cache);
+        self.idx_kv_scale.push(p.idx_kv_scale);
+    }
+}
+
+/// Rows of the full RoPE table at the given positions.
+fn table_rows(d: &Dims, r: &Rank, positions: &[usize]) -> Result<RopeRows, GoldenError> {
+    Ok(RopeRows::gather(
+        r.get("freqs_cos")?,
+        r.get("freqs_sin")?,
+        d.rope_dim,
+        d.half_rope(),
+        positions,
+    ))
+}
+
+fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools), GoldenError> {
+    let hd = d.head_dim;
+    let position_ids = r.get::<i32>("position_ids")?;
+    let positions = position_ids
+        .iter()
+        .enumerate()
+        .map(|(t, &p)| {
+            usize::try_from(p)
+                .ok()
+                .filter(|&p| p < d.max_seq_len)
+                .ok_or_else(|| {
+                    GoldenError::Contract(format!(
+                        "position_ids[{t}]={p} is outside the {}-row RoPE table",
+                        d.max_seq_len
+                    ))
+                })
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
+    // Token rows at p_t; per request the "step" row at p0 and the
+    // "compressed" row at the window start p0 − p0 mod ratio.
+    let rope = table_rows(d, r, &positions)?;
+    let firsts: Vec<usize> = positions.iter().step_by(d.seq).copied().collect();
+    let step = table_rows(d, r, &firsts)?;
+    let window_starts: Vec<usize> = firsts.iter().map(|&p| p - p % c.ratio).collect();
+    let cmp_rope = table_rows(d, r, &window_starts)?;
+
+    let f = front(d, r, &rope)?;
+    let x = widen(&f.x_normed);
+    let state_width = |name| -> Result<usize, GoldenError> { Ok(r.shape(name)?[1]) };
+
+    // Main compressor → cmp_kv.
+    let mut state = r.get::<f32>("compress_state")?.to_vec();
+    let pooled = compressor::update_and_pool(
+        Geometry {
+            ratio: c.ratio,
+            head_dim: hd,
+            overlap: true,
+            state_block: c.state_block,
+        },
+        &x,
+        d.hidden,
+        d.seq,
+        Weights {
+            wkv: r.get("cmp_wkv")?,
+            wgate: r.get("cmp_wgate")?,
+            ape: r.get("cmp_ape")?,
+            norm_w: r.get("cmp_norm_w")?,
+        },
+        position_ids,
+        r.get("state_slot_mapping")?,
+        StateTable {
+            entries: r.get("compress_state_block_table")?,
+            width: state_width("compress_state_block_table")?,
+        },
+        &mut state,
+        ("state_slot_mapping", "compress_state_block_table"),
+    )?;
+    let mut cmp_kv = r.get::<bf16>("cmp_kv")?.to_vec();
+    let cmp_slots = r.get::<i64>("cmp_slot_mapping")?;
+    for mut p in pooled {
+        compressor::normalize_rotate(
+            &mut p.values,
+            r.get("cmp_norm_w")?,
+            d.rms_eps,
+            cmp_rope.cos(p.request),
+            cmp_rope.sin(p.request),
+        );
+        let row: Vec<bf16> = p.values.iter().map(|&v| to_bf16(v)).collect();
+        let tok = p.request * d.seq + p.boundary;
+        insert_rows(
+            &mut cmp_kv,
+            hd,
+            &row,
+            &cmp_slots[tok..=tok],
+            "cmp_slot_mapping",
+        )?;
+    }
+
+    // Indexer: queries, the inner compressor writing the index cache, scores, top-k.
+    let hadamard = r.get::<bf16>("hadamard_idx")?;
+    let query = indexer::index_query(
+        d,
+        c,
+        &f.qkv.qr,
+        &f.qkv.qr_scale,
+        r.get("idx_wq_b")?,
+        r.get("idx_wq_b_scale")?,
+        hadamard,
+        &step,
+    );
+    let mut inner_state = r.get::<f32>("inner_compress_state")?.to_vec();
+    let inner_pooled = compressor::update_and_pool(
+        Geometry {
+            ratio: c.ratio,
+            head_dim: c.index_head_dim,
+            overlap: true,
+            state_block: c.state_block,
+        },
+        &x,
+        d.hidden,
+        d.seq,
+        Weights {
+            wkv: r.get("inner_wkv")?,
+            wgate: r.get("inner_wgate")?,
+            ape: r.get("inner_ape")?,
+            norm_w: r.get("inner_norm_w")?,
+        },
+        position_ids,
+        r.get("inner_state_slot_mapping")?,
+        StateTable {
+            entries: r.get("inner_compress_state_block_table")?,
+            width: state_width("inner_compress_state_block_table")?,
+        },
+        &mut inner_state,
+        (
+            "inner_state_slot_mapping",
+            "inner_compress_state_block_table",
+        ),
+    )?;
+    let mut idx_kv_cache = r.get::<i8>("idx_kv_cache")?.to_vec();
+    let mut idx_kv_scale = r.get::<f32>("idx_kv_scale")?.to_vec();
+    write_index_keys(
+        d,
+        c,
+        inner_pooled,
+        r.get("inner_norm_w")?,
+        hadamard,
+        &step,
+        r.get("idx_slot_mapping")?,
+        &mut idx_kv_cache,
+        &mut idx_kv_scale,
+    )?;
+    let weights = indexer::head_weights(&x, d.hidden, r.get("weights_proj")?, c.weights_scale());
+    let topk = indexer::select(
+        d,
+        c,
+        &query,
+        &weights,
+        position_ids,
+        r.get("kv_seq_lens")?,
+        IndexCache {
+            keys: &idx_kv_cache,
+            scales: &idx_kv_scale,
+            table: r.get("idx_block_table")?,
+            width: r.shape("idx_block_table")?[1],
+        },
+    )?;
+
+    // Raw write-back, then attention over the window and the selected rows.
+    let mut kv_cache = r.get::<bf16>("kv_cache")?.to_vec();
+    insert_rows(
+        &mut kv_cache,
+        hd,
+        &f.qkv.kv,
+        r.get("ori_slot_mapping")?,
+        "ori_slot_mapping",
+    )?;
+    let indices = r.get::<i32>("window_swa_indices")?;
+    check_rows(indices, kv_cache.len() / hd, "window_swa_indices")?;
+    let tiles = candidates::csa(
+        d,
+        c,
+        indices,
+        position_ids,
+        &topk,
+        r.get("cmp_block_table")?,
+        r.shape("cmp_block_table")?[1],
+        cmp_kv.len() / (hd * d.block_size),
+    )?;
+    let kv = KvSources {
+        raw: &kv_cache,
+        compressed: &cmp_kv,
+        width: hd,
+    };
+    let o = sparse_attention(d, &f.qkv.q, &tiles, kv, r.get("attn_sink")?, &rope);
+    Ok((
+        RankAttention {
+            o,
+            post: f.hc.post,
+            comb: f.hc.comb,
+        },
+        Pools {
+            state,
+            inner_state,
+            kv_cache,
+            cmp_kv,
+            idx_kv_cache,
+            idx_kv_scale,
+        },
+    ))
+}
+
+/// The inner compressor's tail (hca_csa.md §4.5, §5.3): norm + RoPE with the
+/// step row, bf16, times the Hadamard matrix, then quant-on-write of the
+/// bf16-rounded row into the int8 index cache and its scale.
+#[allow(clippy::too_many_arguments)]
+fn write_index_keys(
+    d: &Dims,
+    c: &CsaDims,
+    pooled: Vec<Pooled>,
+    norm_w: &[bf16],
+    hadamard: &[bf16],
+    step: &RopeRows,
+    idx_slots: &[i64],
+    keys: &mut [i8],
+    scales: &mut [f32],
+) -> Result<(), GoldenError> {
+    let id = c.index_head_dim;
+    let h = widen(hadamard);
+    for mut p in pooled {
+        compressor::normalize_rotate(
+            &mut p.values,
+            norm_w,
+            d.rms_eps,
+            step.cos(p.request),
+            step.sin(p.request),
+        );
+        let rounded: Vec<f32> = p.values.iter().map(|&v| bf16_round(v)).collect();
+        let kf = matmul(
+            Mat::rows(&rounded, 1, id),
+            Mat::rows(&h, id, id),
+            Threads::One,
+        );
+        let row: Vec<f32> = kf.iter().map(|&v| bf16_round(v)).collect();
+        let mut q8 = vec![0i8; id];
+        let scale = quantize_row(&row, &mut q8);
+        let tok = p.request * d.seq + p.boundary;
+        insert_rows(keys, id, &q8, &idx_slots[tok..=tok], "idx_slot_mapping")?;
+        insert_rows(
+            scales,
+            1,
+            &[scale],
+            &idx_slots[tok..=tok],
+            "idx_slot_mapping",
+        )?;
+    }
+    Ok(())
+}
