@@ -7,9 +7,10 @@
 //! softmax-pool the window's state rows read through the state block table.
 
 use super::GoldenError;
-use super::arith::{mean_square, rsqrt, sum, widen};
+use super::arith::{mean_square, rsqrt, sum, to_bf16, widen};
+use super::cache_insert::insert_rows;
 use super::gemm::{Mat, Threads, matmul};
-use super::rope::rotate;
+use super::rope::{RopeRows, rotate};
 use half::bf16;
 
 /// Shape of one compressor.
@@ -221,4 +222,38 @@ pub fn normalize_rotate(values: &mut [f32], norm_w: &[bf16], eps: f32, cos: &[f3
         .for_each(|(v, w)| *v = (*v * inv) * w.to_f32());
     let n = values.len();
     rotate(&mut values[n - 2 * cos.len()..], cos, sin);
+}
+
+/// Writes the step's pooled rows into `cmp_kv` (`[rows, head_dim]`, head_dim =
+/// `norm_w.len()`) as the layers do (hca_csa.md §4.5): RMSNorm with `norm_w`, rotation of
+/// the rope dims with the request's compressed RoPE row, one bf16 rounding, at the
+/// `cmp_slot_mapping` slot of the boundary token (`seq` tokens per request; −1 drops it).
+pub fn insert_pooled(
+    pooled: Vec<Pooled>,
+    norm_w: &[bf16],
+    eps: f32,
+    rope: &RopeRows,
+    seq: usize,
+    cmp_kv: &mut [bf16],
+    cmp_slots: &[i64],
+) -> Result<(), GoldenError> {
+    for mut p in pooled {
+        normalize_rotate(
+            &mut p.values,
+            norm_w,
+            eps,
+            rope.cos(p.request),
+            rope.sin(p.request),
+        );
+        let row: Vec<bf16> = p.values.iter().map(|&v| to_bf16(v)).collect();
+        let tok = p.request * seq + p.boundary;
+        insert_rows(
+            cmp_kv,
+            norm_w.len(),
+            &row,
+            &cmp_slots[tok..=tok],
+            "cmp_slot_mapping",
+        )?;
+    }
+    Ok(())
 }

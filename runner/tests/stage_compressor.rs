@@ -1,6 +1,6 @@
 //! Stage compressor (HCA, ratio 128, hca_csa.md §4.1–4.3, §4.5) on the CPU model against
-//! `golden::compressor` (projection, APE, state rows, softmax pooling) with
-//! `normalize_rotate` and `insert_rows` into cmp_kv, as the HCA layer golden chains them.
+//! `golden::compressor` (projection, APE, state rows, softmax pooling, and the pooled
+//! rows' RMSNorm, RoPE and cmp_kv write as the layer goldens make them).
 //! compress_state within mapped_pool(state_slot_mapping, 1e-3, 1e-3, ratio 0) and cmp_kv
 //! within mapped_pool(cmp_slot_mapping, 1e-4, 1/128, ratio 0) (hca_csa.md §8.3, standalone
 //! compressor): mapped rows within tolerance, every other row bit-identical (no stray
@@ -22,14 +22,14 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use golden::arith::{narrow, to_bf16, widen};
-use golden::cache_insert::insert_rows;
+use golden::LayerSpec;
+use golden::arith::{narrow, widen};
 use golden::compare::{MappedPool, mapped_pool};
 use golden::compressor::{self, Geometry, StateTable, Weights};
 use golden::fixtures::random::Draws;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
+use golden::rope::RopeRows;
 use golden::tensor::{Element, Tensor, TensorMap};
-use golden::{Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
 use half::bf16;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{assert_pass, check_launches, tensor, tiling};
@@ -45,47 +45,13 @@ const STARTS: [i64; 8] = [250, 8192, 2045, 127, 10, 1016, 255, 1000];
 /// The golden's description of one rank of the plan: TP 1 with the rank's request count,
 /// so the fixture's tensors have the rank's capacity shapes.
 fn layer_spec(p: &Plan) -> LayerSpec {
-    let m = &p.model;
-    let c = p.compressor.as_ref().expect("HCA plans a compressor");
-    let yarn = p.rope.yarn.as_ref().map(|y| Yarn {
-        factor: y.factor,
-        beta_fast: y.beta_fast,
-        beta_slow: y.beta_slow,
-        original_max_pos: y.original_max_positions,
-    });
-    LayerSpec {
-        dims: Dims {
-            hidden: m.hidden,
-            heads: m.heads,
-            head_dim: m.head_dim,
-            rope_dim: m.rope_dim,
-            q_lora: m.q_lora_rank,
-            o_lora: m.o_lora_rank,
-            o_groups: m.o_groups,
-            hc_mult: m.hc_mult,
-            hc_sinkhorn_iters: m.hc_sinkhorn_iters,
-            rms_eps: m.rms_eps,
-            hc_eps: m.hc_eps,
-            window: p.attention.window,
-            decode_batch: p.shape.b,
-            seq: p.shape.decode_seq,
-            block_size: p.pools.block_size,
-            // Not this stage's pool: room for every request's raw window pages.
-            kv_pool_blocks: p.pools.kv_pool_blocks.max(p.shape.b * 8),
-            max_seq_len: p.pools.max_positions,
-            rope: RopeProfile {
-                theta: p.rope.theta,
-                yarn,
-            },
-            tp: 1,
-        },
-        kind: LayerKind::Hca(HcaDims {
-            ratio: c.ratio,
-            state_block: c.state_block_size,
-            state_pool_blocks: c.state_pool_blocks,
-            cmp_pool_blocks: c.cache_pool_blocks,
-        }),
-    }
+    let mut spec = support::layer_spec(p);
+    let d = &mut spec.dims;
+    d.tp = 1;
+    d.decode_batch = p.shape.b;
+    // Not this stage's pool: room for every request's raw window pages.
+    d.kv_pool_blocks = d.kv_pool_blocks.max(p.shape.b * 8);
+    spec
 }
 
 /// The HCA fixture at capacity with STARTS cycled over the requests.
@@ -219,35 +185,27 @@ fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
         ("state_slot_mapping", "compress_state_block_table"),
     )
     .expect("golden compressor");
-    let (cos, sin) = (f32s("cmp_freqs_cos"), f32s("cmp_freqs_sin"));
-    let half = d.rope_dim / 2;
+    let rope = RopeRows {
+        half: d.rope_dim / 2,
+        cos: f32s("cmp_freqs_cos"),
+        sin: f32s("cmp_freqs_sin"),
+    };
     let mut cmp_kv = bf16s("cmp_kv");
-    let cmp_slots = i64s("cmp_slot_mapping");
     assert!(
         pooled.len() >= 2,
         "{}: the case pools at least two rows",
         p.variant
     );
-    for mut row in pooled {
-        let r = row.request;
-        compressor::normalize_rotate(
-            &mut row.values,
-            &norm_w,
-            d.rms_eps,
-            &cos[r * half..(r + 1) * half],
-            &sin[r * half..(r + 1) * half],
-        );
-        let out: Vec<bf16> = row.values.iter().map(|&v| to_bf16(v)).collect();
-        let tok = r * d.seq + row.boundary;
-        insert_rows(
-            &mut cmp_kv,
-            c.head_dim,
-            &out,
-            &cmp_slots[tok..=tok],
-            "cmp_slot_mapping",
-        )
-        .expect("golden cmp_kv write");
-    }
+    compressor::insert_pooled(
+        pooled,
+        &norm_w,
+        d.rms_eps,
+        &rope,
+        d.seq,
+        &mut cmp_kv,
+        &i64s("cmp_slot_mapping"),
+    )
+    .expect("golden cmp_kv write");
     (state, cmp_kv)
 }
 

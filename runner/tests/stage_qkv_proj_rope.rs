@@ -17,7 +17,7 @@ use golden::fixtures::{self, FixtureOptions};
 use golden::qkv::{QkvWeights, qkv_proj_rope};
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
-use golden::{Dims, LayerKind, LayerSpec, RopeProfile};
+use golden::{Dims, LayerSpec};
 use half::bf16;
 use harness::sim::{LaunchStats, SimLibrary};
 use kernelgen::chip::Mem;
@@ -31,34 +31,9 @@ const STAGE: &[StageKind] = &[StageKind::QkvProjRope];
 /// The golden's description of a plan's variant (its TP degree set to 1: the stage is
 /// per rank, and a TP 1 fixture with the rank's token count has the same tensors).
 fn layer_spec(p: &Plan) -> LayerSpec {
-    let m = &p.model;
-    LayerSpec {
-        dims: Dims {
-            hidden: m.hidden,
-            heads: m.heads,
-            head_dim: m.head_dim,
-            rope_dim: m.rope_dim,
-            q_lora: m.q_lora_rank,
-            o_lora: m.o_lora_rank,
-            o_groups: m.o_groups,
-            hc_mult: m.hc_mult,
-            hc_sinkhorn_iters: m.hc_sinkhorn_iters,
-            rms_eps: m.rms_eps,
-            hc_eps: m.hc_eps,
-            window: p.attention.window,
-            decode_batch: p.shape.decode_batch,
-            seq: p.shape.decode_seq,
-            block_size: p.pools.block_size,
-            kv_pool_blocks: p.pools.kv_pool_blocks,
-            max_seq_len: p.pools.max_positions,
-            rope: RopeProfile {
-                theta: p.rope.theta,
-                yarn: None,
-            },
-            tp: 1,
-        },
-        kind: LayerKind::Swa,
-    }
+    let mut spec = support::layer_spec(p);
+    spec.dims.tp = 1;
+    spec
 }
 
 /// The stage's inputs for `t` tokens: fixture weights and RoPE rows, and x_normed.

@@ -14,6 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use attention_checks::{check_peaks, packed_heads};
+use golden::LayerSpec;
 use golden::attention::{KvSources, pack_heads, sparse_attention};
 use golden::candidates;
 use golden::fixtures::StartPositions;
@@ -25,7 +26,6 @@ use golden::fixtures::weights::normalized_rows;
 use golden::mask::sparse_bias;
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
-use golden::{Dims, LayerKind, LayerSpec, RopeProfile};
 use half::bf16;
 use harness::sim::{LaunchStats, SimLibrary};
 use kernelgen::plan::{Plan, StageKind};
@@ -36,34 +36,7 @@ const SEED: u64 = 20_260_819;
 
 /// The golden's description of a plan's layer.
 fn layer_spec(p: &Plan) -> LayerSpec {
-    let m = &p.model;
-    LayerSpec {
-        dims: Dims {
-            hidden: m.hidden,
-            heads: m.heads,
-            head_dim: m.head_dim,
-            rope_dim: m.rope_dim,
-            q_lora: m.q_lora_rank,
-            o_lora: m.o_lora_rank,
-            o_groups: m.o_groups,
-            hc_mult: m.hc_mult,
-            hc_sinkhorn_iters: m.hc_sinkhorn_iters,
-            rms_eps: m.rms_eps,
-            hc_eps: m.hc_eps,
-            window: p.attention.window,
-            decode_batch: p.shape.decode_batch,
-            seq: p.shape.decode_seq,
-            block_size: p.pools.block_size,
-            kv_pool_blocks: p.pools.kv_pool_blocks,
-            max_seq_len: p.pools.max_positions,
-            rope: RopeProfile {
-                theta: p.rope.theta,
-                yarn: None,
-            },
-            tp: p.shape.tp,
-        },
-        kind: LayerKind::Swa,
-    }
+    support::layer_spec(p)
 }
 
 /// One rank's attention inputs for `requests` requests starting at `starts`.

@@ -108,7 +108,7 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
             c.ratio,
             c.state_block_size,
             c.state_table_width,
-            eps_tag(m.rms_eps)
+            super::float_tag(m.rms_eps)
         ),
         doc: "at a boundary softmax pooling of the window as the earlier requests left the \
               state, RMSNorm, RoPE, bf16 row into cmp_kv"
@@ -189,9 +189,4 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
 
 fn u(v: usize) -> Value {
     Value::U32(u32::try_from(v).expect("model dims fit u32"))
-}
-
-/// `eps` as a C identifier fragment: 1e-6 → `1em6`.
-fn eps_tag(eps: f32) -> String {
-    format!("{eps:e}").replace('-', "m").replace('.', "p")
 }

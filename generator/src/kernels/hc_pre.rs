@@ -6,7 +6,7 @@
 //!    RMS scale, the gates and Sinkhorn over 8-token lane groups, writes `post`
 //!    and `comb`, and mixes the streams into `x_mixed`.
 
-use super::rms_norm::float_tag;
+use super::float_tag;
 use super::{Builder, Cores, Kernel, Value};
 use crate::plan::budget::{HcPreSplit, hc_pre_split};
 use crate::plan::{DType, Dim, ModelDims, StagePlan};

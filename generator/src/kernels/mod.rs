@@ -139,6 +139,12 @@ pub struct Unplanned {
     pub reason: String,
 }
 
+/// A float constant as it appears in a kernel name: exact (shortest round-trip
+/// form) and an identifier, e.g. 1e-6 → `1em6`, 2.5e-5 → `2p5em5`.
+pub(super) fn float_tag(v: f32) -> String {
+    format!("{v:e}").replace('-', "m").replace('.', "p")
+}
+
 /// The first of `needs` (what a building block handles, and how to say it when unmet)
 /// that does not hold.
 pub(super) fn unmet<const N: usize>(needs: [(bool, String); N]) -> Option<String> {

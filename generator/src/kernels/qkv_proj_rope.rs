@@ -138,14 +138,12 @@ fn u(v: usize) -> Value {
     Value::U32(u32::try_from(v).expect("model dims fit u32"))
 }
 
-/// `eps` as a C identifier fragment: 1e-6 → `1em6`.
-fn eps_tag(eps: f32) -> String {
-    format!("{eps:e}").replace('-', "m").replace('.', "p")
-}
-
 fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
     Kernel {
-        name: format!("qkv_q_latent_quant_ql{ql}_t{tile_rows}_eps{}", eps_tag(eps)),
+        name: format!(
+            "qkv_q_latent_quant_ql{ql}_t{tile_rows}_eps{}",
+            super::float_tag(eps)
+        ),
         doc: "RMSNorm of the q latent with gamma_cq (f32), then per-token int8 qr and qr_scale"
             .into(),
         block: "qkv_proj_rope.h",
@@ -165,7 +163,7 @@ fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Ker
     Kernel {
         name: format!(
             "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_eps{}",
-            eps_tag(eps)
+            super::float_tag(eps)
         ),
         doc: "dequant of the int8 q product, per-head RMSNorm, RoPE on the rope dims, bf16 q"
             .into(),
@@ -188,7 +186,7 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
     Kernel {
         name: format!(
             "qkv_kv_finish_hd{hd}_rd{rd}_t{tile_rows}_eps{}",
-            eps_tag(eps)
+            super::float_tag(eps)
         ),
         doc: "RMSNorm of the kv latent with gamma_ckv, RoPE on the rope dims, bf16 kv".into(),
         block: "qkv_proj_rope.h",

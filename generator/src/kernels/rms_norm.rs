@@ -2,7 +2,7 @@
 //! x_mixed → x_normed with attn_norm_w, 8-row groups split over the vector cores
 //! and moved in tiles of `tokens` rows.
 
-use super::{Builder, Cores, Kernel, Value};
+use super::{Builder, Cores, Kernel, Value, float_tag};
 use crate::plan::{DType, Dim, StagePlan};
 
 pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
@@ -45,10 +45,4 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
         blocks as u32,
         &["x_mixed", "attn_norm_w", "x_normed"],
     );
-}
-
-/// A float constant as it appears in a kernel name: exact (shortest round-trip
-/// form) and an identifier, e.g. 1e-6 → `1em6`, 2.5e-5 → `2p5em5`.
-pub(super) fn float_tag(v: f32) -> String {
-    format!("{v:e}").replace('-', "m").replace('.', "p")
 }

@@ -3,7 +3,7 @@
 
 use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked};
 use crate::GoldenError;
-use crate::arith::{to_bf16, widen};
+use crate::arith::widen;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
@@ -71,24 +71,15 @@ pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenErro
         };
         let mut cmp_kv = r.get::<bf16>("cmp_kv")?.to_vec();
         let cmp_slots = r.get::<i64>("cmp_slot_mapping")?;
-        for mut p in pooled {
-            compressor::normalize_rotate(
-                &mut p.values,
-                r.get("cmp_norm_w")?,
-                d.rms_eps,
-                cmp_rope.cos(p.request),
-                cmp_rope.sin(p.request),
-            );
-            let row: Vec<bf16> = p.values.iter().map(|&v| to_bf16(v)).collect();
-            let tok = p.request * d.seq + p.boundary;
-            insert_rows(
-                &mut cmp_kv,
-                hd,
-                &row,
-                &cmp_slots[tok..=tok],
-                "cmp_slot_mapping",
-            )?;
-        }
+        compressor::insert_pooled(
+            pooled,
+            r.get("cmp_norm_w")?,
+            d.rms_eps,
+            &cmp_rope,
+            d.seq,
+            &mut cmp_kv,
+            cmp_slots,
+        )?;
 
         // Raw write-back, then attention over window + compressed rows.
         let mut kv_cache = r.get::<bf16>("kv_cache")?.to_vec();

@@ -20,24 +20,7 @@ use super::support::{self, Tiling};
 
 /// The golden's description of a plan's dims (what the vector stages read).
 pub fn dims(p: &Plan) -> Dims {
-    let m = &p.model;
-    let mut d = Dims::flash(p.shape.tp);
-    d.hidden = m.hidden;
-    d.heads = m.heads;
-    d.head_dim = m.head_dim;
-    d.rope_dim = m.rope_dim;
-    d.q_lora = m.q_lora_rank;
-    d.o_lora = m.o_lora_rank;
-    d.o_groups = m.o_groups;
-    d.hc_mult = m.hc_mult;
-    d.hc_sinkhorn_iters = m.hc_sinkhorn_iters;
-    d.rms_eps = m.rms_eps;
-    d.hc_eps = m.hc_eps;
-    d.decode_batch = p.shape.decode_batch;
-    d.seq = p.shape.decode_seq;
-    d.block_size = p.pools.block_size;
-    d.kv_pool_blocks = p.pools.kv_pool_blocks;
-    d
+    support::layer_spec(p).dims
 }
 
 /// Runtime extents of `t` tokens on rank 0.

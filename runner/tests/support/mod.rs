@@ -34,6 +34,14 @@ pub fn plan(variant: &str) -> &'static Plan {
         .unwrap_or_else(|| panic!("no variant {variant}"))
 }
 
+/// The golden's description of a plan's layer: the one plan → golden conversion
+/// (`runner::variant::layer_spec`), from the same variant's generated host plan.
+pub fn layer_spec(p: &Plan) -> golden::LayerSpec {
+    let host = runner::variant::by_name(&p.variant)
+        .unwrap_or_else(|| panic!("no host plan {}", p.variant));
+    runner::variant::layer_spec(host).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Compiles the kernels `plan` launches in `stages` (from `generated/`, which must be fresh).
 pub fn library(plan: &Plan, stages: &[StageKind]) -> SimLibrary {
     library_of(&[plan], stages)
