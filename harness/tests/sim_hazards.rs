@@ -78,6 +78,20 @@ fn clean(kernel: &str, mode: CoreMode, block_dim: u32, args: &mut [GmArg<'_>]) {
     clean_in(lib(), kernel, mode, block_dim, args)
 }
 
+/// The wrong kernel `bad` traps with `parts`; its corrected twin `good` runs clean on the
+/// same arguments (whose values the caller then checks).
+fn twins(
+    bad: &str,
+    good: &str,
+    mode: CoreMode,
+    block_dim: u32,
+    args: &mut [GmArg<'_>],
+    parts: &[&str],
+) {
+    trap(bad, mode, block_dim, args, parts);
+    clean(good, mode, block_dim, args);
+}
+
 /// Small integers as f32, so every sum and product below is exact.
 fn ints(seed: u64, n: usize, lo: i32, hi: i32) -> Vec<f32> {
     let mut r = rng(seed);
@@ -110,8 +124,9 @@ fn mte2_to_v_raw_needs_mte2_v() {
     let x = ints(1, 64, -50, 50);
     let (mut xa, mut y) = (x.clone(), vec![0f32; 64]);
     // DataCopy GM->UB, then Adds reads the buffer with no MTE2_V flag.
-    trap(
+    twins(
         "hz_mte2_v_bad",
+        "hz_copy_add_ok",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
@@ -120,12 +135,6 @@ fn mte2_to_v_raw_needs_mte2_v() {
             "Adds (V #1) reads what DataCopy (MTE2 #1) wrote",
             "SetFlag/WaitFlag<HardEvent::MTE2_V>",
         ],
-    );
-    clean(
-        "hz_copy_add_ok",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
     );
     assert_same("y = x + 1", &y, &map(&x, |v| v + 1.0));
 }
@@ -158,8 +167,9 @@ fn v_to_mte2_war_on_buffer_reuse_needs_v_mte2() {
     let (mut xa, mut y) = (x.clone(), vec![0f32; 128]);
     // Adds reads xl, then the next DataCopy GM->UB overwrites xl with no V_MTE2 flag (a
     // PipeBarrier<PIPE_MTE2> orders the two copies, not the read).
-    trap(
+    twins(
         "hz_v_mte2_bad",
+        "hz_v_mte2_ok",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
@@ -168,12 +178,6 @@ fn v_to_mte2_war_on_buffer_reuse_needs_v_mte2() {
             "DataCopy (MTE2 #2) writes what Adds (V #1) reads",
             "SetFlag/WaitFlag<HardEvent::V_MTE2>",
         ],
-    );
-    clean(
-        "hz_v_mte2_ok",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
     );
     let want: Vec<f32> = x[..64]
         .iter()
@@ -190,8 +194,9 @@ fn mte3_to_v_war_needs_mte3_v() {
     let x = ints(4, 64, -50, 50);
     let (mut xa, mut y) = (x.clone(), vec![0f32; 128]);
     // yl is copied out, then overwritten by the next Adds with no MTE3_V flag.
-    trap(
+    twins(
         "hz_mte3_v_bad",
+        "hz_mte3_v_ok",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
@@ -200,12 +205,6 @@ fn mte3_to_v_war_needs_mte3_v() {
             "Adds (V #2) writes what DataCopy (MTE3 #1) reads",
             "SetFlag/WaitFlag<HardEvent::MTE3_V>",
         ],
-    );
-    clean(
-        "hz_mte3_v_ok",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
     );
     let want: Vec<f32> = map(&x, |v| v + 1.0)
         .into_iter()
@@ -303,8 +302,9 @@ fn fix_to_mte2_raw_through_gm_needs_fix_mte2() {
     let want = matmul(&ab, &bf, 16, 16, 16); // |a * b| <= 144: exact in half
     let (mut ws, mut c) = (vec![f16::ZERO; 256], vec![0f32; 256]);
     // Fixpipe writes ws, DataCopy GM->L1 reads it back with no FIX_MTE2 flag.
-    trap(
+    twins(
         "hz_fix_mte2_bad",
+        "hz_fix_mte2_ok",
         CoreMode::Aic,
         1,
         &mut [
@@ -317,17 +317,6 @@ fn fix_to_mte2_raw_through_gm_needs_fix_mte2() {
             "pipe hazard (RAW) on GM buffer `ws` bytes [0, 32)",
             "DataCopy(Nd2Nz) (MTE2 #3) reads what Fixpipe (FIX #1) wrote",
             "SetFlag/WaitFlag<HardEvent::FIX_MTE2>",
-        ],
-    );
-    clean(
-        "hz_fix_mte2_ok",
-        CoreMode::Aic,
-        1,
-        &mut [
-            GmArg::new("a", &mut a),
-            GmArg::new("b", &mut b),
-            GmArg::new("ws", &mut ws),
-            GmArg::new("c", &mut c),
         ],
     );
     assert_same("c = (a * b) * b", &c, &want);
@@ -482,8 +471,9 @@ fn overlapping_mte2_copies_need_pipe_barrier_mte2() {
     let x = ints(12, 192, -50, 50);
     let (mut xa, mut y) = (x.clone(), vec![0f32; 128]);
     // DataCopy x[0:128] -> xl, then x[128:192] -> xl[64:128] with no PipeBarrier<PIPE_MTE2>.
-    trap(
+    twins(
         "hz_mte2_waw_bad",
+        "hz_mte2_waw_ok",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
@@ -492,12 +482,6 @@ fn overlapping_mte2_copies_need_pipe_barrier_mte2() {
             "DataCopy (MTE2 #2) writes what DataCopy (MTE2 #1) wrote",
             "needs PipeBarrier<PIPE_MTE2>() between them",
         ],
-    );
-    clean(
-        "hz_mte2_waw_ok",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
     );
     let want: Vec<f32> = x[..64].iter().chain(&x[128..]).copied().collect();
     assert_same("y = x[0:64] ++ x[128:192]", &y, &want);
@@ -598,20 +582,15 @@ fn flag_left_set_at_kernel_end_traps() {
     let (mut xa, mut y) = (x.clone(), vec![0f32; 128]);
     // A ping-pong loop sets MTE3_V after each copy-out for the next iteration; the last set
     // is never waited for.
-    trap(
+    twins(
         "hz_dangling_flag",
+        "hz_drained_flag",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
         &[
             "AIV core (block 0): kernel end: flag HardEvent::MTE3_V id 0 set by SetFlag is still set when the kernel returns",
         ],
-    );
-    clean(
-        "hz_drained_flag",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
     );
     let want: Vec<f32> = map(&x, |v| v + 1.0)
         .into_iter()
@@ -681,14 +660,14 @@ fn illegal_cross_core_sync() {
         &mut [],
         &["CrossCoreSetFlag: cross-core synchronisation in a kernel declared KERNEL_TYPE_AIV_ONLY"],
     );
-    trap(
+    twins(
         "hz_syncall_in_aiv_only",
+        "hz_cross_ok",
         CoreMode::Aiv,
         2,
         &mut [],
         &["SyncAll: cross-core synchronisation in a kernel declared KERNEL_TYPE_AIV_ONLY"],
     );
-    clean("hz_cross_ok", CoreMode::Aiv, 2, &mut []);
 }
 
 // ---------------------------------------------------------------- class 18
@@ -843,18 +822,13 @@ fn reduce_max_scratch_size_and_aliasing() {
     }
     let (mut xa, mut y) = (x.clone(), vec![0f32; 8]);
     // sharedTmpBuffer of one value per repeat (16); ReduceMax.md asks alignUp(2 x 16, 8) = 32
-    trap(
+    twins(
         "hz_reduce_max_tmp_small",
-        CoreMode::Aiv,
-        1,
-        &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
-        &["ReduceMax: sharedTmpBuffer holds 16 elements, this call needs 32"],
-    );
-    clean(
         "hz_reduce_max_tmp_ok",
         CoreMode::Aiv,
         1,
         &mut [GmArg::new("x", &mut xa), GmArg::new("y", &mut y)],
+        &["ReduceMax: sharedTmpBuffer holds 16 elements, this call needs 32"],
     );
     assert_eq!(y[0], 115.0, "max");
     // The scratch aliases a buffer still holding live data: its first 32 values come back
