@@ -5,38 +5,20 @@
 //! hca_csa.md §4.7), the reference's mixed list, and 1M-context starts; every case three
 //! times with identical bits. The reference's own vectors replay through hca_ref.
 
-use std::sync::OnceLock;
+mod layer_checks;
 
+use golden::LayerSpec;
 use golden::compare::{Report, compare_layer};
-use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
+use golden::fixtures::StartPositions;
 use golden::io;
 use golden::tensor::TensorMap;
-use golden::{self, LayerSpec};
-use harness::backend::{KernelSources, sim::Sim};
-use harness::runtime::{Runtime, RuntimeOptions};
+use harness::runtime::Runtime;
+use layer_checks::{assert_pass, runtime, seeded};
 use runner::variant;
 
-/// The prepared runtime of a generated variant, built once per test binary.
-fn runtime(name: &str) -> &'static Runtime {
-    static CACHE: OnceLock<std::sync::Mutex<Vec<(String, &'static Runtime)>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap();
-    if let Some((_, rt)) = cache.iter().find(|(n, _)| n == name) {
-        return rt;
-    }
-    let plan = variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"));
-    let sources = KernelSources::in_repo(&variant::repo_root());
-    let rt: &'static Runtime = Box::leak(Box::new(
-        Runtime::prepare(plan, &Sim::default(), &sources, RuntimeOptions::default())
-            .unwrap_or_else(|e| panic!("{e}")),
-    ));
-    cache.push((name.to_string(), rt));
-    rt
-}
-
 /// Runs `inputs` three times: the outputs must be bit-identical (the kernels' parallel
-/// order may not show in the result); returns the reports of the first run against `want`.
-fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -> Vec<Report> {
+/// order may not show in the result); the first run's outputs must pass against `want`.
+fn judge(what: &str, rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) {
     let first = rt.run(inputs).unwrap_or_else(|e| panic!("{e}"));
     assert!(first.stray.is_empty(), "{:?}", first.stray);
     for rep in 2..=3 {
@@ -45,25 +27,16 @@ fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -
             let other = again.outputs.get(name).expect("same outputs");
             assert!(
                 t.as_le_bytes() == other.as_le_bytes(),
-                "{name}: run {rep} differs from run 1"
+                "{what}: {name}: run {rep} differs from run 1"
             );
         }
     }
-    let reports = compare_layer(spec, inputs, &first.outputs, want);
-    let lines: Vec<String> = reports.iter().map(Report::detail).collect();
-    assert!(
-        !reports.is_empty() && reports.iter().all(|r| r.pass),
-        "{}",
-        lines.join("\n")
+    let reports: Vec<Report> = compare_layer(spec, inputs, &first.outputs, want);
+    assert_pass(
+        what,
+        &reports,
+        &["x_out", "compress_state", "kv_cache", "cmp_kv"],
     );
-    assert_eq!(
-        reports
-            .iter()
-            .map(|r| r.output.as_str())
-            .collect::<Vec<_>>(),
-        ["x_out", "compress_state", "kv_cache", "cmp_kv"]
-    );
-    reports
 }
 
 /// One seeded case of `name` against the golden; returns the fixture's count of pooled
@@ -71,14 +44,9 @@ fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -
 fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
     let rt = runtime(name);
     let spec = variant::layer_spec(rt.plan()).unwrap();
-    let opts = FixtureOptions {
-        seed: DEFAULT_SEED,
-        starts,
-        tokens,
-    };
-    let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{name} {opts:?}: {e}"));
-    let want = golden::run(&spec, &f.inputs).unwrap();
-    judge(rt, &spec, &f.inputs, &want);
+    let what = format!("{name} {starts:?} {tokens:?}");
+    let (f, want) = seeded(&spec, starts, tokens);
+    judge(&what, rt, &spec, &f.inputs, &want);
     f.state_aliases
 }
 
@@ -124,5 +92,11 @@ fn the_reference_vectors_replay_through_hca_ref_at_tp1() {
     let saved = io::load_case(&dir).unwrap();
     let rt = runtime("hca_ref_tp1");
     let spec = variant::layer_spec(rt.plan()).unwrap();
-    judge(rt, &spec, &saved.inputs, &saved.outputs);
+    judge(
+        "reference vectors",
+        rt,
+        &spec,
+        &saved.inputs,
+        &saved.outputs,
+    );
 }

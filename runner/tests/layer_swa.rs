@@ -3,37 +3,19 @@
 //! near-1M start positions, at capacity and capacity − 8 tokens; the reference's own
 //! vectors replayed; and a corrupted plan that must fail.
 
-use std::sync::OnceLock;
+mod layer_checks;
 
 use abi::plan::{Step, VariantPlan};
 use golden::compare::{Report, compare_layer};
-use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
+use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::io;
 use golden::tensor::TensorMap;
 use golden::{self, LayerSpec};
-use harness::backend::{KernelSources, sim::Sim};
-use harness::runtime::{Runtime, RuntimeOptions};
+use harness::runtime::Runtime;
+use layer_checks::{assert_pass, prepare, runtime, seeded};
 use runner::variant;
 
-/// The prepared runtime of a generated variant, built once per test binary.
-fn runtime(name: &str) -> &'static Runtime {
-    static CACHE: OnceLock<std::sync::Mutex<Vec<(String, &'static Runtime)>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap();
-    if let Some((_, rt)) = cache.iter().find(|(n, _)| n == name) {
-        return rt;
-    }
-    let plan = variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"));
-    let rt: &'static Runtime = Box::leak(Box::new(prepare(plan)));
-    cache.push((name.to_string(), rt));
-    rt
-}
-
-fn prepare(plan: &'static VariantPlan) -> Runtime {
-    let sources = KernelSources::in_repo(&variant::repo_root());
-    Runtime::prepare(plan, &Sim::default(), &sources, RuntimeOptions::default())
-        .unwrap_or_else(|e| panic!("{e}"))
-}
+const OUTPUTS: [&str; 2] = ["x_out", "kv_cache"];
 
 /// Runs `inputs` on `rt` and compares with `want`.
 fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -> Vec<Report> {
@@ -42,35 +24,13 @@ fn judge(rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) -
     compare_layer(spec, inputs, &out.outputs, want)
 }
 
-fn assert_pass(what: &str, reports: &[Report]) {
-    let lines: Vec<String> = reports.iter().map(Report::detail).collect();
-    assert!(
-        !reports.is_empty() && reports.iter().all(|r| r.pass),
-        "{what}:\n{}",
-        lines.join("\n")
-    );
-}
-
 /// One seeded case of `name` against the golden.
 fn case(name: &str, starts: StartPositions, tokens: Option<usize>) {
     let rt = runtime(name);
     let spec = variant::layer_spec(rt.plan()).unwrap();
-    let opts = FixtureOptions {
-        seed: DEFAULT_SEED,
-        starts,
-        tokens,
-    };
-    let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{name} {opts:?}: {e}"));
-    let want = golden::run(&spec, &f.inputs).unwrap();
-    let reports = judge(rt, &spec, &f.inputs, &want);
-    assert_pass(&format!("{name} {opts:?}"), &reports);
-    assert_eq!(
-        reports
-            .iter()
-            .map(|r| r.output.as_str())
-            .collect::<Vec<_>>(),
-        ["x_out", "kv_cache"]
-    );
+    let what = format!("{name} {starts:?} {tokens:?}");
+    let (f, want) = seeded(&spec, starts, tokens);
+    assert_pass(&what, &judge(rt, &spec, &f.inputs, &want), &OUTPUTS);
 }
 
 /// The starts of a run at capacity − 8 tokens. At TP > 1 the reference's default set
@@ -141,7 +101,7 @@ fn the_reference_vectors_replay_through_swa_small_at_tp1() {
     let rt = runtime("swa_small_tp1");
     let spec = variant::layer_spec(rt.plan()).unwrap();
     let reports = judge(rt, &spec, &saved.inputs, &saved.outputs);
-    assert_pass("reference vectors", &reports);
+    assert_pass("reference vectors", &reports, &OUTPUTS);
 }
 
 #[test]

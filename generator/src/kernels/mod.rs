@@ -128,7 +128,8 @@ pub struct KernelPlan {
     pub steps: Vec<Step>,
     /// Per-rank GM scratch between kernels, in first-use order. Poisoned before a run.
     pub workspaces: Vec<TensorPlan>,
-    /// Stages of a draft spec that have no kernels yet: the variant renders but cannot run.
+    /// Stages the building blocks cannot realise: errors unless the spec is a draft (then
+    /// the variant renders but cannot run).
     pub missing: Vec<Unplanned>,
 }
 

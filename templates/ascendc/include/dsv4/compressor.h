@@ -185,7 +185,10 @@ private:
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
         for (uint32_t p = 0; p < PAGES; ++p) {
-            for (uint32_t r = 0; r < BS && pages[p] >= 0 && overlay_.Touched(p); ++r) {
+            if (pages[p] < 0 || !overlay_.Touched(p)) {
+                continue;
+            }
+            for (uint32_t r = 0; r < BS; ++r) {
                 if (overlay_.Writer(p, r) >= 0) {
                     const uint32_t at = (p * BS + r) * CH;
                     AscendC::Add(sc[at], sc[at], ape[at], CH);
