@@ -114,7 +114,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g8_r512_n4096_c1024_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
+    Kernel { name: "group_combine_g8_r512_n4096_c4096_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
 ];
 
@@ -141,7 +141,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile64x64x128_split512x1024x1408_tail64", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c1024_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c4096_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"] }),
 ];
 

@@ -132,18 +132,18 @@ pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
 }
 
 /// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
-pub const ZERO_FILL_TILE: usize = 4096;
+pub const ZERO_FILL_TILE: usize = 8192;
 
 /// Elements (f32) of each of the four UB tiles of `k_slice_sum.h`: two partials in, two
 /// sums out.
 pub const K_SUM_TILE: usize = 2048;
 
-/// The UB tiles of a split-K matmul's vector launches: `zero_rows.h` (int8) and
-/// `k_slice_sum.h` (bf16).
+/// The UB tiles of a split-K matmul's vector launches, each kernel's own: `zero_rows.h`
+/// (int8) and `k_slice_sum.h` (bf16).
 fn split_k() -> [Buffer; 2] {
     [
-        row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None),
-        row("k_sum_tiles", Mem::Ub, DType::F32, K_SUM_TILE, 4, None),
+        row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None).only_in("zero_rows"),
+        row("k_sum_tiles", Mem::Ub, DType::F32, K_SUM_TILE, 4, None).only_in("k_slice_sum"),
     ]
 }
 
@@ -497,14 +497,14 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
             let ol = md.o_lora_rank;
             // group_quant.h: a tile of t latent rows, quantised row by row (dsv4/quant.h).
             let quant = [
-                row("quant_in", Ub, F32, t * ol, 2, Some(t * ol)),
-                row("quant_i8", Ub, I8, t * ol, 2, Some(t * ol)),
+                row("quant_in", Ub, F32, t * ol, 2, Some(t * ol)).only_in("group_quant"),
+                row("quant_i8", Ub, I8, t * ol, 2, Some(t * ol)).only_in("group_quant"),
                 // Moved with DataCopyPad.
-                row("quant_scale", Ub, F32, t.next_multiple_of(8), 2, None),
-                row("quant_work", Ub, F32, ol, 1, None),
+                row("quant_scale", Ub, F32, t.next_multiple_of(8), 2, None).only_in("group_quant"),
+                row("quant_work", Ub, F32, ol, 1, None).only_in("group_quant"),
                 // f16 staging between the f32 rne and int8 (2 bytes, sized as bf16).
-                row("quant_f16", Ub, Bf16, ol, 1, None),
-                row("quant_amax", Ub, F32, 8, 1, None),
+                row("quant_f16", Ub, Bf16, ol, 1, None).only_in("group_quant"),
+                row("quant_amax", Ub, F32, 8, 1, None).only_in("group_quant"),
                 // ReduceMax scratch as its doc sizes it (value and index per repeat).
                 row(
                     "quant_reduce_tmp",
@@ -513,29 +513,27 @@ pub(super) fn buffers(kind: StageKind, tiling: &Tiling, d: &Dims) -> Vec<Buffer>
                     (2 * ol / 64).next_multiple_of(8),
                     1,
                     None,
-                ),
+                )
+                .only_in("group_quant"),
             ];
-            let room = d
-                .chip
-                .ub_bytes
-                .saturating_sub(bytes_in(&quant, Ub, d.chip) + bytes_in(&split_k(), Ub, d.chip));
-            // group_combine.h: one row × c columns of every group's products; the scales
+            // group_combine.h (its own UB: the kernels of a stage run one after another): one
+            // row × c columns of every group's products; the scales
             // (one 32-byte block per group; o_groups is TP 1's count, an upper bound) move
             // with DataCopyPad.
             let groups = md.o_groups;
-            let c = o_proj_combine_cols(md.hidden, groups, room);
+            let c = o_proj_combine_cols(md.hidden, groups, d.chip.ub_bytes);
             // wo_a (bf16) and wo_b (int8) run the shared matmul with the same tiles.
             let mut v = matmul(m.value, n.value, k.value, d.chip);
             v.extend(quant);
             v.extend(split_k());
             v.extend([
-                row("combine_p", Ub, I32, c, 2, Some(c)),
-                row("combine_scales", Ub, F32, groups * 8, 1, None),
-                row("combine_wo_b_scale", Ub, F32, c, 1, Some(c)),
-                row("combine_acc", Ub, F32, c, 1, None),
-                row("combine_term", Ub, F32, c, 1, None),
+                row("combine_p", Ub, I32, c, 2, Some(c)).only_in("group_combine"),
+                row("combine_scales", Ub, F32, groups * 8, 1, None).only_in("group_combine"),
+                row("combine_wo_b_scale", Ub, F32, c, 1, Some(c)).only_in("group_combine"),
+                row("combine_acc", Ub, F32, c, 1, None).only_in("group_combine"),
+                row("combine_term", Ub, F32, c, 1, None).only_in("group_combine"),
                 // f32 at TP > 1, bf16 at TP 1.
-                row("combine_out", Ub, F32, c, 2, Some(c)),
+                row("combine_out", Ub, F32, c, 2, Some(c)).only_in("group_combine"),
             ]);
             v
         }
