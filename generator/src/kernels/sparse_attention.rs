@@ -42,7 +42,7 @@ pub(super) fn plan(b: &mut Builder, s: &StagePlan) {
         }
     };
     let with_compressed = compressed.is_some();
-    let unmet = supported(m).or_else(|| compressed.and_then(|c| compressed_supported(p, s, c)));
+    let unmet = finish_unmet(m).or_else(|| compressed.and_then(|c| compressed_unmet(p, s, c)));
     if let Some(why) = unmet {
         b.missing(s.kind, why);
         return;
@@ -304,11 +304,7 @@ fn compressed_launch(
 /// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a
 /// block split a request's tokens evenly, a tile is whole pages and whole fractals, the
 /// cube's head tile is the window kernels'.
-fn compressed_supported(
-    p: &crate::plan::Plan,
-    s: &StagePlan,
-    c: &CompressorPlan,
-) -> Option<String> {
+fn compressed_unmet(p: &crate::plan::Plan, s: &StagePlan, c: &CompressorPlan) -> Option<String> {
     let [_, ("kv_rows", kv_tile), ("d", d_tile)] = s.tiles[..] else {
         unreachable!("sparse_attention tiling is heads, kv_rows, d")
     };
@@ -356,7 +352,7 @@ fn compressed_supported(
 
 /// Why the finish kernel cannot run these dims, if it cannot: it moves the nope and rope
 /// parts of a head as whole 32-byte blocks of bf16 (and of f32 at their starts).
-fn supported(m: &ModelDims) -> Option<String> {
+fn finish_unmet(m: &ModelDims) -> Option<String> {
     super::unmet([
         (
             m.nope_dim.is_multiple_of(16),

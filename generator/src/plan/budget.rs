@@ -631,7 +631,11 @@ pub fn compressed_chunk_rows(
     if max_rows == 0 {
         return 0;
     }
-    let unit = block_size.max(16).next_multiple_of(16);
+    // whole pages and whole fractals
+    let unit = (1..=16)
+        .map(|k| k * block_size)
+        .find(|r| r % 16 == 0)
+        .expect("16 pages are 16k rows");
     let m_pad = head_tile.next_multiple_of(16);
     let l1 = |rows: usize| {
         let bf16 = DType::Bf16.size();
