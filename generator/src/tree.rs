@@ -159,7 +159,7 @@ fn walk(root: &Path, dir: &str) -> io::Result<Vec<String>> {
 /// The files below `dir`, relative to it with `/`, sorted.
 pub(crate) fn files(dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+    for entry in walkdir::WalkDir::new(dir) {
         let entry = entry.map_err(io::Error::from)?;
         if entry.file_type().is_file() {
             let rel = entry

@@ -48,10 +48,8 @@ fn model_sources() -> Result<Vec<PathBuf>, SimError> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("sim")
         .join("src");
-    let mut files = Vec::new();
-    list_files(&dir, &mut files)?;
+    let mut files = files_below(&dir)?;
     files.retain(|f| f.extension().is_some_and(|e| e == "cpp"));
-    files.sort();
     Ok(files)
 }
 
@@ -264,10 +262,7 @@ fn cache_key(
     for dir in includes {
         h.update(dir.to_string_lossy().as_bytes());
         h.update([0]);
-        let mut files = Vec::new();
-        list_files(dir, &mut files)?;
-        files.sort();
-        for f in files {
+        for f in files_below(dir)? {
             h.update(
                 f.strip_prefix(dir)
                     .unwrap_or(&f)
@@ -282,14 +277,16 @@ fn cache_key(
     Ok(digest.iter().take(12).map(|b| format!("{b:02x}")).collect())
 }
 
-fn list_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SimError> {
-    for entry in walkdir::WalkDir::new(dir) {
+/// The files below `dir`, sorted.
+fn files_below(dir: &Path) -> Result<Vec<PathBuf>, SimError> {
+    let mut out = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry.map_err(|e| SimError::io(dir, e.into()))?;
         if entry.file_type().is_file() {
             out.push(entry.into_path());
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Compiles `units` in parallel into `dir/<i>.o`; returns the object paths in order.
