@@ -9,8 +9,8 @@
 // TILE-element pieces of one row.
 #pragma once
 
-#include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
@@ -44,19 +44,11 @@ private:
 
     __aicore__ inline void Process()
     {
-        const uint32_t total = P::BATCH * m_;
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        const uint32_t per = (total + blocks - 1) / blocks;
-        const uint32_t first = static_cast<uint32_t>(AscendC::GetBlockIdx()) * per;
-        const uint32_t end = first + per < total ? first + per : total;
-        for (uint32_t row = first; row < end;) {
-            const uint32_t batch = row / m_, r = row % m_;
-            uint32_t rows = end - row < m_ - r ? end - row : m_ - r;  // stay inside one batch
-            rows = rows < ROWS_PER_COPY ? rows : ROWS_PER_COPY;
+        for (RowRuns run(P::BATCH, m_, ROWS_PER_COPY); run.Next();) {
             for (uint32_t n = 0; n < P::N; n += PIECE) {
-                Sum((batch * P::ROWS + r) * P::N + n, batch * P::STRIDE + r * P::LD + n, rows);
+                Sum((run.batch * P::ROWS + run.row) * P::N + n, run.batch * P::STRIDE + run.row * P::LD + n,
+                    run.rows);
             }
-            row += rows;
         }
     }
 

@@ -41,4 +41,34 @@ __aicore__ inline Share BlockShare(uint32_t total)
     return Share{begin, begin + base + (idx < extra ? 1u : 0u)};
 }
 
+// This block's share of BATCHES x m rows, as runs of at most maxRows consecutive rows that
+// stay inside one batch:
+//   for (RowRuns run(batches, m, maxRows); run.Next();) { run.batch, run.row, run.rows }
+class RowRuns {
+public:
+    __aicore__ inline RowRuns(uint32_t batches, uint32_t m, uint32_t maxRows)
+        : m_(m), maxRows_(maxRows), share_(BlockShare(batches * m)), next_(share_.begin)
+    {
+    }
+
+    __aicore__ inline bool Next()
+    {
+        if (next_ >= share_.end) {
+            return false;
+        }
+        batch = next_ / m_;
+        row = next_ % m_;
+        rows = Min(Min(share_.end - next_, m_ - row), maxRows_);
+        next_ += rows;
+        return true;
+    }
+
+    uint32_t batch = 0, row = 0, rows = 0;
+
+private:
+    uint32_t m_, maxRows_;
+    Share share_;
+    uint32_t next_;
+};
+
 }  // namespace dsv4

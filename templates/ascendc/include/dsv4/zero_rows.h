@@ -7,8 +7,8 @@
 // TILE-element pieces).
 #pragma once
 
-#include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
@@ -36,20 +36,11 @@ public:
         AscendC::Duplicate(zero, T(0), TILE);
         Handshake<AscendC::HardEvent::V_MTE3>();
 
-        const uint32_t total = P::BATCH * m;
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        const uint32_t per = (total + blocks - 1) / blocks;
-        const uint32_t first = static_cast<uint32_t>(AscendC::GetBlockIdx()) * per;
-        const uint32_t end = first + per < total ? first + per : total;
-        for (uint32_t row = first; row < end;) {
-            const uint32_t batch = row / m, r = row % m;
-            uint32_t rows = end - row < m - r ? end - row : m - r;  // stay inside one batch
-            rows = rows < ROWS_PER_COPY ? rows : ROWS_PER_COPY;
-            AscendC::DataCopyParams cp(rows, PIECE * sizeof(T) / 32, 0, (P::LD - PIECE) * sizeof(T) / 32);
+        for (RowRuns run(P::BATCH, m, ROWS_PER_COPY); run.Next();) {
+            AscendC::DataCopyParams cp(run.rows, PIECE * sizeof(T) / 32, 0, (P::LD - PIECE) * sizeof(T) / 32);
             for (uint32_t n = 0; n < P::N; n += PIECE) {
-                AscendC::DataCopy(g[batch * P::STRIDE + r * P::LD + n], zero, cp);
+                AscendC::DataCopy(g[run.batch * P::STRIDE + run.row * P::LD + n], zero, cp);
             }
-            row += rows;
         }
     }
 };
