@@ -64,7 +64,7 @@ fn main() {
     let plan = time(iters, || {
         for p in &paths {
             let spec = kernelgen::read_spec(&root, p).unwrap();
-            black_box(kernelgen::plan::build(&spec).unwrap());
+            black_box(kernelgen::variant::build(&spec).unwrap());
         }
     });
     let mut files = 0;

@@ -1,18 +1,24 @@
-//! Spec → validation → plan → rendered files.
+//! Spec → validated plan → per-TP plan and stage list → kernel plan → rendered files.
 //!
 //! [`generate`] runs the whole pipeline in memory: it reads every spec under
 //! `specs/`, validates all of them (nothing is rendered unless all are valid),
-//! derives a [`plan::Plan`] per spec and TP degree, and renders the files. The
+//! plans a [`variant::Variant`] per spec and TP degree, and renders the files. The
 //! [`tree`] module compares the result with `generated/` and is the only code
-//! that writes there.
+//! that writes there. Modules depend on each other in one direction (README
+//! "Generator modules"; `tests/module_graph.rs` checks).
 
+pub mod budget;
 pub mod chip;
+pub mod derive;
 pub mod diag;
 pub mod kernels;
 pub mod plan;
 pub mod render;
 pub mod spec;
+pub mod stages;
 pub mod tree;
+pub mod validate;
+pub mod variant;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -21,9 +27,10 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use diag::SpecError;
-use plan::Plan;
 use render::GeneratedFile;
+use stages::Spec;
 use tree::Scope;
+use variant::Variant;
 
 pub const SPECS_DIR: &str = "specs";
 
@@ -76,8 +83,8 @@ impl From<io::Error> for GenError {
 /// The in-memory result of a run.
 #[derive(Debug)]
 pub struct Generation {
-    /// Plans of every spec, sorted by variant.
-    pub plans: Vec<Plan>,
+    /// Every variant of every spec, sorted by name.
+    pub variants: Vec<Variant>,
     /// The files of the selected specs and the index, sorted by path.
     pub files: Vec<GeneratedFile>,
     pub scope: Scope,
@@ -96,10 +103,10 @@ pub fn generate(root: &Path, selection: &[PathBuf]) -> Result<Generation, GenErr
             Err(e) => errors.push(e),
         }
     }
-    let mut plans = Vec::new();
+    let mut variants = Vec::new();
     for s in &specs {
-        match plan::build(s) {
-            Ok(p) => plans.extend(p),
+        match variant::build(s) {
+            Ok(v) => variants.extend(v),
             Err(e) => errors.extend(e),
         }
     }
@@ -109,22 +116,22 @@ pub fn generate(root: &Path, selection: &[PathBuf]) -> Result<Generation, GenErr
         errors.sort_by(|a, b| (&a.file, a.loc).cmp(&(&b.file, b.loc)));
         return Err(GenError::Specs(errors));
     }
-    plans.sort_by(|a, b| a.variant.cmp(&b.variant));
+    variants.sort_by(|a, b| a.plan.variant.cmp(&b.plan.variant));
     let blocks = read_blocks(root)?;
-    let files = render::render(&plans, &blocks)
+    let files = render::render(&variants, &blocks)
         .map_err(GenError::Render)?
         .into_iter()
         .filter(|f| scope.covers(&f.owner))
         .collect();
     Ok(Generation {
-        plans,
+        variants,
         files,
         scope,
     })
 }
 
 /// Parses one spec file; `path` is relative to `root`.
-pub fn read_spec(root: &Path, path: &str) -> Result<spec::Spec, SpecError> {
+pub fn read_spec(root: &Path, path: &str) -> Result<Spec, SpecError> {
     let text = fs::read_to_string(root.join(path)).map_err(|e| SpecError {
         file: path.to_owned(),
         loc: None,
@@ -211,7 +218,7 @@ fn repo_relative(root: &Path, p: &Path) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn duplicate_names(specs: &[spec::Spec]) -> Vec<SpecError> {
+fn duplicate_names(specs: &[Spec]) -> Vec<SpecError> {
     let mut errors = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let name = &s.file.name;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use kernelgen::render::{self, MARKER};
 use kernelgen::tree::{self, Scope};
-use kernelgen::{generate, plan, spec};
+use kernelgen::{generate, spec, variant};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -84,11 +84,12 @@ fn files_are_sorted_headed_and_free_of_machine_details() {
 #[test]
 fn the_unplanned_variant_generates_from_its_spec_alone() {
     let g = generate(&root(), &[]).unwrap_or_else(|e| panic!("{e}"));
-    let p = g
-        .plans
+    let p = &g
+        .variants
         .iter()
-        .find(|p| p.variant == "csa_unplanned_tp8")
-        .expect("planned");
+        .find(|v| v.plan.variant == "csa_unplanned_tp8")
+        .expect("planned")
+        .plan;
     assert_eq!(p.shape.tp, 8);
     assert_eq!((p.attention.window, p.attention.window_tiles), (256, 2));
     assert_eq!(p.compressor.as_ref().map(|c| c.ratio), Some(16));
@@ -121,18 +122,17 @@ fn pro_dims_at_tp_8_validate_and_render() {
         text = text.replace(from, to);
     }
     let spec = spec::parse("specs/swa_pro.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
-    let plans = plan::build(&spec).unwrap_or_else(|e| panic!("{}", e[0]));
-    let p = &plans[0];
+    let variants = variant::build(&spec).unwrap_or_else(|e| panic!("{}", e[0]));
+    let (p, kernels) = (&variants[0].plan, &variants[0].kernels);
     assert_eq!(
         (p.shape.b, p.shape.local_t, p.shape.local_o_groups),
         (8, 64, 2)
     );
     assert_eq!((p.model.heads_per_group, p.model.o_group_in), (8, 4096));
-    let unplanned: Vec<_> = p
-        .kernels
+    let unplanned: Vec<_> = kernels
         .missing
         .iter()
-        .map(|u| (u.stage.name(), u.reason.as_str()))
+        .map(|u| (u.stage, u.reason.as_str()))
         .collect();
     assert_eq!(
         unplanned,
@@ -141,7 +141,7 @@ fn pro_dims_at_tp_8_validate_and_render() {
             "wq_b: B's leading dimension 65536 does not fit the 16-bit ND2NZ stride"
         )]
     );
-    let files = render::render(&plans, &[]).expect("renders");
+    let files = render::render(&variants, &[]).expect("renders");
     let host = files
         .iter()
         .find(|f| f.path == "generated/host/swa_pro_tp8.rs")

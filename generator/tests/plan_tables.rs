@@ -3,14 +3,20 @@
 
 use std::path::Path;
 
-use kernelgen::plan::{self, Dim, Plan, StageKind};
+use abi::Dim;
+use kernelgen::plan::Plan;
+use kernelgen::variant::{self, Variant};
 
 const MIB: usize = 1 << 20;
 
-fn plans(spec: &str) -> Vec<Plan> {
+fn variants(spec: &str) -> Vec<Variant> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let spec = kernelgen::read_spec(&root, spec).unwrap_or_else(|e| panic!("{e}"));
-    plan::build(&spec).unwrap_or_else(|e| panic!("{}", e[0]))
+    variant::build(&spec).unwrap_or_else(|e| panic!("{}", e[0]))
+}
+
+fn plans(spec: &str) -> Vec<Plan> {
+    variants(spec).into_iter().map(|v| v.plan).collect()
 }
 
 /// swa.md §1.2 and hca_csa.md §1.5: TP, B, S, T, T_PAD, GROUP_T, GROUP_T_PAD,
@@ -89,8 +95,9 @@ fn swa_model_constants_and_windows() {
     // The KV pool: 512 blocks x 32 rows x 512 bf16 = 16 MiB per rank.
     assert_eq!(bytes(&plans[1], "kv_cache"), Some(16 * MIB));
     // At TP 1 the collectives are identity and not planned.
-    assert!(plans[0].stage(StageKind::OGroupAllToAll).is_none());
-    assert!(plans[1].stage(StageKind::OReduceScatter).is_some());
+    let variants = variants("specs/swa.yaml");
+    assert!(variants[0].stage("o_group_all_to_all").is_none());
+    assert!(variants[1].stage("o_reduce_scatter").is_some());
 }
 
 #[test]
@@ -320,8 +327,9 @@ fn csa_abi_follows_the_reference_order_and_shapes() {
 #[test]
 fn every_flash_stage_fits_the_910b() {
     for spec in ["specs/swa.yaml", "specs/hca.yaml", "specs/csa.yaml"] {
-        for p in plans(spec) {
-            for s in &p.stages {
+        for v in variants(spec) {
+            let p = &v.plan;
+            for s in &v.stages {
                 for (mem, bytes) in s.usage(p.chip) {
                     assert!(
                         bytes <= p.chip.capacity(mem),

@@ -156,8 +156,8 @@ proptest! {
         let text = apply(&std::fs::read_to_string(root().join(path)).unwrap(), &m);
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
             let spec = kernelgen::spec::parse(path, &text).map_err(|e| vec![e])?;
-            let plans = kernelgen::plan::build(&spec)?;
-            kernelgen::render::render(&plans, blocks).expect("valid plans render");
+            let variants = kernelgen::variant::build(&spec)?;
+            kernelgen::render::render(&variants, blocks).expect("valid plans render");
             Ok::<(), Vec<kernelgen::diag::SpecError>>(())
         }));
         let Ok(result) = outcome else {

@@ -14,6 +14,6 @@ struct Params {
 extern "C" __global__ __aicore__ void {{ k.name }}(
 {%- for a in k.args %}GM_ADDR {{ a }}, {% endfor %}GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT({{ k.cores.task_type() }});
+    KERNEL_TASK_TYPE_DEFAULT({{ k.task_type() }});
     dsv4::{{ k.class }}<Params>::Run({% for a in k.args %}{{ a }}, {% endfor %}workspace, tiling);
 }

@@ -80,7 +80,7 @@ pub const AXES: &[AxisBound] = &[
 #[rustfmt::skip]
 pub const TENSORS: &[TensorDecl] = &[
 {%- for t in p.tensors %}
-    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype.rust() }}, dir: {{ t.dir.rust() }}, placement: {{ t.placement.rust() }} },
+    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype|fmt("{:?}") }}, dir: {{ t.dir|fmt("{:?}") }}, placement: {{ t.placement|fmt("{:?}") }} },
 {%- endfor %}
 ];
 
@@ -95,20 +95,20 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-{%- for k in p.kernels.kernels %}
-    Kernel { name: "{{ k.name }}", cores: plan::Cores::{{ k.cores.rust() }}, args: &[{% for a in k.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] },
+{%- for k in v.kernels.kernels %}
+    Kernel { name: "{{ k.name }}", cores: plan::Cores::{{ k.cores|fmt("{:?}") }}, args: &[{% for a in k.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] },
 {%- endfor %}
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-{%- for s in p.kernels.steps %}
+{%- for s in v.kernels.steps %}
 {%- match s %}
 {%- when Step::Launch with (l) %}
-    Step::Launch(plan::Launch { stage: "{{ l.stage.name() }}", kernel: "{{ l.kernel }}", cores: plan::Cores::{{ l.cores.rust() }}, block_dim: {{ l.block_dim }}, args: &[{% for a in l.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] }),
-{%- when Step::GroupAllToAll with { src, dst } %}
-    Step::GroupAllToAll { src: "{{ src }}", dst: "{{ dst }}", local_groups: {{ p.shape.local_o_groups }}, src_slab_rows: {{ p.shape.t_pad }}, dst_slab_rows: {{ p.shape.group_t_pad }} },
+    Step::Launch(plan::Launch { stage: "{{ l.stage }}", kernel: "{{ l.kernel }}", cores: plan::Cores::{{ l.cores|fmt("{:?}") }}, block_dim: {{ l.block_dim }}, args: &[{% for a in l.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] }),
+{%- when Step::GroupAllToAll with { src, dst, local_groups, src_slab_rows, dst_slab_rows } %}
+    Step::GroupAllToAll { src: "{{ src }}", dst: "{{ dst }}", local_groups: {{ local_groups }}, src_slab_rows: {{ src_slab_rows }}, dst_slab_rows: {{ dst_slab_rows }} },
 {%- when Step::TokenScatter with { src, dst } %}
     Step::TokenScatter { src: "{{ src }}", dst: "{{ dst }}" },
 {%- endmatch %}
@@ -118,13 +118,13 @@ pub const STEPS: &[Step] = &[
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
 #[rustfmt::skip]
 pub const WORKSPACES: &[TensorDecl] = &[
-{%- for t in p.kernels.workspaces %}
-    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype.rust() }}, dir: {{ t.dir.rust() }}, placement: {{ t.placement.rust() }} },
+{%- for t in v.kernels.workspaces %}
+    TensorDecl { name: "{{ t.name }}", shape: &[{{ t.shape_rust() }}], dtype: {{ t.dtype|fmt("{:?}") }}, dir: {{ t.dir|fmt("{:?}") }}, placement: {{ t.placement|fmt("{:?}") }} },
 {%- endfor %}
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &[{% for s in p.kernels.missing %}"{{ s.stage.name() }}"{% if !loop.last %}, {% endif %}{% endfor %}];
+pub const MISSING: &[&str] = &[{% for s in v.kernels.missing %}"{{ s.stage }}"{% if !loop.last %}, {% endif %}{% endfor %}];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

@@ -48,7 +48,7 @@ pub fn gen_command(root: &Path, check: bool, specs: &[PathBuf]) -> u8 {
     println!(
         "gen: {} files from {} variants: {} updated, {} created, {} removed",
         generation.files.len(),
-        generation.plans.len(),
+        generation.variants.len(),
         count(ChangeKind::Stale),
         count(ChangeKind::Missing),
         count(ChangeKind::Orphan),
@@ -59,15 +59,15 @@ pub fn gen_command(root: &Path, check: bool, specs: &[PathBuf]) -> u8 {
 
 /// The variants of draft specs and their stages without kernels (`run` refuses them).
 fn list_drafts(generation: &Generation) {
-    for p in generation
-        .plans
+    for v in generation
+        .variants
         .iter()
-        .filter(|p| !p.kernels.missing.is_empty())
+        .filter(|v| !v.kernels.missing.is_empty())
     {
-        let stages: Vec<&str> = p.kernels.missing.iter().map(|u| u.stage.name()).collect();
+        let stages: Vec<&str> = v.kernels.missing.iter().map(|u| u.stage).collect();
         println!(
             "  draft {}: no kernels yet for {}",
-            p.variant,
+            v.plan.variant,
             stages.join(", ")
         );
     }

@@ -42,16 +42,17 @@
 //! Usage (a stage module):
 //! ```ignore
 //! let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, sh.local_t, n, k);
-//! gemm::launch(b, s, &mm, ["x_normed", "wq_a", "q_latent"]);
+//! gemm::launch(b, [tile.m, tile.n, tile.k], &mm, ["x_normed", "wq_a", "q_latent"]);
 //! ```
 
+use abi::DType;
+
 use super::{Builder, Cores, Kernel, Value};
-use crate::plan::budget::{self, Buffer};
-use crate::plan::{DType, StagePlan};
+use crate::budget::{self, Buffer};
 
 /// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Operands {
+pub enum Operands {
     Bf16,
     I8,
 }
@@ -74,7 +75,7 @@ impl Operands {
 
 /// How B is stored in GM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum BLayout {
+pub enum BLayout {
     /// `[K, N]` row-major: weights stored in × out (wq_a, wkv, wq_b).
     Kn,
     /// `[N, K]` row-major: weights stored out × in (wo_a, wo_b).
@@ -83,7 +84,7 @@ pub(super) enum BLayout {
 
 /// Which runtime extent the rows of A and C are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Rows {
+pub enum Rows {
     /// `TilingData::t`: the rank's tokens.
     Tokens,
     /// `TilingData::group_t`: the tokens of the TP group.
@@ -92,7 +93,7 @@ pub(super) enum Rows {
 
 /// One matmul: `batch` problems C[b] = A[b] · B[b], strides in elements.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Matmul {
+pub struct Matmul {
     pub operands: Operands,
     pub b_layout: BLayout,
     pub rows: Rows,
@@ -140,7 +141,7 @@ impl Matmul {
     }
 }
 
-/// The matmul's on-chip regions in bytes, from the stage budget rows (`budget::matmul`):
+/// The matmul's on-chip regions in bytes, from its budget rows (`budget::matmul`):
 /// L1 for the A panel and the B tiles, L0A for the A tiles and the panel's tail, L0C for
 /// the C strip. A launch divides each region as its tiles need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,25 +170,17 @@ impl Room {
 
 /// Mmad tiles m × n × k (elements of the operand type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Tiles {
+pub struct Tiles {
     pub m: usize,
     pub n: usize,
     pub k: usize,
 }
 
 impl Tiles {
-    /// The stage's spec tiles for `mm`: int8 keeps the byte sizes with twice the k values,
-    /// or twice the n values when int8 B stored `[K, N]` needs 32-column squares; a tile
-    /// wider than the product covers it whole.
-    fn spec(mm: &Matmul, s: &StagePlan) -> Tiles {
-        let tile = |name: &str| {
-            s.tiles
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|&(_, v)| v)
-                .unwrap_or_else(|| unreachable!("stage {} has no tile {name}", s.name()))
-        };
-        let (m, mut n, mut k) = (tile("m"), tile("n"), tile("k"));
+    /// The stage's spec tiles `[m, n, k]` for `mm`: int8 keeps the byte sizes with twice
+    /// the k values, or twice the n values when int8 B stored `[K, N]` needs 32-column
+    /// squares; a tile wider than the product covers it whole.
+    fn spec(mm: &Matmul, [m, mut n, mut k]: [usize; 3]) -> Tiles {
         if mm.operands == Operands::I8 {
             if mm.b_layout == BLayout::Kn && !n.is_multiple_of(32) {
                 n *= 2;
@@ -234,7 +227,7 @@ impl Tiles {
 
 /// How the k slices of a split make C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KSum {
+pub enum KSum {
     /// One slice: C written once.
     Whole,
     /// int8: the slices add into a zeroed C with atomic adds (exact in i32, any order).
@@ -266,7 +259,7 @@ impl KSum {
 
 /// How a launch divides the work: rows into ranges, K into slices, N into ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Split {
+pub struct Split {
     pub tiles: Tiles,
     pub range_m: usize,
     pub slice_k: usize,
@@ -288,7 +281,7 @@ impl Split {
 
 /// GM bytes of the product at `rows` rows, its zero fill or slice sum included:
 /// (moved, minimum).
-pub(super) fn traffic(mm: &Matmul, split: &Split, rows: usize) -> (usize, usize) {
+pub fn traffic(mm: &Matmul, split: &Split, rows: usize) -> (usize, usize) {
     let (a, b, c) = sizes(mm, rows);
     let moved = a * mm.n.div_ceil(split.range_n)
         + b * rows.div_ceil(split.range_m)
@@ -366,36 +359,37 @@ fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) -> Option<Spl
     Some(split)
 }
 
-/// Launches `mm` with args `[a, b, c]` (tensor or workspace names) in stage `s`, with
-/// its zero fill or slice sum when K is split. Returns the split, or marks the stage
-/// missing, saying why, when its tiles or the product's shape cannot run on this kernel
-/// (see [`unfit`]).
-pub(super) fn launch(
+/// Launches `mm` with args `[a, b, c]` (tensor or workspace names) on the stage's spec
+/// tiles `[m, n, k]`, with its zero fill or slice sum when K is split. Returns the split,
+/// or marks the stage missing, saying why, when its tiles or the product's shape cannot
+/// run on this kernel (see [`unfit`]).
+pub fn launch(
     b: &mut Builder,
-    s: &StagePlan,
+    tiles: [usize; 3],
     mm: &Matmul,
     [a, w, c]: [&str; 3],
 ) -> Option<Split> {
-    let cores = b.plan.chip.aic_cores;
-    let spec = Tiles::spec(mm, s);
+    let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
+    let spec = Tiles::spec(mm, tiles);
     if let Some(why) = unfit(mm, &spec) {
-        b.missing(s.kind, format!("{w}: {why}"));
+        b.missing(format!("{w}: {why}"));
         return None;
     }
-    let Some(split) = plan_split(mm, &Room::of(&s.buffers), spec, cores) else {
-        b.missing(
-            s.kind,
-            format!("{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"),
-        );
+    let [m, n, k] = tiles;
+    let room = Room::of(&budget::matmul(m, n, k, chip));
+    let Some(split) = plan_split(mm, &room, spec, cores) else {
+        b.missing(format!(
+            "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"
+        ));
         return None;
     };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
     match split.sum {
-        KSum::Whole => b.launch(s.kind, kernel(mm, &split), cube_blocks, &[a, w, c]),
+        KSum::Whole => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
         KSum::Atomic => {
-            b.launch(s.kind, zero(mm), vector_blocks, &[c]);
-            b.launch(s.kind, kernel(mm, &split), cube_blocks, &[a, w, c]);
+            b.launch(zero(mm), vector_blocks, &[c]);
+            b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]);
         }
         KSum::Partials => {
             // The partials are dense: [slice][batch][row capacity][N].
@@ -407,25 +401,14 @@ pub(super) fn launch(
             let slices = mm.k.div_ceil(split.slice_k);
             let elems = slices * mm.batch * mm.max_rows * mm.n;
             if elems > u32::MAX as usize {
-                b.missing(
-                    s.kind,
-                    format!("{w}: its {slices} k slices' partials do not fit 32-bit offsets"),
-                );
+                b.missing(format!(
+                    "{w}: its {slices} k slices' partials do not fit 32-bit offsets"
+                ));
                 return None;
             }
             b.scratch(K_PARTIALS, elems, DType::F32);
-            b.launch(
-                s.kind,
-                kernel(&parts, &split),
-                cube_blocks,
-                &[a, w, K_PARTIALS],
-            );
-            b.launch(
-                s.kind,
-                slice_sum(mm, slices),
-                vector_blocks,
-                &[K_PARTIALS, c],
-            );
+            b.launch(kernel(&parts, &split), cube_blocks, &[a, w, K_PARTIALS]);
+            b.launch(slice_sum(mm, slices), vector_blocks, &[K_PARTIALS, c]);
         }
     }
     Some(split)

@@ -8,49 +8,19 @@
 //! list (FlashInfer's pattern). A kernel is named after exactly the parameters it
 //! is specialised on, so two variants that need the same kernel share one file.
 //!
-//! One module per stage derives that stage's launches from the plan; `gemm`
-//! provides the cube matmul kernel the projection stages share.
+//! Stage modules (`crate::stages`) add their launches through [`Builder`]; `gemm` is the
+//! cube matmul the projection stages share. Launches and steps are the `abi` crate's
+//! types, the ones the generated host tables are written in.
 
-mod cache_insert;
-mod collectives;
-mod compressor;
-mod gemm;
-mod hc_post;
-mod hc_pre;
-mod o_proj;
-mod qkv_proj_rope;
-mod rms_norm;
-mod sparse_attention;
+pub mod gemm;
 
-use crate::plan::{DType, Dim, Dir, Placement, Plan, StageKind, StagePlan, TensorPlan};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
-/// Which cores a kernel runs on (dav-c220: a block of a mixed kernel is 1 AIC + 2 AIV).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Cores {
-    Aiv,
-    Aic,
-    Mix,
-}
+pub use abi::plan::{Cores, Launch, Step};
+use abi::{DType, Dim, Dir, Placement};
 
-impl Cores {
-    /// `KERNEL_TASK_TYPE_DEFAULT` argument.
-    pub fn task_type(self) -> &'static str {
-        match self {
-            Cores::Aiv => "KERNEL_TYPE_AIV_ONLY",
-            Cores::Aic => "KERNEL_TYPE_AIC_ONLY",
-            Cores::Mix => "KERNEL_TYPE_MIX_AIC_1_2",
-        }
-    }
-
-    /// `abi::plan::Cores` variant.
-    pub fn rust(self) -> &'static str {
-        match self {
-            Cores::Aiv => "Aiv",
-            Cores::Aic => "Aic",
-            Cores::Mix => "Mix",
-        }
-    }
-}
+use crate::plan::{Plan, TensorPlan};
 
 /// A compile-time constant of a kernel specialisation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,34 +60,15 @@ pub struct Kernel {
     pub args: Vec<&'static str>,
 }
 
-/// A kernel launch: which kernel, on how many blocks, bound to which tensors.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Launch {
-    pub stage: StageKind,
-    pub kernel: String,
-    pub cores: Cores,
-    pub block_dim: u32,
-    /// ABI tensor or workspace names bound to [`Kernel::args`], in order.
-    pub args: Vec<String>,
-}
-
-/// What a variant executes, in order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    Launch(Launch),
-    /// swa.md §3.8 step 1: group slabs of `src` (`[o_groups · T_PAD, o_group_in]` on every
-    /// rank) to the owner rank's `dst` (`[local_o_groups · GROUP_T_PAD, o_group_in]`), rows
-    /// of source rank r at `lg · GROUP_T_PAD + r · t`.
-    GroupAllToAll {
-        src: String,
-        dst: String,
-    },
-    /// swa.md §3.8 step 3, data movement only: rows `[o · t, o · t + t)` of every rank's
-    /// `src` to owner o's `dst` at rows `r · t` (r = source rank). The sum is a kernel.
-    TokenScatter {
-        src: String,
-        dst: String,
-    },
+impl Kernel {
+    /// `KERNEL_TASK_TYPE_DEFAULT` argument.
+    pub fn task_type(&self) -> &'static str {
+        match self.cores {
+            Cores::Aiv => "KERNEL_TYPE_AIV_ONLY",
+            Cores::Aic => "KERNEL_TYPE_AIC_ONLY",
+            Cores::Mix => "KERNEL_TYPE_MIX_AIC_1_2",
+        }
+    }
 }
 
 /// The kernels, steps and workspaces of one variant.
@@ -136,38 +87,50 @@ pub struct KernelPlan {
 /// A stage the building blocks cannot realise for this plan, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unplanned {
-    pub stage: StageKind,
+    pub stage: &'static str,
     pub reason: String,
 }
 
 /// A float constant as it appears in a kernel name: exact (shortest round-trip
 /// form) and an identifier, e.g. 1e-6 → `1em6`, 2.5e-5 → `2p5em5`.
-pub(super) fn float_tag(v: f32) -> String {
+pub fn float_tag(v: f32) -> String {
     format!("{v:e}").replace('-', "m").replace('.', "p")
 }
 
 /// The first of `needs` (what a building block handles, and how to say it when unmet)
 /// that does not hold.
-pub(super) fn unmet<const N: usize>(needs: [(bool, String); N]) -> Option<String> {
+pub fn unmet<const N: usize>(needs: [(bool, String); N]) -> Option<String> {
     needs.into_iter().find(|(ok, _)| !ok).map(|(_, why)| why)
 }
 
-/// Collects a variant's kernel plan; stage modules add to it in stage order.
+/// Collects a variant's kernel plan; stage modules add to it in stage order, each while
+/// it is the [`Builder::stage`] being planned.
 pub struct Builder<'p> {
     pub plan: &'p Plan,
+    stage: &'static str,
     out: KernelPlan,
 }
 
 impl<'p> Builder<'p> {
-    fn new(plan: &'p Plan) -> Self {
+    pub fn new(plan: &'p Plan) -> Self {
         Builder {
             plan,
+            stage: "",
             out: KernelPlan::default(),
         }
     }
 
+    /// The stage the following launches, steps and refusals belong to.
+    pub fn stage(&mut self, name: &'static str) {
+        self.stage = name;
+    }
+
+    pub fn finish(self) -> KernelPlan {
+        self.out
+    }
+
     /// Appends a launch of `kernel` on `block_dim` blocks with `args` bound in order.
-    pub fn launch(&mut self, stage: StageKind, kernel: Kernel, block_dim: u32, args: &[&str]) {
+    pub fn launch(&mut self, kernel: Kernel, block_dim: u32, args: &[&str]) {
         assert_eq!(
             args.len(),
             kernel.args.len(),
@@ -178,11 +141,11 @@ impl<'p> Builder<'p> {
         );
         assert!(block_dim > 0, "launch of {} on zero blocks", kernel.name);
         self.out.steps.push(Step::Launch(Launch {
-            stage,
-            kernel: kernel.name.clone(),
+            stage: self.stage,
+            kernel: intern(&kernel.name),
             cores: kernel.cores,
             block_dim,
-            args: args.iter().map(|a| a.to_string()).collect(),
+            args: intern_list(args),
         }));
         match self.out.kernels.iter().find(|k| k.name == kernel.name) {
             // Same name means same specialisation: anything else is a naming bug.
@@ -222,35 +185,44 @@ impl<'p> Builder<'p> {
         }
     }
 
-    /// Records that `stage` cannot be planned, and why.
-    fn missing(&mut self, stage: StageKind, reason: impl Into<String>) {
+    /// Records that the stage cannot be planned, and why.
+    pub fn missing(&mut self, reason: impl Into<String>) {
         self.out.missing.push(Unplanned {
-            stage,
+            stage: self.stage,
             reason: reason.into(),
         });
     }
+
+    /// An ABI tensor or a workspace declared so far, by name.
+    pub fn tensor(&self, name: &str) -> Option<&TensorPlan> {
+        self.plan
+            .tensor(name)
+            .or_else(|| self.out.workspaces.iter().find(|w| w.name == name))
+    }
 }
 
-/// The kernel plan of `plan`: each stage's launches, in stage order.
-pub fn plan(plan: &Plan) -> KernelPlan {
-    let mut b = Builder::new(plan);
-    for s in &plan.stages {
-        stage(&mut b, s);
+/// `name` as the `&'static str` a launch holds: each distinct name is leaked once, so
+/// planning any number of variants keeps one copy.
+fn intern(name: &str) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = names.get(name) {
+        return known;
     }
-    b.out
+    let leaked: &'static str = Box::leak(name.into());
+    names.insert(leaked);
+    leaked
 }
 
-fn stage(b: &mut Builder, s: &StagePlan) {
-    match s.kind {
-        StageKind::HcPre => hc_pre::plan(b, s),
-        StageKind::RmsNorm => rms_norm::plan(b, s),
-        StageKind::QkvProjRope => qkv_proj_rope::plan(b, s),
-        StageKind::CacheInsert => cache_insert::plan(b, s),
-        StageKind::SparseAttention => sparse_attention::plan(b, s),
-        StageKind::OGroupAllToAll | StageKind::OReduceScatter => collectives::plan(b, s),
-        StageKind::OProj => o_proj::plan(b, s),
-        StageKind::HcPost => hc_post::plan(b, s),
-        StageKind::Compressor => compressor::plan(b, s),
-        StageKind::Indexer => b.missing(s.kind, "the lightning indexer has no kernels yet"),
+/// An argument list as the `&'static` slice a launch holds, interned like [`intern`].
+fn intern_list(args: &[&str]) -> &'static [&'static str] {
+    static LISTS: Mutex<BTreeSet<&'static [&'static str]>> = Mutex::new(BTreeSet::new());
+    let args: Vec<&'static str> = args.iter().map(|a| intern(a)).collect();
+    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = lists.get(args.as_slice()) {
+        return known;
     }
+    let leaked: &'static [&'static str] = Box::leak(args.into_boxed_slice());
+    lists.insert(leaked);
+    leaked
 }

@@ -2,24 +2,26 @@
 //! type errors turned into located [`SpecError`]s.
 
 pub mod model;
+pub mod range;
 
 use std::borrow::Cow;
 
+use serde::de::DeserializeOwned;
 use serde_saphyr::{DefaultMessageFormatter, Error as YamlError, MessageFormatter};
 use sha2::{Digest, Sha256};
 
 use crate::diag::{Loc, SpecError, located};
 pub use model::*;
 
-/// A parsed spec and what the generated headers say about it.
+/// A parsed spec and what the generated headers say about it; `S` is a stage-list entry.
 #[derive(Debug)]
-pub struct Spec {
+pub struct Spec<S> {
     /// Repo-relative path with `/` separators, e.g. `specs/swa.yaml`.
     pub path: String,
     pub text: String,
     /// First 12 hex digits of the SHA-256 of the file's bytes.
     pub hash: String,
-    pub file: SpecFile,
+    pub file: SpecFile<S>,
 }
 
 pub fn short_hash(bytes: &[u8]) -> String {
@@ -28,8 +30,8 @@ pub fn short_hash(bytes: &[u8]) -> String {
 }
 
 /// Parses one spec from its text. `path` is only used in messages and headers.
-pub fn parse(path: &str, text: &str) -> Result<Spec, SpecError> {
-    match serde_saphyr::from_str::<SpecFile>(text) {
+pub fn parse<S: DeserializeOwned>(path: &str, text: &str) -> Result<Spec<S>, SpecError> {
+    match serde_saphyr::from_str::<SpecFile<S>>(text) {
         Ok(file) => Ok(Spec {
             path: path.to_owned(),
             text: text.to_owned(),

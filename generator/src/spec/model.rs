@@ -13,7 +13,7 @@ pub type Int = Sp<i64>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SpecFile {
+pub struct SpecFile<S> {
     /// Base of the variant names (`<name>_tp<N>`).
     pub name: Sp<String>,
     pub layer: Sp<LayerKind>,
@@ -22,7 +22,8 @@ pub struct SpecFile {
     pub tp: Sp<Vec<Int>>,
     pub model: Sp<Model>,
     pub deployment: Sp<Deployment>,
-    pub stages: Sp<Vec<Sp<Stage>>>,
+    /// The ordered stage list, entries of the stage registry (`crate::stages::Entry`).
+    pub stages: Sp<Vec<Sp<S>>>,
     /// A knowingly incomplete spec: stages without kernels are listed, not refused.
     #[serde(default)]
     pub draft: Option<Sp<bool>>,
@@ -107,159 +108,11 @@ pub struct Deployment {
     pub max_positions: Int,
 }
 
-/// One entry of the ordered stage list: `- <kind>: { ...parameters }`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    HcPre(HcPreStage),
-    RmsNorm(VectorStage),
-    QkvProjRope(MatmulStage),
-    CacheInsert(CacheInsertStage),
-    Compressor(CompressorStage),
-    Indexer(IndexerStage),
-    SparseAttention(AttentionStage),
-    OGroupAllToAll(CollectiveStage),
-    OProj(MatmulStage),
-    OReduceScatter(CollectiveStage),
-    HcPost(VectorStage),
-}
-
 /// Data-movement policy for GM rows that are not a whole number of 32-byte blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PadPolicy {
     DataCopyPad,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HcPreStage {
-    pub tiling: Sp<HcPreTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-/// Cube rows `m` × K chunk `k` for the mixing projection; `tokens` × `cols` for
-/// the vector passes.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HcPreTiling {
-    pub m: Int,
-    pub k: Int,
-    pub tokens: Int,
-    pub cols: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VectorStage {
-    pub tiling: Sp<VectorTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VectorTiling {
-    pub tokens: Int,
-    pub cols: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatmulStage {
-    pub tiling: Sp<MatmulTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-/// Cube tile `m`×`n`×`k`; `tokens` rows per vector epilogue pass.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MatmulTiling {
-    pub m: Int,
-    pub n: Int,
-    pub k: Int,
-    pub tokens: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CacheInsertStage {
-    pub tiling: Sp<TokenTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenTiling {
-    pub tokens: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompressorStage {
-    /// Positions per compressed row (4 CSA, 128 HCA).
-    pub ratio: Int,
-    /// Overlapping windows: two projection streams pooled over 2·ratio entries.
-    pub overlap: Sp<bool>,
-    pub state_block_size: Int,
-    pub state_pool_blocks: Int,
-    /// Physical pages of the compressed-KV pool (`cmp_kv`), `block_size` rows each.
-    pub cmp_pool_blocks: Int,
-    pub tiling: Sp<CompressorTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-/// Projection tile `m`×`n`×`k`, `tokens` per state-write pass, `channels` per pooling pass.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompressorTiling {
-    pub m: Int,
-    pub n: Int,
-    pub k: Int,
-    pub tokens: Int,
-    pub channels: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexerStage {
-    pub heads: Int,
-    pub head_dim: Int,
-    pub topk: Int,
-    /// State pages of the inner (index-key) compressor, which mirrors the main one.
-    pub state_block_size: Int,
-    pub state_pool_blocks: Int,
-    /// Physical pages of the int8 index-key cache.
-    pub key_pool_blocks: Int,
-    pub tiling: Sp<IndexerTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-/// Projection tile `m`×`n`×`k`, `tokens` per vector pass, `key_rows` index keys per scoring pass.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexerTiling {
-    pub m: Int,
-    pub n: Int,
-    pub k: Int,
-    pub tokens: Int,
-    pub key_rows: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttentionStage {
-    /// Sliding window in raw tokens, counting the current one.
-    pub window: Int,
-    pub sources: Sp<Vec<Sp<KvSource>>>,
-    pub tiling: Sp<AttentionTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -271,29 +124,4 @@ pub enum KvSource {
     Compressed,
     /// The indexer's top-k compressed rows (needs `indexer`).
     Indexed,
-}
-
-/// `heads` query rows (heads of one token) × `kv_rows` KV rows per tile, `d` head-dim chunk.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttentionTiling {
-    pub heads: Int,
-    pub kv_rows: Int,
-    pub d: Int,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CollectiveStage {
-    pub tiling: Sp<CollectiveTiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
-
-/// `rows` token rows × `cols` columns per transfer.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CollectiveTiling {
-    pub rows: Int,
-    pub cols: Int,
 }

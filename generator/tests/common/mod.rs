@@ -2,8 +2,8 @@
 #![allow(dead_code)] // each test binary uses a subset
 
 use kernelgen::diag::SpecError;
-use kernelgen::plan::{self, Plan};
 use kernelgen::spec;
+use kernelgen::variant::{self, Variant};
 
 /// A small SWA layer (tp 1, 2, 4; o_groups 8 also allows tp 8).
 pub const SWA: &str = "\
@@ -115,9 +115,9 @@ pub fn replace(text: &str, from: &str, to: &str) -> String {
 }
 
 /// Parses and plans `text` as `specs/test/bad.yaml`.
-pub fn check(text: &str) -> Result<Vec<Plan>, Vec<SpecError>> {
+pub fn check(text: &str) -> Result<Vec<Variant>, Vec<SpecError>> {
     let spec = spec::parse("specs/test/bad.yaml", text).map_err(|e| vec![e])?;
-    plan::build(&spec)
+    variant::build(&spec)
 }
 
 /// 1-based (line, column) of `token` inside the only line containing `line_needle`.

@@ -1,21 +1,21 @@
-//! The rules that do not depend on the TP degree: value ranges, model
-//! consistency, pools, compression and attention parameters; and the
-//! TP-independent parts of the plan. The stage graph is checked in `graph.rs`;
-//! tiles and budgets per TP degree in `derive.rs`.
+//! The first pass, spec → [`Validated`]: the rules that do not depend on the TP degree
+//! (value ranges, model consistency, pools, the stage graph, and each stage's layer-level
+//! parameters), and the TP-independent parts of the plan. Tiles and budgets per TP
+//! degree are the next pass (`derive`).
 
 use crate::chip::{self, Chip};
 use crate::diag::{Diagnostics, Loc};
-use crate::spec::{self as s, Int, KvSource, LayerKind, Sp, Spec};
-
-use super::graph::check_stage_graph;
-use super::stages::{Attention, Compressor, Indexer, StageSpec, read_stages};
-use super::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, YarnPlan};
-
-const POSITIVE: &str = "dims, counts and tiles are positive integers up to 65536; positions and pool sizes up to 16777216";
+use crate::plan::{
+    AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, YarnPlan,
+};
+use crate::spec::range::{positive, positive_f, positive_large};
+use crate::spec::{self as s, Int, LayerKind, Sp};
+use crate::stages::kind::LayerParts;
+use crate::stages::{Spec, StageSpec, graph};
 
 /// Everything of a valid spec that is the same at every TP degree.
 #[derive(Debug)]
-pub(super) struct Base {
+pub struct Validated {
     pub name: String,
     pub layer: LayerKind,
     pub chip: &'static Chip,
@@ -33,7 +33,7 @@ pub(super) struct Base {
     pub draft: Option<Loc>,
 }
 
-pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
+pub fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Validated> {
     let f = &spec.file;
     let name = check_name(d, &f.name);
     let chip = match chip::find(&f.target.value) {
@@ -73,7 +73,12 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
     let block_size = positive(d, &dep.block_size, "block_size");
     let kv_pool_blocks = positive_large(d, &dep.kv_pool_blocks, "kv_pool_blocks");
     let max_positions = positive_large(d, &dep.max_positions, "max_positions");
-    let read = read_stages(d, &f.stages.value);
+    let stages: Vec<StageSpec> = f
+        .stages
+        .value
+        .iter()
+        .map(|e| e.value.read(Loc::of(e), d))
+        .collect();
     if !d.is_clean() {
         return None;
     }
@@ -119,41 +124,29 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
         kv_pool_rows: kv_pool_blocks * block_size,
         max_positions,
     };
-    check_stage_graph(d, f, &read.graph);
-    let compressor = read
-        .compressor
-        .as_ref()
-        .map(|c| compressor_plan(c, &dims, &pools));
-    if let (Some(c), Some(raw)) = (&compressor, &read.compressor)
-        && c.ratio > max_positions
-    {
-        d.error(
-            Loc::of(raw.ratio),
-            format!(
-                "compressor ratio {} exceeds max_positions {max_positions}",
-                c.ratio
-            ),
-            "a compressed row covers ratio positions, so ratio <= max_positions",
-        );
-    }
-    let indexer = match (&read.indexer, &compressor) {
-        (Some(raw), Some(main)) => check_indexer(d, raw, main, &dims, &pools),
-        _ => None,
+    graph::check(d, f, &stages);
+    let model = dims.derive(hc_eps, rms_eps);
+    let mut parts = LayerParts {
+        model: &model,
+        pools: &pools,
+        compressor: None,
+        indexer: None,
+        attention: None,
     };
-    let attention = read
-        .attention
-        .as_ref()
-        .and_then(|a| check_attention(d, a, &pools, compressor.as_ref(), indexer.as_ref()));
+    for st in &stages {
+        st.params.layer(&mut parts, d);
+    }
+    let (compressor, indexer, attention) = (parts.compressor, parts.indexer, parts.attention);
     if !d.is_clean() {
         return None;
     }
-    Some(Base {
+    Some(Validated {
         draft: f.draft.as_ref().filter(|d| d.value).map(Loc::of),
         name,
         layer: f.layer.value,
         chip,
         tp,
-        model: dims.derive(hc_eps, rms_eps),
+        model,
         rope: with_yarn_band(rope?, dims.rope_dim),
         decode_batch,
         decode_seq,
@@ -161,52 +154,8 @@ pub(super) fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Base> {
         compressor,
         indexer,
         attention: attention?,
-        stages: read.stages,
+        stages,
     })
-}
-
-/// Dims, counts and tiles: at most 65536, beyond what any chip's buffers or the copy
-/// instructions' 16-bit fields can use, so that size arithmetic never overflows.
-const MAX_COUNT: usize = 1 << 16;
-/// Positions and pool sizes.
-const MAX_LARGE: usize = 1 << 24;
-
-/// A dim, count or tile: an integer in 1..=65536.
-pub(super) fn positive(d: &mut Diagnostics, v: &Int, what: &str) -> usize {
-    bounded(d, v, what, MAX_COUNT)
-}
-
-/// A position count or pool size: an integer in 1..=2^24.
-pub(super) fn positive_large(d: &mut Diagnostics, v: &Int, what: &str) -> usize {
-    bounded(d, v, what, MAX_LARGE)
-}
-
-fn bounded(d: &mut Diagnostics, v: &Int, what: &str, max: usize) -> usize {
-    match usize::try_from(v.value) {
-        Ok(n) if n > 0 && n <= max => n,
-        _ => {
-            d.error(
-                Loc::of(v),
-                format!(
-                    "{what} {} is not a positive integer of at most {max}",
-                    v.value
-                ),
-                POSITIVE,
-            );
-            0
-        }
-    }
-}
-
-fn positive_f(d: &mut Diagnostics, v: &Sp<f64>, what: &str) -> f64 {
-    if !(v.value.is_finite() && v.value > 0.0) {
-        d.error(
-            Loc::of(v),
-            format!("{what} {} is not a positive number", v.value),
-            "epsilons, thetas and YaRN parameters are positive finite numbers",
-        );
-    }
-    v.value
 }
 
 fn check_name(d: &mut Diagnostics, name: &Sp<String>) -> Option<String> {
@@ -326,7 +275,8 @@ impl Dims {
             heads: self.heads,
             head_dim: self.head_dim,
             rope_dim: self.rope_dim,
-            nope_dim: self.head_dim - self.rope_dim,
+            // Valid specs only: rope_dim <= head_dim is reported otherwise.
+            nope_dim: self.head_dim.saturating_sub(self.rope_dim),
             half_rope: self.rope_dim / 2,
             q_lora_rank: self.q_lora_rank,
             o_lora_rank: self.o_lora_rank,
@@ -342,162 +292,4 @@ impl Dims {
             softmax_scale: (self.head_dim as f64).powf(-0.5) as f32,
         }
     }
-}
-
-fn compressor_plan(c: &Compressor, m: &Dims, pools: &Pools) -> CompressorPlan {
-    let ratio = c.ratio.value as usize;
-    cache_compressor(
-        ratio,
-        c.overlap,
-        m.head_dim,
-        (c.state_block_size, c.state_pool_blocks),
-        c.cmp_pool_blocks,
-        pools,
-    )
-}
-
-/// A compressor `head_dim` wide whose rows land in a cache of `cache_blocks` pages.
-fn cache_compressor(
-    ratio: usize,
-    overlap: bool,
-    head_dim: usize,
-    (state_block_size, state_pool_blocks): (usize, usize),
-    cache_blocks: usize,
-    pools: &Pools,
-) -> CompressorPlan {
-    let coff = if overlap { 2 } else { 1 };
-    let out_width = coff * head_dim;
-    let cache_rows = cache_blocks * pools.block_size;
-    let max_rows = (pools.max_positions / ratio).min(cache_rows);
-    CompressorPlan {
-        ratio,
-        overlap,
-        coff,
-        head_dim,
-        out_width,
-        state_row_width: 2 * out_width,
-        pool_entries: coff * ratio,
-        state_block_size,
-        state_pool_blocks,
-        state_pool_rows: state_block_size * state_pool_blocks,
-        state_table_width: pools.max_positions.div_ceil(state_block_size),
-        cache_pool_blocks: cache_blocks,
-        cache_pool_rows: cache_rows,
-        max_rows,
-        cache_table_width: max_rows.div_ceil(pools.block_size),
-    }
-}
-
-fn check_indexer(
-    d: &mut Diagnostics,
-    raw: &Indexer,
-    main: &CompressorPlan,
-    m: &Dims,
-    pools: &Pools,
-) -> Option<IndexerPlan> {
-    let head_dim = raw.head_dim.value as usize;
-    let topk = raw.topk.value as usize;
-    if !head_dim.is_power_of_two() {
-        d.error(
-            Loc::of(raw.head_dim),
-            format!("indexer head_dim {head_dim} is not a power of two"),
-            "the indexer's Hadamard transform needs a power-of-two head_dim",
-        );
-    }
-    if head_dim < m.rope_dim {
-        d.error(
-            Loc::of(raw.head_dim),
-            format!(
-                "indexer head_dim {head_dim} is smaller than rope_dim {}",
-                m.rope_dim
-            ),
-            "index heads end with the model's rope_dim rotary dims",
-        );
-    }
-    let inner = cache_compressor(
-        main.ratio,
-        main.overlap,
-        head_dim,
-        (raw.state_block_size, raw.state_pool_blocks),
-        raw.key_pool_blocks,
-        pools,
-    );
-    let candidates = main.max_rows.min(inner.max_rows);
-    if topk > candidates {
-        d.error(
-            Loc::of(raw.topk),
-            format!(
-                "indexer topk {topk} is larger than the {candidates} compressed rows a request can have"
-            ),
-            "topk <= min(max_positions / ratio, rows of the cmp_kv and index-key pools)",
-        );
-    }
-    if !d.is_clean() {
-        return None;
-    }
-    Some(IndexerPlan {
-        heads: raw.heads,
-        head_dim,
-        rope_dim: m.rope_dim,
-        nope_dim: head_dim - m.rope_dim,
-        q_width: raw.heads * head_dim,
-        topk,
-        weights_scale: ((head_dim as f64).powf(-0.5) * (raw.heads as f64).powf(-0.5)) as f32,
-        candidates,
-        inner,
-    })
-}
-
-fn check_attention(
-    d: &mut Diagnostics,
-    a: &Attention,
-    pools: &Pools,
-    compressor: Option<&CompressorPlan>,
-    indexer: Option<&IndexerPlan>,
-) -> Option<AttentionPlan> {
-    let window = a.window.value as usize;
-    let kv_rows = a.kv_rows.value;
-    if window > pools.kv_pool_rows {
-        d.error(
-            Loc::of(a.window),
-            format!(
-                "window {window} is larger than the physical KV pool of {} rows ({} blocks x {})",
-                pools.kv_pool_rows, pools.kv_pool_blocks, pools.block_size
-            ),
-            "the window must fit in the physical KV pool of one rank",
-        );
-    }
-    if !window.is_multiple_of(kv_rows) {
-        d.error(
-            a.kv_rows.loc,
-            format!("sparse_attention tile kv_rows {kv_rows} does not divide window {window}"),
-            "a tile must divide the dimension it tiles",
-        );
-    }
-    if !d.is_clean() {
-        return None;
-    }
-    let mut sources: Vec<KvSource> = a.sources.iter().map(|s| s.0).collect();
-    sources.sort();
-    let topk = match (sources.contains(&KvSource::Indexed), indexer) {
-        (true, Some(i)) => i.topk,
-        _ => 0,
-    };
-    let max_compressed_rows = match (sources.contains(&KvSource::Compressed), compressor) {
-        (true, Some(c)) => c.max_rows,
-        _ => 0,
-    };
-    let window_tiles = window / kv_rows;
-    let topk_tiles = topk.div_ceil(kv_rows);
-    Some(AttentionPlan {
-        window,
-        sources,
-        kv_rows,
-        window_tiles,
-        topk,
-        topk_tiles,
-        padded_topk: (window_tiles + topk_tiles) * kv_rows,
-        max_compressed_rows,
-        compressed_tiles: max_compressed_rows.div_ceil(kv_rows),
-    })
 }

@@ -1,106 +1,11 @@
 //! The host ABI of a variant: every tensor the layer exchanges with the host, in
 //! the reference's parameter order (swa.md §2, hca_csa.md §2), with per-rank
-//! shapes. Rendered as `abi` tables; the generator does not depend on
-//! the harness, so the vocabulary is mirrored here.
+//! shapes, in the `abi` crate's vocabulary (rendered as its `&'static` tables).
 
+use abi::{DType, Dim, Dir, Placement};
+
+use super::dims::{CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, TpShape};
 use crate::spec::RopeTable;
-
-use super::{CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, TpShape};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DType {
-    Bf16,
-    F32,
-    I8,
-    I32,
-    I64,
-}
-
-impl DType {
-    pub fn size(self) -> usize {
-        match self {
-            DType::I8 => 1,
-            DType::Bf16 => 2,
-            DType::F32 | DType::I32 => 4,
-            DType::I64 => 8,
-        }
-    }
-
-    /// Variant name in `abi::DType`.
-    pub fn rust(self) -> &'static str {
-        match self {
-            DType::Bf16 => "Bf16",
-            DType::F32 => "F32",
-            DType::I8 => "I8",
-            DType::I32 => "I32",
-            DType::I64 => "I64",
-        }
-    }
-
-    pub fn short(self) -> &'static str {
-        match self {
-            DType::Bf16 => "bf16",
-            DType::F32 => "f32",
-            DType::I8 => "i8",
-            DType::I32 => "i32",
-            DType::I64 => "i64",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dim {
-    Const(usize),
-    /// A runtime axis, named as in [`Axis`].
-    Var(&'static str),
-}
-
-impl Dim {
-    /// `abi::Dim` variant expression (the host modules import the variants).
-    pub fn rust(self) -> String {
-        match self {
-            Dim::Const(n) => format!("Const({n})"),
-            Dim::Var(v) => format!("Var(\"{v}\")"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
-    In,
-    Out,
-    InOut,
-}
-
-impl Dir {
-    pub fn rust(self) -> &'static str {
-        match self {
-            Dir::In => "In",
-            Dir::Out => "Out",
-            Dir::InOut => "InOut",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    Replicated,
-    PerRank,
-    /// Each rank holds slice `rank` along `axis` of the full tensor.
-    Sharded {
-        axis: usize,
-    },
-}
-
-impl Placement {
-    pub fn rust(self) -> String {
-        match self {
-            Placement::Replicated => "Replicated".into(),
-            Placement::PerRank => "PerRank".into(),
-            Placement::Sharded { axis } => format!("Sharded {{ axis: {axis} }}"),
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorPlan {
@@ -112,11 +17,12 @@ pub struct TensorPlan {
 }
 
 impl TensorPlan {
-    /// The shape as `abi::Dim` expressions, comma separated.
+    /// The shape as `abi::Dim` expressions (the host modules import the variants; their
+    /// `Debug` form is the expression), comma separated.
     pub fn shape_rust(&self) -> String {
         self.shape
             .iter()
-            .map(|d| d.rust())
+            .map(|d| format!("{d:?}"))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -139,7 +45,7 @@ pub struct Axis {
     pub doc: &'static str,
 }
 
-pub(super) struct AbiInput<'a> {
+pub struct AbiInput<'a> {
     pub model: &'a ModelDims,
     pub rope: &'a RopePlan,
     pub shape: &'a TpShape,
@@ -181,7 +87,7 @@ fn pool(name: &'static str, shape: Vec<Dim>, dtype: DType) -> TensorPlan {
 }
 
 /// The runtime axes the shapes below use, with their capacities.
-pub(super) fn axes(a: &AbiInput) -> Vec<Axis> {
+pub fn axes(a: &AbiInput) -> Vec<Axis> {
     let mut axes = vec![
         Axis {
             name: "t",
@@ -241,7 +147,7 @@ pub(super) fn axes(a: &AbiInput) -> Vec<Axis> {
 }
 
 /// The ABI tensors in the reference's parameter order.
-pub(super) fn tensors(a: &AbiInput) -> Vec<TensorPlan> {
+pub fn tensors(a: &AbiInput) -> Vec<TensorPlan> {
     use DType::*;
     let m = a.model;
     let s = a.shape;

@@ -1,0 +1,201 @@
+//! On-chip buffers and the budget check. Each stage kind lists the buffers its kernels
+//! allocate (`Kind::buffers`), as rows: a buffer's name, memory, element type, element
+//! count (from the tiling), how many copies rotate (2 = double buffering), and, for
+//! buffers that move rows to or from GM, the contiguous run of elements one transfer
+//! moves (its alignment decides whether plain `DataCopy` can move it). The rows of the
+//! shared building blocks (the cube matmul, the split-K vector launches) live here.
+
+use abi::DType;
+
+use crate::chip::{Chip, Mem};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buffer {
+    pub name: &'static str,
+    pub mem: Mem,
+    pub dtype: DType,
+    pub elems: usize,
+    pub count: usize,
+    /// Elements per contiguous GM transfer, for buffers that move rows to or from GM.
+    pub gm_run: Option<usize>,
+    /// The one kernel of the stage that allocates this buffer, when only one does: rows of
+    /// different kernels are never live at once (a launch ends before the next starts).
+    /// `None`: a role every kernel of the stage may use.
+    pub kernel: Option<&'static str>,
+}
+
+impl Buffer {
+    /// Bytes of one copy.
+    pub fn bytes(&self) -> usize {
+        self.elems * self.dtype.size()
+    }
+
+    /// Bytes of all copies, each rounded up to the memory's alignment.
+    pub fn allocated(&self, chip: &Chip) -> usize {
+        self.bytes().next_multiple_of(chip.alignment(self.mem)) * self.count
+    }
+
+    pub fn gm_run_bytes(&self) -> Option<usize> {
+        self.gm_run.map(|r| r * self.dtype.size())
+    }
+
+    /// This row, allocated by `kernel` alone.
+    pub const fn only_in(self, kernel: &'static str) -> Buffer {
+        Buffer {
+            kernel: Some(kernel),
+            ..self
+        }
+    }
+}
+
+/// The bytes of `mem` a launch of the stage may hold at most: the shared rows plus the
+/// largest one kernel's own rows.
+pub fn bytes_in(buffers: &[Buffer], mem: Mem, chip: &Chip) -> usize {
+    let of = |kernel: Option<&str>| -> usize {
+        buffers
+            .iter()
+            .filter(|b| b.mem == mem && b.kernel == kernel)
+            .map(|b| b.allocated(chip))
+            .sum()
+    };
+    let own = buffers
+        .iter()
+        .filter_map(|b| b.kernel)
+        .map(|k| of(Some(k)))
+        .max()
+        .unwrap_or(0);
+    of(None) + own
+}
+
+/// A buffer row shared by every kernel of its stage (see [`Buffer::only_in`]).
+pub const fn row(
+    name: &'static str,
+    mem: Mem,
+    dtype: DType,
+    elems: usize,
+    count: usize,
+    gm_run: Option<usize>,
+) -> Buffer {
+    Buffer {
+        name,
+        mem,
+        dtype,
+        elems,
+        count,
+        gm_run,
+        kernel: None,
+    }
+}
+
+/// The on-chip buffers of the shared cube matmul (`dsv4/matmul.h`, planned by
+/// `kernels::gemm`) for Mmad tiles `m × n × k` of bf16 (an int8 matmul keeps the byte
+/// sizes: its tiles hold twice the k values). B tiles and the L0 operands rotate in
+/// pairs; the A panel takes the rest of L1 and the panel's tail the rest of L0A; L0C
+/// holds one `n`-column strip of C over as many `m`-row Mmad tiles as fit (at least one).
+/// Each launch sizes its panel and tail within these rows, and a launch with narrower
+/// tiles gives the bytes they free in L1 and L0A to its panel and tail: the rows of one
+/// memory bound the launch's buffers together.
+pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
+    use DType::{Bf16, F32};
+    use Mem::*;
+    let b_l1 = row("mm_b_l1", L1, Bf16, k * n, 2, None);
+    let panel = chip.l1_bytes.saturating_sub(b_l1.allocated(chip)) / 32 * 32;
+    let a_l0 = row("mm_a_l0", L0a, Bf16, m * k, 2, None);
+    let tail = chip.l0a_bytes.saturating_sub(a_l0.allocated(chip));
+    let strip_rows = (chip.l0c_bytes / (m * n * F32.size())).max(1) * m;
+    vec![
+        row("mm_a_panel", L1, Bf16, panel / Bf16.size(), 1, None),
+        b_l1,
+        a_l0,
+        row("mm_a_tail", L0a, Bf16, tail / Bf16.size(), 1, None),
+        row("mm_b_l0", L0b, Bf16, k * n, 2, None),
+        row("mm_c_strip", L0c, F32, strip_rows * n, 1, None),
+    ]
+}
+
+/// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
+pub const ZERO_FILL_TILE: usize = 8192;
+
+/// Elements (f32) of each of the four UB tiles of `k_slice_sum.h`: two partials in, two
+/// sums out.
+pub const K_SUM_TILE: usize = 2048;
+
+/// The UB tiles of a split-K matmul's vector launches, each kernel's own: `zero_rows.h`
+/// (int8) and `k_slice_sum.h` (bf16).
+pub fn split_k() -> [Buffer; 2] {
+    [
+        row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None).only_in("zero_rows"),
+        row("k_sum_tiles", Mem::Ub, DType::F32, K_SUM_TILE, 4, None).only_in("k_slice_sum"),
+    ]
+}
+
+/// ReduceMax scratch (no index) for `count` f32 values: a (value, index) pair per whole
+/// 64-lane repeat, at least one, rounded up to a 32-byte block (ReduceMax.md;
+/// `dsv4/quant.h` ReduceTmpElems).
+pub fn reduce_tmp(count: usize) -> usize {
+    (2 * (count / 64).max(1)).next_multiple_of(8)
+}
+
+/// L1/L0 buffers of a cube matmul tile m×n×k, inputs `a` and accumulator `acc`,
+/// all double buffered.
+pub fn cube(m: usize, n: usize, k: usize, a: DType, acc: DType) -> Vec<Buffer> {
+    use Mem::*;
+    vec![
+        row("a_l1", L1, a, m * k, 2, None),
+        row("b_l1", L1, a, k * n, 2, None),
+        row("a_l0", L0a, a, m * k, 2, None),
+        row("b_l0", L0b, a, k * n, 2, None),
+        row("c_l0", L0c, acc, m * n, 2, None),
+    ]
+}
+
+/// A budget violation: what to say and which rule it breaks.
+pub struct Violation {
+    pub message: String,
+    pub rule: &'static str,
+}
+
+fn kib(bytes: usize) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
+/// Checks capacities per memory and the alignment of GM runs through UB.
+pub fn check(stage: &str, buffers: &[Buffer], pad_unaligned: bool, chip: &Chip) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for mem in Mem::ALL {
+        let used = bytes_in(buffers, mem, chip);
+        let cap = chip.capacity(mem);
+        if used > cap {
+            let parts: Vec<String> = buffers
+                .iter()
+                .filter(|b| b.mem == mem)
+                .map(|b| format!("{} {}x{}", b.name, b.count, kib(b.bytes())))
+                .collect();
+            out.push(Violation {
+                message: format!(
+                    "{stage} buffers need {} of {mem} but {} has {} ({})",
+                    kib(used),
+                    chip.name,
+                    kib(cap),
+                    parts.join(", ")
+                ),
+                rule: "the buffers of a stage must fit each on-chip memory of the target chip",
+            });
+        }
+    }
+    if !pad_unaligned {
+        let align = chip.alignment(Mem::Ub);
+        for b in buffers.iter().filter(|b| b.mem == Mem::Ub) {
+            if let Some(run) = b.gm_run_bytes().filter(|r| r % align != 0) {
+                out.push(Violation {
+                    message: format!(
+                        "{stage} moves GM rows of {run} B through UB buffer {}, not a multiple of {align} B",
+                        b.name
+                    ),
+                    rule: "unaligned UB rows need `unaligned_rows: data_copy_pad` on the stage",
+                });
+            }
+        }
+    }
+    out
+}

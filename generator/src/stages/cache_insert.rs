@@ -1,0 +1,95 @@
+//! Stage cache_insert (swa.md §3.4, hca_csa.md §4.2), building block
+//! `dsv4/cache_insert.h`: each token's kv row into the paged raw pool through the
+//! slot mapping (SWA names it `swa_slot_mapping`, compressed layers
+//! `ori_slot_mapping`). A launch of its own, so it completes before attention.
+
+use abi::{DType, Dim};
+use serde::Deserialize;
+
+use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, row};
+use crate::chip::Mem::Ub;
+use crate::diag::Diagnostics;
+use crate::kernels::{Builder, Cores, Kernel, Value};
+use crate::plan::Plan;
+use crate::spec::{PadPolicy, Sp};
+
+pub struct CacheInsert;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub tiling: Sp<Tiling>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
+}
+
+tiling! {
+    /// `tokens` kv rows staged per DMA.
+    tokens
+}
+
+impl Kind for CacheInsert {
+    const NAME: &'static str = "cache_insert";
+    const NEEDS: &'static [Data] = &[Data::Kv];
+    const PRODUCES: &'static [Data] = &[Data::KvCache];
+    type Spec = Spec;
+    type Params = Tiling<Tile>;
+
+    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+        spec.tiling.value.read(d)
+    }
+
+    fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
+        c.tokens(t.tokens);
+    }
+
+    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
+        // cache_insert.h: t kv rows staged per DMA; the slots are scalar GM reads.
+        let hd = p.model.head_dim;
+        vec![row(
+            "kv_rows",
+            Ub,
+            DType::Bf16,
+            t.tokens.value * hd,
+            2,
+            Some(hd),
+        )]
+    }
+
+    fn plan(t: &Tiling<Tile>, b: &mut Builder) {
+        let p = b.plan;
+        let Some(slots) = ["swa_slot_mapping", "ori_slot_mapping"]
+            .into_iter()
+            .find(|n| p.tensor(n).is_some())
+        else {
+            b.missing("the ABI has no slot mapping for the window cache");
+            return;
+        };
+        let tokens = t.tokens.value;
+        let (hd, bs) = (p.model.head_dim, p.pools.block_size);
+        // The kernel moves whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
+        if hd % 16 != 0 {
+            b.missing(format!(
+                "head_dim {hd} is not a multiple of 16 (cache_insert.h moves whole 32-byte blocks of bf16)"
+            ));
+            return;
+        }
+        b.workspace("kv", vec![Dim::Var("t"), Dim::Const(hd)], DType::Bf16);
+        let kernel = Kernel {
+            name: format!("cache_insert_d{hd}_bs{bs}_t{tokens}"),
+            doc: "kv rows into the paged pool at their slots; -1 skips".into(),
+            block: "cache_insert.h",
+            class: "CacheInsert",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HEAD_DIM", Value::U32(hd as u32)),
+                ("BLOCK_SIZE", Value::U32(bs as u32)),
+                ("TOKENS", Value::U32(tokens as u32)),
+            ],
+            args: vec!["kv", "slots", "kv_cache"],
+        };
+        let blocks = p.chip.aiv_cores.min(p.shape.local_t);
+        b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);
+    }
+}

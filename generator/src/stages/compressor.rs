@@ -1,0 +1,399 @@
+//! Stage compressor. Kernels without overlap (HCA's ratio 128, hca_csa.md §4.1–4.3,
+//! §4.5, §4.7): the two projections on the cube (`gemm`), then two vector kernels
+//! (`dsv4/compressor.h`): per request at a boundary, pool the window as the requests before
+//! it left the state (`dsv4/state_overlay.h`), normalise, rotate and write the cmp_kv row;
+//! then, once every request has pooled, add the APE rows and write this step's state rows.
+//!
+//! ```text
+//! x_normed ·cmp_wkvᵀ  → compress_kv f32  ─┐
+//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ cmp_kv ─CompressorCommit→ compress_state
+//! ```
+//!
+//! The overlapping ratio-4 compressor (CSA) is not supported yet: its stage is marked
+//! missing.
+
+use abi::{DType, Dim};
+use serde::Deserialize;
+
+use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, cube, matmul, reduce_tmp, row, split_k};
+use crate::chip::Mem;
+use crate::diag::{Diagnostics, Loc};
+use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
+use crate::plan::{CompressorPlan, Plan, Pools};
+use crate::spec::range::{positive, positive_large};
+use crate::spec::{Int, PadPolicy, Sp};
+
+pub struct Compressor;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Positions per compressed row (4 CSA, 128 HCA).
+    pub ratio: Int,
+    /// Overlapping windows: two projection streams pooled over 2·ratio entries.
+    pub overlap: Sp<bool>,
+    pub state_block_size: Int,
+    pub state_pool_blocks: Int,
+    /// Physical pages of the compressed-KV pool (`cmp_kv`), `block_size` rows each.
+    pub cmp_pool_blocks: Int,
+    pub tiling: Sp<Tiling>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
+}
+
+tiling! {
+    /// Projection tile `m`×`n`×`k`, `tokens` per state-write pass, `channels` per pooling pass.
+    m, n, k, tokens, channels
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub ratio: usize,
+    pub ratio_loc: Loc,
+    pub overlap: bool,
+    pub state_block_size: usize,
+    pub state_pool_blocks: usize,
+    pub cmp_pool_blocks: usize,
+    pub tiling: Tiling<Tile>,
+}
+
+impl Kind for Compressor {
+    const NAME: &'static str = "compressor";
+    const NEEDS: &'static [Data] = &[Data::XNormed];
+    const PRODUCES: &'static [Data] = &[Data::Compressed];
+    type Spec = Spec;
+    type Params = Params;
+
+    fn read(spec: &Spec, d: &mut Diagnostics) -> Params {
+        Params {
+            tiling: spec.tiling.value.read(d),
+            ratio: positive(d, &spec.ratio, "compressor ratio"),
+            ratio_loc: Loc::of(&spec.ratio),
+            overlap: spec.overlap.value,
+            state_block_size: positive(d, &spec.state_block_size, "state_block_size"),
+            state_pool_blocks: positive_large(d, &spec.state_pool_blocks, "state_pool_blocks"),
+            cmp_pool_blocks: positive_large(d, &spec.cmp_pool_blocks, "cmp_pool_blocks"),
+        }
+    }
+
+    fn layer(s: &Params, parts: &mut LayerParts, d: &mut Diagnostics) {
+        let max_positions = parts.pools.max_positions;
+        if s.ratio > max_positions {
+            d.error(
+                s.ratio_loc,
+                format!(
+                    "compressor ratio {} exceeds max_positions {max_positions}",
+                    s.ratio
+                ),
+                "a compressed row covers ratio positions, so ratio <= max_positions",
+            );
+        }
+        parts.compressor = Some(cache_compressor(
+            s.ratio,
+            s.overlap,
+            parts.model.head_dim,
+            (s.state_block_size, s.state_pool_blocks),
+            s.cmp_pool_blocks,
+            parts.pools,
+        ));
+    }
+
+    fn check(s: &Params, c: &mut TileCheck) {
+        let t = &s.tiling;
+        c.matmul(t.m, t.n, t.k, t.tokens);
+        if let Some(cp) = &c.plan.compressor {
+            let (width, hd) = (cp.out_width, cp.head_dim);
+            c.fits(t.n, "n", width, "the projected width");
+            c.divides(t.channels, "channels", hd, "head_dim");
+        }
+        c.fits(t.k, "k", c.plan.model.hidden, "hidden");
+    }
+
+    fn buffers(s: &Params, p: &Plan) -> Vec<Buffer> {
+        use DType::*;
+        use Mem::Ub;
+        let md = &p.model;
+        let Some(c) = &p.compressor else {
+            return Vec::new();
+        };
+        let (t, ch) = (s.tiling.tokens.value, s.tiling.channels.value);
+        let (m, n, k) = (s.tiling.m.value, s.tiling.n.value, s.tiling.k.value);
+        if c.overlap {
+            // The ratio-4 compressor has no kernels yet: the starting model.
+            let mut v = cube(m, n, k, Bf16, F32);
+            v.extend(vector(c, t, ch, md.half_rope));
+            return v;
+        }
+        // The projections run the shared matmul (and its split-K launches).
+        let mut v = matmul(m, n, k, p.chip);
+        v.extend(split_k());
+        // compressor.h: a request's t token rows of kvp, score and APE (the commit); a
+        // pooling tile of `ratio` rows × ch channels of kv, score and the APE of rows
+        // this step writes, its column-max tree; the pooled row and its RMSNorm / RoPE
+        // scratch.
+        let (hd, rd, half) = (c.head_dim, md.rope_dim, md.half_rope);
+        let tile = c.ratio * ch;
+        v.extend([
+            row("kv_rows", Ub, F32, t * hd, 1, Some(hd)),
+            row("score_rows", Ub, F32, t * hd, 1, Some(hd)),
+            row("ape_rows", Ub, F32, t * hd, 1, Some(hd)),
+            row("pool_kv", Ub, F32, tile, 1, Some(ch)),
+            row("pool_score", Ub, F32, tile, 1, Some(ch)),
+            row("pool_ape", Ub, F32, tile, 1, Some(ch)),
+            row("pool_max", Ub, F32, tile / 2, 1, None),
+            row("pooled", Ub, F32, hd, 1, None),
+            row("squares", Ub, F32, hd, 1, None),
+            row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+            row("norm_w", Ub, F32, hd, 1, None),
+            row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
+            row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
+            row("scalars", Ub, F32, 16, 1, None),
+            row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)),
+            row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+            row("rope_tables", Ub, F32, 2 * rd, 1, None),
+            row("rope_swap", Ub, F32, rd, 1, None),
+        ]);
+        v
+    }
+
+    fn plan(s: &Params, b: &mut Builder) {
+        let p = b.plan;
+        let Some(c) = &p.compressor else {
+            unreachable!("a compressor stage has a compressor plan")
+        };
+        let (m, seq) = (&p.model, p.shape.decode_seq);
+        let t = &s.tiling;
+        let (tokens, channels) = (t.tokens.value, t.channels.value);
+        let tiles = [t.m.value, t.n.value, t.k.value];
+        let (hd, rd) = (c.head_dim, m.rope_dim);
+        // What dsv4/compressor.h handles: one request per state-update tile, halving trees
+        // over a power-of-two window of whole state pages, channel tiles one repeat wide
+        // (whole f32 blocks), rope rows and slice in whole f32 blocks, bf16 rows in blocks.
+        let unmet = unmet([
+            (
+                !c.overlap,
+                "the overlapping (ratio-4) compressor has no kernels yet".into(),
+            ),
+            (
+                tokens == seq,
+                format!(
+                    "tile tokens {tokens} is not decode_seq {seq} (one request per state-update tile)"
+                ),
+            ),
+            (
+                c.ratio > seq,
+                format!(
+                    "ratio {} is not above decode_seq {seq} (at most one boundary per request)",
+                    c.ratio
+                ),
+            ),
+            (
+                c.ratio.is_power_of_two() && c.ratio <= 128,
+                format!(
+                    "ratio {} is not a power of two up to 128 (the pooling trees halve)",
+                    c.ratio
+                ),
+            ),
+            (
+                c.ratio.is_multiple_of(c.state_block_size),
+                format!(
+                    "ratio {} is not a whole number of state pages of {}",
+                    c.ratio, c.state_block_size
+                ),
+            ),
+            (
+                channels.is_multiple_of(8) && channels <= 64 && hd.is_multiple_of(channels),
+                format!(
+                    "tile channels {channels} is not a multiple of 8, up to 64, dividing head_dim {hd}"
+                ),
+            ),
+            (
+                hd.is_multiple_of(16),
+                format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
+            ),
+            (
+                rd.is_multiple_of(16) && rd <= hd,
+                format!("rope_dim {rd} is not a multiple of 16 up to head_dim {hd}"),
+            ),
+            (p.tensor("cmp_kv").is_some(), "the ABI has no cmp_kv".into()),
+        ]);
+        if let Some(why) = unmet {
+            b.missing(why);
+            return;
+        }
+        let rows = || Dim::Var("t");
+        b.workspace("compress_kv", vec![rows(), Dim::Const(hd)], DType::F32);
+        b.workspace("compress_score", vec![rows(), Dim::Const(hd)], DType::F32);
+        let proj = Matmul::new(
+            Operands::Bf16,
+            BLayout::Nk,
+            Rows::Tokens,
+            p.shape.local_t,
+            hd,
+            m.hidden,
+        );
+        if gemm::launch(b, tiles, &proj, ["x_normed", "cmp_wkv", "compress_kv"]).is_none()
+            || gemm::launch(b, tiles, &proj, ["x_normed", "cmp_wgate", "compress_score"]).is_none()
+        {
+            return;
+        }
+        let kernel = Kernel {
+            name: format!(
+                "compressor_r{}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
+                c.ratio,
+                c.state_block_size,
+                c.state_table_width,
+                float_tag(m.rms_eps)
+            ),
+            doc: "at a boundary softmax pooling of the window as the earlier requests left the \
+                  state, RMSNorm, RoPE, bf16 row into cmp_kv"
+                .into(),
+            block: "compressor.h",
+            class: "Compressor",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HD", u(hd)),
+                ("RATIO", u(c.ratio)),
+                ("SEQ", u(seq)),
+                ("STATE_BS", u(c.state_block_size)),
+                ("TABLE_W", u(c.state_table_width)),
+                ("CH", u(channels)),
+                ("RD", u(rd)),
+                ("EPS", Value::F32(m.rms_eps)),
+                ("INV_HD", Value::F32(1.0 / hd as f32)),
+            ],
+            args: vec![
+                "kvp",
+                "score",
+                "ape",
+                "norm_w",
+                "cos",
+                "sin",
+                "positions",
+                "state_slots",
+                "cmp_slots",
+                "state_table",
+                "state",
+                "cmp_kv",
+            ],
+        };
+        let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
+        b.launch(
+            kernel,
+            blocks,
+            &[
+                "compress_kv",
+                "compress_score",
+                "cmp_ape",
+                "cmp_norm_w",
+                "cmp_freqs_cos",
+                "cmp_freqs_sin",
+                "position_ids",
+                "state_slot_mapping",
+                "cmp_slot_mapping",
+                "compress_state_block_table",
+                "compress_state",
+                "cmp_kv",
+            ],
+        );
+        // A later launch: every request has pooled the state it must see before it changes.
+        let commit = Kernel {
+            name: format!("compressor_commit_r{}_hd{hd}_s{seq}", c.ratio),
+            doc: "APE + this step's state rows, after every request pooled".into(),
+            block: "compressor.h",
+            class: "CompressorCommit",
+            cores: Cores::Aiv,
+            params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
+            args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
+        };
+        b.launch(
+            commit,
+            blocks,
+            &[
+                "compress_kv",
+                "compress_score",
+                "cmp_ape",
+                "position_ids",
+                "state_slot_mapping",
+                "compress_state",
+            ],
+        );
+    }
+}
+
+/// A compressor `head_dim` wide whose rows land in a cache of `cache_blocks` pages.
+pub fn cache_compressor(
+    ratio: usize,
+    overlap: bool,
+    head_dim: usize,
+    (state_block_size, state_pool_blocks): (usize, usize),
+    cache_blocks: usize,
+    pools: &Pools,
+) -> CompressorPlan {
+    let coff = if overlap { 2 } else { 1 };
+    let out_width = coff * head_dim;
+    let cache_rows = cache_blocks * pools.block_size;
+    let max_rows = (pools.max_positions / ratio).min(cache_rows);
+    CompressorPlan {
+        ratio,
+        overlap,
+        coff,
+        head_dim,
+        out_width,
+        state_row_width: 2 * out_width,
+        pool_entries: coff * ratio,
+        state_block_size,
+        state_pool_blocks,
+        state_pool_rows: state_block_size * state_pool_blocks,
+        state_table_width: pools.max_positions.div_ceil(state_block_size),
+        cache_pool_blocks: cache_blocks,
+        cache_pool_rows: cache_rows,
+        max_rows,
+        cache_table_width: max_rows.div_ceil(pools.block_size),
+    }
+}
+
+/// Vector side of a compressor: state-row writes per token tile, then pooling of
+/// `pool_entries` state rows in `channels`-wide slices, normalise, rotate, write.
+pub fn vector(c: &CompressorPlan, tokens: usize, channels: usize, half_rope: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    vec![
+        row(
+            "state_rows",
+            Ub,
+            F32,
+            tokens * c.state_row_width,
+            2,
+            Some(c.state_row_width),
+        ),
+        row("ape", Ub, F32, tokens * c.out_width, 1, Some(c.out_width)),
+        row(
+            "pool_kv",
+            Ub,
+            F32,
+            c.pool_entries * channels,
+            2,
+            Some(channels),
+        ),
+        row(
+            "pool_score",
+            Ub,
+            F32,
+            c.pool_entries * channels,
+            2,
+            Some(channels),
+        ),
+        row("pooled", Ub, F32, c.head_dim, 1, None),
+        row("norm_w", Ub, Bf16, c.head_dim, 1, Some(c.head_dim)),
+        row("cmp_cos", Ub, F32, half_rope, 1, Some(half_rope)),
+        row("cmp_sin", Ub, F32, half_rope, 1, Some(half_rope)),
+        row("cmp_out", Ub, Bf16, c.head_dim, 1, Some(c.head_dim)),
+    ]
+}
+
+fn u(v: usize) -> Value {
+    Value::U32(u32::try_from(v).expect("model dims fit u32"))
+}

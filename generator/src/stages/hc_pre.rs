@@ -1,0 +1,227 @@
+//! Kernels of stage hc_pre (swa.md §3.1), building block `dsv4/hc_pre.h`:
+//! 1. a split-K cube projection (AIC): each block multiplies its slice of the
+//!    `hc_mult · hidden` columns of x_hc by hc_attn_fn and by x_hc itself (the
+//!    diagonal is the sum of squares), so both cross GM once, into `hc_partials`;
+//! 2. a vector kernel (AIV) that adds the parts in ascending order, applies the
+//!    RMS scale, the gates and Sinkhorn over 8-token lane groups, writes `post`
+//!    and `comb`, and mixes the streams into `x_mixed`.
+
+use abi::{DType, Dim};
+use serde::Deserialize;
+
+use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, row};
+use crate::chip::Mem;
+use crate::diag::Diagnostics;
+use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
+use crate::plan::{ModelDims, Plan};
+use crate::spec::{PadPolicy, Sp};
+
+pub struct HcPre;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub tiling: Sp<Tiling>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
+}
+
+tiling! {
+    /// Cube rows `m` × K chunk `k` for the mixing projection; `tokens` × `cols` for
+    /// the vector passes.
+    m, k, tokens, cols
+}
+
+/// The stream count the building block is written for (Sinkhorn pairs the streams).
+const HC: usize = 4;
+/// Tokens per gate group: one f32 lane per token of a 32-byte block.
+const GROUP: usize = 8;
+
+impl Kind for HcPre {
+    const NAME: &'static str = "hc_pre";
+    const NEEDS: &'static [Data] = &[];
+    const PRODUCES: &'static [Data] = &[Data::XMixed];
+    type Spec = Spec;
+    type Params = Tiling<Tile>;
+
+    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+        spec.tiling.value.read(d)
+    }
+
+    fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
+        let m = &c.plan.model;
+        let (hc_dim, hidden) = (m.hc_dim, m.hidden);
+        c.cube(t.m, "m");
+        c.cube(t.k, "k");
+        c.rows(t.m, "m");
+        c.divides(t.k, "k", hc_dim, "hc_mult x hidden");
+        // The gates run with one f32 lane per token in a 32-byte block.
+        c.equals(t.tokens, "tokens", GROUP);
+        c.divides(t.cols, "cols", hidden, "hidden");
+    }
+
+    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
+        use DType::*;
+        use Mem::*;
+        let md = &p.model;
+        let (m, k, t, c) = (t.m.value, t.k.value, t.tokens.value, t.cols.value);
+        let (hc, mix) = (md.hc_mult, md.mix_hc);
+        let mix_pad = mix.next_multiple_of(16);
+        let split = split(md.hc_dim, k, p.chip.aic_cores);
+        let span = split.chunks_per_block * k;
+        let (rows, out) = (1 + mix, t * (hc + hc * hc));
+        // A token's partials row: per projection block, m dot products and the logits.
+        let row_len = split.blocks * (m + mix);
+        vec![
+            // hc_pre.h HcPreProjection: the block's fn slice, x tiles, one k chunk in L0.
+            row("fn_l1", L1, F32, mix_pad * span, 1, None),
+            row("x_l1", L1, F32, m * span, 2, None),
+            row("x_l0a", L0a, F32, m * k, 2, None),
+            row("x_fn_l0b", L0b, F32, (m + mix_pad) * k, 2, None),
+            row("logits_l0c", L0c, F32, m * mix_pad, 1, None),
+            row("squares_l0c", L0c, F32, m * m, 1, None),
+            // HcPreMix: a group of t tokens (its partials rows), the entry-major table,
+            // gather offsets (u32, sized as i32), one mix chunk per token.
+            row("partials", Ub, F32, t * row_len, 1, Some(t * row_len)),
+            row("x_in", Ub, F32, hc * c, 2, Some(c)),
+            row("x_mixed", Ub, Bf16, c, 2, Some(c)),
+            row("gates_out", Ub, F32, out, 1, Some(t * hc)),
+            row("table", Ub, F32, rows * t, 1, None),
+            row("gathered", Ub, F32, rows * t, 1, None),
+            row("in_offsets", Ub, I32, rows * t, 1, None),
+            row("diag_offsets", Ub, I32, t, 1, None),
+            row("out_offsets", Ub, I32, out, 1, None),
+            row("base_rows", Ub, F32, mix * t, 1, None),
+            // hc_attn_scale and hc_attn_base, moved with DataCopyPad.
+            row("weights", Ub, F32, 8 + mix.next_multiple_of(8), 1, None),
+            row("ones", Ub, F32, 2 * hc * t, 1, None),
+            row("pairs", Ub, F32, 2 * hc * t, 1, None),
+            row("sums", Ub, F32, hc * t, 1, None),
+        ]
+    }
+
+    fn plan(t: &Tiling<Tile>, b: &mut Builder) {
+        let p = b.plan;
+        let md = &p.model;
+        if md.hc_mult != HC {
+            b.missing(format!(
+                "hc_mult {} is not {HC}, the only width hc_pre.h is built for",
+                md.hc_mult
+            ));
+            return;
+        }
+        let (m, k, cols) = (t.m.value, t.k.value, t.cols.value);
+        // The kernels move whole 32-byte blocks (no DataCopyPad path): 16 bf16 per block.
+        if cols % 16 != 0 {
+            b.missing(format!(
+                "tile cols {cols} is not a multiple of 16 (hc_pre.h moves whole 32-byte blocks of bf16)"
+            ));
+            return;
+        }
+        let split = split(md.hc_dim, k, p.chip.aic_cores);
+        let part = m + md.mix_hc;
+        let per_token = |n: usize| vec![Dim::Var("t"), Dim::Const(n)];
+        b.workspace("hc_partials", per_token(split.blocks * part), DType::F32);
+        b.workspace("x_mixed", per_token(md.hidden), DType::Bf16);
+        b.workspace("post", per_token(md.hc_mult), DType::F32);
+        b.workspace("comb", per_token(md.hc_mult * md.hc_mult), DType::F32);
+
+        b.launch(
+            projection(md, m, k, split),
+            split.blocks as u32,
+            &["x_hc", "hc_attn_fn", "hc_partials"],
+        );
+        let items = p.shape.local_t / GROUP * (md.hidden / cols);
+        b.launch(
+            mix(md, m, split.blocks, cols),
+            p.chip.aiv_cores.min(items) as u32,
+            &[
+                "x_hc",
+                "hc_attn_scale",
+                "hc_attn_base",
+                "hc_partials",
+                "x_mixed",
+                "post",
+                "comb",
+            ],
+        );
+    }
+}
+
+/// How the projection splits the `hc_dim` columns over the cube cores: whole
+/// `k`-column chunks, as many per block as spreading them over `aic_cores` takes,
+/// and as many blocks (each one part of a token's partials row) as that needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Split {
+    chunks_per_block: usize,
+    blocks: usize,
+}
+
+fn split(hc_dim: usize, k: usize, aic_cores: usize) -> Split {
+    let chunks = hc_dim.div_ceil(k);
+    let chunks_per_block = chunks.div_ceil(aic_cores);
+    Split {
+        chunks_per_block,
+        blocks: chunks.div_ceil(chunks_per_block),
+    }
+}
+
+fn u32(v: usize) -> Value {
+    Value::U32(v as u32)
+}
+
+fn projection(md: &ModelDims, m: usize, k: usize, split: Split) -> Kernel {
+    let (hidden, span, parts) = (md.hidden, split.chunks_per_block, split.blocks);
+    Kernel {
+        name: format!("hc_pre_proj_hc{HC}_d{hidden}_m{m}_k{k}_s{span}_p{parts}"),
+        doc:
+            "hc_pre split-K projection: per-block partial logits and token dot products (f32 cube)"
+                .into(),
+        block: "hc_pre.h",
+        class: "HcPreProjection",
+        cores: Cores::Aic,
+        params: vec![
+            ("HC", u32(HC)),
+            ("HIDDEN", u32(hidden)),
+            ("M_TILE", u32(m)),
+            ("K_CHUNK", u32(k)),
+            ("SPAN_CHUNKS", u32(span)),
+            ("PARTS", u32(parts)),
+        ],
+        args: vec!["x_hc", "hc_attn_fn", "hc_partials"],
+    }
+}
+
+fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
+    let (hidden, iters) = (md.hidden, md.hc_sinkhorn_iters);
+    let (rms, hc) = (float_tag(md.rms_eps), float_tag(md.hc_eps));
+    Kernel {
+        name: format!(
+            "hc_pre_mix_hc{HC}_d{hidden}_m{m}_p{parts}_c{cols}_it{iters}_rms{rms}_hc{hc}"
+        ),
+        doc: "hc_pre gates, Sinkhorn and stream mixing from the projection partials".into(),
+        block: "hc_pre.h",
+        class: "HcPreMix",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HC", u32(HC)),
+            ("HIDDEN", u32(hidden)),
+            ("M_TILE", u32(m)),
+            ("PARTS", u32(parts)),
+            ("COLS", u32(cols)),
+            ("ITERS", u32(iters)),
+            ("RMS_EPS", Value::F32(md.rms_eps)),
+            ("HC_EPS", Value::F32(md.hc_eps)),
+        ],
+        args: vec![
+            "x_hc",
+            "hc_attn_scale",
+            "hc_attn_base",
+            "hc_partials",
+            "x_mixed",
+            "post",
+            "comb",
+        ],
+    }
+}

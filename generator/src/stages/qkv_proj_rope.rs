@@ -1,0 +1,311 @@
+//! Stage qkv_proj_rope: LoRA q with int8 wq_b, kv latent, RMSNorm and RoPE
+//! (swa.md §3.3). Three cube matmuls (`gemm`) and three vector kernels
+//! (`dsv4/qkv_proj_rope.h`), handing off through per-token workspaces:
+//!
+//! ```text
+//! x_normed ·wq_a→ q_latent f32 ─QLatentQuant→ qr i8, qr_scale ·wq_b→ q_acc i32 ─QHeads→ q bf16
+//! x_normed ·wkv → kv_latent f32 ─KvFinish→ kv bf16
+//! ```
+//!
+//! The RoPE rows are the host's token-local `freqs_cos` / `freqs_sin`; a variant with the
+//! full position table (`rope.table: positions`, CSA) is not supported yet.
+
+use abi::{DType, Dim};
+use serde::Deserialize;
+
+use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, matmul, reduce_tmp, row, split_k};
+use crate::chip::Mem::Ub;
+use crate::diag::Diagnostics;
+use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
+use crate::plan::Plan;
+use crate::spec::{PadPolicy, RopeTable, Sp};
+
+pub struct QkvProjRope;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub tiling: Sp<Tiling>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
+}
+
+tiling! {
+    /// Cube tile `m`×`n`×`k`; `tokens` rows per vector epilogue pass.
+    m, n, k, tokens
+}
+
+impl Kind for QkvProjRope {
+    const NAME: &'static str = "qkv_proj_rope";
+    const NEEDS: &'static [Data] = &[Data::XNormed];
+    const PRODUCES: &'static [Data] = &[Data::Q, Data::Kv];
+    type Spec = Spec;
+    type Params = Tiling<Tile>;
+
+    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+        spec.tiling.value.read(d)
+    }
+
+    fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
+        let m = &c.plan.model;
+        let ns = [
+            (m.q_lora_rank, "q_lora_rank"),
+            (m.heads * m.head_dim, "heads x head_dim"),
+            (m.head_dim, "head_dim"),
+        ];
+        let ks = [(m.hidden, "hidden"), (m.q_lora_rank, "q_lora_rank")];
+        c.matmul(t.m, t.n, t.k, t.tokens);
+        for (dim, name) in ns {
+            c.fits(t.n, "n", dim, name);
+        }
+        for (dim, name) in ks {
+            c.fits(t.k, "k", dim, name);
+        }
+    }
+
+    fn buffers(tiles: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
+        use DType::*;
+        let md = &p.model;
+        // The cube matmuls (wq_a, wq_b int8, wkv) share the matmul rows. The UB rows are
+        // roles shared by the stage's vector kernels (qkv_proj_rope.h QLatentQuant,
+        // QHeads, KvFinish, and a split-K matmul's zero fill or slice sum), each allocating at
+        // most the row: their sum bounds every one of them.
+        let (t, hd, ql, rd) = (tiles.tokens.value, md.head_dim, md.q_lora_rank, md.rope_dim);
+        let w = heads_per_item(md.heads, hd) * hd;
+        let mut v = matmul(tiles.m.value, tiles.n.value, tiles.k.value, p.chip);
+        v.extend([
+            // latent tiles (f32), q_acc head groups (i32), kv latent tiles (f32)
+            row(
+                "vec_in",
+                Ub,
+                F32,
+                (t * ql).max(w).max(t * hd),
+                2,
+                Some(hd.min(ql)),
+            ),
+            // qr tiles (i8), q head groups and kv tiles (bf16); sized in bytes
+            row(
+                "vec_out",
+                Ub,
+                I8,
+                (t * ql).max(2 * w).max(2 * t * hd),
+                2,
+                Some(ql),
+            ),
+            row("vec_x", Ub, F32, w, 1, None),
+            // gamma_cq / gamma_ckv widened, or the head group's wq_b_scale
+            row("vec_weight", Ub, F32, ql.max(w).max(hd), 1, Some(w)),
+            row("vec_weight_in", Ub, Bf16, ql.max(hd), 1, Some(hd.min(ql))),
+            row("vec_work", Ub, F32, ql.max(hd), 1, None),
+            // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
+            row("vec_f16", Ub, Bf16, ql, 1, None),
+            // qr_scale out (DataCopyPad), or 8 tokens' qr_scale in
+            row("vec_scales", Ub, F32, 8, 2, None),
+            row("vec_slot", Ub, F32, 8, 1, None),
+            row("vec_reduce_tmp", Ub, F32, reduce_tmp(ql.max(hd)), 1, None),
+            // rope.h: the token's cos/sin rows, [cos | sin | -sin], gather offsets,
+            // the interleaved tables and the pair-swapped slice
+            row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
+            row("rope_trig", Ub, F32, 3 * rd, 1, None),
+            row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+            row("rope_tables", Ub, F32, 2 * rd, 1, None),
+            row("rope_swap", Ub, F32, rd, 1, None),
+        ]);
+        v.extend(split_k());
+        v
+    }
+
+    fn plan(t: &Tiling<Tile>, b: &mut Builder) {
+        let p = b.plan;
+        let m = &p.model;
+        let t_cap = p.shape.local_t;
+        let tile_rows = t.tokens.value;
+        let tiles = [t.m.value, t.n.value, t.k.value];
+        let (hd, rd, ql) = (m.head_dim, m.rope_dim, m.q_lora_rank);
+        let nope = hd - rd;
+        // Whole 32-byte blocks: bf16 RoPE rows, f32 rope slices, int8 qr rows.
+        let unmet = unmet([
+            (
+                p.rope.table == RopeTable::PerToken,
+                "qkv_proj_rope.h reads per-token RoPE rows (`table: per_token`), not the whole table"
+                    .into(),
+            ),
+            (
+                rd.is_multiple_of(16),
+                format!("rope_dim {rd} is not a multiple of 16 (whole bf16 blocks)"),
+            ),
+            (
+                nope.is_multiple_of(8),
+                format!("head_dim − rope_dim = {nope} is not a multiple of 8 (whole f32 blocks)"),
+            ),
+            (
+                hd.is_multiple_of(16),
+                format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
+            ),
+            (
+                ql.is_multiple_of(32),
+                format!("q_lora_rank {ql} is not a multiple of 32 (whole int8 blocks)"),
+            ),
+        ]);
+        if let Some(why) = unmet {
+            b.missing(why);
+            return;
+        }
+        let heads_per_item = heads_per_item(m.heads, hd);
+        let t = || Dim::Var("t");
+        b.workspace("q_latent", vec![t(), Dim::Const(ql)], DType::F32);
+        b.workspace("qr", vec![t(), Dim::Const(ql)], DType::I8);
+        b.workspace("qr_scale", vec![t(), Dim::Const(1)], DType::F32);
+        b.workspace("q_acc", vec![t(), Dim::Const(m.heads * hd)], DType::I32);
+        b.workspace(
+            "q",
+            vec![t(), Dim::Const(m.heads), Dim::Const(hd)],
+            DType::Bf16,
+        );
+        b.workspace("kv_latent", vec![t(), Dim::Const(hd)], DType::F32);
+        b.workspace("kv", vec![t(), Dim::Const(hd)], DType::Bf16);
+
+        let aiv = p.chip.aiv_cores;
+        let row_blocks = aiv.min(t_cap / tile_rows) as u32;
+        let eps = m.rms_eps;
+
+        let wq_a = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::Tokens,
+            t_cap,
+            ql,
+            m.hidden,
+        );
+        if gemm::launch(b, tiles, &wq_a, ["x_normed", "wq_a", "q_latent"]).is_none() {
+            return;
+        }
+        b.launch(
+            q_latent_quant(ql, tile_rows, eps),
+            row_blocks,
+            &["q_latent", "gamma_cq", "qr", "qr_scale"],
+        );
+        let wq_b = Matmul::new(
+            Operands::I8,
+            BLayout::Kn,
+            Rows::Tokens,
+            t_cap,
+            m.heads * hd,
+            ql,
+        );
+        if gemm::launch(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
+            return;
+        }
+        let groups = m.heads / heads_per_item;
+        let ranges = (aiv / groups).clamp(1, t_cap / 8);
+        b.launch(
+            q_heads(m.heads, hd, rd, heads_per_item, eps),
+            (groups * ranges) as u32,
+            &[
+                "q_acc",
+                "qr_scale",
+                "wq_b_scale",
+                "freqs_cos",
+                "freqs_sin",
+                "q",
+            ],
+        );
+        let wkv = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::Tokens,
+            t_cap,
+            hd,
+            m.hidden,
+        );
+        if gemm::launch(b, tiles, &wkv, ["x_normed", "wkv", "kv_latent"]).is_none() {
+            return;
+        }
+        b.launch(
+            kv_finish(hd, rd, tile_rows, eps),
+            row_blocks,
+            &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"],
+        );
+    }
+}
+
+/// Heads per work item of qkv_proj_rope's QHeads kernel: as many as fit 4096 values
+/// (16 KiB of f32), so few head groups share a token and its RoPE rows are read by few
+/// blocks, while a group's rows stay small in UB.
+pub fn heads_per_item(heads: usize, head_dim: usize) -> usize {
+    (1..=heads)
+        .filter(|g| heads.is_multiple_of(*g) && g * head_dim <= 4096)
+        .max()
+        .unwrap_or(1)
+}
+
+fn u(v: usize) -> Value {
+    Value::U32(u32::try_from(v).expect("model dims fit u32"))
+}
+
+fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
+    Kernel {
+        name: format!(
+            "qkv_q_latent_quant_ql{ql}_t{tile_rows}_eps{}",
+            float_tag(eps)
+        ),
+        doc: "RMSNorm of the q latent with gamma_cq (f32), then per-token int8 qr and qr_scale"
+            .into(),
+        block: "qkv_proj_rope.h",
+        class: "QLatentQuant",
+        cores: Cores::Aiv,
+        params: vec![
+            ("QL", u(ql)),
+            ("TILE_ROWS", u(tile_rows)),
+            ("EPS", Value::F32(eps)),
+            ("INV_QL", Value::F32(1.0 / ql as f32)),
+        ],
+        args: vec!["latent", "gamma", "qr", "qr_scale"],
+    }
+}
+
+fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Kernel {
+    Kernel {
+        name: format!(
+            "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_eps{}",
+            float_tag(eps)
+        ),
+        doc: "dequant of the int8 q product, per-head RMSNorm, RoPE on the rope dims, bf16 q"
+            .into(),
+        block: "qkv_proj_rope.h",
+        class: "QHeads",
+        cores: Cores::Aiv,
+        params: vec![
+            ("H", u(heads)),
+            ("HD", u(hd)),
+            ("RD", u(rd)),
+            ("HG", u(per_item)),
+            ("EPS", Value::F32(eps)),
+            ("INV_HD", Value::F32(1.0 / hd as f32)),
+        ],
+        args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
+    }
+}
+
+fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
+    Kernel {
+        name: format!(
+            "qkv_kv_finish_hd{hd}_rd{rd}_t{tile_rows}_eps{}",
+            float_tag(eps)
+        ),
+        doc: "RMSNorm of the kv latent with gamma_ckv, RoPE on the rope dims, bf16 kv".into(),
+        block: "qkv_proj_rope.h",
+        class: "KvFinish",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HD", u(hd)),
+            ("RD", u(rd)),
+            ("TILE_ROWS", u(tile_rows)),
+            ("EPS", Value::F32(eps)),
+            ("INV_HD", Value::F32(1.0 / hd as f32)),
+        ],
+        args: vec!["latent", "gamma", "cos", "sin", "kv"],
+    }
+}

@@ -1,0 +1,647 @@
+//! Stage sparse_attention over the SWA window (swa.md §3.5–3.6), building
+//! blocks `dsv4/attention_*.h`. Attention is MQA over the latent (K = V = the cache row),
+//! and a request's `decode_seq` tokens have windows that overlap almost entirely, so each
+//! request's *union* of window rows is gathered once and all `decode_seq · heads` query
+//! rows of the request run against it; each token then masks its own lanes.
+//!
+//! Four launches hand off through GM workspaces (the cube cannot reach UB on dav-c220, so
+//! a fused kernel would round-trip the same data through GM and count it against itself):
+//! 1. `attn_window_scores` (cube): `attn_scores` = q · unionᵀ per request.
+//! 2. `attn_window_softmax` (vector): checks the metadata contract the union relies on,
+//!    masks, softmax with bf16 probabilities `attn_probs` and the sink denominators
+//!    `attn_denom`.
+//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request.
+//! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
+//!    bf16, packs heads by output group into `o_packed_heads`.
+//!
+//! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
+//! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
+//! softmax over the request's compressed rows in chunks of as many rows as L1 holds
+//! ([`compressed_chunk_rows`]: each chunk round-trips the request's o and part
+//! through GM) and updates `attn_o` and `attn_denom` in place; the window softmax then also
+//! writes each head's max `attn_max`.
+//! The indexed source (CSA) is not built: that variant marks the stage missing.
+
+use abi::{DType, Dim};
+use serde::Deserialize;
+
+use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, row};
+use crate::chip::{Chip, Mem};
+use crate::diag::{Diagnostics, Loc};
+use crate::kernels::{Builder, Cores, Kernel, Value, unmet};
+use crate::plan::{AttentionPlan, CompressorPlan, ModelDims, Plan};
+use crate::spec::range::positive;
+use crate::spec::{Int, KvSource, PadPolicy, Sp};
+
+pub struct SparseAttention;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Sliding window in raw tokens, counting the current one.
+    pub window: Int,
+    pub sources: Sp<Vec<Sp<KvSource>>>,
+    pub tiling: Sp<Tiling>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
+}
+
+tiling! {
+    /// `heads` query rows (heads of one token) × `kv_rows` KV rows per tile, `d` head-dim
+    /// chunk.
+    heads, kv_rows, d
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub window: usize,
+    pub window_loc: Loc,
+    pub sources: Vec<(KvSource, Loc)>,
+    pub tiling: Tiling<Tile>,
+}
+
+impl Kind for SparseAttention {
+    const NAME: &'static str = "sparse_attention";
+    /// And what its sources need (`Kind::sources`).
+    const NEEDS: &'static [Data] = &[Data::Q];
+    const PRODUCES: &'static [Data] = &[Data::Attention];
+    type Spec = Spec;
+    type Params = Params;
+
+    fn read(spec: &Spec, d: &mut Diagnostics) -> Params {
+        let tiling = spec.tiling.value.read(d);
+        let window = positive(d, &spec.window, "window");
+        let sources: Vec<(KvSource, Loc)> = spec
+            .sources
+            .value
+            .iter()
+            .map(|s| (s.value, Loc::of(s)))
+            .collect();
+        if sources.is_empty() {
+            d.error(
+                Loc::of(&spec.sources),
+                "sparse_attention has no KV sources",
+                "sparse_attention lists at least one of window, compressed, indexed",
+            );
+        }
+        Params {
+            window,
+            window_loc: Loc::of(&spec.window),
+            sources,
+            tiling,
+        }
+    }
+
+    fn sources(a: &Params) -> Vec<(KvSource, Loc)> {
+        a.sources.clone()
+    }
+
+    fn layer(a: &Params, parts: &mut LayerParts, d: &mut Diagnostics) {
+        let (window, kv_rows) = (a.window, a.tiling.kv_rows.value);
+        let pools = parts.pools;
+        if window > pools.kv_pool_rows {
+            d.error(
+                    a.window_loc,
+                    format!(
+                        "window {window} is larger than the physical KV pool of {} rows ({} blocks x {})",
+                        pools.kv_pool_rows, pools.kv_pool_blocks, pools.block_size
+                    ),
+                    "the window must fit in the physical KV pool of one rank",
+                );
+        }
+        if !window.is_multiple_of(kv_rows) {
+            d.error(
+                a.tiling.kv_rows.loc,
+                format!("sparse_attention tile kv_rows {kv_rows} does not divide window {window}"),
+                "a tile must divide the dimension it tiles",
+            );
+        }
+        let mut sources: Vec<KvSource> = a.sources.iter().map(|s| s.0).collect();
+        sources.sort();
+        let topk = match (sources.contains(&KvSource::Indexed), &parts.indexer) {
+            (true, Some(i)) => i.topk,
+            _ => 0,
+        };
+        let max_compressed_rows = match (sources.contains(&KvSource::Compressed), &parts.compressor)
+        {
+            (true, Some(c)) => c.max_rows,
+            _ => 0,
+        };
+        let window_tiles = window / kv_rows;
+        let topk_tiles = topk.div_ceil(kv_rows);
+        parts.attention = Some(AttentionPlan {
+            window,
+            sources,
+            kv_rows,
+            window_tiles,
+            topk,
+            topk_tiles,
+            padded_topk: (window_tiles + topk_tiles) * kv_rows,
+            max_compressed_rows,
+            compressed_tiles: max_compressed_rows.div_ceil(kv_rows),
+        });
+    }
+
+    fn check(s: &Params, c: &mut TileCheck) {
+        let (t, m) = (&s.tiling, &c.plan.model);
+        let (heads, head_dim) = (m.heads, m.head_dim);
+        // kv_rows against the window is checked with the window itself.
+        c.divides(t.heads, "heads", heads, "heads");
+        c.divides(t.d, "d", head_dim, "head_dim");
+        c.cube(t.kv_rows, "kv_rows");
+        c.cube(t.d, "d");
+        // Per-head f32 values (row maxima, sums, denominators) in whole 32-byte blocks.
+        c.multiple(
+            t.heads,
+            "heads",
+            8,
+            "attention head tiles are whole 32-byte blocks of f32",
+        );
+    }
+
+    fn buffers(s: &Params, p: &Plan) -> Vec<Buffer> {
+        use DType::*;
+        let md = &p.model;
+        let t = &s.tiling;
+        let (ht, kv, dk) = (t.heads.value, t.kv_rows.value, t.d.value);
+        let (window, seq) = (p.attention.window, p.shape.decode_seq);
+        let (h, hd, rope) = (md.heads, md.head_dim, md.rope_dim);
+        let union = union_rows(window, seq);
+        let (m_pad, l0_k) = (ht.next_multiple_of(16), dk.max(kv));
+        let lanes = window.next_multiple_of(8);
+        let (tile, rope_tile) = (ht * hd, ht * rope);
+        let chunk = compressed_chunk_rows(
+            hd,
+            ht,
+            union,
+            p.pools.block_size,
+            p.attention.max_compressed_rows,
+            p.chip,
+        );
+        use Mem::*;
+        let mut v = vec![
+            // attention_cube.h, both cube kernels: a request's union rows (K = V) and
+            // the query-side tiles (q rows or probability rows, whichever is wider);
+            // attention_compressed.h a chunk of compressed rows and the same tiles.
+            row("cube_union", L1, Bf16, union.max(chunk) * hd, 1, None),
+            row(
+                "cube_a_tile",
+                L1,
+                Bf16,
+                m_pad * hd.max(union).max(chunk),
+                2,
+                None,
+            ),
+            row("cube_a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+            row("cube_b_l0", L0b, Bf16, dk * kv, 2, None),
+            row("cube_c_l0", L0c, F32, m_pad * l0_k, 2, None),
+            // The vector kernels' UB rows are each one kernel's own (`only_in`).
+            // attention_softmax.h: a tile of head rows over the union lanes, one
+            // token's index row (DataCopyPad) for the contract check, per-lane
+            // constants and per-head statistics (one 32-byte slot per row result).
+            row("softmax_scores", Ub, F32, ht * union, 2, Some(ht * union))
+                .only_in("attention_softmax"),
+            row("softmax_probs", Ub, Bf16, ht * union, 2, Some(ht * union))
+                .only_in("attention_softmax"),
+            row("softmax_index_row", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+            row("softmax_union", Ub, I32, union, 1, None).only_in("attention_softmax"),
+            row("softmax_lane_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+            row("softmax_gather_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+            row("softmax_expected", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
+            row("softmax_mismatch", Ub, F32, lanes, 1, None).only_in("attention_softmax"),
+            row("softmax_lane", Ub, F32, union, 1, None).only_in("attention_softmax"),
+            row("softmax_bias", Ub, F32, union, 1, None).only_in("attention_softmax"),
+            row("softmax_clamp", Ub, F32, union, 1, None).only_in("attention_softmax"),
+            row("softmax_reduce_tmp", Ub, F32, union, 1, None).only_in("attention_softmax"),
+            row("softmax_row_stats", Ub, F32, ht * 8, 1, None).only_in("attention_softmax"),
+            row("softmax_sink", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
+            row("softmax_row_max", Ub, F32, h, 1, None).only_in("attention_softmax"),
+            row("softmax_row_sum", Ub, F32, h, 1, None).only_in("attention_softmax"),
+            row("softmax_denom", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
+            // attention_finish.h: a tile of head rows in and out (out leaves in runs of
+            // whole heads), the token's denominators and freqs half-rows (DataCopyPad),
+            // the rope gather tables.
+            row("finish_o", Ub, F32, tile, 2, Some(tile)).only_in("attention_finish"),
+            row("finish_out", Ub, Bf16, tile, 2, Some(hd)).only_in("attention_finish"),
+            row("finish_denom", Ub, F32, h, 1, Some(h)).only_in("attention_finish"),
+            row("finish_divisor", Ub, F32, hd, 1, None).only_in("attention_finish"),
+            row("finish_cos_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
+            row("finish_sin_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
+            row("finish_trig", Ub, F32, 3 * rope / 2, 1, None).only_in("attention_finish"),
+            row("finish_cos_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_sin_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_rope", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_partner", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_rope_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_partner_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_cos_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+            row("finish_sin_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
+        ];
+        if chunk > 0 {
+            // attention_compressed.h. Its AIC allocates the cube rows above (a chunk in
+            // the union's row; same L0 tiles). AIV: 8 heads of one token's scores in and
+            // probabilities out over a chunk's lanes, per-lane constants, the running
+            // statistics of its half of a request's tokens, and one head row of o and of
+            // the chunk's part.
+            let (vh, stats) = (8, seq / 2 * h);
+            v.extend([
+                row("cmp_scores", Ub, F32, vh * chunk, 1, Some(vh * chunk))
+                    .only_in("attention_compressed"),
+                row("cmp_probs", Ub, Bf16, vh * chunk, 1, Some(vh * chunk))
+                    .only_in("attention_compressed"),
+                row("cmp_lane", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                row("cmp_bias", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                row("cmp_reduce_tmp", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
+                row("cmp_row_stats", Ub, F32, vh * 8, 1, None).only_in("attention_compressed"),
+                row("cmp_run_max", Ub, F32, stats, 1, Some(stats)).only_in("attention_compressed"),
+                row("cmp_run_denom", Ub, F32, stats, 1, Some(stats))
+                    .only_in("attention_compressed"),
+                row("cmp_tile_max", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                row("cmp_tile_sum", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                row("cmp_alpha", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                row("cmp_beta", Ub, F32, stats, 1, None).only_in("attention_compressed"),
+                row("cmp_o", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
+                row("cmp_part", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
+            ]);
+        }
+        v
+    }
+
+    fn plan(s: &Params, b: &mut Builder) {
+        let p = b.plan;
+        let m = &p.model;
+        let compressed = match p.attention.sources[..] {
+            [KvSource::Window] => None,
+            [KvSource::Window, KvSource::Compressed] => p.compressor.as_ref(),
+            _ => {
+                b.missing("only the window and compressed sources have kernels yet");
+                return;
+            }
+        };
+        let with_compressed = compressed.is_some();
+        let unmet =
+            finish_unmet(m).or_else(|| compressed.and_then(|c| compressed_unmet(p, &s.tiling, c)));
+        if let Some(why) = unmet {
+            b.missing(why);
+            return;
+        }
+        let t = &s.tiling;
+        let (head_tile, kv_tile, d_tile) = (t.heads.value, t.kv_rows.value, t.d.value);
+        let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
+        let (seq, t_pad) = (p.shape.decode_seq, p.shape.t_pad);
+        let union = union_rows(window, seq);
+        let per_token = |dims: &[usize]| {
+            let mut v = vec![Dim::Var("t")];
+            v.extend(dims.iter().map(|&n| Dim::Const(n)));
+            v
+        };
+        b.workspace("q", per_token(&[heads, hd]), DType::Bf16);
+        b.workspace("attn_scores", per_token(&[heads, union]), DType::F32);
+        b.workspace("attn_probs", per_token(&[heads, union]), DType::Bf16);
+        b.workspace("attn_denom", per_token(&[heads]), DType::F32);
+        b.workspace("attn_o", per_token(&[heads, hd]), DType::F32);
+        b.workspace(
+            "o_packed_heads",
+            vec![Dim::Const(m.o_groups * t_pad), Dim::Const(m.o_group_in)],
+            DType::Bf16,
+        );
+
+        let u32 = |v: usize| Value::U32(v as u32);
+        let cube_tag = format!(
+            "h{heads}_d{hd}_w{window}_s{seq}_bs{}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            p.pools.block_size
+        );
+        let cube_params = vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("WINDOW", u32(window)),
+            ("SEQ", u32(seq)),
+            ("BLOCK_SIZE", u32(p.pools.block_size)),
+            ("UNION_ROWS", u32(union)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("KV_TILE", u32(kv_tile)),
+            ("D_TILE", u32(d_tile)),
+        ];
+        let cube_args = vec!["kv_cache", "swa_indices", "swa_lens"];
+        let scores = Kernel {
+            name: format!("attn_window_scores_{cube_tag}"),
+            doc: "window attention scores q · unionᵀ per request (f32, unscaled)".into(),
+            block: "attention_cube.h",
+            class: "AttentionScores",
+            cores: Cores::Aic,
+            params: cube_params.clone(),
+            args: [&["q"][..], &cube_args, &["scores"]].concat(),
+        };
+        // With a further source the softmax also hands each head's max to it.
+        let max_tag = if with_compressed { "_max" } else { "" };
+        let mut softmax_args = vec![
+            "scores",
+            "swa_indices",
+            "swa_lens",
+            "attn_sink",
+            "probs",
+            "denom",
+        ];
+        if with_compressed {
+            softmax_args.push("row_max");
+        }
+        let softmax = Kernel {
+            name: format!(
+                "attn_window_softmax{max_tag}_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"
+            ),
+            doc: "window attention softmax: lane mask, bf16 probabilities, sink denominators"
+                .into(),
+            block: "attention_softmax.h",
+            class: "AttentionSoftmax",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HEADS", u32(heads)),
+                ("WINDOW", u32(window)),
+                ("SEQ", u32(seq)),
+                ("UNION_ROWS", u32(union)),
+                ("HEAD_TILE", u32(head_tile)),
+                ("SCALE", Value::F32(m.softmax_scale)),
+            ],
+            args: softmax_args,
+        };
+        let values = Kernel {
+            name: format!("attn_window_values_{cube_tag}"),
+            doc: "window attention values probs · union per request (f32)".into(),
+            block: "attention_cube.h",
+            class: "AttentionValues",
+            cores: Cores::Aic,
+            params: cube_params,
+            args: [&["probs"][..], &cube_args, &["o"]].concat(),
+        };
+        let finish = Kernel {
+            name: format!(
+                "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
+                m.rope_dim, m.heads_per_group
+            ),
+            doc: "attention output: o / denom, inverse RoPE on the rope dims, bf16, heads packed by group"
+                .into(),
+            block: "attention_finish.h",
+            class: "AttentionFinish",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HEADS", u32(heads)),
+                ("HEAD_DIM", u32(hd)),
+                ("ROPE_DIM", u32(m.rope_dim)),
+                ("HEADS_PER_GROUP", u32(m.heads_per_group)),
+                ("T_PAD", u32(t_pad)),
+                ("HEAD_TILE", u32(head_tile)),
+            ],
+            args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
+        };
+
+        let requests = p.shape.b;
+        let (aic, aiv) = (
+            p.chip.aic_cores.min(requests),
+            p.chip.aiv_cores.min(requests),
+        );
+        // HCA/CSA name the window metadata window_swa_*; their lens agree with the -1 lanes
+        // (hca_csa.md §7.1), which the softmax's union check relies on.
+        let (indices, lens) = if p.tensor("swa_indices").is_some() {
+            ("swa_indices", "swa_lens")
+        } else {
+            ("window_swa_indices", "window_swa_lens")
+        };
+        let metadata = ["kv_cache", indices, lens];
+        b.launch(
+            scores,
+            aic as u32,
+            &[&["q"][..], &metadata, &["attn_scores"]].concat(),
+        );
+        let mut softmax_bind = vec![
+            "attn_scores",
+            indices,
+            lens,
+            "attn_sink",
+            "attn_probs",
+            "attn_denom",
+        ];
+        if with_compressed {
+            softmax_bind.push("attn_max");
+        }
+        b.launch(softmax, aiv as u32, &softmax_bind);
+        b.launch(
+            values,
+            aic as u32,
+            &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
+        );
+        if let Some(c) = compressed {
+            compressed_launch(b, c.ratio, head_tile, kv_tile, d_tile);
+        }
+        b.launch(
+            finish,
+            p.chip.aiv_cores.min(p.shape.local_t) as u32,
+            &[
+                "attn_o",
+                "attn_denom",
+                "freqs_cos",
+                "freqs_sin",
+                "o_packed_heads",
+            ],
+        );
+    }
+}
+
+/// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
+/// online softmax over its request's compressed rows in chunks
+/// (`dsv4/attention_compressed.h`), between the window values and the finish.
+fn compressed_launch(
+    b: &mut Builder,
+    ratio: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) {
+    let p = b.plan;
+    let m = &p.model;
+    let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
+    let max_rows = p.pools.max_positions / ratio;
+    let union = union_rows(p.attention.window, seq);
+    let chunk = compressed_chunk_rows(
+        hd,
+        head_tile,
+        union,
+        p.pools.block_size,
+        p.attention.max_compressed_rows,
+        p.chip,
+    );
+    let per_token = |dims: &[usize]| {
+        let mut v = vec![Dim::Var("t")];
+        v.extend(dims.iter().map(|&n| Dim::Const(n)));
+        v
+    };
+    b.workspace("attn_max", per_token(&[heads]), DType::F32);
+    b.workspace("attn_cmp_scores", per_token(&[heads, chunk]), DType::F32);
+    b.workspace("attn_cmp_probs", per_token(&[heads, chunk]), DType::Bf16);
+    b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
+    let u32 = |v: usize| Value::U32(v as u32);
+    let kernel = Kernel {
+        name: format!(
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}",
+            p.pools.block_size
+        ),
+        doc: "compressed-row attention: online-softmax merge of every visible compressed row \
+              into the window's o and denominators"
+            .into(),
+        block: "attention_compressed.h",
+        class: "AttentionCompressed",
+        cores: Cores::Mix,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("SEQ", u32(seq)),
+            ("BLOCK_SIZE", u32(p.pools.block_size)),
+            ("RATIO", u32(ratio)),
+            ("MAX_ROWS", u32(max_rows)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("KV_TILE", u32(kv_tile)),
+            ("D_TILE", u32(d_tile)),
+            ("CHUNK", u32(chunk)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: vec![
+            "q",
+            "cmp_kv",
+            "cmp_table",
+            "positions",
+            "kv_seq_lens",
+            "row_max",
+            "scores",
+            "probs",
+            "part",
+            "o",
+            "denom",
+        ],
+    };
+    let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
+    b.launch(
+        kernel,
+        blocks,
+        &[
+            "q",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "kv_seq_lens",
+            "attn_max",
+            "attn_cmp_scores",
+            "attn_cmp_probs",
+            "attn_cmp_o",
+            "attn_o",
+            "attn_denom",
+        ],
+    );
+}
+
+/// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a
+/// block split a request's tokens evenly, a tile is whole pages and whole fractals, the
+/// cube's head tile is the window kernels'.
+fn compressed_unmet(p: &Plan, t: &Tiling<Tile>, c: &CompressorPlan) -> Option<String> {
+    let (kv_tile, d_tile) = (t.kv_rows.value, t.d.value);
+    let union = union_rows(p.attention.window, p.shape.decode_seq);
+    unmet([
+        (
+            !c.overlap,
+            "compressed rows of the overlapping compressor have no kernels yet".into(),
+        ),
+        (
+            p.shape.decode_seq.is_multiple_of(2),
+            format!(
+                "decode_seq {} is odd (two vector cores split a request's tokens)",
+                p.shape.decode_seq
+            ),
+        ),
+        (
+            p.model.heads.is_multiple_of(8),
+            format!("heads {} is not a multiple of 8", p.model.heads),
+        ),
+        (
+            kv_tile <= union
+                && kv_tile.is_multiple_of(p.pools.block_size)
+                && kv_tile.is_multiple_of(16),
+            format!(
+                "tile kv_rows {kv_tile} is not whole pages of {} and fractals within the {union} window rows",
+                p.pools.block_size
+            ),
+        ),
+        (
+            p.model.head_dim.is_multiple_of(d_tile),
+            format!(
+                "tile d {d_tile} does not divide head_dim {}",
+                p.model.head_dim
+            ),
+        ),
+        (
+            ["cmp_block_table", "kv_seq_lens", "position_ids"]
+                .iter()
+                .all(|n| p.tensor(n).is_some()),
+            "the ABI lacks cmp_block_table, kv_seq_lens or position_ids".into(),
+        ),
+    ])
+}
+
+/// Why the finish kernel cannot run these dims, if it cannot: it moves the nope and rope
+/// parts of a head as whole 32-byte blocks of bf16 (and of f32 at their starts).
+fn finish_unmet(m: &ModelDims) -> Option<String> {
+    unmet([
+        (
+            m.nope_dim.is_multiple_of(16),
+            format!(
+                "head_dim − rope_dim = {} is not a multiple of 16",
+                m.nope_dim
+            ),
+        ),
+        (
+            m.rope_dim.is_multiple_of(16),
+            format!("rope_dim {} is not a multiple of 16", m.rope_dim),
+        ),
+    ])
+}
+
+/// Compressed rows per chunk of `attention_compressed.h` (0 without compressed rows): as
+/// many whole pages (and fractals) as L1 holds beside the two head-tile rows, at most
+/// [`MAX_CHUNK`] (its UB rows grow with it) and no more than `max_rows` need. Every chunk
+/// moves a request's o and part through GM once, so fewer, larger chunks move less.
+pub fn compressed_chunk_rows(
+    head_dim: usize,
+    head_tile: usize,
+    union: usize,
+    block_size: usize,
+    max_rows: usize,
+    chip: &Chip,
+) -> usize {
+    if max_rows == 0 {
+        return 0;
+    }
+    // whole pages and whole fractals
+    let unit = (1..=16)
+        .map(|k| k * block_size)
+        .find(|r| r % 16 == 0)
+        .expect("16 pages are 16k rows");
+    let m_pad = head_tile.next_multiple_of(16);
+    let l1 = |rows: usize| {
+        let bf16 = DType::Bf16.size();
+        rows.max(union) * head_dim * bf16 + 2 * m_pad * head_dim.max(union).max(rows) * bf16
+    };
+    let mut chunk = unit;
+    while chunk + unit <= MAX_CHUNK.min(max_rows.next_multiple_of(unit))
+        && l1(chunk + unit) <= chip.l1_bytes
+    {
+        chunk += unit;
+    }
+    chunk
+}
+
+/// The largest compressed-row chunk (f32 scores of 8 heads: 16 KiB of UB).
+pub const MAX_CHUNK: usize = 512;
+
+/// Rows of the window attention's per-request union (a token's window plus one new row
+/// per later token of its request), rounded up to whole 16-row fractals.
+pub fn union_rows(window: usize, decode_seq: usize) -> usize {
+    (window + decode_seq - 1).next_multiple_of(16)
+}
