@@ -35,6 +35,11 @@ impl Buffer {
         self.bytes().next_multiple_of(chip.alignment(self.mem)) * self.count
     }
 
+    /// The kernel parameter that passes [`Buffer::bytes`] to its `InitBuffer`.
+    pub fn knob(&self) -> String {
+        format!("{}_BYTES", self.name.to_uppercase())
+    }
+
     pub fn gm_run_bytes(&self) -> Option<usize> {
         self.gm_run.map(|r| r * self.dtype.size())
     }

@@ -2,9 +2,10 @@
 //! spec → [`validate`](crate::validate) → [`derive`](crate::derive) (plan and stage list
 //! per TP degree) → [`stages::plan_kernels`] (kernel plan). Rendering reads the result.
 
+use crate::budget;
 use crate::derive;
 use crate::diag::{Diagnostics, SpecError};
-use crate::kernels::KernelPlan;
+use crate::kernels::{KernelPlan, Step};
 use crate::plan::Plan;
 use crate::stages::{self, Spec, StagePlan};
 use crate::validate::{self, Validated};
@@ -50,11 +51,40 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
             stages,
         })
         .collect();
+    for v in &variants {
+        check_budgets(&base, v, &mut diags);
+    }
     check_planned(&base, &variants, &mut diags);
     if diags.is_clean() {
         Ok(variants)
     } else {
         Err(diags.errors)
+    }
+}
+
+/// Every launched kernel's buffers (the sizes its `InitBuffer` calls receive) fit each
+/// on-chip memory of the chip, and move GM rows it can align; reported at the stage's
+/// tiling.
+fn check_budgets(base: &Validated, v: &Variant, d: &mut Diagnostics) {
+    for step in &v.kernels.steps {
+        let Step::Launch(launch) = step else {
+            continue;
+        };
+        let kernel = v
+            .kernels
+            .kernels
+            .iter()
+            .find(|k| k.name == launch.kernel)
+            .expect("a launched kernel is planned");
+        let stage = base
+            .stages
+            .iter()
+            .find(|s| s.params.name() == launch.stage)
+            .expect("a launch belongs to a stage of the spec");
+        let label = format!("{} kernel {}", launch.stage, kernel.name);
+        for e in budget::check(&label, &kernel.buffers, stage.pad_unaligned, base.chip) {
+            d.error(stage.tiling_loc, e.message, e.rule);
+        }
     }
 }
 

@@ -8,6 +8,9 @@ struct Params {
 {%- let (ty, lit) = v.cpp() %}
     static constexpr {{ ty }} {{ name }} = {{ lit }};
 {%- endfor %}
+{%- for b in k.buffers %}
+    static constexpr uint32_t {{ b.knob() }} = {{ b.bytes() }};
+{%- endfor %}
 };
 }  // namespace
 

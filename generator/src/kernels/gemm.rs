@@ -579,6 +579,7 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
             ),
         ],
         args: vec!["a", "b", "c"],
+        buffers: Vec::new(),
     }
 }
 
@@ -637,6 +638,7 @@ fn zero(mm: &Matmul) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["out"],
+        buffers: Vec::new(),
     }
 }
 
@@ -661,6 +663,7 @@ fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["parts", "out"],
+        buffers: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 pub use abi::plan::{Cores, Launch, Step};
 use abi::{DType, Dim, Dir, Placement};
 
+use crate::budget::Buffer;
 use crate::plan::{Plan, TensorPlan};
 
 /// A compile-time constant of a kernel specialisation.
@@ -58,6 +59,9 @@ pub struct Kernel {
     pub params: Vec<(&'static str, Value)>,
     /// GM parameter names, in order; `workspace` and `tiling` follow.
     pub args: Vec<&'static str>,
+    /// Its on-chip buffers: the plan decides every `InitBuffer` size and passes each as
+    /// the knob `<NAME>_BYTES`; the budget check sums exactly these, per launch.
+    pub buffers: Vec<Buffer>,
 }
 
 impl Kernel {

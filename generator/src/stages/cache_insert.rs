@@ -88,6 +88,7 @@ impl Kind for CacheInsert {
                 ("TOKENS", Value::U32(tokens as u32)),
             ],
             args: vec!["kv", "slots", "kv_cache"],
+            buffers: Vec::new(),
         };
         let blocks = p.chip.aiv_cores.min(p.shape.local_t);
         b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);

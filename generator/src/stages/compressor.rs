@@ -278,6 +278,7 @@ impl Kind for Compressor {
                 "state",
                 "cmp_kv",
             ],
+            buffers: Vec::new(),
         };
         let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
         b.launch(
@@ -307,6 +308,7 @@ impl Kind for Compressor {
             cores: Cores::Aiv,
             params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
             args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
+            buffers: Vec::new(),
         };
         b.launch(
             commit,

@@ -93,6 +93,7 @@ impl Kind for HcPost {
                 ("COLS", Value::U32(cols as u32)),
             ],
             args: vec!["attn_out", "x_hc", "post", "comb", "x_out"],
+            buffers: Vec::new(),
         };
         let items = p.shape.local_t / tokens * (hidden / cols);
         b.launch(

@@ -190,6 +190,7 @@ fn projection(md: &ModelDims, m: usize, k: usize, split: Split) -> Kernel {
             ("PARTS", u32(parts)),
         ],
         args: vec!["x_hc", "hc_attn_fn", "hc_partials"],
+        buffers: Vec::new(),
     }
 }
 
@@ -223,5 +224,6 @@ fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
             "post",
             "comb",
         ],
+        buffers: Vec::new(),
     }
 }

@@ -48,8 +48,11 @@ pub trait Kind {
     /// The tile rules at one TP degree.
     fn check(p: &Self::Params, c: &mut TileCheck);
 
-    /// The on-chip buffers its kernels allocate, for the budget check.
-    fn buffers(p: &Self::Params, plan: &Plan) -> Vec<Buffer>;
+    /// Stage-level buffer rows, for kinds whose kernels do not carry their own
+    /// `Kernel::buffers` yet (checked against the chip as one stage).
+    fn buffers(_: &Self::Params, _: &Plan) -> Vec<Buffer> {
+        Vec::new()
+    }
 
     /// Its launches, workspaces and steps; or [`Builder::missing`] with the reason.
     fn plan(p: &Self::Params, b: &mut Builder);

@@ -234,6 +234,7 @@ fn quant(groups: usize, rows: usize, k: usize, tile_rows: usize) -> Kernel {
             ("TILE_ROWS", Value::U32(tile_rows as u32)),
         ],
         args: vec!["x", "q", "scale"],
+        buffers: Vec::new(),
     }
 }
 
@@ -255,5 +256,6 @@ fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Ker
             ("OUT_BF16", Value::Bool(bf16)),
         ],
         args: vec!["p", "scale", "wo_b_scale", "out"],
+        buffers: Vec::new(),
     }
 }

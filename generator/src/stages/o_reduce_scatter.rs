@@ -101,5 +101,6 @@ fn rank_sum(tp: usize, n: usize, tile_rows: usize, tile_n: usize) -> Kernel {
             ("TILE_N", Value::U32(tile_n as u32)),
         ],
         args: vec!["window", "out"],
+        buffers: Vec::new(),
     }
 }

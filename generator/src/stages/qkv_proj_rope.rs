@@ -263,6 +263,7 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
             ("INV_QL", Value::F32(1.0 / ql as f32)),
         ],
         args: vec!["latent", "gamma", "qr", "qr_scale"],
+        buffers: Vec::new(),
     }
 }
 
@@ -286,6 +287,7 @@ fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Ker
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
         args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
+        buffers: Vec::new(),
     }
 }
 
@@ -307,5 +309,6 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
         args: vec!["latent", "gamma", "cos", "sin", "kv"],
+        buffers: Vec::new(),
     }
 }

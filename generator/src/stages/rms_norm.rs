@@ -10,7 +10,6 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct RmsNorm;
@@ -44,21 +43,6 @@ impl Kind for RmsNorm {
         c.divides(t.cols, "cols", c.plan.model.hidden, "hidden");
     }
 
-    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        let (t, c, h) = (t.tokens.value, t.cols.value, p.model.hidden);
-        vec![
-            row("x_in", Ub, Bf16, t * h, 2, Some(h)),
-            row("x_out", Ub, Bf16, t * h, 2, Some(h)),
-            row("weight", Ub, F32, h, 1, None),
-            row("x_f32", Ub, F32, c, 1, None),
-            row("squares", Ub, F32, c, 1, None),
-            row("square_sums", Ub, F32, c, 1, None),
-            row("reduce_tmp", Ub, F32, c, 1, None),
-            row("scalars", Ub, F32, 16, 1, None),
-        ]
-    }
-
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
         let p = b.plan;
         let hidden = p.model.hidden;
@@ -87,6 +71,7 @@ impl Kind for RmsNorm {
                 ("EPS", Value::F32(eps)),
             ],
             args: vec!["x", "weight", "y"],
+            buffers: buffers(tokens, cols, hidden),
         };
         // Work items are groups of 8 rows, the runtime token granularity.
         let blocks = p.chip.aiv_cores.min(p.shape.local_t / 8);
@@ -96,4 +81,21 @@ impl Kind for RmsNorm {
             &["x_mixed", "attn_norm_w", "x_normed"],
         );
     }
+}
+
+/// rms_norm.h's UB: tiles of `tokens` whole rows in and out, the widened weight, f32 work
+/// in `cols`-wide chunks, and the row's inverse RMS beside a block of ones.
+fn buffers(tokens: usize, cols: usize, hidden: usize) -> Vec<Buffer> {
+    use DType::*;
+    let (t, c, h) = (tokens, cols, hidden);
+    vec![
+        row("x_in", Ub, Bf16, t * h, 2, Some(h)),
+        row("x_out", Ub, Bf16, t * h, 2, Some(h)),
+        row("weight", Ub, F32, h, 1, None),
+        row("x_f32", Ub, F32, c, 1, None),
+        row("squares", Ub, F32, c, 1, None),
+        row("square_sums", Ub, F32, c, 1, None),
+        row("reduce_tmp", Ub, F32, c, 1, None),
+        row("scalars", Ub, F32, 16, 1, None),
+    ]
 }

@@ -332,6 +332,7 @@ impl Kind for SparseAttention {
             cores: Cores::Aic,
             params: cube_params.clone(),
             args: [&["q"][..], &cube_args, &["scores"]].concat(),
+            buffers: Vec::new(),
         };
         // With a further source the softmax also hands each head's max to it.
         let max_tag = if with_compressed { "_max" } else { "" };
@@ -364,6 +365,7 @@ impl Kind for SparseAttention {
                 ("SCALE", Value::F32(m.softmax_scale)),
             ],
             args: softmax_args,
+            buffers: Vec::new(),
         };
         let values = Kernel {
             name: format!("attn_window_values_{cube_tag}"),
@@ -373,6 +375,7 @@ impl Kind for SparseAttention {
             cores: Cores::Aic,
             params: cube_params,
             args: [&["probs"][..], &cube_args, &["o"]].concat(),
+            buffers: Vec::new(),
         };
         let finish = Kernel {
             name: format!(
@@ -393,6 +396,7 @@ impl Kind for SparseAttention {
                 ("HEAD_TILE", u32(head_tile)),
             ],
             args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
+            buffers: Vec::new(),
         };
 
         let requests = p.shape.b;
@@ -517,6 +521,7 @@ fn compressed_launch(
             "o",
             "denom",
         ],
+        buffers: Vec::new(),
     };
     let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
     b.launch(

@@ -12,7 +12,8 @@
 
 namespace dsv4 {
 
-// P: HIDDEN (row width), TOKENS (rows per DMA tile), COLS (f32 chunk), EPS.
+// P: HIDDEN (row width), TOKENS (rows per DMA tile), COLS (f32 chunk), EPS, and the UB
+// sizes the plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class RmsNorm {
     static constexpr uint32_t ROW = P::HIDDEN;
@@ -23,6 +24,14 @@ class RmsNorm {
     static_assert(TOKEN_GROUP % P::TOKENS == 0, "tiles divide a token group");
     // One block of f32 lanes for the per-row scalar math.
     static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
+    static_assert(P::X_IN_BYTES >= P::TOKENS * ROW * sizeof(bfloat16_t), "x_in holds a tile of rows");
+    static_assert(P::X_OUT_BYTES >= P::TOKENS * ROW * sizeof(bfloat16_t), "x_out holds a tile of rows");
+    static_assert(P::WEIGHT_BYTES >= ROW * sizeof(float), "the weight widened to f32");
+    static_assert(P::X_F32_BYTES >= COLS * sizeof(float) && P::SQUARES_BYTES >= COLS * sizeof(float) &&
+                      P::SQUARE_SUMS_BYTES >= COLS * sizeof(float),
+                  "f32 chunks");
+    static_assert(P::REDUCE_TMP_BYTES >= COLS * sizeof(float), "ReduceSum scratch of a chunk");
+    static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
 
 public:
     __aicore__ inline static void Run(GM_ADDR x, GM_ADDR weight, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
@@ -47,14 +56,14 @@ private:
         out_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(out));
         AscendC::GlobalTensor<bfloat16_t> w;
         w.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(weight));
-        pipe_.InitBuffer(in_, 2, P::TOKENS * ROW * sizeof(bfloat16_t));
-        pipe_.InitBuffer(outQ_, 2, P::TOKENS * ROW * sizeof(bfloat16_t));
-        pipe_.InitBuffer(weight_, ROW * sizeof(float));
-        pipe_.InitBuffer(xf_, COLS * sizeof(float));
-        pipe_.InitBuffer(sq_, COLS * sizeof(float));
-        pipe_.InitBuffer(acc_, COLS * sizeof(float));
-        pipe_.InitBuffer(reduceTmp_, COLS * sizeof(float));
-        pipe_.InitBuffer(scalar_, 2 * LANES * sizeof(float));
+        pipe_.InitBuffer(in_, 2, P::X_IN_BYTES);
+        pipe_.InitBuffer(outQ_, 2, P::X_OUT_BYTES);
+        pipe_.InitBuffer(weight_, P::WEIGHT_BYTES);
+        pipe_.InitBuffer(xf_, P::X_F32_BYTES);
+        pipe_.InitBuffer(sq_, P::SQUARES_BYTES);
+        pipe_.InitBuffer(acc_, P::SQUARE_SUMS_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe_.InitBuffer(scalar_, P::SCALARS_BYTES);
         // The weight stages through an input buffer and is widened once.
         AscendC::LocalTensor<bfloat16_t> staged = in_.AllocTensor<bfloat16_t>();
         AscendC::DataCopy(staged, w, ROW);
