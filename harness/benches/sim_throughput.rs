@@ -5,6 +5,7 @@
 //!    `gemm` crate (f32, single thread) and a plain i-k-j triple loop;
 //!  - a streaming vector kernel (y = x * 0.5 + 1 in fp32, double-buffered DataCopy) against
 //!    the same loop in Rust.
+//!
 //! Each sim launch runs with the ordering checker (the default) and without it, so the
 //! checker's overhead is measured too.
 //!

@@ -1,6 +1,7 @@
 //! The runtime on a hand-written plan with test kernels (tests/runtime_kernels): TP ranks
 //! as threads, tiling words, poisoned outputs, both collectives' row movement and byte
-//! counts, stray writes, a trap on one rank releasing the others, and clear errors.
+//! counts, stray writes, a trap on one rank releasing the others, clear errors, and runs
+//! of single stages on one rank with the caller's buffers.
 
 use abi::plan::{
     ChipProfile, Cores, Deployment, Kernel, Launch, Model, SpecSource, Step, VariantPlan,
@@ -9,7 +10,7 @@ use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::tensor::{Tensor, TensorMap};
 use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
-use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind};
+use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind, Tiling};
 use std::path::Path;
 
 const TP: usize = 2;
@@ -412,4 +413,146 @@ fn plans_that_cannot_run_and_inputs_that_do_not_fit_are_refused() {
     );
     let e = rt.run(&flat).unwrap_err().to_string();
     assert!(e.contains("lacks the leading [tp = 2] rank axis"), "{e}");
+}
+
+fn stages(plan: &'static VariantPlan, names: &[&str]) -> Result<Runtime, RuntimeError> {
+    Runtime::prepare_stages(
+        plan,
+        &Sim::default(),
+        &sources(),
+        names,
+        RuntimeOptions::default(),
+    )
+}
+
+/// `[t, W]` rows of rank 0 of [`inputs`].
+fn rank0_x(t: usize) -> Tensor {
+    let x: Vec<f32> = (0..t * W).map(|k| x(0, k / W, k % W)).collect();
+    Tensor::from_vec(vec![t, W], x).unwrap()
+}
+
+#[test]
+fn a_stage_runs_on_one_rank_with_the_callers_buffers_and_tiling_words() {
+    // rt_absent is a kernel no step launches: a stage run builds only what it launches.
+    let plan = leak(VariantPlan {
+        kernels: &[
+            Kernel {
+                name: "rt_fill",
+                cores: Cores::Aiv,
+                args: &["x", "groups", "words"],
+            },
+            Kernel {
+                name: "rt_absent",
+                cores: Cores::Aiv,
+                args: &[],
+            },
+        ],
+        ..PLAN
+    });
+    assert!(runtime(plan).is_err(), "the layer needs rt_absent");
+    let rt = stages(plan, &["fill"]).unwrap_or_else(|e| panic!("{e}"));
+    let t = 8;
+    let mut given = TensorMap::new();
+    given.insert("x", rank0_x(t));
+    let tiling = Tiling::from_fields(&[("t", t), ("tp_rank", 1), ("cmp_nb", 7)]).unwrap();
+    let out = rt
+        .run_stages(&given, &tiling)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // the words exactly as given, every other word 0
+    let mut want = [0i32; 16];
+    (want[0], want[3], want[7]) = (t as i32, 1, 7);
+    assert_eq!(out.tensors.values::<i32>("words").unwrap(), want);
+    // groups is a workspace no tensor gave: capacity, poisoned where unwritten
+    let groups = out.tensors.get("groups").unwrap();
+    assert_eq!(groups.shape(), &[4 * CAP, W]);
+    let g = groups.values::<f32>().unwrap();
+    for row in 0..4 * CAP {
+        let got = g[row * W + 3];
+        let (gi, i) = (row / CAP, row % CAP);
+        if i < t {
+            assert_eq!(got, x(0, i, 3) + (1000 * gi + 100) as f32, "row {row}");
+        } else {
+            assert!(got.is_nan(), "row {row} was written: {got}");
+        }
+    }
+    // the caller's tensor comes back at its shape; nothing the stage does not bind
+    assert_eq!(out.tensors.get("x").unwrap(), &rank0_x(t));
+    assert_eq!(
+        out.tensors.names().collect::<Vec<_>>(),
+        ["groups", "words", "x"]
+    );
+    match &out.steps[..] {
+        [s] => match &s.kind {
+            StepKind::Launch {
+                kernel, counters, ..
+            } => {
+                assert_eq!((s.stage, *kernel), ("fill", "rt_fill"));
+                let c = counters.as_ref().expect("the sim counts");
+                assert_eq!(c.args[0].distinct_read_bytes, (t * W * 4) as u64);
+            }
+            other => panic!("not a launch: {other:?}"),
+        },
+        other => panic!("one launch expected: {other:?}"),
+    }
+}
+
+#[test]
+fn stage_runs_refuse_collectives_and_tensors_that_do_not_fit() {
+    let e = stages(&PLAN, &["o_group_all_to_all"]).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("stage `o_group_all_to_all` launches no kernels"),
+        "{e}"
+    );
+    let e = stages(&PLAN, &["nowhere"]).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("stage `nowhere` launches no kernels"),
+        "{e}"
+    );
+    let missing = leak(VariantPlan {
+        missing: &["fill"],
+        ..PLAN
+    });
+    let e = stages(missing, &["fill"]).err().unwrap();
+    assert!(matches!(e, RuntimeError::MissingStages { .. }), "{e}");
+
+    let tiling = Tiling::from_fields(&[("t", 8)]).unwrap();
+    let whole = runtime(&PLAN).unwrap();
+    let mut given = TensorMap::new();
+    given.insert("x", rank0_x(8));
+    let e = whole.run_stages(&given, &tiling).unwrap_err().to_string();
+    assert!(
+        e.contains("step 1 (o_group_all_to_all) is a collective"),
+        "{e}"
+    );
+
+    let rt = stages(&PLAN, &["fill"]).unwrap();
+    let run = |name: &str, tensor: Tensor| {
+        let mut m = TensorMap::new();
+        m.insert(name, tensor);
+        rt.run_stages(&m, &tiling).unwrap_err().to_string()
+    };
+    let e = run("x", rank0_x(24));
+    assert!(
+        e.contains("axis t = 24 is outside the plan's capacity [1, 16]"),
+        "{e}"
+    );
+    let e = run(
+        "x",
+        Tensor::from_vec(vec![8, W], vec![0i32; 8 * W]).unwrap(),
+    );
+    assert!(e.contains("dtype int32, the plan expects float32"), "{e}");
+    let e = run(
+        "y",
+        Tensor::from_vec(vec![8, W], vec![0f32; 8 * W]).unwrap(),
+    );
+    assert!(
+        e.contains("tensor `y` is no argument of the stages' launches"),
+        "{e}"
+    );
+    let e = Tiling::from_fields(&[("tokens", 8)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tiling field `tokens`: no such field"), "{e}");
 }

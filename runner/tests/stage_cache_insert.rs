@@ -17,6 +17,7 @@ use golden::fixtures::block_table::BlockTable;
 use golden::fixtures::metadata::{positions, slot_mapping};
 use golden::fixtures::random::Draws;
 use half::bf16;
+use harness::runtime::Runtime;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{check_launches, tensor, tiling};
 
@@ -53,14 +54,7 @@ fn ring_slots(p: &Plan, t: usize) -> Vec<i64> {
         .collect()
 }
 
-fn check(
-    p: &Plan,
-    lib: &harness::sim::SimLibrary,
-    draws: &Draws,
-    t: usize,
-    slots: &[i64],
-    what: &str,
-) {
+fn check(p: &Plan, rt: &Runtime, draws: &Draws, t: usize, slots: &[i64], what: &str) {
     let (cap, hd) = (p.shape.local_t, p.model.head_dim);
     let (blocks, bs) = (p.pools.kv_pool_blocks, p.pools.block_size);
     let mut unique: Vec<i64> = slots.iter().copied().filter(|&s| s >= 0).collect();
@@ -84,7 +78,7 @@ fn check(
             tensor(vec![blocks, bs, 1, hd], pool.clone()),
         ),
     ]);
-    let stats = support::run(lib, p, &[STAGE], &mut tensors, tiling(p, t));
+    let stats = support::run(rt, &mut tensors, tiling(p, t));
     check_launches(p, STAGE, &stats);
     let mut want = pool;
     insert_rows(&mut want, hd, &kv[..t * hd], slots, "swa_slot_mapping").expect("valid mapping");
@@ -108,20 +102,20 @@ fn check(
 
 fn variant(name: &str) {
     let p = support::plan(name);
-    let lib = support::library(p, &[STAGE]);
+    let rt = support::stages(name, &[STAGE]);
     let draws = Draws::new(SEED + p.shape.tp as u64);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
         let fixture = fixture_slots(p, t);
-        check(p, &lib, &draws, t, &fixture, "fixture mapping");
+        check(p, rt, &draws, t, &fixture, "fixture mapping");
         let skipped: Vec<i64> = fixture
             .iter()
             .enumerate()
             .map(|(i, &s)| if i % 3 == 1 { -1 } else { s })
             .collect();
-        check(p, &lib, &draws, t, &skipped, "every third token skipped");
+        check(p, rt, &draws, t, &skipped, "every third token skipped");
         check(
             p,
-            &lib,
+            rt,
             &draws,
             t,
             &ring_slots(p, t),

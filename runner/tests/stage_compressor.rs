@@ -213,7 +213,7 @@ fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
 fn variant(name: &str) {
     let p = support::plan(name);
     let c = p.compressor.as_ref().expect("HCA plans a compressor");
-    let lib = support::library(p, &[STAGE]);
+    let rt = support::stages(name, &[STAGE]);
     let spec = layer_spec(p);
     let fx = fixture(p, &spec);
     let draws = Draws::new(SEED + p.shape.tp as u64);
@@ -222,7 +222,7 @@ fn variant(name: &str) {
         let (want_state, want_cmp) = golden(p, &spec, &case);
         let mut tensors = case.inputs.clone();
         let clock = Instant::now();
-        let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, t));
+        let stats = support::run(rt, &mut tensors, tiling(p, t));
         println!("{name} t={t}: sim {:.3} s", clock.elapsed().as_secs_f64());
         check_launches(p, STAGE, &stats);
         let mapping = |n: &str| rows::<i64>(&case_map(&case), n, t);
@@ -410,7 +410,7 @@ fn first_difference(got: &Tensor, want: &Tensor) -> Option<usize> {
 fn requests_see_the_writes_of_earlier_requests_only() {
     let name = "hca_small_tp1";
     let p = support::plan(name);
-    let lib = support::library(p, &[STAGE]);
+    let rt = support::stages(name, &[STAGE]);
     let spec = layer_spec(p);
     let fx = fixture(p, &spec);
     let draws = Draws::new(SEED);
@@ -421,7 +421,7 @@ fn requests_see_the_writes_of_earlier_requests_only() {
     }
     let (want_state, want_cmp) = golden(p, &spec, &case);
     let mut tensors = case.inputs.clone();
-    let stats = support::run(&lib, p, &[STAGE], &mut tensors, tiling(p, case.t));
+    let stats = support::run(rt, &mut tensors, tiling(p, case.t));
     check_launches(p, STAGE, &stats);
     let state_shape = tensors["compress_state"].shape().to_vec();
     assert_eq!(

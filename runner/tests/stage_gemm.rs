@@ -11,22 +11,30 @@
 //! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
 //! products are exact; bf16 ones within f32 accumulation error. Peak L1/L0 use is checked
 //! against the stage budget.
+//!
+//! Both run through the harness runtime on a plan built here ([`products_plan`]): each
+//! product's launches (zero fill, matmul, slice sum) bound to buffers of its own.
 
 mod support;
 
 use std::path::PathBuf;
 
-use abi::DType;
+use abi::plan::{Launch, Step, VariantPlan};
+use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::gemm::{Mat, Threads, matmul};
-use golden::tensor::Tensor;
+use golden::tensor::{Tensor, TensorMap};
 use half::bf16;
-use harness::sim::{BuildSpec, CoreMode, GmArg, LaunchStats, SimLibrary};
+use harness::backend::KernelSources;
+use harness::backend::sim::Sim;
+use harness::runtime::{Runtime, RuntimeOptions, StepKind};
+use harness::sim::LaunchStats;
 use kernelgen::chip::Mem;
 use kernelgen::kernels::{Cores, Kernel, Value};
 use kernelgen::plan::StageKind;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{Tiling, plan, repo_root};
+use runner::variant::repo_root;
+use support::plan;
 
 /// One building-block case: a product and the split the kernel is told to use.
 #[derive(Clone, Copy)]
@@ -288,27 +296,38 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// Renders `kernels` through the real kernel template and compiles them with the
-/// building blocks in `generated/ascendc/include`.
-fn build(kernels: Vec<Kernel>) -> SimLibrary {
+/// Renders `kernels` through the real kernel template into a directory of their own, to
+/// be built with the building blocks in `generated/ascendc/include`; returns where they are
+/// and their entries for a plan.
+fn render(kernels: Vec<Kernel>) -> (KernelSources, Vec<abi::plan::Kernel>) {
+    let entries = kernels
+        .iter()
+        .map(|k| abi::plan::Kernel {
+            name: k.name.clone().leak(),
+            cores: match k.cores {
+                Cores::Aiv => abi::plan::Cores::Aiv,
+                Cores::Aic => abi::plan::Cores::Aic,
+                Cores::Mix => abi::plan::Cores::Mix,
+            },
+            args: k.args.clone().leak(),
+        })
+        .collect();
     let mut p = plan("swa_mini_tp1").clone();
     p.kernels.kernels = kernels;
     p.kernels.steps = Vec::new();
     let files = kernelgen::render::render(&[p], &[]).expect("kernels render");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stage_gemm");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut sources = Vec::new();
     for f in files {
         if let Some(name) = f.path.strip_prefix("generated/ascendc/kernels/") {
-            let path = dir.join(name);
-            std::fs::write(&path, f.content).unwrap();
-            sources.push(path);
+            std::fs::write(dir.join(name), f.content).unwrap();
         }
     }
-    SimLibrary::build(
-        &BuildSpec::new(sources).include_dir(repo_root().join("generated/ascendc/include")),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    let sources = KernelSources {
+        kernels_dir: dir,
+        include_dir: repo_root().join("generated/ascendc/include"),
+    };
+    (sources, entries)
 }
 
 /// A's, B's and C's element counts: A ends with the last valid row of the last batch.
@@ -419,105 +438,142 @@ fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f32>], rows: usize) {
     }
 }
 
-/// A poisoned C (0xFF bytes: NaN in f32, -1 in i32) of the case.
-fn poisoned_c(c: &Case) -> Tensor {
-    let n = extents(c, c.max_rows)[2];
-    let dtype = if c.int8 { DType::I32 } else { DType::F32 };
-    Tensor::from_le_bytes(dtype, vec![n], &vec![0xFF; 4 * n]).unwrap()
+/// A product's launches: (kernel, blocks) of the zero fill before it, the matmul, and the
+/// slice sum after it.
+struct Launches {
+    zero: Option<(&'static str, u32)>,
+    matmul: (&'static str, u32),
+    sum: Option<(&'static str, u32)>,
 }
 
-/// Launches `kernel` with `bufs` bound in order, then workspace and tiling.
-fn go(
-    lib: &SimLibrary,
-    kernel: &str,
-    cores: Cores,
-    block_dim: u32,
-    rows: usize,
-    bufs: &mut [(&str, &mut Tensor)],
-) -> LaunchStats {
-    let mut tiling = Tiling {
-        t: rows as u32,
-        group_t: rows as u32,
-        ..Default::default()
+/// A product and its launches; the case's name is its stage's.
+struct Product {
+    case: Case,
+    launches: Launches,
+}
+
+/// A plan of `products` over `kernels` (from swa_mini_tp1's constants): each product a
+/// stage of its own whose launches bind buffers of its own, `<stage>.a`, `.b`, `.c` and
+/// (with a slice sum) `.parts`. A's length is a runtime axis, so the test gives A ending
+/// with its last valid row; C and the partials are workspaces the runtime poisons, so a
+/// slice that writes no partial fails.
+fn products_plan(products: &[Product], kernels: Vec<abi::plan::Kernel>) -> &'static VariantPlan {
+    let (mut axes, mut workspaces, mut steps) = (Vec::new(), Vec::new(), Vec::new());
+    for p in products {
+        let (c, l) = (&p.case, &p.launches);
+        let buffer = |what: &str| -> &'static str { format!("{}.{what}", c.name).leak() };
+        let (a, b, out, parts) = (buffer("a"), buffer("b"), buffer("c"), buffer("parts"));
+        let [na, nb, nc] = extents(c, c.max_rows);
+        let (input, output) = if c.int8 {
+            (DType::I8, DType::I32)
+        } else {
+            (DType::Bf16, DType::F32)
+        };
+        let decl = |name: &'static str, dim: Dim, dtype: DType| TensorDecl {
+            name,
+            shape: vec![dim].leak(),
+            dtype,
+            dir: Dir::Out,
+            placement: Placement::PerRank,
+        };
+        axes.push(AxisBound { name: a, max: na });
+        workspaces.extend([
+            decl(a, Dim::Var(a), input),
+            decl(b, Dim::Const(nb), input),
+            decl(out, Dim::Const(nc), output),
+        ]);
+        let launch = |(kernel, block_dim): (&'static str, u32), args: Vec<&'static str>| {
+            let k = kernels
+                .iter()
+                .find(|k| k.name == kernel)
+                .expect("a kernel of the plan");
+            Step::Launch(Launch {
+                stage: c.name,
+                kernel,
+                cores: k.cores,
+                block_dim,
+                args: args.leak(),
+            })
+        };
+        if let Some(zero) = l.zero {
+            steps.push(launch(zero, vec![out]));
+        }
+        let target = match l.sum {
+            Some(_) => {
+                workspaces.push(decl(parts, Dim::Const(c.parts_len()), DType::F32));
+                parts
+            }
+            None => out,
+        };
+        steps.push(launch(l.matmul, vec![a, b, target]));
+        if let Some(sum) = l.sum {
+            steps.push(launch(sum, vec![parts, out]));
+        }
     }
-    .bytes();
-    let mut workspace = vec![0u8; 32];
-    let mut args: Vec<GmArg> = bufs
-        .iter_mut()
-        .map(|(n, t)| GmArg::new(*n, t.as_le_bytes_mut()))
-        .collect();
-    args.push(GmArg::new("workspace", &mut workspace));
-    args.push(GmArg::new("tiling", &mut tiling));
-    let mode = match cores {
-        Cores::Aic => CoreMode::Aic,
-        Cores::Aiv => CoreMode::Aiv,
-        Cores::Mix => CoreMode::Mix,
-    };
-    lib.launch(kernel, mode, block_dim, &mut args)
-        .unwrap_or_else(|e| panic!("{e}"))
+    let base = support::host("swa_mini_tp1");
+    Box::leak(Box::new(VariantPlan {
+        abi: VariantAbi {
+            name: "stage_gemm",
+            tensors: &[],
+            axes: axes.leak(),
+            ..base.abi
+        },
+        kernels: kernels.leak(),
+        steps: steps.leak(),
+        workspaces: workspaces.leak(),
+        missing: &[],
+        ..*base
+    }))
 }
 
-/// A product's launches on the sim: (kernel, blocks) of the zero fill before it, the
-/// matmul, and the slice sum after it.
-struct Launches<'a> {
-    zero: Option<(&'a str, u32)>,
-    matmul: (&'a str, u32),
-    sum: Option<(&'a str, u32)>,
-}
-
-/// Runs case `c` at `rows` rows with operands `af`, `bf`: the poisoned C it leaves and
-/// the matmul's counters. The partials start poisoned too, so a slice that writes no
-/// partial fails.
-fn run(
-    lib: &SimLibrary,
-    c: &Case,
-    l: &Launches,
-    rows: usize,
-    af: &[f32],
-    bf: &[f32],
-) -> (Tensor, LaunchStats) {
-    let (mut a, mut b, mut out) = (input(c, af), input(c, bf), poisoned_c(c));
-    if let Some((zero, blocks)) = l.zero {
-        go(
-            lib,
-            zero,
-            Cores::Aiv,
-            blocks,
-            rows,
-            &mut [("out", &mut out)],
-        );
-    }
-    let mut parts = Tensor::from_le_bytes(
-        DType::F32,
-        vec![c.parts_len()],
-        &vec![0xFF; 4 * c.parts_len()],
+/// The runtime of `stages` of `plan` on the sim.
+fn prepare(plan: &'static VariantPlan, sources: &KernelSources, stages: &[&str]) -> Runtime {
+    Runtime::prepare_stages(
+        plan,
+        &Sim::default(),
+        sources,
+        stages,
+        RuntimeOptions::default(),
     )
-    .unwrap();
-    let target = if l.sum.is_some() {
-        &mut parts
-    } else {
-        &mut out
-    };
-    let (mm, blocks) = l.matmul;
-    let stats = go(
-        lib,
-        mm,
-        Cores::Aic,
-        blocks,
-        rows,
-        &mut [("a", &mut a), ("b", &mut b), ("c", target)],
-    );
-    if let Some((sum, blocks)) = l.sum {
-        go(
-            lib,
-            sum,
-            Cores::Aiv,
-            blocks,
-            rows,
-            &mut [("parts", &mut parts), ("out", &mut out)],
-        );
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `products` (the stages `rt` was prepared with) at `rows` rows, each with its
+/// operands `(A, B)`: each product's C and its matmul's counters.
+fn run(
+    rt: &Runtime,
+    products: &[Product],
+    rows: usize,
+    operands: &[(Vec<f32>, Vec<f32>)],
+) -> Vec<(Tensor, LaunchStats)> {
+    let mut given = TensorMap::new();
+    for (p, (af, bf)) in products.iter().zip(operands) {
+        given.insert(format!("{}.a", p.case.name), input(&p.case, af));
+        given.insert(format!("{}.b", p.case.name), input(&p.case, bf));
     }
-    (out, stats)
+    let tiling = support::tiling(&[("t", rows), ("group_t", rows)]);
+    let out = rt
+        .run_stages(&given, &tiling)
+        .unwrap_or_else(|e| panic!("{e}"));
+    products
+        .iter()
+        .map(|p| {
+            let stats = out
+                .steps
+                .iter()
+                .find_map(|s| match &s.kind {
+                    StepKind::Launch {
+                        kernel, counters, ..
+                    } if s.stage == p.case.name && *kernel == p.launches.matmul.0 => {
+                        counters.as_ref().map(|c| c.stats)
+                    }
+                    _ => None,
+                })
+                .expect("the sim counts the matmul");
+            let c = out.tensors.get(&format!("{}.c", p.case.name)).unwrap();
+            (c.clone(), stats)
+        })
+        .collect()
 }
 
 #[test]
@@ -533,21 +589,32 @@ fn building_block_cases_match_the_reference() {
         }
     }
     assert!(CASES.iter().any(Case::atomic) && CASES.iter().any(Case::partials));
-    let lib = build(kernels);
-    for (ci, c) in CASES.iter().enumerate() {
-        let (zero, mm, sum) = (c.zero_kernel().name, c.kernel().name, c.sum_kernel().name);
-        let launches = Launches {
-            zero: c.atomic().then_some((zero.as_str(), 3)),
-            matmul: (mm.as_str(), 3),
-            sum: c.partials().then_some((sum.as_str(), 3)),
-        };
+    let (sources, kernels) = render(kernels);
+    let name = |k: Kernel| -> &'static str { k.name.leak() };
+    let products: Vec<Product> = CASES
+        .iter()
+        .map(|c| Product {
+            case: *c,
+            launches: Launches {
+                zero: c.atomic().then(|| (name(c.zero_kernel()), 3)),
+                matmul: (name(c.kernel()), 3),
+                sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
+            },
+        })
+        .collect();
+    let gemm_plan = products_plan(&products, kernels);
+    for (ci, p) in products.iter().enumerate() {
+        let c = &p.case;
+        let rt = prepare(gemm_plan, &sources, &[c.name]);
         for rows in [c.max_rows, c.max_rows - 8] {
             let (af, bf) = operands(c, rows, 300 + ci as u64);
             let want: Vec<Vec<f32>> = (0..c.batch)
                 .map(|bi| reference(c, &af, &bf, bi, rows))
                 .collect();
-            let (out, stats) = run(&lib, c, &launches, rows, &af, &bf);
-            check_c(c.name, c, &out, &want, rows);
+            let [(out, stats)] = &run(&rt, std::slice::from_ref(p), rows, &[(af, bf)])[..] else {
+                unreachable!("one product")
+            };
+            check_c(c.name, c, out, &want, rows);
             assert_eq!(
                 stats.macs(),
                 (c.batch * rows * c.n * c.k) as u64,
@@ -558,15 +625,23 @@ fn building_block_cases_match_the_reference() {
     }
 }
 
-/// The qkv_proj_rope matmuls of the small specs, as planned: random operands, launched
-/// with their zero fills or slice sums, against the reference at capacity and capacity − 8.
+/// The qkv_proj_rope matmuls of the small specs, as the generated plan launches them:
+/// random operands, launched with their zero fills or slice sums, against the reference at
+/// capacity and capacity − 8.
 #[test]
 fn planned_qkv_matmuls_match_the_reference() {
     for variant in ["swa_mini_tp1", "swa_small_tp2", "hca_ref_tp1"] {
         let p = plan(variant);
         let stage = p.stage(StageKind::QkvProjRope).expect("qkv stage");
-        let lib = support::library(p, &[StageKind::QkvProjRope]);
-        let launches: Vec<_> = support::launches(p, &[StageKind::QkvProjRope]).collect();
+        let host = support::host(variant);
+        let launches: Vec<&Launch> = host
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Launch(l) if l.stage == StageKind::QkvProjRope.name() => Some(l),
+                _ => None,
+            })
+            .collect();
         let kernel = |name: &str| p.kernels.kernels.iter().find(|k| k.name == name).unwrap();
         let param = |k: &Kernel, name: &str| match k.params.iter().find(|(n, _)| *n == name) {
             Some((_, Value::U32(v))) => *v as usize,
@@ -575,42 +650,40 @@ fn planned_qkv_matmuls_match_the_reference() {
         };
         let neighbour = |i: Option<usize>, class: &str| {
             i.and_then(|i| launches.get(i))
-                .filter(|l| kernel(l.0).class == class)
-                .map(|l| (l.0, l.2))
+                .filter(|l| kernel(l.kernel).class == class)
+                .map(|l| (l.kernel, l.block_dim))
         };
         let cap = p.shape.local_t;
-        let mut seen = 0;
-        let mut summed = 0;
-        for (i, &(name, _, block_dim, _)) in launches.iter().enumerate() {
-            let k = kernel(name);
+        let mut products = Vec::new();
+        for (i, l) in launches.iter().enumerate() {
+            let k = kernel(l.kernel);
             if k.class != "Matmul" {
                 continue;
             }
-            seen += 1;
-            let l = Launches {
+            let name = l.kernel;
+            let launches = Launches {
                 zero: neighbour(i.checked_sub(1), "ZeroRows"),
-                matmul: (name, block_dim),
+                matmul: (name, l.block_dim),
                 sum: neighbour(Some(i + 1), "KSliceSum"),
             };
             let split_k = param(k, "SLICE_K") < param(k, "K");
-            summed += usize::from(l.sum.is_some());
             assert_eq!(
-                l.zero.is_some(),
+                launches.zero.is_some(),
                 split_k && param(k, "INT8") == 1,
                 "{name}: zero fill iff int8 split K"
             );
             assert_eq!(
-                l.sum.is_some(),
+                launches.sum.is_some(),
                 split_k && param(k, "INT8") == 0,
                 "{name}: slice sum iff bf16 split K"
             );
             // C's own layout comes from the slice sum when there is one.
-            let (ldc, stride_c) = match l.sum {
+            let (ldc, stride_c) = match launches.sum {
                 Some((sum, _)) => (param(kernel(sum), "LD"), param(kernel(sum), "STRIDE")),
                 None => (param(k, "LDC"), param(k, "STRIDE_C")),
             };
-            let c = Case {
-                name: "planned",
+            let case = Case {
+                name: format!("product{}", products.len()).leak(),
                 int8: param(k, "INT8") == 1,
                 b_nk: param(k, "B_NK") == 1,
                 max_rows: cap,
@@ -629,11 +702,35 @@ fn planned_qkv_matmuls_match_the_reference() {
                 ],
                 tail: param(k, "TAIL_K"),
             };
-            for rows in [cap, cap - 8] {
-                let (af, bf) = operands(&c, rows, 400 + seen);
-                let want = vec![reference(&c, &af, &bf, 0, rows)];
-                let (out, stats) = run(&lib, &c, &l, rows, &af, &bf);
-                check_c(name, &c, &out, &want, rows);
+            products.push(Product { case, launches });
+        }
+        assert_eq!(
+            products.len(),
+            3,
+            "{variant}: wq_a, wq_b and wkv are cube matmuls"
+        );
+        if variant == "hca_ref_tp1" {
+            assert!(
+                products.iter().any(|p| p.launches.sum.is_some()),
+                "{variant}: a bf16 product splits K"
+            );
+        }
+        let kernels = host.kernels.to_vec();
+        let plan = products_plan(&products, kernels);
+        let stages: Vec<&str> = products.iter().map(|p| p.case.name).collect();
+        let rt = prepare(plan, &KernelSources::in_repo(&repo_root()), &stages);
+        for rows in [cap, cap - 8] {
+            let operands: Vec<(Vec<f32>, Vec<f32>)> = products
+                .iter()
+                .enumerate()
+                .map(|(i, p)| operands(&p.case, rows, 401 + i as u64))
+                .collect();
+            let results = run(&rt, &products, rows, &operands);
+            for ((product, (af, bf)), (out, stats)) in products.iter().zip(&operands).zip(&results)
+            {
+                let (c, name) = (&product.case, product.launches.matmul.0);
+                let want = vec![reference(c, af, bf, 0, rows)];
+                check_c(name, c, out, &want, rows);
                 for (mem, peak) in [
                     (Mem::L1, stats.peak_l1),
                     (Mem::L0a, stats.peak_l0a),
@@ -653,10 +750,6 @@ fn planned_qkv_matmuls_match_the_reference() {
                     stats.gm_bytes() as f64 / stats.gm_distinct_bytes() as f64
                 );
             }
-        }
-        assert_eq!(seen, 3, "{variant}: wq_a, wq_b and wkv are cube matmuls");
-        if variant == "hca_ref_tp1" {
-            assert!(summed > 0, "{variant}: a bf16 product splits K");
         }
     }
 }

@@ -15,7 +15,6 @@ mod attention_checks;
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use attention_checks::{check_peaks, packed_heads};
@@ -27,10 +26,10 @@ use golden::rope::RopeRows;
 use golden::tensor::{Tensor, TensorMap};
 use golden::{LayerKind, LayerSpec};
 use half::bf16;
-use harness::sim::SimLibrary;
+use harness::runtime::Tiling;
 use kernelgen::plan::{Plan, StageKind};
 use runner::variant;
-use support::{library_of, plan, run_words};
+use support::plan;
 
 const STAGE: &[StageKind] = &[StageKind::SparseAttention];
 const SEED: u64 = 20_260_819;
@@ -160,22 +159,17 @@ impl Case {
         out
     }
 
-    fn tiling(&self) -> [u32; 16] {
+    fn tiling(&self) -> Tiling {
         let d = &self.spec.dims;
-        let mut w = [0u32; 16];
-        w[0] = self.t as u32;
-        w[1] = (self.t / d.seq) as u32;
-        w[2] = d.kv_pool_blocks as u32;
-        w[4] = self.t as u32;
-        w[7] = self.cmp_pool_blocks() as u32;
-        w[8] = self.width("cmp_block_table") as u32;
-        w
+        support::tiling(&[
+            ("t", self.t),
+            ("b", self.t / d.seq),
+            ("nb", d.kv_pool_blocks),
+            ("group_t", self.t),
+            ("cmp_nb", self.cmp_pool_blocks()),
+            ("cmp_tw", self.width("cmp_block_table")),
+        ])
     }
-}
-
-fn lib() -> &'static SimLibrary {
-    static LIB: OnceLock<SimLibrary> = OnceLock::new();
-    LIB.get_or_init(|| library_of(&["hca_small_tp1", "hca_small_tp2"].map(plan), STAGE))
 }
 
 /// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory.
@@ -183,7 +177,11 @@ fn check(variant_name: &str, case: &Case) {
     let p = plan(variant_name);
     let mut tensors = case.tensors(p);
     let start = Instant::now();
-    let stats = run_words(lib(), p, STAGE, &mut tensors, case.tiling());
+    let stats = support::run(
+        support::stages(variant_name, STAGE),
+        &mut tensors,
+        case.tiling(),
+    );
     let elapsed = start.elapsed();
 
     let (t, t_pad) = (case.t, p.shape.t_pad);

@@ -18,6 +18,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use abi::plan::Step;
 use golden::Dims;
 use golden::arith::narrow;
 use golden::collectives::{all_to_all_groups, reduce_scatter};
@@ -29,10 +30,8 @@ use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
 use half::bf16;
-use kernelgen::kernels::Step;
 use kernelgen::plan::{Plan, StageKind};
 use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};
-use support::Tiling;
 
 const SEED: u64 = 20_260_819;
 
@@ -176,7 +175,7 @@ fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
 fn tp1(variant: &str) {
     let p = support::plan(variant);
     let d = dims(p);
-    let lib = support::library(p, &[StageKind::OProj]);
+    let rt = support::stages(variant, &[StageKind::OProj]);
     let draws = Draws::new(SEED);
     let w = Weights::new(&d, &draws);
     for t in token_counts(&d) {
@@ -190,16 +189,8 @@ fn tp1(variant: &str) {
                 packed.clone(),
             ),
         );
-        let tiling = Tiling {
-            t: t as u32,
-            b: (t / d.seq) as u32,
-            tp_rank: 0,
-            group_t: t as u32,
-            ..Tiling::default()
-        };
-        let stats = timed(p, || {
-            support::run(&lib, p, &[StageKind::OProj], &mut tensors, tiling)
-        });
+        let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", t)]);
+        let stats = timed(p, || support::run(rt, &mut tensors, tiling));
         check_launches(p, StageKind::OProj, &stats);
         let want = o_proj(&d, &packed, d.local_t_pad(), t, w.golden());
         let got = &tensors["attn_out"];
@@ -333,7 +324,8 @@ fn sharded(variant: &str) {
     let d = dims(p);
     let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
     let group_t_pad = tp * d.local_t_pad();
-    let lib = support::library(p, &[StageKind::OProj, StageKind::OReduceScatter]);
+    let projection = support::stages(variant, &[StageKind::OProj]);
+    let rank_sum = support::stages(variant, &[StageKind::OReduceScatter]);
     let draws = Draws::new(SEED);
     let full = Weights::new(&d, &draws);
     for t in token_counts(&d) {
@@ -355,16 +347,13 @@ fn sharded(variant: &str) {
                 "attention_local".into(),
                 tensor(vec![lg * group_t_pad, gin], local),
             );
-            let tiling = Tiling {
-                t: t as u32,
-                b: (t / d.seq) as u32,
-                tp_rank: r as u32,
-                group_t: group_t as u32,
-                ..Tiling::default()
-            };
-            let stats = timed(p, || {
-                support::run(&lib, p, &[StageKind::OProj], &mut tensors, tiling)
-            });
+            let tiling = support::tiling(&[
+                ("t", t),
+                ("b", t / d.seq),
+                ("tp_rank", r),
+                ("group_t", group_t),
+            ]);
+            let stats = timed(p, || support::run(projection, &mut tensors, tiling));
             check_launches(p, StageKind::OProj, &stats);
             let want = o_proj_partial(&d, window, group_t, group_t, w.golden());
             let got = &tensors["o_partial"];
@@ -393,14 +382,13 @@ fn sharded(variant: &str) {
                 "o_window".into(),
                 tensor(vec![tp * d.local_t_pad(), hidden], window),
             );
-            let tiling = Tiling {
-                t: t as u32,
-                b: (t / d.seq) as u32,
-                tp_rank: o as u32,
-                group_t: group_t as u32,
-                ..Tiling::default()
-            };
-            let stats = support::run(&lib, p, &[StageKind::OReduceScatter], &mut tensors, tiling);
+            let tiling = support::tiling(&[
+                ("t", t),
+                ("b", t / d.seq),
+                ("tp_rank", o),
+                ("group_t", group_t),
+            ]);
+            let stats = support::run(rank_sum, &mut tensors, tiling);
             check_launches(p, StageKind::OReduceScatter, &stats);
             let got = &tensors["attn_out"];
             let got_rows = &got.values::<bf16>().expect("bf16")[..t * hidden];
@@ -431,18 +419,16 @@ fn sharded_swa_small_tp2() {
     sharded("swa_small_tp2");
 }
 
-/// The plan wires the steps as swa.md §3.8 orders them.
+/// The generated plan wires the steps as swa.md §3.8 orders them.
 #[test]
 fn collective_steps() {
-    let p = support::plan("swa_mini_tp2");
-    let steps: Vec<String> = p
-        .kernels
+    let steps: Vec<String> = support::host("swa_mini_tp2")
         .steps
         .iter()
         .filter_map(|s| match s {
-            Step::GroupAllToAll { src, dst } => Some(format!("a2a {src}->{dst}")),
+            Step::GroupAllToAll { src, dst, .. } => Some(format!("a2a {src}->{dst}")),
             Step::TokenScatter { src, dst } => Some(format!("scatter {src}->{dst}")),
-            Step::Launch(l) if l.stage == StageKind::OReduceScatter => {
+            Step::Launch(l) if l.stage == StageKind::OReduceScatter.name() => {
                 Some(format!("launch {}", l.args.join(",")))
             }
             _ => None,
@@ -456,9 +442,8 @@ fn collective_steps() {
             "launch o_window,attn_out"
         ]
     );
-    let tp1 = support::plan("swa_mini_tp1");
     assert!(
-        !tp1.kernels
+        !support::host("swa_mini_tp1")
             .steps
             .iter()
             .any(|s| matches!(s, Step::GroupAllToAll { .. } | Step::TokenScatter { .. })),

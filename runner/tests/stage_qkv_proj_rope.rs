@@ -19,12 +19,13 @@ use golden::rope::RopeRows;
 use golden::tensor::Tensor;
 use golden::{Dims, LayerSpec};
 use half::bf16;
-use harness::sim::{LaunchStats, SimLibrary};
+use harness::runtime::{Runtime, Tiling};
+use harness::sim::LaunchStats;
 use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{Tiling, library, plan};
+use support::plan;
 
 const STAGE: &[StageKind] = &[StageKind::QkvProjRope];
 
@@ -128,10 +129,10 @@ fn expect(report: Report) {
 }
 
 /// Runs the stage for `c` and checks every output against the golden.
-fn check_stage(p: &Plan, lib: &SimLibrary, c: &Case) {
+fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
     let want = golden(c);
     let mut tensors = c.inputs.clone();
-    let stats = support::run(lib, p, STAGE, &mut tensors, tiling(c.t));
+    let stats = support::run(rt, &mut tensors, tiling(c.t));
     let d = &c.dims;
     let t = c.t;
     let got = |name: &str| valid_rows(name, &tensors[name], t);
@@ -177,11 +178,7 @@ fn check_stage(p: &Plan, lib: &SimLibrary, c: &Case) {
 }
 
 fn tiling(t: usize) -> Tiling {
-    Tiling {
-        t: t as u32,
-        group_t: t as u32,
-        ..Default::default()
-    }
+    support::tiling(&[("t", t), ("group_t", t)])
 }
 
 fn check_budget(p: &Plan, stats: &[(String, LaunchStats)]) {
@@ -207,18 +204,18 @@ fn check_budget(p: &Plan, stats: &[(String, LaunchStats)]) {
 #[test]
 fn swa_small_tp1_matches_the_golden() {
     let p = plan("swa_small_tp1");
-    let lib = library(p, STAGE);
+    let rt = support::stages("swa_small_tp1", STAGE);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
-        check_stage(p, &lib, &case(p, t, 11));
+        check_stage(p, rt, &case(p, t, 11));
     }
 }
 
 #[test]
 fn swa_mini_tp2_matches_the_golden() {
     let p = plan("swa_mini_tp2");
-    let lib = library(p, STAGE);
+    let rt = support::stages("swa_mini_tp2", STAGE);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
-        check_stage(p, &lib, &case(p, t, 12));
+        check_stage(p, rt, &case(p, t, 12));
     }
 }
 

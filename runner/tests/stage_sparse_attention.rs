@@ -10,7 +10,6 @@ mod attention_checks;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use attention_checks::{check_peaks, packed_heads};
@@ -27,9 +26,10 @@ use golden::mask::sparse_bias;
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
 use half::bf16;
-use harness::sim::{LaunchStats, SimLibrary};
+use harness::runtime::Tiling;
+use harness::sim::LaunchStats;
 use kernelgen::plan::{Plan, StageKind};
-use support::{Tiling, library_of, plan, run};
+use support::{plan, run};
 
 const STAGE: &[StageKind] = &[StageKind::SparseAttention];
 const SEED: u64 = 20_260_819;
@@ -140,13 +140,13 @@ impl Case {
 
     fn tiling(&self) -> Tiling {
         let d = &self.spec.dims;
-        Tiling {
-            t: self.t as u32,
-            b: (self.t / d.seq) as u32,
-            nb: d.kv_pool_blocks as u32,
-            tp_rank: 0,
-            group_t: self.t as u32,
-        }
+        support::tiling(&[
+            ("t", self.t),
+            ("b", self.t / d.seq),
+            ("nb", d.kv_pool_blocks),
+            ("tp_rank", 0),
+            ("group_t", self.t),
+        ])
     }
 
     /// Distinct pool rows of all valid lanes: the cache bytes a kernel must read at least.
@@ -162,20 +162,12 @@ impl Case {
     }
 }
 
-fn lib() -> &'static SimLibrary {
-    static LIB: std::sync::OnceLock<SimLibrary> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| {
-        let plans = ["swa_small_tp1", "swa_mini_tp1", "swa_mini_tp2"].map(plan);
-        library_of(&plans, STAGE)
-    })
-}
-
 /// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory.
-fn check(lib: &SimLibrary, variant: &str, case: &Case) {
+fn check(variant: &str, case: &Case) {
     let p = plan(variant);
     let mut tensors = case.tensors(p);
     let start = Instant::now();
-    let stats = run(lib, p, STAGE, &mut tensors, case.tiling());
+    let stats = run(support::stages(variant, STAGE), &mut tensors, case.tiling());
     let elapsed = start.elapsed();
 
     let want = case.expected(p.shape.t_pad);
@@ -233,7 +225,7 @@ fn swa_small_default_starts_at_capacity() {
     // 8192 (full windows, pool wrap), 127 (full windows from position 0), 31 (partial).
     let p = plan("swa_small_tp1");
     let case = Case::new(p, &StartPositions::Default, p.shape.b);
-    check(lib(), "swa_small_tp1", &case);
+    check("swa_small_tp1", &case);
 }
 
 #[test]
@@ -243,34 +235,30 @@ fn swa_mini_mixed_and_near_1m_starts_at_capacity() {
         1_048_568, 0, 5, 127, 1_000_003, 31, 8192, 126, 128, 2, 1_048_000, 64, 300, 7, 999_999, 40,
     ]);
     let case = Case::new(p, &starts, p.shape.b);
-    check(lib(), "swa_mini_tp1", &case);
+    check("swa_mini_tp1", &case);
 }
 
 #[test]
 fn swa_mini_default_starts_below_capacity() {
     let p = plan("swa_mini_tp1");
     let case = Case::new(p, &StartPositions::Default, p.shape.b - 1);
-    check(lib(), "swa_mini_tp1", &case);
+    check("swa_mini_tp1", &case);
 }
 
 #[test]
 fn swa_mini_tp2_rank_packs_with_its_own_t_pad() {
     let p = plan("swa_mini_tp2");
     let case = Case::new(p, &StartPositions::Scalar(1_048_560), p.shape.b);
-    check(lib(), "swa_mini_tp2", &case);
+    check("swa_mini_tp2", &case);
 }
 
 /// Runs a case expected to trap and returns the message.
 fn trap(variant: &str, case: &Case) -> String {
     let p = plan(variant);
     let mut tensors = case.tensors(p);
-    let err = catch_unwind(AssertUnwindSafe(|| {
-        run(lib(), p, STAGE, &mut tensors, case.tiling())
-    }))
-    .expect_err("the launch must trap");
-    err.downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_else(|| panic!("unexpected panic payload"))
+    support::try_run(support::stages(variant, STAGE), &mut tensors, case.tiling())
+        .expect_err("the launch must trap")
+        .to_string()
 }
 
 #[test]

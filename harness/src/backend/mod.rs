@@ -16,7 +16,7 @@ use std::str::FromStr;
 
 use crate::runtime::{Exchange, Progress, Tiling};
 use crate::sim::{ArgTraffic, Checks, LaunchStats};
-use abi::plan::{Launch, VariantPlan};
+use abi::plan::{Kernel, Launch, VariantPlan};
 
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +72,12 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// Builds the kernels of `plan` (its distinct kernel list) for this backend.
+    /// Builds `kernels` of `plan` for this backend: its whole kernel list, or the kernels
+    /// of the stages a run of single stages launches.
     fn load(
         &self,
         plan: &VariantPlan,
+        kernels: &[Kernel],
         sources: &KernelSources,
         progress: &Progress,
     ) -> Result<Box<dyn Kernels>, BackendError>;

@@ -9,7 +9,7 @@ use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
 use crate::runtime::{Exchange, POISON, Progress, Tiling};
 use crate::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
-use abi::plan::{Cores, Launch, VariantPlan};
+use abi::plan::{Cores, Kernel, Launch, VariantPlan};
 
 /// The CPU model.
 #[derive(Debug, Clone, Default)]
@@ -27,11 +27,12 @@ impl Backend for Sim {
 
     fn load(
         &self,
-        plan: &VariantPlan,
+        _plan: &VariantPlan,
+        kernels: &[Kernel],
         sources: &KernelSources,
         _progress: &Progress,
     ) -> Result<Box<dyn Kernels>, BackendError> {
-        let mut spec = BuildSpec::new(plan.kernels.iter().map(|k| sources.source(k.name)))
+        let mut spec = BuildSpec::new(kernels.iter().map(|k| sources.source(k.name)))
             .include_dir(&sources.include_dir);
         if let Some(dir) = &self.cache_dir {
             spec = spec.cache_dir(dir);

@@ -5,10 +5,12 @@
 //! and workspaces are allocated at capacity (every runtime axis at its bound) and
 //! poisoned with 0xFF bytes (NaN in every float type), so an element a kernel fails to
 //! write shows up in the comparison, and rows beyond the runtime extent that a kernel
-//! writes by mistake are caught by [`Collected::stray`].
+//! writes by mistake are caught by [`Collected::stray`]. A run of single stages binds
+//! the caller's tensors of any role by name and allocates the rest the same way
+//! ([`for_stages`]).
 
 use abi::plan::VariantPlan;
-use abi::{Dim, Dir, TensorDecl};
+use abi::{DType, Dim, Dir, TensorDecl};
 use golden::tensor::{Tensor, TensorMap};
 
 use super::RuntimeError;
@@ -128,47 +130,18 @@ impl Extents {
             let tensor = inputs
                 .get(d.name)
                 .map_err(|_| bad("missing from the inputs".into()))?;
-            if tensor.dtype() != d.dtype {
-                return Err(bad(format!(
-                    "dtype {}, the plan expects {}",
-                    tensor.dtype().name(),
-                    d.dtype.name()
-                )));
-            }
             let shape = per_rank_shape(tensor, tp).map_err(bad)?;
-            if shape.len() != d.shape.len() {
-                return Err(bad(format!(
-                    "shape {:?} (per rank) has rank {}, the plan declares {}",
-                    shape,
-                    shape.len(),
-                    describe(d.shape)
-                )));
-            }
+            check_tensor(plan, d, tensor.dtype(), shape)?;
             for (&n, dim) in shape.iter().zip(d.shape) {
-                match *dim {
-                    Dim::Const(m) if m != n => {
-                        return Err(bad(format!(
-                            "shape {:?} (per rank), the plan declares {}",
-                            shape,
-                            describe(d.shape)
-                        )));
+                let Dim::Var(axis) = *dim else {
+                    continue;
+                };
+                match values.iter().find(|(a, _, _)| *a == axis) {
+                    Some(&(_, v, by)) if v != n => {
+                        return Err(bad(format!("axis {axis} is {n} here but {v} in `{by}`")));
                     }
-                    Dim::Const(_) => {}
-                    Dim::Var(axis) => match values.iter().find(|(a, _, _)| *a == axis) {
-                        Some(&(_, v, by)) if v != n => {
-                            return Err(bad(format!("axis {axis} is {n} here but {v} in `{by}`")));
-                        }
-                        Some(_) => {}
-                        None => {
-                            let max = axis_max(plan, axis)?;
-                            if n == 0 || n > max {
-                                return Err(bad(format!(
-                                    "axis {axis} = {n} is outside the plan's capacity [1, {max}]"
-                                )));
-                            }
-                            values.push((axis, n, d.name));
-                        }
-                    },
+                    Some(_) => {}
+                    None => values.push((axis, n, d.name)),
                 }
             }
         }
@@ -201,6 +174,53 @@ impl Extents {
             })
             .collect()
     }
+}
+
+/// Checks a tensor's dtype and per-rank shape against `decl`: the rank, every constant
+/// extent, and every runtime axis within [1, its capacity].
+fn check_tensor(
+    plan: &VariantPlan,
+    decl: &TensorDecl,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<(), RuntimeError> {
+    let bad = |why: String| RuntimeError::Inputs(format!("tensor `{}`: {why}", decl.name));
+    if dtype != decl.dtype {
+        return Err(bad(format!(
+            "dtype {}, the plan expects {}",
+            dtype.name(),
+            decl.dtype.name()
+        )));
+    }
+    if shape.len() != decl.shape.len() {
+        return Err(bad(format!(
+            "shape {:?} (per rank) has rank {}, the plan declares {}",
+            shape,
+            shape.len(),
+            describe(decl.shape)
+        )));
+    }
+    for (&n, dim) in shape.iter().zip(decl.shape) {
+        match *dim {
+            Dim::Const(m) if m != n => {
+                return Err(bad(format!(
+                    "shape {:?} (per rank), the plan declares {}",
+                    shape,
+                    describe(decl.shape)
+                )));
+            }
+            Dim::Const(_) => {}
+            Dim::Var(axis) => {
+                let max = axis_max(plan, axis)?;
+                if n == 0 || n > max {
+                    return Err(bad(format!(
+                        "axis {axis} = {n} is outside the plan's capacity [1, {max}]"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn axis_max(plan: &VariantPlan, axis: &str) -> Result<usize, RuntimeError> {
@@ -278,6 +298,50 @@ pub fn initial(
             }
         })
         .collect()
+}
+
+/// One rank's buffers for a run of single stages.
+pub struct StageBuffers {
+    /// Initial contents by id; empty for the buffers no launch binds.
+    pub initial: Vec<Vec<u8>>,
+    /// The shapes of the bound buffers, in the order of their ids as given.
+    pub shapes: Vec<Vec<usize>>,
+}
+
+/// The buffers `ids` a run of single stages binds: the caller's tensor of each name
+/// (checked against its declaration; a runtime axis may be below its capacity), every other
+/// one at capacity, poisoned. A tensor that names none of `ids` is an error.
+pub fn for_stages(
+    plan: &VariantPlan,
+    layout: &Layout,
+    ids: &[usize],
+    tensors: &TensorMap,
+) -> Result<StageBuffers, RuntimeError> {
+    for name in tensors.names() {
+        if !layout.id(name).is_some_and(|id| ids.contains(&id)) {
+            return Err(RuntimeError::Inputs(format!(
+                "tensor `{name}` is no argument of the stages' launches"
+            )));
+        }
+    }
+    let mut initial = vec![Vec::new(); layout.len()];
+    let mut shapes = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let decl = layout.spec(id).decl;
+        match tensors.get(decl.name) {
+            Ok(t) => {
+                check_tensor(plan, decl, t.dtype(), t.shape())?;
+                initial[id] = t.as_le_bytes().to_vec();
+                shapes.push(t.shape().to_vec());
+            }
+            Err(_) => {
+                let shape = capacity_shape(plan, decl)?;
+                initial[id] = vec![POISON; shape.iter().product::<usize>() * decl.dtype.size()];
+                shapes.push(shape);
+            }
+        }
+    }
+    Ok(StageBuffers { initial, shapes })
 }
 
 /// The outputs of a run, stacked over ranks like the inputs.

@@ -13,6 +13,11 @@
 //!    kernels, and meets the other ranks at each collective, which moves rows between the
 //!    ranks' workspaces (see [`collectives`]);
 //! 4. reads the outputs back at their runtime extent, noting any written beyond it.
+//!
+//! Stage tests run single stages instead: [`Runtime::prepare_stages`] builds only the
+//! kernels those stages launch, and [`Runtime::run_stages`] executes their launches on one
+//! rank with the caller's tensors and tiling words, through the same steps, buffers and
+//! backend as a layer run.
 
 mod buffers;
 pub mod collectives;
@@ -30,8 +35,8 @@ pub use tiling::Tiling;
 use std::time::Instant;
 
 use crate::backend::{Backend, BackendError, Group, KernelSources, Kernels};
-use abi::plan::{Launch, Step, VariantPlan};
-use golden::tensor::TensorMap;
+use abi::plan::{Kernel, Launch, Step, VariantPlan};
+use golden::tensor::{Tensor, TensorMap};
 use rendezvous::{Aborted, Rendezvous};
 
 /// Why a plan could not be prepared or run.
@@ -55,6 +60,10 @@ pub enum RuntimeError {
     /// The inputs do not match the plan's ABI.
     #[error("inputs: {0}")]
     Inputs(String),
+    /// A run of single stages was asked for what it cannot do (a collective, a stage
+    /// without launches).
+    #[error("stages: {0}")]
+    Stages(String),
     #[error(transparent)]
     Backend(#[from] BackendError),
     /// A step failed on a rank (a kernel trapped, a device call failed).
@@ -74,6 +83,7 @@ impl RuntimeError {
             RuntimeError::MissingStages { .. }
             | RuntimeError::Sources(_)
             | RuntimeError::Inputs(_)
+            | RuntimeError::Stages(_)
             | RuntimeError::Backend(BackendError::Unavailable(_)) => 2,
             _ => 1,
         }
@@ -85,6 +95,7 @@ impl RuntimeError {
 enum Resolved {
     Launch {
         launch: &'static Launch,
+        kernel: &'static Kernel,
         args: Vec<usize>,
         /// 1-based position among its stage's launches, and their count.
         nth: usize,
@@ -101,6 +112,16 @@ pub struct RunOutput {
     /// Outputs written beyond their runtime extent (a kernel bug), one line each.
     pub stray: Vec<String>,
     pub record: RunRecord,
+}
+
+/// What a run of single stages produced ([`Runtime::run_stages`]).
+#[derive(Debug, Clone)]
+pub struct StageOutput {
+    /// Every buffer the launches bind, after the run: the caller's tensors at the shapes
+    /// they were given, every other buffer at capacity.
+    pub tensors: TensorMap,
+    /// The launches in plan order, with the sim's counters.
+    pub steps: Vec<StepRecord>,
 }
 
 /// Options of [`Runtime::prepare`].
@@ -124,12 +145,15 @@ impl Default for RuntimeOptions {
 pub struct Runtime {
     plan: &'static VariantPlan,
     layout: Layout,
-    steps: Vec<Resolved>,
+    /// The steps this runtime executes, each with its index in the plan's steps: all of
+    /// them, or the launches of the stages given to [`Runtime::prepare_stages`].
+    steps: Vec<(usize, Resolved)>,
     kernels: Box<dyn Kernels>,
     options: RuntimeOptions,
 }
 
 impl Runtime {
+    /// The whole layer: every step, every kernel of the plan.
     pub fn prepare(
         plan: &'static VariantPlan,
         backend: &dyn Backend,
@@ -144,8 +168,74 @@ impl Runtime {
         }
         backend.available()?;
         let layout = Layout::of(plan)?;
-        let steps = resolve(plan, &layout)?;
-        for k in plan.kernels {
+        let steps = resolve(plan, &layout)?.into_iter().enumerate().collect();
+        Runtime::load(plan, backend, sources, options, layout, steps, plan.kernels)
+    }
+
+    /// The kernel launches of `stages` only, in plan order, building only their kernels
+    /// (for [`Runtime::run_stages`]). A collective step of one of the stages is left out
+    /// (a stage run is one rank; its caller places the rows the collective would move); a
+    /// stage without launches is refused.
+    pub fn prepare_stages(
+        plan: &'static VariantPlan,
+        backend: &dyn Backend,
+        sources: &KernelSources,
+        stages: &[&str],
+        options: RuntimeOptions,
+    ) -> Result<Runtime, RuntimeError> {
+        let missing: Vec<&'static str> = plan
+            .missing
+            .iter()
+            .copied()
+            .filter(|m| stages.contains(m))
+            .collect();
+        if !missing.is_empty() {
+            return Err(RuntimeError::MissingStages {
+                variant: plan.name(),
+                stages: missing,
+            });
+        }
+        backend.available()?;
+        let layout = Layout::of(plan)?;
+        // Every step is resolved, so a stage run checks the same plan a layer run does.
+        let steps: Vec<(usize, Resolved)> = resolve(plan, &layout)?
+            .into_iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                matches!(r, Resolved::Launch { launch, .. } if stages.contains(&launch.stage))
+            })
+            .collect();
+        let mut kernels: Vec<Kernel> = Vec::new();
+        for (_, r) in &steps {
+            if let Resolved::Launch { kernel, .. } = r
+                && !kernels.contains(kernel)
+            {
+                kernels.push(**kernel);
+            }
+        }
+        for stage in stages {
+            let launched = steps.iter().any(|(i, _)| plan.steps[*i].stage() == *stage);
+            if !launched {
+                return Err(RuntimeError::Stages(format!(
+                    "{}: stage `{stage}` launches no kernels (a collective, or not a stage of the plan)",
+                    plan.name()
+                )));
+            }
+        }
+        Runtime::load(plan, backend, sources, options, layout, steps, &kernels)
+    }
+
+    /// Checks `kernels`' sources exist and builds them.
+    fn load(
+        plan: &'static VariantPlan,
+        backend: &dyn Backend,
+        sources: &KernelSources,
+        options: RuntimeOptions,
+        layout: Layout,
+        steps: Vec<(usize, Resolved)>,
+        kernels: &[Kernel],
+    ) -> Result<Runtime, RuntimeError> {
+        for k in kernels {
             let path = sources.source(k.name);
             if !path.is_file() {
                 return Err(RuntimeError::Sources(format!(
@@ -158,10 +248,10 @@ impl Runtime {
         let started = Instant::now();
         options.progress.note(&format!(
             "building {} kernels for the {} backend…",
-            plan.kernels.len(),
+            kernels.len(),
             backend.name()
         ));
-        let kernels = backend.load(plan, sources, &options.progress)?;
+        let kernels = backend.load(plan, kernels, sources, &options.progress)?;
         options.progress.note(&format!(
             "kernels ready in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -186,7 +276,7 @@ impl Runtime {
         let setup_start = Instant::now();
         let extents = Extents::bind(plan, &self.layout, inputs)?;
         let t = extents.t();
-        for s in &self.steps {
+        for (_, s) in &self.steps {
             if let Resolved::Exchange(ex) = s {
                 ex.check(tp, t).map_err(RuntimeError::Inputs)?;
             }
@@ -273,6 +363,57 @@ impl Runtime {
         })
     }
 
+    /// Runs the prepared launches in plan order on one rank with `tensors` (ABI or
+    /// workspace names, per-rank shapes; a runtime axis may be below its capacity, so a
+    /// kernel that reads past it traps) and the given tiling words. Every other buffer the
+    /// launches bind is allocated at capacity and poisoned, as in a layer run. Collectives
+    /// are refused: they need every rank.
+    pub fn run_stages(
+        &self,
+        tensors: &TensorMap,
+        tiling: &Tiling,
+    ) -> Result<StageOutput, RuntimeError> {
+        let mut ids: Vec<usize> = Vec::new();
+        for (i, s) in &self.steps {
+            let Resolved::Launch { args, .. } = s else {
+                return Err(RuntimeError::Stages(format!(
+                    "{}: step {i} ({}) is a collective, which a run on one rank cannot execute",
+                    self.plan.name(),
+                    self.plan.steps[*i].stage()
+                )));
+            };
+            for a in args {
+                if !ids.contains(a) {
+                    ids.push(*a);
+                }
+            }
+        }
+        let buffers = buffers::for_stages(self.plan, &self.layout, &ids, tensors)?;
+        let names: Vec<&'static str> = (0..self.layout.len())
+            .map(|i| self.layout.spec(i).decl.name)
+            .collect();
+        let group = self.kernels.group(vec![buffers.initial], &names)?;
+        let steps = self
+            .rank_steps(&*group, &Rendezvous::new(1), 0, tiling, 0, Instant::now())
+            .map_err(|f| match f {
+                RankFailure::Error(e) => e,
+                RankFailure::Aborted | RankFailure::Panicked => {
+                    unreachable!("one rank without collectives meets no other rank")
+                }
+            })?;
+        let mut out = TensorMap::new();
+        for (&id, shape) in ids.iter().zip(buffers.shapes) {
+            let decl = self.layout.spec(id).decl;
+            let tensor = Tensor::from_le_bytes(decl.dtype, shape, &group.read(0, id)?)
+                .map_err(|e| RuntimeError::Plan(format!("{}: {e}", decl.name)))?;
+            out.insert(decl.name, tensor);
+        }
+        Ok(StageOutput {
+            tensors: out,
+            steps,
+        })
+    }
+
     /// One rank's pass over the steps.
     fn rank_steps(
         &self,
@@ -296,7 +437,8 @@ impl Runtime {
             .enter(rank)
             .map_err(|e| fail(0, "device setup".into(), e))?;
         let mut out = Vec::with_capacity(self.steps.len());
-        for (i, (resolved, step)) in self.steps.iter().zip(self.plan.steps).enumerate() {
+        for &(i, ref resolved) in &self.steps {
+            let step = &self.plan.steps[i];
             let begin = start.elapsed();
             let kind = match resolved {
                 Resolved::Launch {
@@ -304,6 +446,7 @@ impl Runtime {
                     args,
                     nth,
                     of,
+                    ..
                 } => {
                     self.options.progress.rank_note(
                         rank,
@@ -414,6 +557,7 @@ fn resolve(plan: &'static VariantPlan, layout: &Layout) -> Result<Vec<Resolved>,
             seen.push(launch.stage);
             Ok(Resolved::Launch {
                 launch,
+                kernel,
                 args,
                 nth: seen.iter().filter(|s| **s == launch.stage).count(),
                 of: launches_of(launch.stage),

@@ -4,6 +4,7 @@
 
 use abi::tiling::{TILING_FIELDS, TILING_WORDS};
 
+use super::RuntimeError;
 use super::buffers::Extents;
 
 /// One rank's tiling words.
@@ -29,6 +30,22 @@ impl Tiling {
                 .expect("runtime extents are bounded by the plan's u32 capacities");
         }
         Tiling { words }
+    }
+
+    /// Words with the named fields set and every other word 0: for a run of single stages,
+    /// whose caller states the extents its kernels read (pool and table extents included)
+    /// instead of binding them from a layer's inputs.
+    pub fn from_fields(fields: &[(&str, usize)]) -> Result<Tiling, RuntimeError> {
+        let mut words = [0u32; TILING_WORDS];
+        for &(field, value) in fields {
+            let bad = |why: &str| RuntimeError::Inputs(format!("tiling field `{field}`: {why}"));
+            let i = TILING_FIELDS
+                .iter()
+                .position(|f| *f == field)
+                .ok_or_else(|| bad("no such field in dsv4::TilingData"))?;
+            words[i] = u32::try_from(value).map_err(|_| bad("does not fit a u32 word"))?;
+        }
+        Ok(Tiling { words })
     }
 
     pub fn get(&self, field: &str) -> Option<u32> {

@@ -12,11 +12,12 @@ use golden::Dims;
 use golden::compare::Report;
 use golden::fixtures::random::Draws;
 use golden::tensor::{Element, Tensor};
+use harness::runtime::{POISON, Tiling};
 use harness::sim::LaunchStats;
 use kernelgen::chip::Mem;
 use kernelgen::plan::{Plan, StageKind};
 
-use super::support::{self, Tiling};
+use super::support;
 
 /// The golden's description of a plan's dims (what the vector stages read).
 pub fn dims(p: &Plan) -> Dims {
@@ -25,13 +26,13 @@ pub fn dims(p: &Plan) -> Dims {
 
 /// Runtime extents of `t` tokens on rank 0.
 pub fn tiling(p: &Plan, t: usize) -> Tiling {
-    Tiling {
-        t: t as u32,
-        b: (t / p.shape.decode_seq) as u32,
-        nb: p.pools.kv_pool_blocks as u32,
-        tp_rank: 0,
-        group_t: (t * p.shape.tp) as u32,
-    }
+    support::tiling(&[
+        ("t", t),
+        ("b", t / p.shape.decode_seq),
+        ("nb", p.pools.kv_pool_blocks),
+        ("tp_rank", 0),
+        ("group_t", t * p.shape.tp),
+    ])
 }
 
 pub fn tensor<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Tensor {
@@ -48,7 +49,7 @@ pub fn head<T: Element + Copy>(t: &Tensor, rows: usize, width: usize) -> Tensor 
 pub fn assert_unwritten(what: &str, t: &Tensor, from: usize) {
     let tail = &t.as_le_bytes()[from * t.dtype().size()..];
     assert!(
-        tail.iter().all(|&b| b == 0xFF),
+        tail.iter().all(|&b| b == POISON),
         "{what}: elements from {from} on were written"
     );
 }
@@ -99,12 +100,12 @@ pub trait StageCase: Sized {
 /// (outputs poisoned), checks every launch's on-chip peaks and judges the outputs.
 pub fn run_variant<C: StageCase>(name: &str, seed: u64) {
     let p = support::plan(name);
-    let lib = support::library(p, &[C::STAGE]);
+    let rt = support::stages(name, &[C::STAGE]);
     let draws = Draws::new(seed + p.shape.tp as u64);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
         let case = C::new(p, &draws, t);
         let mut tensors = case.tensors(p);
-        let stats = support::run(&lib, p, &[C::STAGE], &mut tensors, tiling(p, t));
+        let stats = support::run(rt, &mut tensors, tiling(p, t));
         check_launches(p, C::STAGE, &stats);
         case.judge(p, &tensors, t);
     }

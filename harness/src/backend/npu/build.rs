@@ -25,9 +25,12 @@ pub fn launcher_symbol(kernel: &str) -> String {
 }
 
 /// The project's files: `CMakeLists.txt` and one `launch_<kernel>.asc` per kernel.
-pub fn project(plan: &VariantPlan, sources: &KernelSources) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = plan
-        .kernels
+pub fn project(
+    plan: &VariantPlan,
+    kernels: &[Kernel],
+    sources: &KernelSources,
+) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = kernels
         .iter()
         .map(|k| (format!("launch_{}.asc", k.name), launcher(k)))
         .collect();
@@ -65,16 +68,17 @@ fn launcher(k: &Kernel) -> String {
     )
 }
 
-/// Builds (or finds in `cache`) the library of `plan`'s kernels; returns its path.
+/// Builds (or finds in `cache`) the library of `kernels` of `plan`; returns its path.
 pub fn build(
     toolkit: &Toolkit,
     plan: &VariantPlan,
+    kernels: &[Kernel],
     sources: &KernelSources,
     cache: &Path,
     progress: &Progress,
 ) -> Result<PathBuf, BackendError> {
-    let files = project(plan, sources);
-    let dir = cache.join(key(&files, plan, sources)?);
+    let files = project(plan, kernels, sources);
+    let dir = cache.join(key(&files, kernels, sources)?);
     let lib = dir.join("build").join(LIBRARY);
     if lib.is_file() {
         return Ok(lib);
@@ -134,7 +138,7 @@ fn run(cmd: &mut Command) -> Result<(), BackendError> {
 /// A content hash of the project files, the kernel sources and the building blocks.
 fn key(
     files: &[(String, String)],
-    plan: &VariantPlan,
+    kernels: &[Kernel],
     sources: &KernelSources,
 ) -> Result<String, BackendError> {
     let mut h = Sha256::new();
@@ -146,7 +150,7 @@ fn key(
         h.update(bytes);
         Ok(())
     };
-    for k in plan.kernels {
+    for k in kernels {
         read(&sources.source(k.name))?;
     }
     let mut blocks = Vec::new();

@@ -18,7 +18,7 @@ use hccl::{AllToAllV, Comm, Hccl, RootInfo};
 use toolkit::Toolkit;
 
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
-use abi::plan::{Launch, VariantPlan};
+use abi::plan::{Kernel, Launch, VariantPlan};
 use abi::tiling::TILING_WORDS;
 
 use crate::runtime::{Exchange, Progress, Tiling};
@@ -58,6 +58,7 @@ impl Backend for Npu {
     fn load(
         &self,
         plan: &VariantPlan,
+        kernels: &[Kernel],
         sources: &KernelSources,
         progress: &Progress,
     ) -> Result<Box<dyn Kernels>, BackendError> {
@@ -71,11 +72,11 @@ impl Backend for Npu {
         }
         let acl_path = toolkit.ascendcl()?;
         let hccl_path = if tp > 1 { Some(toolkit.hccl()?) } else { None };
-        let lib_path = build::build(&toolkit, plan, sources, &cache_dir(), progress)?;
+        let lib_path = build::build(&toolkit, plan, kernels, sources, &cache_dir(), progress)?;
         let acl = Acl::load(&acl_path)?;
         acl.init()?;
         let hccl = hccl_path.as_deref().map(Hccl::load).transpose()?;
-        let launchers = Launchers::load(&lib_path, plan)?;
+        let launchers = Launchers::load(&lib_path, kernels)?;
         Ok(Box::new(NpuKernels {
             acl,
             hccl,
@@ -94,14 +95,14 @@ struct Launchers {
 }
 
 impl Launchers {
-    fn load(path: &Path, plan: &VariantPlan) -> Result<Launchers, BackendError> {
+    fn load(path: &Path, kernels: &[Kernel]) -> Result<Launchers, BackendError> {
         let err = |e: libloading::Error| BackendError::Build(format!("{}: {e}", path.display()));
         // SAFETY: the library was built from our launcher sources; each exported launcher
         // has the LaunchFn signature (build::launcher).
         unsafe {
             let lib = libloading::Library::new(path).map_err(err)?;
-            let mut fns = Vec::with_capacity(plan.kernels.len());
-            for k in plan.kernels {
+            let mut fns = Vec::with_capacity(kernels.len());
+            for k in kernels {
                 let symbol = build::launcher_symbol(k.name);
                 let f: LaunchFn = *lib.get(symbol.as_bytes()).map_err(err)?;
                 fns.push((k.name, f));
@@ -378,14 +379,15 @@ mod tests {
             (0..tp).map(|r| all_to_all_rounds(&ex, r, tp, t)).collect();
         // two local groups: two rounds, one run per pair each
         assert!(per_rank.iter().all(|r| r.len() == 2));
-        for round in 0..2 {
-            for s in 0..tp {
-                for d in 0..tp {
+        for s in 0..tp {
+            for d in 0..tp {
+                let rounds = per_rank[s].iter().zip(&per_rank[d]).enumerate();
+                for (round, (sender, receiver)) in rounds {
                     assert_eq!(
-                        per_rank[s][round].send_counts[d], per_rank[d][round].recv_counts[s],
+                        sender.send_counts[d], receiver.recv_counts[s],
                         "round {round}: {s} -> {d}"
                     );
-                    assert_eq!(per_rank[s][round].send_counts[d], 8 * 4);
+                    assert_eq!(sender.send_counts[d], 8 * 4);
                 }
             }
         }
