@@ -30,7 +30,6 @@ use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use harness::sim::LaunchStats;
 use kernelgen::chip::Mem;
 use kernelgen::kernels::{Cores, Kernel, Value};
-use kernelgen::plan::StageKind;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use runner::variant::repo_root;
@@ -118,6 +117,7 @@ impl Case {
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
+            buffers: Vec::new(),
         }
     }
 
@@ -150,6 +150,7 @@ impl Case {
             cores: Cores::Aiv,
             params,
             args: vec!["parts", "out"],
+            buffers: Vec::new(),
         }
     }
 
@@ -165,6 +166,7 @@ impl Case {
             cores: Cores::Aiv,
             params,
             args: vec!["out"],
+            buffers: Vec::new(),
         }
     }
 }
@@ -304,18 +306,14 @@ fn render(kernels: Vec<Kernel>) -> (KernelSources, Vec<abi::plan::Kernel>) {
         .iter()
         .map(|k| abi::plan::Kernel {
             name: k.name.clone().leak(),
-            cores: match k.cores {
-                Cores::Aiv => abi::plan::Cores::Aiv,
-                Cores::Aic => abi::plan::Cores::Aic,
-                Cores::Mix => abi::plan::Cores::Mix,
-            },
+            cores: k.cores,
             args: k.args.clone().leak(),
         })
         .collect();
-    let mut p = plan("swa_mini_tp1").clone();
-    p.kernels.kernels = kernels;
-    p.kernels.steps = Vec::new();
-    let files = kernelgen::render::render(&[p], &[]).expect("kernels render");
+    let mut v = support::planned("swa_mini_tp1").clone();
+    v.kernels.kernels = kernels;
+    v.kernels.steps = Vec::new();
+    let files = kernelgen::render::render(&[v], &[]).expect("kernels render");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stage_gemm");
     std::fs::create_dir_all(&dir).unwrap();
     for f in files {
@@ -632,17 +630,25 @@ fn building_block_cases_match_the_reference() {
 fn planned_qkv_matmuls_match_the_reference() {
     for variant in ["swa_mini_tp1", "swa_small_tp2", "hca_ref_tp1"] {
         let p = plan(variant);
-        let stage = p.stage(StageKind::QkvProjRope).expect("qkv stage");
+        let planned = support::planned(variant);
+        let stage = planned.stage("qkv_proj_rope").expect("qkv stage");
         let host = support::host(variant);
         let launches: Vec<&Launch> = host
             .steps
             .iter()
             .filter_map(|s| match s {
-                Step::Launch(l) if l.stage == StageKind::QkvProjRope.name() => Some(l),
+                Step::Launch(l) if l.stage == "qkv_proj_rope" => Some(l),
                 _ => None,
             })
             .collect();
-        let kernel = |name: &str| p.kernels.kernels.iter().find(|k| k.name == name).unwrap();
+        let kernel = |name: &str| {
+            planned
+                .kernels
+                .kernels
+                .iter()
+                .find(|k| k.name == name)
+                .unwrap()
+        };
         let param = |k: &Kernel, name: &str| match k.params.iter().find(|(n, _)| *n == name) {
             Some((_, Value::U32(v))) => *v as usize,
             Some((_, Value::Bool(v))) => usize::from(*v),

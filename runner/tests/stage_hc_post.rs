@@ -13,11 +13,11 @@ use golden::fixtures::random::Draws;
 use golden::hc_post::hc_post;
 use golden::tensor::Tensor;
 use half::bf16;
-use kernelgen::plan::{Plan, StageKind};
+use kernelgen::plan::Plan;
 use stage_checks::{StageCase, assert_unwritten, dims, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
-const STAGE: StageKind = StageKind::HcPost;
+const STAGE: &str = "hc_post";
 
 /// Capacity-sized inputs, rows ≥ t NaN.
 struct Inputs {
@@ -28,7 +28,7 @@ struct Inputs {
 }
 
 impl StageCase for Inputs {
-    const STAGE: StageKind = STAGE;
+    const STAGE: &'static str = STAGE;
 
     fn new(p: &Plan, draws: &Draws, t: usize) -> Inputs {
         let (cap, hc, hidden) = (p.shape.local_t, p.model.hc_mult, p.model.hidden);

@@ -15,11 +15,11 @@ use golden::fixtures::random::Draws;
 use golden::hc_pre::{HcWeights, hc_pre};
 use golden::tensor::Tensor;
 use half::bf16;
-use kernelgen::plan::{Plan, StageKind};
+use kernelgen::plan::Plan;
 use stage_checks::{StageCase, assert_pass, assert_unwritten, dims, head, run_variant, tensor};
 
 const SEED: u64 = 20_260_819;
-const STAGE: StageKind = StageKind::HcPre;
+const STAGE: &str = "hc_pre";
 /// The SWA layer-0 scales and biases (swa.md §4.4).
 const SCALE: [f32; 3] = [2.076026, 0.018729, 0.245936];
 const BASE: [f32; 24] = [
@@ -35,7 +35,7 @@ struct Inputs {
 }
 
 impl StageCase for Inputs {
-    const STAGE: StageKind = STAGE;
+    const STAGE: &'static str = STAGE;
 
     fn new(p: &Plan, draws: &Draws, t: usize) -> Inputs {
         let m = &p.model;

@@ -30,7 +30,7 @@ use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
 use half::bf16;
-use kernelgen::plan::{Plan, StageKind};
+use kernelgen::plan::Plan;
 use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};
 
 const SEED: u64 = 20_260_819;
@@ -175,7 +175,7 @@ fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
 fn tp1(variant: &str) {
     let p = support::plan(variant);
     let d = dims(p);
-    let rt = support::stages(variant, &[StageKind::OProj]);
+    let rt = support::stages(variant, &["o_proj"]);
     let draws = Draws::new(SEED);
     let w = Weights::new(&d, &draws);
     for t in token_counts(&d) {
@@ -191,7 +191,7 @@ fn tp1(variant: &str) {
         );
         let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", t)]);
         let stats = timed(p, || support::run(rt, &mut tensors, tiling));
-        check_launches(p, StageKind::OProj, &stats);
+        check_launches(p, &stats);
         let want = o_proj(&d, &packed, d.local_t_pad(), t, w.golden());
         let got = &tensors["attn_out"];
         assert_pass(&ratio_allclose(
@@ -324,8 +324,8 @@ fn sharded(variant: &str) {
     let d = dims(p);
     let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
     let group_t_pad = tp * d.local_t_pad();
-    let projection = support::stages(variant, &[StageKind::OProj]);
-    let rank_sum = support::stages(variant, &[StageKind::OReduceScatter]);
+    let projection = support::stages(variant, &["o_proj"]);
+    let rank_sum = support::stages(variant, &["o_reduce_scatter"]);
     let draws = Draws::new(SEED);
     let full = Weights::new(&d, &draws);
     for t in token_counts(&d) {
@@ -354,7 +354,7 @@ fn sharded(variant: &str) {
                 ("group_t", group_t),
             ]);
             let stats = timed(p, || support::run(projection, &mut tensors, tiling));
-            check_launches(p, StageKind::OProj, &stats);
+            check_launches(p, &stats);
             let want = o_proj_partial(&d, window, group_t, group_t, w.golden());
             let got = &tensors["o_partial"];
             assert_pass(&ratio_allclose(
@@ -389,7 +389,7 @@ fn sharded(variant: &str) {
                 ("group_t", group_t),
             ]);
             let stats = support::run(rank_sum, &mut tensors, tiling);
-            check_launches(p, StageKind::OReduceScatter, &stats);
+            check_launches(p, &stats);
             let got = &tensors["attn_out"];
             let got_rows = &got.values::<bf16>().expect("bf16")[..t * hidden];
             assert!(
@@ -428,7 +428,7 @@ fn collective_steps() {
         .filter_map(|s| match s {
             Step::GroupAllToAll { src, dst, .. } => Some(format!("a2a {src}->{dst}")),
             Step::TokenScatter { src, dst } => Some(format!("scatter {src}->{dst}")),
-            Step::Launch(l) if l.stage == StageKind::OReduceScatter.name() => {
+            Step::Launch(l) if l.stage == "o_reduce_scatter" => {
                 Some(format!("launch {}", l.args.join(",")))
             }
             _ => None,

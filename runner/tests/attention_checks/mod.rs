@@ -7,7 +7,8 @@ use golden::tensor::Tensor;
 use half::bf16;
 use harness::sim::LaunchStats;
 use kernelgen::chip::Mem;
-use kernelgen::plan::{Plan, StageKind};
+use kernelgen::plan::Plan;
+use kernelgen::variant::Variant;
 
 /// o_packed_heads `[group, t_pad, width]`: the first `t` rows of every group within
 /// ratio_allclose(1e-4, 1/128, max_error_ratio) of `want`, the padding rows still
@@ -51,8 +52,8 @@ pub fn packed_heads(
 /// The vector kernels allocate exactly their budget rows (the compressed kernel's AIVs the
 /// `cmp_` rows); the cube kernels (window and compressed) at most the `cube_` rows, and the
 /// largest of them exactly.
-pub fn check_peaks(p: &Plan, stats: &[(String, LaunchStats)]) {
-    let buffers = &p.stage(StageKind::SparseAttention).unwrap().buffers;
+pub fn check_peaks(v: &Variant, stats: &[(String, LaunchStats)]) {
+    let (p, buffers) = (&v.plan, &v.stage("sparse_attention").unwrap().buffers);
     let rows = |prefix: &str, mem: Mem| -> u64 {
         buffers
             .iter()

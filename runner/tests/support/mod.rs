@@ -15,24 +15,60 @@ use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind, Tiling};
 use harness::sim::LaunchStats;
-use kernelgen::plan::{Plan, StageKind};
+use kernelgen::chip::Mem;
+use kernelgen::plan::Plan;
+use kernelgen::variant::Variant;
 use runner::variant;
 
-/// Every variant's plan, from the specs on disk.
-pub fn plans() -> &'static [Plan] {
-    static PLANS: OnceLock<Vec<Plan>> = OnceLock::new();
-    PLANS.get_or_init(|| {
+/// Every variant as the generator plans it, from the specs on disk.
+pub fn variants() -> &'static [Variant] {
+    static VARIANTS: OnceLock<Vec<Variant>> = OnceLock::new();
+    VARIANTS.get_or_init(|| {
         kernelgen::generate(&variant::repo_root(), &[])
             .unwrap_or_else(|e| panic!("specs do not generate: {e}"))
-            .plans
+            .variants
     })
 }
 
-pub fn plan(variant: &str) -> &'static Plan {
-    plans()
+pub fn planned(name: &str) -> &'static Variant {
+    variants()
         .iter()
-        .find(|p| p.variant == variant)
-        .unwrap_or_else(|| panic!("no variant {variant}"))
+        .find(|v| v.plan.variant == name)
+        .unwrap_or_else(|| panic!("no variant {name}"))
+}
+
+/// The dims, shapes and ABI of variant `name`.
+pub fn plan(name: &str) -> &'static Plan {
+    &planned(name).plan
+}
+
+/// The bytes of `mem` the plan gives `kernel` of variant `name`: the sizes its `InitBuffer`
+/// calls receive, each rounded up to the memory's alignment. (Kernels of stages not yet
+/// on knobs: the stage's rows.)
+pub fn budget(name: &str, kernel: &str, mem: Mem) -> usize {
+    let v = planned(name);
+    let k = v
+        .kernels
+        .kernels
+        .iter()
+        .find(|k| k.name == kernel)
+        .unwrap_or_else(|| panic!("{name} plans no kernel {kernel}"));
+    if k.buffers.is_empty() {
+        let stage = v
+            .kernels
+            .steps
+            .iter()
+            .find_map(|s| match s {
+                abi::plan::Step::Launch(l) if l.kernel == kernel => Some(l.stage),
+                _ => None,
+            })
+            .expect("a planned kernel is launched");
+        return v
+            .stage(stage)
+            .expect("its stage")
+            .bytes_in(mem, v.plan.chip);
+    }
+    kernelgen::budget::bytes_in(&k.buffers, mem, v.plan.chip)
 }
 
 /// The generated host plan of `name`: what the runtime executes.
@@ -49,8 +85,8 @@ pub fn layer_spec(p: &Plan) -> golden::LayerSpec {
 /// The runtime of `stages` of `variant` on the sim (from `generated/`, which must be
 /// fresh), prepared once per test binary: tests running in parallel share it instead of
 /// compiling the same kernels at the same time.
-pub fn stages(variant: &str, stages: &[StageKind]) -> &'static Runtime {
-    type Prepared = Vec<(String, Vec<StageKind>, &'static Runtime)>;
+pub fn stages(variant: &str, stages: &[&'static str]) -> &'static Runtime {
+    type Prepared = Vec<(String, Vec<&'static str>, &'static Runtime)>;
     static PREPARED: Mutex<Prepared> = Mutex::new(Vec::new());
     let mut prepared = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some((.., rt)) = prepared
@@ -59,12 +95,11 @@ pub fn stages(variant: &str, stages: &[StageKind]) -> &'static Runtime {
     {
         return rt;
     }
-    let names: Vec<&str> = stages.iter().map(|s| s.name()).collect();
     let rt = Runtime::prepare_stages(
         host(variant),
         &Sim::default(),
         &KernelSources::in_repo(&variant::repo_root()),
-        &names,
+        stages,
         RuntimeOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
