@@ -7,11 +7,10 @@ use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::kind::{Data, Kind, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, row};
+use crate::budget::row;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct CacheInsert;
@@ -42,19 +41,6 @@ impl Kind for CacheInsert {
 
     fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
         c.tokens(t.tokens);
-    }
-
-    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        // cache_insert.h: t kv rows staged per DMA; the slots are scalar GM reads.
-        let hd = p.model.head_dim;
-        vec![row(
-            "kv_rows",
-            Ub,
-            DType::Bf16,
-            t.tokens.value * hd,
-            2,
-            Some(hd),
-        )]
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
@@ -88,7 +74,8 @@ impl Kind for CacheInsert {
                 ("TOKENS", Value::U32(tokens as u32)),
             ],
             args: vec!["kv", "slots", "kv_cache"],
-            buffers: Vec::new(),
+            // `tokens` kv rows staged per DMA; the slots are scalar GM reads.
+            buffers: vec![row("kv_rows", Ub, DType::Bf16, tokens * hd, 2, Some(hd))],
         };
         let blocks = p.chip.aiv_cores.min(p.shape.local_t);
         b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);

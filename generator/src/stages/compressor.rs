@@ -16,12 +16,12 @@ use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, cube, matmul, reduce_tmp, row, split_k};
+use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::{Diagnostics, Loc};
 use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
-use crate::plan::{CompressorPlan, Plan, Pools};
+use crate::plan::{CompressorPlan, Pools};
 use crate::spec::range::{positive, positive_large};
 use crate::spec::{Int, PadPolicy, Sp};
 
@@ -109,53 +109,6 @@ impl Kind for Compressor {
             c.divides(t.channels, "channels", hd, "head_dim");
         }
         c.fits(t.k, "k", c.plan.model.hidden, "hidden");
-    }
-
-    fn buffers(s: &Params, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        use Mem::Ub;
-        let md = &p.model;
-        let Some(c) = &p.compressor else {
-            return Vec::new();
-        };
-        let (t, ch) = (s.tiling.tokens.value, s.tiling.channels.value);
-        let (m, n, k) = (s.tiling.m.value, s.tiling.n.value, s.tiling.k.value);
-        if c.overlap {
-            // The ratio-4 compressor has no kernels yet: the starting model.
-            let mut v = cube(m, n, k, Bf16, F32);
-            v.extend(vector(c, t, ch, md.half_rope));
-            return v;
-        }
-        // The projections run the shared matmul (and its split-K launches).
-        let mut v = matmul(m, n, k, p.chip);
-        v.extend(split_k());
-        // compressor.h: a request's t token rows of kvp, score and APE (the commit); a
-        // pooling tile of `ratio` rows × ch channels of kv, score and the APE of rows
-        // this step writes, its column-max tree; the pooled row and its RMSNorm / RoPE
-        // scratch.
-        let (hd, rd, half) = (c.head_dim, md.rope_dim, md.half_rope);
-        let tile = c.ratio * ch;
-        v.extend([
-            row("kv_rows", Ub, F32, t * hd, 1, Some(hd)),
-            row("score_rows", Ub, F32, t * hd, 1, Some(hd)),
-            row("ape_rows", Ub, F32, t * hd, 1, Some(hd)),
-            row("pool_kv", Ub, F32, tile, 1, Some(ch)),
-            row("pool_score", Ub, F32, tile, 1, Some(ch)),
-            row("pool_ape", Ub, F32, tile, 1, Some(ch)),
-            row("pool_max", Ub, F32, tile / 2, 1, None),
-            row("pooled", Ub, F32, hd, 1, None),
-            row("squares", Ub, F32, hd, 1, None),
-            row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
-            row("norm_w", Ub, F32, hd, 1, None),
-            row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
-            row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
-            row("scalars", Ub, F32, 16, 1, None),
-            row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)),
-            row("rope_offsets", Ub, I32, 3 * rd, 1, None),
-            row("rope_tables", Ub, F32, 2 * rd, 1, None),
-            row("rope_swap", Ub, F32, rd, 1, None),
-        ]);
-        v
     }
 
     fn plan(s: &Params, b: &mut Builder) {
@@ -278,7 +231,7 @@ impl Kind for Compressor {
                 "state",
                 "cmp_kv",
             ],
-            buffers: Vec::new(),
+            buffers: pool_buffers(hd, c.ratio, channels, rd),
         };
         let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
         b.launch(
@@ -308,7 +261,7 @@ impl Kind for Compressor {
             cores: Cores::Aiv,
             params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
             args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
-            buffers: Vec::new(),
+            buffers: commit_buffers(seq, hd),
         };
         b.launch(
             commit,
@@ -323,6 +276,47 @@ impl Kind for Compressor {
             ],
         );
     }
+}
+
+/// Compressor's UB (`dsv4/compressor.h`): a pooling tile of `ratio` rows × `channels` of
+/// kv, score and the APE of rows this step writes, its column-max tree; the pooled row and
+/// its RMSNorm scratch (squares, ReduceSum's), norm_w widened and as read, the bf16 row
+/// out, inv beside a block of ones; the rope's cos | sin | −sin, gather offsets,
+/// interleaved tables and swapped row.
+fn pool_buffers(hd: usize, ratio: usize, channels: usize, rd: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (tile, half) = (ratio * channels, rd / 2);
+    // ReduceSum's scratch for a row: one f32 per 64-lane repeat, in whole blocks.
+    let reduce_sum_tmp = hd.div_ceil(64).next_multiple_of(8);
+    vec![
+        row("pool_kv", Ub, F32, tile, 1, Some(channels)),
+        row("pool_score", Ub, F32, tile, 1, Some(channels)),
+        row("pool_ape", Ub, F32, tile, 1, Some(channels)),
+        row("pool_max", Ub, F32, tile / 2, 1, None),
+        row("pooled", Ub, F32, hd, 1, None),
+        row("squares", Ub, F32, hd, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_sum_tmp, 1, None),
+        row("norm_w", Ub, F32, hd, 1, None),
+        row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
+        row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
+        row("scalars", Ub, F32, 16, 1, None),
+        row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)),
+        row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+        row("rope_tables", Ub, F32, 2 * rd, 1, None),
+        row("rope_swap", Ub, F32, rd, 1, None),
+    ]
+}
+
+/// CompressorCommit's UB: a request's `seq` token rows of kvp, score and APE.
+fn commit_buffers(seq: usize, hd: usize) -> Vec<Buffer> {
+    use DType::F32;
+    use Mem::Ub;
+    vec![
+        row("kv_rows", Ub, F32, seq * hd, 1, Some(hd)),
+        row("score_rows", Ub, F32, seq * hd, 1, Some(hd)),
+        row("ape_rows", Ub, F32, seq * hd, 1, Some(hd)),
+    ]
 }
 
 /// A compressor `head_dim` wide whose rows land in a cache of `cache_blocks` pages.
@@ -357,7 +351,8 @@ pub fn cache_compressor(
     }
 }
 
-/// Vector side of a compressor: state-row writes per token tile, then pooling of
+/// The starting model of a compressor's vector side, for a stage without its kernels (the
+/// indexer's inner compressor): state-row writes per token tile, then pooling of
 /// `pool_entries` state rows in `channels`-wide slices, normalise, rotate, write.
 pub fn vector(c: &CompressorPlan, tokens: usize, channels: usize, half_rope: usize) -> Vec<Buffer> {
     use DType::*;

@@ -9,7 +9,6 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct HcPost;
@@ -43,27 +42,6 @@ impl Kind for HcPost {
         c.divides(t.cols, "cols", c.plan.model.hidden, "hidden");
     }
 
-    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        // hc_post.h: an item of t tokens x c columns; post and comb by DataCopyPad.
-        let (t, c, hc) = (t.tokens.value, t.cols.value, p.model.hc_mult);
-        vec![
-            row("attn_out", Ub, Bf16, t * c, 2, Some(c)),
-            row("x_hc", Ub, F32, t * hc * c, 2, Some(c)),
-            row("x_out", Ub, F32, t * hc * c, 2, Some(c)),
-            row("attn_f32", Ub, F32, t * c, 1, None),
-            row("product", Ub, F32, c, 1, None),
-            row(
-                "weights",
-                Ub,
-                F32,
-                (t * hc).next_multiple_of(8) + (t * hc * hc).next_multiple_of(8),
-                1,
-                None,
-            ),
-        ]
-    }
-
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
         let p = b.plan;
         let (hidden, hc) = (p.model.hidden, p.model.hc_mult);
@@ -93,7 +71,7 @@ impl Kind for HcPost {
                 ("COLS", Value::U32(cols as u32)),
             ],
             args: vec!["attn_out", "x_hc", "post", "comb", "x_out"],
-            buffers: Vec::new(),
+            buffers: buffers(tokens, cols, hc),
         };
         let items = p.shape.local_t / tokens * (hidden / cols);
         b.launch(
@@ -102,4 +80,27 @@ impl Kind for HcPost {
             &["attn_out", "x_hc", "post", "comb", "x_out"],
         );
     }
+}
+
+/// hc_post.h's UB: an item of `tokens` tokens × `cols` columns (attn_out, the x_hc rows and
+/// the x_out rows, double buffered), attn_out widened, a product row, and the group's post
+/// and comb (moved with DataCopyPad), each starting on a block.
+fn buffers(tokens: usize, cols: usize, hc: usize) -> Vec<Buffer> {
+    use DType::*;
+    let (t, c) = (tokens, cols);
+    vec![
+        row("attn_out", Ub, Bf16, t * c, 2, Some(c)),
+        row("x_hc", Ub, F32, t * hc * c, 2, Some(c)),
+        row("x_out", Ub, F32, t * hc * c, 2, Some(c)),
+        row("attn_f32", Ub, F32, t * c, 1, None),
+        row("product", Ub, F32, c, 1, None),
+        row(
+            "weights",
+            Ub,
+            F32,
+            (t * hc).next_multiple_of(8) + (t * hc * hc).next_multiple_of(8),
+            1,
+            None,
+        ),
+    ]
 }

@@ -14,7 +14,7 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
-use crate::plan::{ModelDims, Plan};
+use crate::plan::ModelDims;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct HcPre;
@@ -59,46 +59,6 @@ impl Kind for HcPre {
         // The gates run with one f32 lane per token in a 32-byte block.
         c.equals(t.tokens, "tokens", GROUP);
         c.divides(t.cols, "cols", hidden, "hidden");
-    }
-
-    fn buffers(t: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        use Mem::*;
-        let md = &p.model;
-        let (m, k, t, c) = (t.m.value, t.k.value, t.tokens.value, t.cols.value);
-        let (hc, mix) = (md.hc_mult, md.mix_hc);
-        let mix_pad = mix.next_multiple_of(16);
-        let split = split(md.hc_dim, k, p.chip.aic_cores);
-        let span = split.chunks_per_block * k;
-        let (rows, out) = (1 + mix, t * (hc + hc * hc));
-        // A token's partials row: per projection block, m dot products and the logits.
-        let row_len = split.blocks * (m + mix);
-        vec![
-            // hc_pre.h HcPreProjection: the block's fn slice, x tiles, one k chunk in L0.
-            row("fn_l1", L1, F32, mix_pad * span, 1, None),
-            row("x_l1", L1, F32, m * span, 2, None),
-            row("x_l0a", L0a, F32, m * k, 2, None),
-            row("x_fn_l0b", L0b, F32, (m + mix_pad) * k, 2, None),
-            row("logits_l0c", L0c, F32, m * mix_pad, 1, None),
-            row("squares_l0c", L0c, F32, m * m, 1, None),
-            // HcPreMix: a group of t tokens (its partials rows), the entry-major table,
-            // gather offsets (u32, sized as i32), one mix chunk per token.
-            row("partials", Ub, F32, t * row_len, 1, Some(t * row_len)),
-            row("x_in", Ub, F32, hc * c, 2, Some(c)),
-            row("x_mixed", Ub, Bf16, c, 2, Some(c)),
-            row("gates_out", Ub, F32, out, 1, Some(t * hc)),
-            row("table", Ub, F32, rows * t, 1, None),
-            row("gathered", Ub, F32, rows * t, 1, None),
-            row("in_offsets", Ub, I32, rows * t, 1, None),
-            row("diag_offsets", Ub, I32, t, 1, None),
-            row("out_offsets", Ub, I32, out, 1, None),
-            row("base_rows", Ub, F32, mix * t, 1, None),
-            // hc_attn_scale and hc_attn_base, moved with DataCopyPad.
-            row("weights", Ub, F32, 8 + mix.next_multiple_of(8), 1, None),
-            row("ones", Ub, F32, 2 * hc * t, 1, None),
-            row("pairs", Ub, F32, 2 * hc * t, 1, None),
-            row("sums", Ub, F32, hc * t, 1, None),
-        ]
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
@@ -190,7 +150,7 @@ fn projection(md: &ModelDims, m: usize, k: usize, split: Split) -> Kernel {
             ("PARTS", u32(parts)),
         ],
         args: vec!["x_hc", "hc_attn_fn", "hc_partials"],
-        buffers: Vec::new(),
+        buffers: projection_buffers(md, m, k, split),
     }
 }
 
@@ -224,6 +184,53 @@ fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
             "post",
             "comb",
         ],
-        buffers: Vec::new(),
+        buffers: mix_buffers(md, m, parts, cols),
     }
+}
+
+/// HcPreProjection's L1 and L0: the block's fn slice (its logits padded to whole
+/// 16-column fractals), x tiles of `m` tokens over the block's span, one k chunk of x in
+/// L0A, x^T and fn^T of a chunk sharing an L0B slot, the logits and squares in L0C.
+fn projection_buffers(md: &ModelDims, m: usize, k: usize, split: Split) -> Vec<Buffer> {
+    use DType::F32;
+    use Mem::*;
+    let mix_pad = md.mix_hc.next_multiple_of(16);
+    let span = split.chunks_per_block * k;
+    vec![
+        row("fn_l1", L1, F32, mix_pad * span, 1, None),
+        row("x_l1", L1, F32, m * span, 2, None),
+        row("x_l0a", L0a, F32, m * k, 2, None),
+        row("x_fn_l0b", L0b, F32, (m + mix_pad) * k, 2, None),
+        row("logits_l0c", L0c, F32, m * mix_pad, 1, None),
+        row("squares_l0c", L0c, F32, m * m, 1, None),
+    ]
+}
+
+/// HcPreMix's UB: a group's partials rows (per projection block, `m` dot products and
+/// the logits), the x_hc rows of a `cols` chunk and its mixed bf16 row, post and comb
+/// out, the entry-major table and a gathered part, gather offsets (u32, sized as i32),
+/// the base rows, hc_attn_scale and hc_attn_base (moved with DataCopyPad), ones, and
+/// Sinkhorn's pair and sum rows.
+fn mix_buffers(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (t, hc, mix) = (GROUP, md.hc_mult, md.mix_hc);
+    let (rows, out) = (1 + mix, t * (hc + hc * hc));
+    let row_len = parts * (m + mix);
+    vec![
+        row("partials", Ub, F32, t * row_len, 1, Some(t * row_len)),
+        row("x_in", Ub, F32, hc * cols, 2, Some(cols)),
+        row("x_mixed", Ub, Bf16, cols, 2, Some(cols)),
+        row("gates_out", Ub, F32, out, 1, Some(t * hc)),
+        row("table", Ub, F32, rows * t, 1, None),
+        row("gathered", Ub, F32, rows * t, 1, None),
+        row("in_offsets", Ub, I32, rows * t, 1, None),
+        row("diag_offsets", Ub, I32, t, 1, None),
+        row("out_offsets", Ub, I32, out, 1, None),
+        row("base_rows", Ub, F32, mix * t, 1, None),
+        row("weights", Ub, F32, t + mix.next_multiple_of(t), 1, None),
+        row("ones", Ub, F32, 2 * hc * t, 1, None),
+        row("pairs", Ub, F32, 2 * hc * t, 1, None),
+        row("sums", Ub, F32, hc * t, 1, None),
+    ]
 }

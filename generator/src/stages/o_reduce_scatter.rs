@@ -12,7 +12,6 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Step, Value};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct OReduceScatter;
@@ -45,17 +44,6 @@ impl Kind for OReduceScatter {
     fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
         c.tokens(t.rows);
         c.divides(t.cols, "cols", c.plan.model.hidden, "hidden");
-    }
-
-    fn buffers(t: &Tiling<Tile>, _: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        // rank_sum.h: a rows × cols tile of each source rank, double buffered.
-        let (r, c) = (t.rows.value, t.cols.value);
-        vec![
-            row("rows_in", Ub, F32, r * c, 2, Some(c)),
-            row("acc", Ub, F32, r * c, 1, None),
-            row("rows_out", Ub, Bf16, r * c, 2, Some(c)),
-        ]
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
@@ -101,6 +89,18 @@ fn rank_sum(tp: usize, n: usize, tile_rows: usize, tile_n: usize) -> Kernel {
             ("TILE_N", Value::U32(tile_n as u32)),
         ],
         args: vec!["window", "out"],
-        buffers: Vec::new(),
+        buffers: buffers(tile_rows, tile_n),
     }
+}
+
+/// rank_sum.h's UB: a `rows` × `cols` tile of each source rank in (double buffered), the
+/// bf16 sum out (double buffered), and the f32 sum.
+fn buffers(rows: usize, cols: usize) -> Vec<Buffer> {
+    use DType::*;
+    let tile = rows * cols;
+    vec![
+        row("rows_in", Ub, F32, tile, 2, Some(cols)),
+        row("rows_out", Ub, Bf16, tile, 2, Some(cols)),
+        row("acc", Ub, F32, tile, 1, None),
+    ]
 }

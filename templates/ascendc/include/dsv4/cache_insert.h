@@ -11,10 +11,12 @@
 
 namespace dsv4 {
 
-// P: HEAD_DIM (row width), BLOCK_SIZE (pool rows per page), TOKENS (rows per DMA tile).
+// P: HEAD_DIM (row width), BLOCK_SIZE (pool rows per page), TOKENS (rows per DMA tile), and
+// the UB size the plan decided (KV_ROWS_BYTES, at least what its use below needs).
 template <class P>
 class CacheInsert {
     static_assert(P::HEAD_DIM * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "kv rows are whole 32-byte blocks");
+    static_assert(P::KV_ROWS_BYTES >= P::TOKENS * P::HEAD_DIM * sizeof(bfloat16_t), "kv_rows holds a tile of rows");
 
 public:
     __aicore__ inline static void Run(GM_ADDR kv, GM_ADDR slots, GM_ADDR kvCache, GM_ADDR workspace, GM_ADDR tiling)
@@ -37,7 +39,7 @@ public:
         AscendC::TPipe pipe;
         // GM -> UB -> GM with no vector work: one queue bound from VECIN to VECOUT.
         AscendC::TQueBind<AscendC::TPosition::VECIN, AscendC::TPosition::VECOUT, 1> staged;
-        pipe.InitBuffer(staged, 2, P::TOKENS * P::HEAD_DIM * sizeof(bfloat16_t));
+        pipe.InitBuffer(staged, 2, P::KV_ROWS_BYTES);
         for (uint32_t t0 = share.begin; t0 < share.end; t0 += P::TOKENS) {
             const uint32_t n = Min(P::TOKENS, share.end - t0);
             AscendC::LocalTensor<bfloat16_t> rows = staged.AllocTensor<bfloat16_t>();

@@ -26,7 +26,8 @@ namespace dsv4 {
 
 // P: HD (pooled width), RATIO, SEQ (tokens per request), STATE_BS (rows per state page),
 // TABLE_W (state block-table width), CH (channels per pooling tile), RD (rope dims),
-// EPS, INV_HD.
+// EPS, INV_HD, and the UB sizes the plan decided (`*_BYTES`, each at least what its use
+// below needs).
 template <class P>
 class Compressor {
     static constexpr uint32_t HD = P::HD;
@@ -47,6 +48,21 @@ class Compressor {
     static_assert(CH % LANES == 0 && CH <= 64 && HD % CH == 0, "tiles of whole blocks, one repeat wide");
     static_assert(HALF % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
     static_assert(HD % 16 == 0, "bf16 output rows in whole blocks");
+    static_assert(P::POOL_KV_BYTES >= TILE * sizeof(float) && P::POOL_SCORE_BYTES >= TILE * sizeof(float) &&
+                      P::POOL_APE_BYTES >= TILE * sizeof(float),
+                  "a pooling tile of kv, score and APE");
+    static_assert(P::POOL_MAX_BYTES >= TILE / 2 * sizeof(float), "the column-max tree's first level");
+    static_assert(P::POOLED_BYTES >= HD * sizeof(float) && P::SQUARES_BYTES >= HD * sizeof(float),
+                  "the pooled row and its squares");
+    static_assert(P::REDUCE_TMP_BYTES >= AlignUp(CeilDiv(HD, 64), LANES) * sizeof(float), "ReduceSum scratch of a row");
+    static_assert(P::NORM_W_BYTES >= HD * sizeof(float) && P::NORM_W_IN_BYTES >= HD * sizeof(bfloat16_t),
+                  "norm_w widened, and as read");
+    static_assert(P::CMP_OUT_BYTES >= HD * sizeof(bfloat16_t), "the bf16 row out");
+    static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
+    static_assert(P::CMP_TRIG_BYTES >= 3 * HALF * sizeof(float), "cos | sin | -sin");
+    static_assert(P::ROPE_OFFSETS_BYTES >= 3 * RD * sizeof(uint32_t), "the rotation's gather offsets");
+    static_assert(P::ROPE_TABLES_BYTES >= 2 * RD * sizeof(float) && P::ROPE_SWAP_BYTES >= RD * sizeof(float),
+                  "the rotation's tables and swapped row");
 
 public:
     __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos,
@@ -83,21 +99,21 @@ private:
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stateTable));
         state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
         cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
-        pipe_.InitBuffer(poolKv_, TILE * sizeof(float));
-        pipe_.InitBuffer(poolScore_, TILE * sizeof(float));
-        pipe_.InitBuffer(poolApe_, TILE * sizeof(float));
-        pipe_.InitBuffer(colMax_, TILE / 2 * sizeof(float));
-        pipe_.InitBuffer(pooled_, HD * sizeof(float));
-        pipe_.InitBuffer(work_, HD * sizeof(float));
-        pipe_.InitBuffer(reduceTmp_, AlignUp(CeilDiv(HD, 64), LANES) * sizeof(float));
-        pipe_.InitBuffer(normW_, HD * sizeof(float));
-        pipe_.InitBuffer(normWIn_, HD * sizeof(bfloat16_t));
-        pipe_.InitBuffer(out_, HD * sizeof(bfloat16_t));
-        pipe_.InitBuffer(scalar_, 2 * LANES * sizeof(float));
-        pipe_.InitBuffer(trig_, 3 * HALF * sizeof(float));
-        pipe_.InitBuffer(offsets_, 3 * RD * sizeof(uint32_t));
-        pipe_.InitBuffer(tables_, 2 * RD * sizeof(float));
-        pipe_.InitBuffer(swap_, RD * sizeof(float));
+        pipe_.InitBuffer(poolKv_, P::POOL_KV_BYTES);
+        pipe_.InitBuffer(poolScore_, P::POOL_SCORE_BYTES);
+        pipe_.InitBuffer(poolApe_, P::POOL_APE_BYTES);
+        pipe_.InitBuffer(colMax_, P::POOL_MAX_BYTES);
+        pipe_.InitBuffer(pooled_, P::POOLED_BYTES);
+        pipe_.InitBuffer(work_, P::SQUARES_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe_.InitBuffer(normW_, P::NORM_W_BYTES);
+        pipe_.InitBuffer(normWIn_, P::NORM_W_IN_BYTES);
+        pipe_.InitBuffer(out_, P::CMP_OUT_BYTES);
+        pipe_.InitBuffer(scalar_, P::SCALARS_BYTES);
+        pipe_.InitBuffer(trig_, P::CMP_TRIG_BYTES);
+        pipe_.InitBuffer(offsets_, P::ROPE_OFFSETS_BYTES);
+        pipe_.InitBuffer(tables_, P::ROPE_TABLES_BYTES);
+        pipe_.InitBuffer(swap_, P::ROPE_SWAP_BYTES);
 
         // norm_w widened once.
         AscendC::GlobalTensor<bfloat16_t> w;
@@ -265,12 +281,16 @@ private:
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
 
-// P: HD, RATIO, SEQ (as Compressor).
+// P: HD, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each at
+// least what its use below needs).
 template <class P>
 class CompressorCommit {
     static constexpr uint32_t HD = P::HD;
     static constexpr uint32_t SEQ = P::SEQ;
     static constexpr uint32_t WIDTH = 2 * HD;  // a state row: kv then score
+    static_assert(P::KV_ROWS_BYTES >= SEQ * HD * sizeof(float) && P::SCORE_ROWS_BYTES >= SEQ * HD * sizeof(float) &&
+                      P::APE_ROWS_BYTES >= SEQ * HD * sizeof(float),
+                  "a request's rows of kvp, score and APE");
 
 public:
     __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions,
@@ -299,9 +319,9 @@ private:
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         stateSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(stateSlots));
         state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
-        pipe_.InitBuffer(kvRows_, SEQ * HD * sizeof(float));
-        pipe_.InitBuffer(scoreRows_, SEQ * HD * sizeof(float));
-        pipe_.InitBuffer(apeRows_, SEQ * HD * sizeof(float));
+        pipe_.InitBuffer(kvRows_, P::KV_ROWS_BYTES);
+        pipe_.InitBuffer(scoreRows_, P::SCORE_ROWS_BYTES);
+        pipe_.InitBuffer(apeRows_, P::APE_ROWS_BYTES);
     }
 
     // The state rows of the request's SEQ tokens from token tok0.

@@ -12,7 +12,8 @@
 
 namespace dsv4 {
 
-// P: HC (streams), HIDDEN, TOKENS (rows per item), COLS (columns per item).
+// P: HC (streams), HIDDEN, TOKENS (rows per item), COLS (columns per item), and the UB sizes
+// the plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class HcPost {
     static constexpr uint32_t HC = P::HC;
@@ -25,6 +26,12 @@ class HcPost {
     // post and comb of one token group, each region starting on a block.
     static constexpr uint32_t POST_LEN = AlignUp(T * HC, BLOCK_BYTES / sizeof(float));
     static constexpr uint32_t COMB_LEN = AlignUp(T * HC * HC, BLOCK_BYTES / sizeof(float));
+    static_assert(P::ATTN_OUT_BYTES >= T * COLS * sizeof(bfloat16_t), "attn_out holds an item's rows");
+    static_assert(P::X_HC_BYTES >= T * HC * COLS * sizeof(float) && P::X_OUT_BYTES >= T * HC * COLS * sizeof(float),
+                  "x_hc and x_out hold an item's stream rows");
+    static_assert(P::ATTN_F32_BYTES >= T * COLS * sizeof(float), "attn_out widened to f32");
+    static_assert(P::PRODUCT_BYTES >= COLS * sizeof(float), "a product row");
+    static_assert(P::WEIGHTS_BYTES >= (POST_LEN + COMB_LEN) * sizeof(float), "post, then comb from a block");
 
 public:
     __aicore__ inline static void Run(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut,
@@ -56,12 +63,12 @@ private:
         post_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(post));
         comb_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(comb));
         xOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xOut));
-        pipe_.InitBuffer(attnQ_, 2, T * COLS * sizeof(bfloat16_t));
-        pipe_.InitBuffer(xQ_, 2, T * HC * COLS * sizeof(float));
-        pipe_.InitBuffer(yQ_, 2, T * HC * COLS * sizeof(float));
-        pipe_.InitBuffer(attnF_, T * COLS * sizeof(float));
-        pipe_.InitBuffer(prod_, COLS * sizeof(float));
-        pipe_.InitBuffer(weights_, (POST_LEN + COMB_LEN) * sizeof(float));
+        pipe_.InitBuffer(attnQ_, 2, P::ATTN_OUT_BYTES);
+        pipe_.InitBuffer(xQ_, 2, P::X_HC_BYTES);
+        pipe_.InitBuffer(yQ_, 2, P::X_OUT_BYTES);
+        pipe_.InitBuffer(attnF_, P::ATTN_F32_BYTES);
+        pipe_.InitBuffer(prod_, P::PRODUCT_BYTES);
+        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
     }
 
     // post [T, HC] and comb [T, HC*HC] of the group at token t0, read as per-token scalars.

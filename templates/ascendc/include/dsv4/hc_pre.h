@@ -39,7 +39,8 @@ struct HcPreShape {
 };
 
 // P: HC, HIDDEN, M_TILE (tokens per cube tile), K_CHUNK (k per Mmad), SPAN_CHUNKS (K_CHUNKs
-// per block), PARTS (launched blocks = parts of a partials row).
+// per block), PARTS (launched blocks = parts of a partials row), and the L1/L0 sizes the plan
+// decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class HcPreProjection {
     using S = HcPreShape<P>;
@@ -53,6 +54,13 @@ class HcPreProjection {
     static_assert(S::K % P::K_CHUNK == 0 && P::K_CHUNK % 16 == 0, "K_CHUNK is whole fractals and divides K");
     static_assert(S::K <= 0xffff, "ND2NZ addresses source rows with 16 bits");
     static_assert(KF * (P::M_TILE / 16) <= 255 && KF * MIX_F <= 255, "one LoadData per operand and chunk");
+    static_assert(P::FN_L1_BYTES >= MIX_PAD * SPAN * sizeof(float), "fn_l1 holds the block's fn slice");
+    static_assert(P::X_L1_BYTES >= P::M_TILE * SPAN * sizeof(float), "x_l1 holds a tile over the block's span");
+    static_assert(P::X_L0A_BYTES >= P::M_TILE * P::K_CHUNK * sizeof(float), "x_l0a holds a chunk of the tile");
+    static_assert(P::X_FN_L0B_BYTES >= (P::M_TILE + MIX_PAD) * P::K_CHUNK * sizeof(float),
+                  "x_fn_l0b holds x^T then fn^T of a chunk");
+    static_assert(P::LOGITS_L0C_BYTES >= P::M_TILE * MIX_PAD * sizeof(float), "logits of a tile");
+    static_assert(P::SQUARES_L0C_BYTES >= P::M_TILE * P::M_TILE * sizeof(float), "dot products of a tile");
 
 public:
     __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, GM_ADDR workspace, GM_ADDR tiling)
@@ -80,14 +88,14 @@ private:
         partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
         AscendC::GlobalTensor<float> w;
         w.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(fn));
-        pipe_.InitBuffer(fnL1_, MIX_PAD * SPAN * sizeof(float));
-        pipe_.InitBuffer(xL1_, 2, P::M_TILE * SPAN * sizeof(float));
-        pipe_.InitBuffer(a_, 2, P::M_TILE * P::K_CHUNK * sizeof(float));
+        pipe_.InitBuffer(fnL1_, P::FN_L1_BYTES);
+        pipe_.InitBuffer(xL1_, 2, P::X_L1_BYTES);
+        pipe_.InitBuffer(a_, 2, P::X_L0A_BYTES);
         // x^T and fn^T of a chunk share a slot: every freed L0 slot holds an M_MTE1 event id
         // until it is taken again, and an AIC's TPipe holds three of the eight.
-        pipe_.InitBuffer(b_, 2, (P::M_TILE + MIX_PAD) * P::K_CHUNK * sizeof(float));
-        pipe_.InitBuffer(logits_, 1, P::M_TILE * MIX_PAD * sizeof(float));
-        pipe_.InitBuffer(squares_, 1, P::M_TILE * P::M_TILE * sizeof(float));
+        pipe_.InitBuffer(b_, 2, P::X_FN_L0B_BYTES);
+        pipe_.InitBuffer(logits_, 1, P::LOGITS_L0C_BYTES);
+        pipe_.InitBuffer(squares_, 1, P::SQUARES_L0C_BYTES);
         // fn [MIX, K] rows are B^T: in NZ they already have L0B's (k, n) fractal order.
         AscendC::DataCopy(fnL1_.Get<float>(), w[k0], AscendC::Nd2NzParams(1, S::MIX, span, 0, S::K, MIX_PAD, 1, 0));
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
@@ -154,7 +162,8 @@ private:
 };
 
 // P: HC, HIDDEN, M_TILE, PARTS (as the projection), COLS (mix chunk), ITERS (Sinkhorn
-// iterations), RMS_EPS, HC_EPS.
+// iterations), RMS_EPS, HC_EPS, and the UB sizes the plan decided (`*_BYTES`, each at least
+// what its use below needs).
 template <class P>
 class HcPreMix {
     using S = HcPreShape<P>;
@@ -177,6 +186,20 @@ class HcPreMix {
     static_assert(S::MIX % G == 0, "the logits are whole repeats");
     static_assert(P::M_TILE % G == 0, "a token group lies in one projection tile");
     static_assert(D % COLS == 0 && COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "COLS divides HIDDEN in blocks");
+    static_assert(P::PARTIALS_BYTES >= G * S::ROW * sizeof(float), "partials holds a group's partials rows");
+    static_assert(P::X_IN_BYTES >= HC * COLS * sizeof(float), "x_in holds a chunk of every stream");
+    static_assert(P::X_MIXED_BYTES >= COLS * sizeof(bfloat16_t), "x_mixed holds a mixed chunk");
+    static_assert(P::GATES_OUT_BYTES >= OUT * sizeof(float), "gates_out holds a group's post and comb");
+    static_assert(P::TABLE_BYTES >= ROWS * G * sizeof(float) && P::GATHERED_BYTES >= ROWS * G * sizeof(float),
+                  "the table and a gathered part");
+    static_assert(P::IN_OFFSETS_BYTES >= ROWS * G * sizeof(uint32_t) && P::DIAG_OFFSETS_BYTES >= G * sizeof(uint32_t) &&
+                      P::OUT_OFFSETS_BYTES >= OUT * sizeof(uint32_t),
+                  "gather offsets in and out");
+    static_assert(P::BASE_ROWS_BYTES >= S::MIX * G * sizeof(float), "hc_attn_base over the token lanes");
+    static_assert(P::WEIGHTS_BYTES >= (G + AlignUp(S::MIX, G)) * sizeof(float), "hc_attn_scale, then hc_attn_base");
+    static_assert(P::ONES_BYTES >= 2 * HC * G * sizeof(float) && P::PAIRS_BYTES >= 2 * HC * G * sizeof(float) &&
+                      P::SUMS_BYTES >= HC * G * sizeof(float),
+                  "ones and Sinkhorn's pairs and sums");
 
 public:
     __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR scale, GM_ADDR base, GM_ADDR partials, GM_ADDR xMixed,
@@ -213,20 +236,20 @@ private:
         scaleG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale));
         baseG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(base));
 
-        pipe_.InitBuffer(partsQ_, 1, G * S::ROW * sizeof(float));
-        pipe_.InitBuffer(xQ_, 2, HC * COLS * sizeof(float));
-        pipe_.InitBuffer(yQ_, 2, COLS * sizeof(bfloat16_t));
-        pipe_.InitBuffer(outQ_, 1, OUT * sizeof(float));
-        pipe_.InitBuffer(table_, ROWS * G * sizeof(float));
-        pipe_.InitBuffer(gathered_, ROWS * G * sizeof(float));
-        pipe_.InitBuffer(inOffsets_, ROWS * G * sizeof(uint32_t));
-        pipe_.InitBuffer(diagOffsets_, G * sizeof(uint32_t));
-        pipe_.InitBuffer(outOffsets_, OUT * sizeof(uint32_t));
-        pipe_.InitBuffer(baseRows_, S::MIX * G * sizeof(float));
-        pipe_.InitBuffer(weights_, (G + AlignUp(S::MIX, G)) * sizeof(float));
-        pipe_.InitBuffer(ones_, 2 * HC * G * sizeof(float));
-        pipe_.InitBuffer(pairs_, 2 * HC * G * sizeof(float));
-        pipe_.InitBuffer(sums_, HC * G * sizeof(float));
+        pipe_.InitBuffer(partsQ_, 1, P::PARTIALS_BYTES);
+        pipe_.InitBuffer(xQ_, 2, P::X_IN_BYTES);
+        pipe_.InitBuffer(yQ_, 2, P::X_MIXED_BYTES);
+        pipe_.InitBuffer(outQ_, 1, P::GATES_OUT_BYTES);
+        pipe_.InitBuffer(table_, P::TABLE_BYTES);
+        pipe_.InitBuffer(gathered_, P::GATHERED_BYTES);
+        pipe_.InitBuffer(inOffsets_, P::IN_OFFSETS_BYTES);
+        pipe_.InitBuffer(diagOffsets_, P::DIAG_OFFSETS_BYTES);
+        pipe_.InitBuffer(outOffsets_, P::OUT_OFFSETS_BYTES);
+        pipe_.InitBuffer(baseRows_, P::BASE_ROWS_BYTES);
+        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
+        pipe_.InitBuffer(ones_, P::ONES_BYTES);
+        pipe_.InitBuffer(pairs_, P::PAIRS_BYTES);
+        pipe_.InitBuffer(sums_, P::SUMS_BYTES);
 
         // hc_attn_scale [3] and hc_attn_base [MIX]: the scales as scalars, every base value
         // broadcast over the 8 token lanes of its row.

@@ -4,7 +4,8 @@
 //   out[j, n] = bf16(((w[j, n] + w[t + j, n]) + w[2t + j, n]) + …)   for j < t.
 // Rows ≥ t of each source block are neither read nor written.
 //
-// Params: TP, N, TILE_ROWS (a divisor of 8), TILE_N. Work is split over blocks by
+// Params: TP, N, TILE_ROWS (a divisor of 8), TILE_N, and the UB sizes the plan decided
+// (`*_BYTES`, each at least what its use below needs). Work is split over blocks by
 // [TILE_ROWS × TILE_N] output tile; a tile streams its TP source tiles double buffered.
 #pragma once
 
@@ -25,6 +26,9 @@ class RankSum {
     static_assert(8 % TILE_ROWS == 0, "row tiles must divide the runtime row granularity 8");
     static_assert(N % TILE_N == 0, "column tiles must divide N");
     static_assert(TILE_N % 16 == 0, "tile rows are whole 32-byte blocks in bf16 and f32");
+    static_assert(P::ROWS_IN_BYTES >= TILE * sizeof(float), "rows_in holds a source rank's tile");
+    static_assert(P::ROWS_OUT_BYTES >= TILE * sizeof(bfloat16_t), "rows_out holds the bf16 tile");
+    static_assert(P::ACC_BYTES >= TILE * sizeof(float), "acc holds the f32 sum of a tile");
 
 public:
     __aicore__ inline static void Run(GM_ADDR window, GM_ADDR out, GM_ADDR, GM_ADDR tiling)
@@ -40,9 +44,9 @@ private:
         t_ = t;
         windowGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(window), uint64_t(TP) * t * N);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(out), uint64_t(t) * N);
-        pipe_.InitBuffer(inQ_, 2, TILE * sizeof(float));
-        pipe_.InitBuffer(outQ_, 2, TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(acc_, TILE * sizeof(float));
+        pipe_.InitBuffer(inQ_, 2, P::ROWS_IN_BYTES);
+        pipe_.InitBuffer(outQ_, 2, P::ROWS_OUT_BYTES);
+        pipe_.InitBuffer(acc_, P::ACC_BYTES);
     }
 
     __aicore__ inline void Process()
