@@ -4,24 +4,14 @@
 //! `ori_slot_mapping`). A launch of its own, so it completes before attention.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::row;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::spec::{PadPolicy, Sp};
 
 pub struct CacheInsert;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// `tokens` kv rows staged per DMA.
@@ -32,10 +22,10 @@ impl Kind for CacheInsert {
     const NAME: &'static str = "cache_insert";
     const NEEDS: &'static [Data] = &[Data::Kv];
     const PRODUCES: &'static [Data] = &[Data::KvCache];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 

@@ -2,24 +2,14 @@
 //! attention output folded back into the HC streams, f32 in the reference order.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::spec::{PadPolicy, Sp};
 
 pub struct HcPost;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// An item of `tokens` tokens × `cols` columns.
@@ -30,10 +20,10 @@ impl Kind for HcPost {
     const NAME: &'static str = "hc_post";
     const NEEDS: &'static [Data] = &[Data::AttnOut, Data::XMixed];
     const PRODUCES: &'static [Data] = &[Data::XOut];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 

@@ -7,25 +7,15 @@
 //!    and `comb`, and mixes the streams into `x_mixed`.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
 use crate::plan::ModelDims;
-use crate::spec::{PadPolicy, Sp};
 
 pub struct HcPre;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// Cube rows `m` × K chunk `k` for the mixing projection; `tokens` × `cols` for
@@ -42,10 +32,10 @@ impl Kind for HcPre {
     const NAME: &'static str = "hc_pre";
     const NEEDS: &'static [Data] = &[];
     const PRODUCES: &'static [Data] = &[Data::XMixed];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 

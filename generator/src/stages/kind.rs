@@ -11,7 +11,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::kernels::Builder;
 use crate::plan::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Plan, Pools};
 use crate::spec::range::positive;
-use crate::spec::{Int, KvSource};
+use crate::spec::{Int, KvSource, PadPolicy, Sp};
 
 /// A stage kind. One module implements it on a unit struct and lists it in the registry
 /// (`stages/mod.rs`); the spec's stage enum, names, graph checks and dispatch come from
@@ -102,6 +102,15 @@ impl Data {
             Data::XOut => "x_out",
         }
     }
+}
+
+/// The spec entry of a kind whose parameters are its tiling alone.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tiled<T> {
+    pub tiling: Sp<T>,
+    #[serde(default)]
+    pub unaligned_rows: Option<Sp<PadPolicy>>,
 }
 
 /// A tile size as written, with its location.

@@ -5,24 +5,14 @@
 //! have no counterpart (the runtime's steps are barriers).
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::Buffer;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Step};
 use crate::plan::Plan;
-use crate::spec::{PadPolicy, Sp};
 
 pub struct OGroupAllToAll;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// `rows` token rows × `cols` columns per transfer.
@@ -34,10 +24,10 @@ impl Kind for OGroupAllToAll {
     const NEEDS: &'static [Data] = &[Data::Attention];
     const PRODUCES: &'static [Data] = &[Data::Grouped];
     const COLLECTIVE: bool = true;
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 

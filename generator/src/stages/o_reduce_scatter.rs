@@ -5,24 +5,14 @@
 //! reference's name and shape.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Step, Value};
-use crate::spec::{PadPolicy, Sp};
 
 pub struct OReduceScatter;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// `rows` token rows × `cols` columns per tile of the sum.
@@ -34,10 +24,10 @@ impl Kind for OReduceScatter {
     const NEEDS: &'static [Data] = &[Data::OPartial];
     const PRODUCES: &'static [Data] = &[Data::AttnOut];
     const COLLECTIVE: bool = true;
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 

@@ -3,24 +3,14 @@
 //! `tokens` rows.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
-use crate::spec::{PadPolicy, Sp};
 
 pub struct RmsNorm;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// `tokens` whole rows per tile; f32 work in `cols`-wide chunks.
@@ -31,10 +21,10 @@ impl Kind for RmsNorm {
     const NAME: &'static str = "rms_norm";
     const NEEDS: &'static [Data] = &[Data::XMixed];
     const PRODUCES: &'static [Data] = &[Data::XNormed];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 
