@@ -160,114 +160,6 @@ impl Kind for SparseAttention {
         );
     }
 
-    fn buffers(s: &Params, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        let md = &p.model;
-        let t = &s.tiling;
-        let (ht, kv, dk) = (t.heads.value, t.kv_rows.value, t.d.value);
-        let (window, seq) = (p.attention.window, p.shape.decode_seq);
-        let (h, hd, rope) = (md.heads, md.head_dim, md.rope_dim);
-        let union = union_rows(window, seq);
-        let (m_pad, l0_k) = (ht.next_multiple_of(16), dk.max(kv));
-        let lanes = window.next_multiple_of(8);
-        let (tile, rope_tile) = (ht * hd, ht * rope);
-        let chunk = compressed_chunk_rows(
-            hd,
-            ht,
-            union,
-            p.pools.block_size,
-            p.attention.max_compressed_rows,
-            p.chip,
-        );
-        use Mem::*;
-        let mut v = vec![
-            // attention_cube.h, both cube kernels: a request's union rows (K = V) and
-            // the query-side tiles (q rows or probability rows, whichever is wider);
-            // attention_compressed.h a chunk of compressed rows and the same tiles.
-            row("cube_union", L1, Bf16, union.max(chunk) * hd, 1, None),
-            row(
-                "cube_a_tile",
-                L1,
-                Bf16,
-                m_pad * hd.max(union).max(chunk),
-                2,
-                None,
-            ),
-            row("cube_a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
-            row("cube_b_l0", L0b, Bf16, dk * kv, 2, None),
-            row("cube_c_l0", L0c, F32, m_pad * l0_k, 2, None),
-            // The vector kernels' UB rows are each one kernel's own (`only_in`).
-            // attention_softmax.h: a tile of head rows over the union lanes, one
-            // token's index row (DataCopyPad) for the contract check, per-lane
-            // constants and per-head statistics (one 32-byte slot per row result).
-            row("softmax_scores", Ub, F32, ht * union, 2, Some(ht * union))
-                .only_in("attention_softmax"),
-            row("softmax_probs", Ub, Bf16, ht * union, 2, Some(ht * union))
-                .only_in("attention_softmax"),
-            row("softmax_index_row", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
-            row("softmax_union", Ub, I32, union, 1, None).only_in("attention_softmax"),
-            row("softmax_lane_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
-            row("softmax_gather_offsets", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
-            row("softmax_expected", Ub, I32, lanes, 1, None).only_in("attention_softmax"),
-            row("softmax_mismatch", Ub, F32, lanes, 1, None).only_in("attention_softmax"),
-            row("softmax_lane", Ub, F32, union, 1, None).only_in("attention_softmax"),
-            row("softmax_bias", Ub, F32, union, 1, None).only_in("attention_softmax"),
-            row("softmax_clamp", Ub, F32, union, 1, None).only_in("attention_softmax"),
-            row("softmax_reduce_tmp", Ub, F32, union, 1, None).only_in("attention_softmax"),
-            row("softmax_row_stats", Ub, F32, ht * 8, 1, None).only_in("attention_softmax"),
-            row("softmax_sink", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
-            row("softmax_row_max", Ub, F32, h, 1, None).only_in("attention_softmax"),
-            row("softmax_row_sum", Ub, F32, h, 1, None).only_in("attention_softmax"),
-            row("softmax_denom", Ub, F32, h, 1, Some(h)).only_in("attention_softmax"),
-            // attention_finish.h: a tile of head rows in and out (out leaves in runs of
-            // whole heads), the token's denominators and freqs half-rows (DataCopyPad),
-            // the rope gather tables.
-            row("finish_o", Ub, F32, tile, 2, Some(tile)).only_in("attention_finish"),
-            row("finish_out", Ub, Bf16, tile, 2, Some(hd)).only_in("attention_finish"),
-            row("finish_denom", Ub, F32, h, 1, Some(h)).only_in("attention_finish"),
-            row("finish_divisor", Ub, F32, hd, 1, None).only_in("attention_finish"),
-            row("finish_cos_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
-            row("finish_sin_row", Ub, Bf16, rope / 2, 1, None).only_in("attention_finish"),
-            row("finish_trig", Ub, F32, 3 * rope / 2, 1, None).only_in("attention_finish"),
-            row("finish_cos_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_sin_table", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_rope", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_partner", Ub, F32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_rope_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_partner_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_cos_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
-            row("finish_sin_offsets", Ub, I32, rope_tile, 1, None).only_in("attention_finish"),
-        ];
-        if chunk > 0 {
-            // attention_compressed.h. Its AIC allocates the cube rows above (a chunk in
-            // the union's row; same L0 tiles). AIV: 8 heads of one token's scores in and
-            // probabilities out over a chunk's lanes, per-lane constants, the running
-            // statistics of its half of a request's tokens, and one head row of o and of
-            // the chunk's part.
-            let (vh, stats) = (8, seq / 2 * h);
-            v.extend([
-                row("cmp_scores", Ub, F32, vh * chunk, 1, Some(vh * chunk))
-                    .only_in("attention_compressed"),
-                row("cmp_probs", Ub, Bf16, vh * chunk, 1, Some(vh * chunk))
-                    .only_in("attention_compressed"),
-                row("cmp_lane", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
-                row("cmp_bias", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
-                row("cmp_reduce_tmp", Ub, F32, chunk, 1, None).only_in("attention_compressed"),
-                row("cmp_row_stats", Ub, F32, vh * 8, 1, None).only_in("attention_compressed"),
-                row("cmp_run_max", Ub, F32, stats, 1, Some(stats)).only_in("attention_compressed"),
-                row("cmp_run_denom", Ub, F32, stats, 1, Some(stats))
-                    .only_in("attention_compressed"),
-                row("cmp_tile_max", Ub, F32, stats, 1, None).only_in("attention_compressed"),
-                row("cmp_tile_sum", Ub, F32, stats, 1, None).only_in("attention_compressed"),
-                row("cmp_alpha", Ub, F32, stats, 1, None).only_in("attention_compressed"),
-                row("cmp_beta", Ub, F32, stats, 1, None).only_in("attention_compressed"),
-                row("cmp_o", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
-                row("cmp_part", Ub, F32, hd, 1, Some(hd)).only_in("attention_compressed"),
-            ]);
-        }
-        v
-    }
-
     fn plan(s: &Params, b: &mut Builder) {
         let p = b.plan;
         let m = &p.model;
@@ -324,6 +216,7 @@ impl Kind for SparseAttention {
             ("D_TILE", u32(d_tile)),
         ];
         let cube_args = vec!["kv_cache", "swa_indices", "swa_lens"];
+        let cube_buffers = cube_buffers(("union", union), hd, head_tile, kv_tile, d_tile);
         let scores = Kernel {
             name: format!("attn_window_scores_{cube_tag}"),
             doc: "window attention scores q · unionᵀ per request (f32, unscaled)".into(),
@@ -332,7 +225,7 @@ impl Kind for SparseAttention {
             cores: Cores::Aic,
             params: cube_params.clone(),
             args: [&["q"][..], &cube_args, &["scores"]].concat(),
-            buffers: Vec::new(),
+            buffers: cube_buffers.clone(),
         };
         // With a further source the softmax also hands each head's max to it.
         let max_tag = if with_compressed { "_max" } else { "" };
@@ -365,7 +258,7 @@ impl Kind for SparseAttention {
                 ("SCALE", Value::F32(m.softmax_scale)),
             ],
             args: softmax_args,
-            buffers: Vec::new(),
+            buffers: softmax_buffers(heads, window, union, head_tile),
         };
         let values = Kernel {
             name: format!("attn_window_values_{cube_tag}"),
@@ -375,7 +268,7 @@ impl Kind for SparseAttention {
             cores: Cores::Aic,
             params: cube_params,
             args: [&["probs"][..], &cube_args, &["o"]].concat(),
-            buffers: Vec::new(),
+            buffers: cube_buffers,
         };
         let finish = Kernel {
             name: format!(
@@ -396,7 +289,7 @@ impl Kind for SparseAttention {
                 ("HEAD_TILE", u32(head_tile)),
             ],
             args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
-            buffers: Vec::new(),
+            buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
         };
 
         let requests = p.shape.b;
@@ -521,7 +414,11 @@ fn compressed_launch(
             "o",
             "denom",
         ],
-        buffers: Vec::new(),
+        buffers: [
+            cube_buffers(("chunk", chunk), hd, head_tile, kv_tile, d_tile),
+            compressed_vector_buffers(heads, hd, seq, chunk),
+        ]
+        .concat(),
     };
     let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
     b.launch(
@@ -608,6 +505,118 @@ fn finish_unmet(m: &ModelDims) -> Option<String> {
     ])
 }
 
+/// `attention_cube.h`'s L1 and L0, both window kernels' (and `attention_compressed.h`'s AIC
+/// with its chunk as `operand`): the cube's B operand whole in L1 (`operand` = the name and
+/// rows of the request's union, K = V, or of a chunk of compressed rows), `head_tile`-row
+/// query-side tiles (q rows or probability rows, whichever is wider; rows padded to a
+/// fractal), and the L0 tiles of `HeadTileMmad` (k chunks of `d` or `kv_rows`).
+fn cube_buffers(
+    operand: (&'static str, usize),
+    head_dim: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let (name, rows) = operand;
+    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
+    vec![
+        row(name, L1, Bf16, rows * head_dim, 1, None),
+        row("a_tile", L1, Bf16, m_pad * head_dim.max(rows), 2, None),
+        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
+        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    ]
+}
+
+/// `attention_softmax.h`'s UB: a tile of head rows over the union lanes in and out, one
+/// token's index row (DataCopyPad) and the union for the contract check with its gather
+/// tables, per-lane constants, per-head statistics (one 32-byte slot per row result) and
+/// a token's per-head values (sink in, denominators out).
+fn softmax_buffers(heads: usize, window: usize, union: usize, head_tile: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (h, tile, lanes) = (heads, head_tile * union, window.next_multiple_of(8));
+    vec![
+        row("scores", Ub, F32, tile, 2, Some(tile)),
+        row("probs", Ub, Bf16, tile, 2, Some(tile)),
+        row("index_row", Ub, I32, lanes, 1, None),
+        row("union", Ub, I32, union, 1, None),
+        row("lane_offsets", Ub, I32, lanes, 1, None),
+        row("gather_offsets", Ub, I32, lanes, 1, None),
+        row("expected", Ub, I32, lanes, 1, None),
+        row("mismatch", Ub, F32, lanes, 1, None),
+        row("lane", Ub, F32, union, 1, None),
+        row("bias", Ub, F32, union, 1, None),
+        row("clamp", Ub, F32, union, 1, None),
+        row("reduce_tmp", Ub, F32, union, 1, None),
+        row("row_stats", Ub, F32, head_tile * 8, 1, None),
+        row("sink", Ub, F32, h, 1, Some(h)),
+        row("row_max", Ub, F32, h, 1, None),
+        row("row_sum", Ub, F32, h, 1, None),
+        row("denom", Ub, F32, h, 1, Some(h)),
+    ]
+}
+
+/// `attention_finish.h`'s UB: a tile of head rows in and out (out leaves in runs of whole
+/// heads), the token's denominators and freqs half-rows (DataCopyPad), the rope gather
+/// tables.
+fn finish_buffers(heads: usize, head_dim: usize, rope_dim: usize, head_tile: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (h, hd, half) = (heads, head_dim, rope_dim / 2);
+    let (tile, rope_tile) = (head_tile * hd, head_tile * rope_dim);
+    vec![
+        row("o", Ub, F32, tile, 2, Some(tile)),
+        row("out", Ub, Bf16, tile, 2, Some(hd)),
+        row("denom", Ub, F32, h, 1, Some(h)),
+        row("divisor", Ub, F32, hd, 1, None),
+        row("cos_row", Ub, Bf16, half, 1, None),
+        row("sin_row", Ub, Bf16, half, 1, None),
+        row("trig", Ub, F32, 3 * half, 1, None),
+        row("cos_table", Ub, F32, rope_tile, 1, None),
+        row("sin_table", Ub, F32, rope_tile, 1, None),
+        row("rope", Ub, F32, rope_tile, 1, None),
+        row("partner", Ub, F32, rope_tile, 1, None),
+        row("rope_offsets", Ub, I32, rope_tile, 1, None),
+        row("partner_offsets", Ub, I32, rope_tile, 1, None),
+        row("cos_offsets", Ub, I32, rope_tile, 1, None),
+        row("sin_offsets", Ub, I32, rope_tile, 1, None),
+    ]
+}
+
+/// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
+/// heads of one token's scores in and probabilities out over a chunk's lanes, per-lane
+/// constants, the running statistics of its half of a request's tokens, and one head row
+/// of o and of the chunk's part.
+fn compressed_vector_buffers(
+    heads: usize,
+    head_dim: usize,
+    seq: usize,
+    chunk: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (hd, tile, stats) = (head_dim, 8 * chunk, seq / 2 * heads);
+    vec![
+        row("scores", Ub, F32, tile, 1, Some(tile)),
+        row("probs", Ub, Bf16, tile, 1, Some(tile)),
+        row("lane", Ub, F32, chunk, 1, None),
+        row("bias", Ub, F32, chunk, 1, None),
+        row("reduce_tmp", Ub, F32, chunk, 1, None),
+        row("row_stats", Ub, F32, 8 * 8, 1, None),
+        row("run_max", Ub, F32, stats, 1, Some(stats)),
+        row("run_denom", Ub, F32, stats, 1, Some(stats)),
+        row("tile_max", Ub, F32, stats, 1, None),
+        row("tile_sum", Ub, F32, stats, 1, None),
+        row("alpha", Ub, F32, stats, 1, None),
+        row("beta", Ub, F32, stats, 1, None),
+        row("o_row", Ub, F32, hd, 1, Some(hd)),
+        row("part_row", Ub, F32, hd, 1, Some(hd)),
+    ]
+}
+
 /// Compressed rows per chunk of `attention_compressed.h` (0 without compressed rows): as
 /// many whole pages (and fractals) as L1 holds beside the two head-tile rows, at most
 /// [`MAX_CHUNK`] (its UB rows grow with it) and no more than `max_rows` need. Every chunk
@@ -629,6 +638,8 @@ pub fn compressed_chunk_rows(
         .find(|r| r % 16 == 0)
         .expect("16 pages are 16k rows");
     let m_pad = head_tile.next_multiple_of(16);
+    // The L1 of `cube_buffers` over `rows` rows or the union, whichever is more: the
+    // compressed kernel's own and never less than the window kernels'.
     let l1 = |rows: usize| {
         let bf16 = DType::Bf16.size();
         rows.max(union) * head_dim * bf16 + 2 * m_pad * head_dim.max(union).max(rows) * bf16

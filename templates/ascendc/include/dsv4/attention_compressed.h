@@ -59,7 +59,9 @@ struct CompressedRows {
     }
 };
 
-// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK, SCALE.
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK, SCALE,
+// and the sizes the plan decided (`*_BYTES`, each at least what its use below needs): the
+// AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
@@ -83,6 +85,25 @@ class AttentionCompressed {
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    // AIC
+    static_assert(P::CHUNK_BYTES >= CHUNK * HD * sizeof(bfloat16_t), "chunk holds a chunk of compressed rows");
+    static_assert(P::A_TILE_BYTES >= M_PAD * A_COLS * sizeof(bfloat16_t), "a_tile holds a tile of q or probs rows");
+    static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
+                      P::B_L0_BYTES >= P::D_TILE * TILE * sizeof(bfloat16_t) &&
+                      P::C_L0_BYTES >= M_PAD * L0_K * sizeof(float),
+                  "L0 tiles of HeadTileMmad");
+    // AIV
+    static_assert(P::SCORES_BYTES >= SCORE_TILE * sizeof(float) && P::PROBS_BYTES >= SCORE_TILE * sizeof(bfloat16_t),
+                  "VH heads over a chunk's lanes");
+    static_assert(P::LANE_BYTES >= CHUNK * sizeof(float) && P::BIAS_BYTES >= CHUNK * sizeof(float) &&
+                      P::REDUCE_TMP_BYTES >= CHUNK * sizeof(float),
+                  "f32 over a chunk's lanes");
+    static_assert(P::ROW_STATS_BYTES >= VH * SLOT * sizeof(float), "a slot per head of a vector tile");
+    static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
+                      P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
+                      P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
+                  "a value per head of the AIV's tokens");
+    static_assert(P::O_ROW_BYTES >= HD * sizeof(float) && P::PART_ROW_BYTES >= HD * sizeof(float), "a head row");
 
 public:
     __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions,
@@ -142,11 +163,11 @@ private:
 
     __aicore__ inline void InitCube()
     {
-        pipe_.InitBuffer(tile_, CHUNK * HD * sizeof(bfloat16_t));
-        pipe_.InitBuffer(aTile_, 2, M_PAD * A_COLS * sizeof(bfloat16_t));
-        pipe_.InitBuffer(aL0_, 2, M_PAD * L0_K * sizeof(bfloat16_t));
-        pipe_.InitBuffer(bL0_, 2, P::D_TILE * TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(cL0_, 2, M_PAD * L0_K * sizeof(float));
+        pipe_.InitBuffer(tile_, P::CHUNK_BYTES);
+        pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
+        pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
+        pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
+        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
     __aicore__ inline void CubeRequest(uint32_t b, const TilingData& td)
@@ -236,20 +257,20 @@ private:
 
     __aicore__ inline void InitVector()
     {
-        pipe_.InitBuffer(scoresQ_, 1, SCORE_TILE * sizeof(float));
-        pipe_.InitBuffer(probsQ_, 1, SCORE_TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(lane_, CHUNK * sizeof(float));
-        pipe_.InitBuffer(bias_, CHUNK * sizeof(float));
-        pipe_.InitBuffer(reduceTmp_, CHUNK * sizeof(float));
-        pipe_.InitBuffer(rowStats_, VH * SLOT * sizeof(float));
-        pipe_.InitBuffer(runMax_, STATS * sizeof(float));
-        pipe_.InitBuffer(runDenom_, STATS * sizeof(float));
-        pipe_.InitBuffer(tileMax_, STATS * sizeof(float));
-        pipe_.InitBuffer(tileSum_, STATS * sizeof(float));
-        pipe_.InitBuffer(alpha_, STATS * sizeof(float));
-        pipe_.InitBuffer(beta_, STATS * sizeof(float));
-        pipe_.InitBuffer(oRow_, HD * sizeof(float));
-        pipe_.InitBuffer(partRow_, HD * sizeof(float));
+        pipe_.InitBuffer(scoresQ_, 1, P::SCORES_BYTES);
+        pipe_.InitBuffer(probsQ_, 1, P::PROBS_BYTES);
+        pipe_.InitBuffer(lane_, P::LANE_BYTES);
+        pipe_.InitBuffer(bias_, P::BIAS_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe_.InitBuffer(rowStats_, P::ROW_STATS_BYTES);
+        pipe_.InitBuffer(runMax_, P::RUN_MAX_BYTES);
+        pipe_.InitBuffer(runDenom_, P::RUN_DENOM_BYTES);
+        pipe_.InitBuffer(tileMax_, P::TILE_MAX_BYTES);
+        pipe_.InitBuffer(tileSum_, P::TILE_SUM_BYTES);
+        pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
+        pipe_.InitBuffer(beta_, P::BETA_BYTES);
+        pipe_.InitBuffer(oRow_, P::O_ROW_BYTES);
+        pipe_.InitBuffer(partRow_, P::PART_ROW_BYTES);
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < CHUNK; ++k) {
             lane.SetValue(k, static_cast<float>(k));

@@ -17,7 +17,8 @@ namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, WINDOW, SEQ, BLOCK_SIZE, UNION_ROWS (union entries rounded up to
 // 16), HEAD_TILE (query rows per cube tile), KV_TILE (union rows per tile), D_TILE
-// (head-dim columns per tile).
+// (head-dim columns per tile), and the L1 and L0 sizes the plan decided (`*_BYTES`, each
+// at least what its use below needs).
 template <class P>
 class AttentionCube {
 public:
@@ -32,17 +33,23 @@ public:
     static_assert(P::HEAD_DIM % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::KV_TILE % FRACTAL == 0, "KV_TILE: whole fractals");
     static_assert(P::HEADS % P::HEAD_TILE == 0, "HEAD_TILE divides HEADS");
+    static_assert(P::UNION_BYTES >= P::UNION_ROWS * P::HEAD_DIM * sizeof(bfloat16_t), "union holds the union rows");
+    static_assert(P::A_TILE_BYTES >= M_PAD * A_COLS * sizeof(bfloat16_t), "a_tile holds a tile of q or probs rows");
+    static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
+                      P::B_L0_BYTES >= P::D_TILE * P::KV_TILE * sizeof(bfloat16_t) &&
+                      P::C_L0_BYTES >= M_PAD * L0_K * sizeof(float),
+                  "L0 tiles of HeadTileMmad");
 
     __aicore__ inline void Init(GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens)
     {
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kvCache));
         indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaIndices));
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaLens));
-        pipe_.InitBuffer(union_, P::UNION_ROWS * P::HEAD_DIM * sizeof(bfloat16_t));
-        pipe_.InitBuffer(aTile_, 2, M_PAD * A_COLS * sizeof(bfloat16_t));
-        pipe_.InitBuffer(aL0_, 2, M_PAD * L0_K * sizeof(bfloat16_t));
-        pipe_.InitBuffer(bL0_, 2, P::D_TILE * P::KV_TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(cL0_, 2, M_PAD * L0_K * sizeof(float));
+        pipe_.InitBuffer(union_, P::UNION_BYTES);
+        pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
+        pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
+        pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
+        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
     // Gathers request b's union rows into L1: each union row r lands in row r of the NZ

@@ -15,7 +15,8 @@
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE.
+// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, and the UB sizes the
+// plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class AttentionFinish {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -27,6 +28,21 @@ class AttentionFinish {
     static constexpr uint32_t GROUP_IN = P::HEADS_PER_GROUP * HD;
     static_assert(HD % 16 == 0 && NOPE % 16 == 0 && ROPE % 16 == 0, "bf16 head parts in whole 32-byte blocks");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % 8 == 0, "HEAD_TILE: whole blocks dividing HEADS");
+    static_assert(P::O_BYTES >= TILE * sizeof(float) && P::OUT_BYTES >= TILE * sizeof(bfloat16_t),
+                  "a tile of head rows in and out");
+    static_assert(P::DENOM_BYTES >= P::HEADS * sizeof(float), "a token's denominators");
+    static_assert(P::DIVISOR_BYTES >= HD * sizeof(float), "a head row of one denominator");
+    static_assert(P::COS_ROW_BYTES >= HALF * sizeof(bfloat16_t) && P::SIN_ROW_BYTES >= HALF * sizeof(bfloat16_t),
+                  "freqs half-rows");
+    static_assert(P::TRIG_BYTES >= 3 * HALF * sizeof(float), "cos, sin and -sin of a token");
+    static_assert(P::COS_TABLE_BYTES >= ROPE_TILE * sizeof(float) && P::SIN_TABLE_BYTES >= ROPE_TILE * sizeof(float) &&
+                      P::ROPE_BYTES >= ROPE_TILE * sizeof(float) && P::PARTNER_BYTES >= ROPE_TILE * sizeof(float),
+                  "f32 over the rope dims of a tile");
+    static_assert(P::ROPE_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
+                      P::PARTNER_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
+                      P::COS_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
+                      P::SIN_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t),
+                  "gather offsets over the rope dims of a tile");
 
 public:
     __aicore__ inline static void Run(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed,
@@ -53,21 +69,21 @@ private:
         cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
         sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
         packed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(packed));
-        pipe_.InitBuffer(oQ_, 2, TILE * sizeof(float));
-        pipe_.InitBuffer(outQ_, 2, TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(denomRow_, P::HEADS * sizeof(float));
-        pipe_.InitBuffer(divisor_, HD * sizeof(float));
-        pipe_.InitBuffer(cosRow_, HALF * sizeof(bfloat16_t));
-        pipe_.InitBuffer(sinRow_, HALF * sizeof(bfloat16_t));
-        pipe_.InitBuffer(trig_, 3 * HALF * sizeof(float));
-        pipe_.InitBuffer(cosTable_, ROPE_TILE * sizeof(float));
-        pipe_.InitBuffer(sinTable_, ROPE_TILE * sizeof(float));
-        pipe_.InitBuffer(rope_, ROPE_TILE * sizeof(float));
-        pipe_.InitBuffer(partner_, ROPE_TILE * sizeof(float));
-        pipe_.InitBuffer(ropeOffsets_, ROPE_TILE * sizeof(int32_t));
-        pipe_.InitBuffer(partnerOffsets_, ROPE_TILE * sizeof(int32_t));
-        pipe_.InitBuffer(cosOffsets_, ROPE_TILE * sizeof(int32_t));
-        pipe_.InitBuffer(sinOffsets_, ROPE_TILE * sizeof(int32_t));
+        pipe_.InitBuffer(oQ_, 2, P::O_BYTES);
+        pipe_.InitBuffer(outQ_, 2, P::OUT_BYTES);
+        pipe_.InitBuffer(denomRow_, P::DENOM_BYTES);
+        pipe_.InitBuffer(divisor_, P::DIVISOR_BYTES);
+        pipe_.InitBuffer(cosRow_, P::COS_ROW_BYTES);
+        pipe_.InitBuffer(sinRow_, P::SIN_ROW_BYTES);
+        pipe_.InitBuffer(trig_, P::TRIG_BYTES);
+        pipe_.InitBuffer(cosTable_, P::COS_TABLE_BYTES);
+        pipe_.InitBuffer(sinTable_, P::SIN_TABLE_BYTES);
+        pipe_.InitBuffer(rope_, P::ROPE_BYTES);
+        pipe_.InitBuffer(partner_, P::PARTNER_BYTES);
+        pipe_.InitBuffer(ropeOffsets_, P::ROPE_OFFSETS_BYTES);
+        pipe_.InitBuffer(partnerOffsets_, P::PARTNER_OFFSETS_BYTES);
+        pipe_.InitBuffer(cosOffsets_, P::COS_OFFSETS_BYTES);
+        pipe_.InitBuffer(sinOffsets_, P::SIN_OFFSETS_BYTES);
         // Byte offsets for the gathers. Head 0's row is written element by element, the
         // other heads add their start: rope dim j of head h is tile element h*HD + NOPE + j,
         // its partner is dim j^1; trig holds [cos | sin | -sin] of the token's frequencies.

@@ -17,7 +17,8 @@
 
 namespace dsv4 {
 
-// P: HEADS, WINDOW, SEQ, UNION_ROWS, HEAD_TILE, SCALE (HEAD_DIM^-0.5).
+// P: HEADS, WINDOW, SEQ, UNION_ROWS, HEAD_TILE, SCALE (HEAD_DIM^-0.5), and the UB sizes
+// the plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class AttentionSoftmax {
     static constexpr uint32_t N = P::UNION_ROWS;
@@ -27,6 +28,22 @@ class AttentionSoftmax {
     static constexpr float MASK = 1.0e20f;
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % SLOT == 0, "HEAD_TILE: whole blocks dividing HEADS");
     static_assert(N % 16 == 0 && N >= P::WINDOW + P::SEQ - 1, "UNION_ROWS holds the union, bf16 rows in whole blocks");
+    static_assert(P::SCORES_BYTES >= TILE * sizeof(float) && P::PROBS_BYTES >= TILE * sizeof(bfloat16_t),
+                  "a tile of head rows over the union lanes");
+    static_assert(P::INDEX_ROW_BYTES >= LANES_PAD * sizeof(int32_t) &&
+                      P::LANE_OFFSETS_BYTES >= LANES_PAD * sizeof(int32_t) &&
+                      P::GATHER_OFFSETS_BYTES >= LANES_PAD * sizeof(int32_t) &&
+                      P::EXPECTED_BYTES >= LANES_PAD * sizeof(int32_t) &&
+                      P::MISMATCH_BYTES >= LANES_PAD * sizeof(float),
+                  "a token's lanes, padded to a block");
+    static_assert(P::UNION_BYTES >= N * sizeof(int32_t), "the union's entries");
+    static_assert(P::LANE_BYTES >= N * sizeof(float) && P::BIAS_BYTES >= N * sizeof(float) &&
+                      P::CLAMP_BYTES >= N * sizeof(float) && P::REDUCE_TMP_BYTES >= N * sizeof(float),
+                  "f32 over the union lanes");
+    static_assert(P::ROW_STATS_BYTES >= P::HEAD_TILE * SLOT * sizeof(float), "a slot per head of a tile");
+    static_assert(P::SINK_BYTES >= P::HEADS * sizeof(float) && P::ROW_MAX_BYTES >= P::HEADS * sizeof(float) &&
+                      P::ROW_SUM_BYTES >= P::HEADS * sizeof(float) && P::DENOM_BYTES >= P::HEADS * sizeof(float),
+                  "a value per head");
 
 public:
     __aicore__ inline static void Run(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink,
@@ -74,23 +91,23 @@ private:
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaLens));
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
-        pipe_.InitBuffer(scoresQ_, 2, TILE * sizeof(float));
-        pipe_.InitBuffer(probsQ_, 2, TILE * sizeof(bfloat16_t));
-        pipe_.InitBuffer(indexRow_, LANES_PAD * sizeof(int32_t));
-        pipe_.InitBuffer(union_, N * sizeof(int32_t));
-        pipe_.InitBuffer(laneOffsets_, LANES_PAD * sizeof(int32_t));
-        pipe_.InitBuffer(gatherOffsets_, LANES_PAD * sizeof(int32_t));
-        pipe_.InitBuffer(expected_, LANES_PAD * sizeof(int32_t));
-        pipe_.InitBuffer(mismatch_, LANES_PAD * sizeof(float));
-        pipe_.InitBuffer(lane_, N * sizeof(float));
-        pipe_.InitBuffer(bias_, N * sizeof(float));
-        pipe_.InitBuffer(clamp_, N * sizeof(float));
-        pipe_.InitBuffer(reduceTmp_, N * sizeof(float));
-        pipe_.InitBuffer(rowStats_, P::HEAD_TILE * SLOT * sizeof(float));
-        pipe_.InitBuffer(sink_, P::HEADS * sizeof(float));
-        pipe_.InitBuffer(rowMax_, P::HEADS * sizeof(float));
-        pipe_.InitBuffer(rowSum_, P::HEADS * sizeof(float));
-        pipe_.InitBuffer(denomOut_, P::HEADS * sizeof(float));
+        pipe_.InitBuffer(scoresQ_, 2, P::SCORES_BYTES);
+        pipe_.InitBuffer(probsQ_, 2, P::PROBS_BYTES);
+        pipe_.InitBuffer(indexRow_, P::INDEX_ROW_BYTES);
+        pipe_.InitBuffer(union_, P::UNION_BYTES);
+        pipe_.InitBuffer(laneOffsets_, P::LANE_OFFSETS_BYTES);
+        pipe_.InitBuffer(gatherOffsets_, P::GATHER_OFFSETS_BYTES);
+        pipe_.InitBuffer(expected_, P::EXPECTED_BYTES);
+        pipe_.InitBuffer(mismatch_, P::MISMATCH_BYTES);
+        pipe_.InitBuffer(lane_, P::LANE_BYTES);
+        pipe_.InitBuffer(bias_, P::BIAS_BYTES);
+        pipe_.InitBuffer(clamp_, P::CLAMP_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe_.InitBuffer(rowStats_, P::ROW_STATS_BYTES);
+        pipe_.InitBuffer(sink_, P::SINK_BYTES);
+        pipe_.InitBuffer(rowMax_, P::ROW_MAX_BYTES);
+        pipe_.InitBuffer(rowSum_, P::ROW_SUM_BYTES);
+        pipe_.InitBuffer(denomOut_, P::DENOM_BYTES);
         // Constants: lane index k (f32) and the byte offset of int32 lane k.
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < N; ++k) {
