@@ -17,7 +17,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use attention_checks::{check_peaks, packed_heads};
+use attention_checks::packed_heads;
 use golden::attention::{KvSources, pack_heads, sparse_attention};
 use golden::candidates;
 use golden::fixtures::random::Draws;
@@ -193,7 +193,7 @@ fn check(variant_name: &str, case: &Case) {
     );
     let got = tensors["o_packed_heads"].values::<bf16>().unwrap();
     let worst = packed_heads(variant_name, p, got, &want, t, 0.005);
-    check_peaks(support::planned(&p.variant), &stats);
+    support::check_peaks(&p.variant, &stats);
     println!("{variant_name}, t = {t}: stage {elapsed:.2?}, max |d| {worst:.2e}");
     for (kernel, s) in &stats {
         println!(

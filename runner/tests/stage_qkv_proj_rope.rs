@@ -20,8 +20,6 @@ use golden::tensor::Tensor;
 use golden::{Dims, LayerSpec};
 use half::bf16;
 use harness::runtime::{Runtime, Tiling};
-use harness::sim::LaunchStats;
-use kernelgen::chip::Mem;
 use kernelgen::plan::Plan;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -165,7 +163,7 @@ fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
         5e-3,
         0.005,
     ));
-    check_budget(p, &stats);
+    support::check_peaks(&p.variant, &stats);
     for (kernel, s) in &stats {
         println!(
             "{} t={t} {kernel}: GM {} B moved / {} B distinct = {:.3}",
@@ -179,25 +177,6 @@ fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
 
 fn tiling(t: usize) -> Tiling {
     support::tiling(&[("t", t), ("group_t", t)])
-}
-
-fn check_budget(p: &Plan, stats: &[(String, LaunchStats)]) {
-    for (kernel, s) in stats {
-        for (mem, peak) in [
-            (Mem::Ub, s.peak_ub),
-            (Mem::L1, s.peak_l1),
-            (Mem::L0a, s.peak_l0a),
-            (Mem::L0b, s.peak_l0b),
-            (Mem::L0c, s.peak_l0c),
-        ] {
-            let budget = support::budget(&p.variant, kernel, mem) as u64;
-            assert!(
-                peak <= budget,
-                "{} {kernel}: peak {mem} {peak} B exceeds its budget {budget} B",
-                p.variant
-            );
-        }
-    }
 }
 
 #[test]

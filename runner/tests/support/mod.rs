@@ -43,8 +43,7 @@ pub fn plan(name: &str) -> &'static Plan {
 }
 
 /// The bytes of `mem` the plan gives `kernel` of variant `name`: the sizes its `InitBuffer`
-/// calls receive, each rounded up to the memory's alignment. (Kernels of stages not yet
-/// on knobs: the stage's rows.)
+/// calls receive, each rounded up to the memory's alignment.
 pub fn budget(name: &str, kernel: &str, mem: Mem) -> usize {
     let v = planned(name);
     let k = v
@@ -53,22 +52,27 @@ pub fn budget(name: &str, kernel: &str, mem: Mem) -> usize {
         .iter()
         .find(|k| k.name == kernel)
         .unwrap_or_else(|| panic!("{name} plans no kernel {kernel}"));
-    if k.buffers.is_empty() {
-        let stage = v
-            .kernels
-            .steps
-            .iter()
-            .find_map(|s| match s {
-                abi::plan::Step::Launch(l) if l.kernel == kernel => Some(l.stage),
-                _ => None,
-            })
-            .expect("a planned kernel is launched");
-        return v
-            .stage(stage)
-            .expect("its stage")
-            .bytes_in(mem, v.plan.chip);
-    }
     kernelgen::budget::bytes_in(&k.buffers, mem, v.plan.chip)
+}
+
+/// Every launch's peak use of each on-chip memory is exactly its kernel's budget: the
+/// kernel allocates what the plan passed it, no more and nothing besides.
+pub fn check_peaks(name: &str, stats: &[(String, LaunchStats)]) {
+    for (kernel, st) in stats {
+        for (mem, peak) in [
+            (Mem::Ub, st.peak_ub),
+            (Mem::L1, st.peak_l1),
+            (Mem::L0a, st.peak_l0a),
+            (Mem::L0b, st.peak_l0b),
+            (Mem::L0c, st.peak_l0c),
+        ] {
+            let budget = budget(name, kernel, mem) as u64;
+            assert_eq!(
+                peak, budget,
+                "{name}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B"
+            );
+        }
+    }
 }
 
 /// The generated host plan of `name`: what the runtime executes.
