@@ -1,9 +1,10 @@
-//! On-chip buffers and the budget check. Each stage kind lists the buffers its kernels
-//! allocate (`Kind::buffers`), as rows: a buffer's name, memory, element type, element
-//! count (from the tiling), how many copies rotate (2 = double buffering), and, for
-//! buffers that move rows to or from GM, the contiguous run of elements one transfer
-//! moves (its alignment decides whether plain `DataCopy` can move it). The rows of the
-//! shared building blocks (the cube matmul, the split-K vector launches) live here.
+//! On-chip buffers and the budget check. Each kernel lists the buffers its building
+//! block allocates (`Kernel::buffers`; stage kinds not converted yet list theirs in
+//! `Kind::buffers`), as rows: a buffer's name, memory, element type, element count (from
+//! the tiling), how many copies rotate (2 = double buffering), and, for buffers that move
+//! rows to or from GM, the contiguous run of elements one transfer moves (its alignment
+//! decides whether plain `DataCopy` can move it). The room the shared cube matmul's
+//! planner divides (`kernels::gemm`) and the split-K vector tiles live here.
 
 use abi::DType;
 
@@ -92,14 +93,15 @@ pub const fn row(
     }
 }
 
-/// The on-chip buffers of the shared cube matmul (`dsv4/matmul.h`, planned by
-/// `kernels::gemm`) for Mmad tiles `m × n × k` of bf16 (an int8 matmul keeps the byte
-/// sizes: its tiles hold twice the k values). B tiles and the L0 operands rotate in
-/// pairs; the A panel takes the rest of L1 and the panel's tail the rest of L0A; L0C
-/// holds one `n`-column strip of C over as many `m`-row Mmad tiles as fit (at least one).
-/// Each launch sizes its panel and tail within these rows, and a launch with narrower
-/// tiles gives the bytes they free in L1 and L0A to its panel and tail: the rows of one
-/// memory bound the launch's buffers together.
+/// The on-chip room of the shared cube matmul (`dsv4/matmul.h`, planned by
+/// `kernels::gemm`) for a stage's spec tiles `m × n × k` of bf16 (an int8 matmul keeps the
+/// byte sizes: its tiles hold twice the k values), as rows. B tiles and the L0 operands
+/// rotate in pairs; the A panel takes the rest of L1 and the panel's tail the rest of L0A;
+/// L0C holds one `n`-column strip of C over as many `m`-row Mmad tiles as fit (at least
+/// one). Each launch sizes its panel and tail within these rows, and a launch with
+/// narrower tiles gives the bytes they free in L1 and L0A to its panel and tail: the rows
+/// of one memory bound the launch's buffers together. What a launch's `InitBuffer` calls
+/// then receive are its kernel's own rows (`gemm`'s `buffers`), checked per launch.
 pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
     use DType::{Bf16, F32};
     use Mem::*;
@@ -125,8 +127,9 @@ pub const ZERO_FILL_TILE: usize = 8192;
 /// sums out.
 pub const K_SUM_TILE: usize = 2048;
 
-/// The UB tiles of a split-K matmul's vector launches, each kernel's own: `zero_rows.h`
-/// (int8) and `k_slice_sum.h` (bf16).
+/// The UB tiles of a split-K matmul's vector launches at most, each kernel's own:
+/// `zero_rows.h` (int8) and `k_slice_sum.h` (bf16), for a stage's `Kind::buffers`. (Each
+/// launch's kernel carries the tiles its row width gives, `gemm`'s `zero`/`slice_sum`.)
 pub fn split_k() -> [Buffer; 2] {
     [
         row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None).only_in("zero_rows"),

@@ -48,7 +48,8 @@
 use abi::DType;
 
 use super::{Builder, Cores, Kernel, Value};
-use crate::budget::{self, Buffer};
+use crate::budget::{self, Buffer, row};
+use crate::chip::Mem;
 
 /// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +144,8 @@ impl Matmul {
 
 /// The matmul's on-chip regions in bytes, from its budget rows (`budget::matmul`):
 /// L1 for the A panel and the B tiles, L0A for the A tiles and the panel's tail, L0C for
-/// the C strip. A launch divides each region as its tiles need.
+/// the C strip. A launch divides each region as its tiles need; what its `InitBuffer`
+/// calls then receive are its own rows ([`buffers`]), checked per launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Room {
     l1: usize,
@@ -579,8 +581,38 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
             ),
         ],
         args: vec!["a", "b", "c"],
-        buffers: Vec::new(),
+        buffers: buffers(mm, split),
     }
+}
+
+/// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; C in f32
+/// or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
+/// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
+/// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
+/// column tile, in L0C. Tiles rotate in pairs.
+fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
+    use Mem::*;
+    let (input, acc) = match mm.operands {
+        Operands::Bf16 => (DType::Bf16, DType::F32),
+        Operands::I8 => (DType::I8, DType::I32),
+    };
+    let t = &split.tiles;
+    let rows = split.range_m.next_multiple_of(16);
+    let strips = split.range_m.div_ceil(t.m);
+    let panel_k = split.slice_k - split.tail_k;
+    let mut v = vec![
+        row("a_panel", L1, input, rows * panel_k, 1, None),
+        row("b_l1", L1, input, t.k * t.n, 2, None),
+        row("a_l0", L0a, input, t.m * t.k, 2, None),
+    ];
+    if split.tail_k > 0 {
+        v.push(row("a_tail", L0a, input, rows * split.tail_k, 1, None));
+    }
+    v.extend([
+        row("b_l0", L0b, input, t.k * t.n, 2, None),
+        row("c_strip", L0c, acc, strips * t.m * t.n, 1, None),
+    ]);
+    v
 }
 
 /// C as the vector launches around a split-K matmul see it: the kernel name's suffix and
@@ -638,7 +670,8 @@ fn zero(mm: &Matmul) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["out"],
-        buffers: Vec::new(),
+        // one tile of zeroes, f32 or i32 (the same bits)
+        buffers: vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)],
     }
 }
 
@@ -647,10 +680,11 @@ fn zero(mm: &Matmul) -> Kernel {
 fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
     let (suffix, mut params) = c_rows(mm);
     let u = |v: usize| Value::U32(u32::try_from(v).expect("matmul sizes fit u32"));
+    let tile = row_tile(mm.n, budget::K_SUM_TILE);
     params.extend([
         ("SLICES", u(slices)),
         ("ROWS", u(mm.max_rows)),
-        ("TILE", u(row_tile(mm.n, budget::K_SUM_TILE))),
+        ("TILE", u(tile)),
     ]);
     Kernel {
         name: format!("k_slice_sum_n{}_s{slices}_r{}{suffix}", mm.n, mm.max_rows),
@@ -663,7 +697,11 @@ fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["parts", "out"],
-        buffers: Vec::new(),
+        // partials in, sums out: tiles of f32, in pairs
+        buffers: vec![
+            row("parts_in", Mem::Ub, DType::F32, tile, 2, None),
+            row("sums", Mem::Ub, DType::F32, tile, 2, None),
+        ],
     }
 }
 

@@ -12,12 +12,11 @@ use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::kind::{Data, Kind, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, matmul, row, split_k};
+use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, Sp};
 
 pub struct OProj;
@@ -60,54 +59,6 @@ impl Kind for OProj {
         for (dim, name) in ks {
             c.fits(t.k, "k", dim, name);
         }
-    }
-
-    fn buffers(tiles: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        let md = &p.model;
-        let t = tiles.tokens.value;
-        let ol = md.o_lora_rank;
-        // group_quant.h: a tile of t latent rows, quantised row by row (dsv4/quant.h).
-        let quant = [
-            row("quant_in", Ub, F32, t * ol, 2, Some(t * ol)).only_in("group_quant"),
-            row("quant_i8", Ub, I8, t * ol, 2, Some(t * ol)).only_in("group_quant"),
-            // Moved with DataCopyPad.
-            row("quant_scale", Ub, F32, t.next_multiple_of(8), 2, None).only_in("group_quant"),
-            row("quant_work", Ub, F32, ol, 1, None).only_in("group_quant"),
-            // f16 staging between the f32 rne and int8 (2 bytes, sized as bf16).
-            row("quant_f16", Ub, Bf16, ol, 1, None).only_in("group_quant"),
-            row("quant_amax", Ub, F32, 8, 1, None).only_in("group_quant"),
-            // ReduceMax scratch as its doc sizes it (value and index per repeat).
-            row(
-                "quant_reduce_tmp",
-                Ub,
-                F32,
-                (2 * ol / 64).next_multiple_of(8),
-                1,
-                None,
-            )
-            .only_in("group_quant"),
-        ];
-        // group_combine.h (its own UB: the kernels of a stage run one after another): one
-        // row × c columns of every group's products; the scales
-        // (one 32-byte block per group; o_groups is TP 1's count, an upper bound) move
-        // with DataCopyPad.
-        let groups = md.o_groups;
-        let c = combine_cols(md.hidden, groups, p.chip.ub_bytes);
-        // wo_a (bf16) and wo_b (int8) run the shared matmul with the same tiles.
-        let mut v = matmul(tiles.m.value, tiles.n.value, tiles.k.value, p.chip);
-        v.extend(quant);
-        v.extend(split_k());
-        v.extend([
-            row("combine_p", Ub, I32, c, 2, Some(c)).only_in("group_combine"),
-            row("combine_scales", Ub, F32, groups * 8, 1, None).only_in("group_combine"),
-            row("combine_wo_b_scale", Ub, F32, c, 1, Some(c)).only_in("group_combine"),
-            row("combine_acc", Ub, F32, c, 1, None).only_in("group_combine"),
-            row("combine_term", Ub, F32, c, 1, None).only_in("group_combine"),
-            // f32 at TP > 1, bf16 at TP 1.
-            row("combine_out", Ub, F32, c, 2, Some(c)).only_in("group_combine"),
-        ]);
-        v
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
@@ -234,7 +185,7 @@ fn quant(groups: usize, rows: usize, k: usize, tile_rows: usize) -> Kernel {
             ("TILE_ROWS", Value::U32(tile_rows as u32)),
         ],
         args: vec!["x", "q", "scale"],
-        buffers: Vec::new(),
+        buffers: quant_buffers(k, tile_rows),
     }
 }
 
@@ -256,6 +207,42 @@ fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Ker
             ("OUT_BF16", Value::Bool(bf16)),
         ],
         args: vec!["p", "scale", "wo_b_scale", "out"],
-        buffers: Vec::new(),
+        buffers: combine_buffers(groups, cols, bf16),
     }
+}
+
+/// group_quant.h's UB: a tile of `tile_rows` latent rows in (f32) and out (int8), quantised
+/// row by row (dsv4/quant.h); their scales in whole blocks (moved with DataCopyPad); a
+/// row's f32 and f16 scratch, a block of scalars and the ReduceMax scratch as its doc
+/// sizes it (value and index per repeat).
+fn quant_buffers(k: usize, tile_rows: usize) -> Vec<Buffer> {
+    use DType::*;
+    let tile = tile_rows * k;
+    let reduce = (2 * k / 64).next_multiple_of(8);
+    vec![
+        row("x_in", Ub, F32, tile, 2, Some(tile)),
+        row("q_out", Ub, I8, tile, 2, Some(tile)),
+        row("scales", Ub, F32, tile_rows.next_multiple_of(8), 2, None),
+        row("work", Ub, F32, k, 1, None),
+        // f16 staging between the f32 rne and int8 (2 bytes, sized as bf16)
+        row("f16", Ub, Bf16, k, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce, 1, None),
+    ]
+}
+
+/// group_combine.h's UB for one-row tiles of `cols` columns: each group's products (i32)
+/// in turn, the groups' scales (one 32-byte block each, moved with DataCopyPad), the tile
+/// out (bf16 at TP 1, else f32), its wo_b_scale slice, the sum and one group's term (f32).
+fn combine_buffers(groups: usize, cols: usize, bf16: bool) -> Vec<Buffer> {
+    use DType::*;
+    let c = cols;
+    vec![
+        row("products", Ub, I32, c, 2, Some(c)),
+        row("scales", Ub, F32, groups * 8, 1, None),
+        row("out", Ub, if bf16 { Bf16 } else { F32 }, c, 2, Some(c)),
+        row("wo_b_scale", Ub, F32, c, 1, Some(c)),
+        row("acc", Ub, F32, c, 1, None),
+        row("term", Ub, F32, c, 1, None),
+    ]
 }

@@ -14,12 +14,11 @@ use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::kind::{Data, Kind, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, matmul, reduce_tmp, row, split_k};
+use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
-use crate::plan::Plan;
 use crate::spec::{PadPolicy, RopeTable, Sp};
 
 pub struct QkvProjRope;
@@ -63,58 +62,6 @@ impl Kind for QkvProjRope {
         for (dim, name) in ks {
             c.fits(t.k, "k", dim, name);
         }
-    }
-
-    fn buffers(tiles: &Tiling<Tile>, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        let md = &p.model;
-        // The cube matmuls (wq_a, wq_b int8, wkv) share the matmul rows. The UB rows are
-        // roles shared by the stage's vector kernels (qkv_proj_rope.h QLatentQuant,
-        // QHeads, KvFinish, and a split-K matmul's zero fill or slice sum), each allocating at
-        // most the row: their sum bounds every one of them.
-        let (t, hd, ql, rd) = (tiles.tokens.value, md.head_dim, md.q_lora_rank, md.rope_dim);
-        let w = heads_per_item(md.heads, hd) * hd;
-        let mut v = matmul(tiles.m.value, tiles.n.value, tiles.k.value, p.chip);
-        v.extend([
-            // latent tiles (f32), q_acc head groups (i32), kv latent tiles (f32)
-            row(
-                "vec_in",
-                Ub,
-                F32,
-                (t * ql).max(w).max(t * hd),
-                2,
-                Some(hd.min(ql)),
-            ),
-            // qr tiles (i8), q head groups and kv tiles (bf16); sized in bytes
-            row(
-                "vec_out",
-                Ub,
-                I8,
-                (t * ql).max(2 * w).max(2 * t * hd),
-                2,
-                Some(ql),
-            ),
-            row("vec_x", Ub, F32, w, 1, None),
-            // gamma_cq / gamma_ckv widened, or the head group's wq_b_scale
-            row("vec_weight", Ub, F32, ql.max(w).max(hd), 1, Some(w)),
-            row("vec_weight_in", Ub, Bf16, ql.max(hd), 1, Some(hd.min(ql))),
-            row("vec_work", Ub, F32, ql.max(hd), 1, None),
-            // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
-            row("vec_f16", Ub, Bf16, ql, 1, None),
-            // qr_scale out (DataCopyPad), or 8 tokens' qr_scale in
-            row("vec_scales", Ub, F32, 8, 2, None),
-            row("vec_slot", Ub, F32, 8, 1, None),
-            row("vec_reduce_tmp", Ub, F32, reduce_tmp(ql.max(hd)), 1, None),
-            // rope.h: the token's cos/sin rows, [cos | sin | -sin], gather offsets,
-            // the interleaved tables and the pair-swapped slice
-            row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
-            row("rope_trig", Ub, F32, 3 * rd, 1, None),
-            row("rope_offsets", Ub, I32, 3 * rd, 1, None),
-            row("rope_tables", Ub, F32, 2 * rd, 1, None),
-            row("rope_swap", Ub, F32, rd, 1, None),
-        ]);
-        v.extend(split_k());
-        v
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
@@ -263,7 +210,7 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
             ("INV_QL", Value::F32(1.0 / ql as f32)),
         ],
         args: vec!["latent", "gamma", "qr", "qr_scale"],
-        buffers: Vec::new(),
+        buffers: q_latent_quant_buffers(ql, tile_rows),
     }
 }
 
@@ -287,7 +234,7 @@ fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Ker
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
         args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
-        buffers: Vec::new(),
+        buffers: q_heads_buffers(hd, rd, per_item),
     }
 }
 
@@ -309,6 +256,79 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
         args: vec!["latent", "gamma", "cos", "sin", "kv"],
-        buffers: Vec::new(),
+        buffers: kv_finish_buffers(hd, rd, tile_rows),
     }
+}
+
+/// QLatentQuant's UB: tiles of `tile_rows` latent rows in (f32) and qr rows out (int8),
+/// their scales (moved with DataCopyPad), gamma_cq as read and widened, a row's f32 and
+/// f16 scratch for the RMSNorm and the quantisation, a block of scalars and the ReduceMax
+/// scratch.
+fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
+    use DType::*;
+    let t = tile_rows;
+    vec![
+        row("latent_in", Ub, F32, t * ql, 2, Some(ql)),
+        row("qr_out", Ub, I8, t * ql, 2, Some(ql)),
+        row("qr_scales", Ub, F32, 8, 2, None),
+        row("gamma_in", Ub, Bf16, ql, 1, Some(ql)),
+        row("gamma", Ub, F32, ql, 1, None),
+        row("work", Ub, F32, ql, 1, None),
+        // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
+        row("f16", Ub, Bf16, ql, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_tmp(ql), 1, None),
+    ]
+}
+
+/// QHeads' UB: a token's row of `per_item` heads in (i32) and out (bf16), its f32 values
+/// and the group's wq_b_scale, 8 tokens' qr_scale, a head's scratch, a block of scalars,
+/// the ReduceSum scratch and rope.h's buffers.
+fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
+    use DType::*;
+    let w = per_item * hd;
+    let mut v = vec![
+        row("acc_in", Ub, I32, w, 2, Some(w)),
+        row("q_out", Ub, Bf16, w, 2, Some(w)),
+        row("x", Ub, F32, w, 1, None),
+        row("wq_b_scale", Ub, F32, w, 1, Some(w)),
+        row("qr_scale", Ub, F32, 8, 1, None),
+        row("work", Ub, F32, hd, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+    ];
+    v.extend(rope_buffers(rd));
+    v
+}
+
+/// KvFinish's UB: tiles of `tile_rows` kv latent rows in (f32) and out (bf16), gamma_ckv
+/// as read and widened, a row's scratch, a block of scalars, the ReduceSum scratch and
+/// rope.h's buffers.
+fn kv_finish_buffers(hd: usize, rd: usize, tile_rows: usize) -> Vec<Buffer> {
+    use DType::*;
+    let t = tile_rows;
+    let mut v = vec![
+        row("latent_in", Ub, F32, t * hd, 2, Some(hd)),
+        row("kv_out", Ub, Bf16, t * hd, 2, Some(hd)),
+        row("gamma_in", Ub, Bf16, hd, 1, Some(hd)),
+        row("gamma", Ub, F32, hd, 1, None),
+        row("work", Ub, F32, hd, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+    ];
+    v.extend(rope_buffers(rd));
+    v
+}
+
+/// rope.h's UB for `rd` rope dims: the token's cos and sin rows, [cos | sin | -sin] in
+/// f32, the gather offsets, the interleaved tables and the pair-swapped slice.
+fn rope_buffers(rd: usize) -> [Buffer; 5] {
+    use DType::*;
+    [
+        row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
+        row("rope_trig", Ub, F32, 3 * rd, 1, None),
+        row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+        row("rope_tables", Ub, F32, 2 * rd, 1, None),
+        row("rope_swap", Ub, F32, rd, 1, None),
+    ]
 }

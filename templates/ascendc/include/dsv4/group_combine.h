@@ -5,11 +5,12 @@
 // s [GROUPS, ROWS]; f32 throughout, then either rounded once to bf16 (TP 1: attn_out [t, N]) or
 // kept f32 (TP > 1: the rank's partial [ROWS, N]). Rows ≥ group_t are neither read nor written.
 //
-// Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16. A tile is one row × TILE_N
-// columns, so a group's scale is one scalar and every vector instruction spans the tile. The
-// tiles are ordered column by column over the blocks, so a block's consecutive tiles share
-// their wo_b_scale slice (loaded again only when the column changes); a tile streams its
-// GROUPS product rows double buffered.
+// Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16, and the UB sizes the plan
+// decided (PRODUCTS, SCALES, OUT, WO_B_SCALE, ACC, TERM `_BYTES`, each at least what its use
+// below needs). A tile is one row × TILE_N columns, so a group's scale is one scalar and
+// every vector instruction spans the tile. The tiles are ordered column by column over the
+// blocks, so a block's consecutive tiles share their wo_b_scale slice (loaded again only
+// when the column changes); a tile streams its GROUPS product rows double buffered.
 #pragma once
 
 #include "kernel_operator.h"
@@ -36,6 +37,12 @@ class GroupCombine {
     static constexpr uint32_t TILE_N = P::TILE_N;
     static_assert(N % TILE_N == 0, "column tiles must divide N");
     static_assert(TILE_N % 16 == 0, "tiles are whole 32-byte blocks in bf16 and f32");
+    static_assert(P::PRODUCTS_BYTES >= TILE_N * sizeof(int32_t), "products holds a group's tile");
+    static_assert(P::SCALES_BYTES >= GROUPS * 32, "scales holds one block per group");
+    static_assert(P::OUT_BYTES >= TILE_N * sizeof(Out), "out holds a tile");
+    static_assert(P::WO_B_SCALE_BYTES >= TILE_N * sizeof(float) && P::ACC_BYTES >= TILE_N * sizeof(float) &&
+                      P::TERM_BYTES >= TILE_N * sizeof(float),
+                  "f32 tiles");
 
 public:
     __aicore__ inline static void Run(GM_ADDR p, GM_ADDR scale, GM_ADDR woBScale, GM_ADDR out, GM_ADDR,
@@ -54,12 +61,12 @@ private:
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(GROUPS) * P::ROWS);
         woBScaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(woBScale), N);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(out), uint64_t(rows) * N);
-        pipe_.InitBuffer(pQ_, 2, TILE_N * sizeof(int32_t));
-        pipe_.InitBuffer(scaleQ_, 1, GROUPS * 32);
-        pipe_.InitBuffer(outQ_, 2, TILE_N * sizeof(Out));
-        pipe_.InitBuffer(woBScale_, TILE_N * sizeof(float));
-        pipe_.InitBuffer(acc_, TILE_N * sizeof(float));
-        pipe_.InitBuffer(term_, TILE_N * sizeof(float));
+        pipe_.InitBuffer(pQ_, 2, P::PRODUCTS_BYTES);
+        pipe_.InitBuffer(scaleQ_, 1, P::SCALES_BYTES);
+        pipe_.InitBuffer(outQ_, 2, P::OUT_BYTES);
+        pipe_.InitBuffer(woBScale_, P::WO_B_SCALE_BYTES);
+        pipe_.InitBuffer(acc_, P::ACC_BYTES);
+        pipe_.InitBuffer(term_, P::TERM_BYTES);
     }
 
     __aicore__ inline void Process()

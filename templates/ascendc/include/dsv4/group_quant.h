@@ -4,7 +4,9 @@
 // golden's formula at TP 1 too). Rows ≥ group_t are neither read nor written.
 //
 // Params: GROUPS, ROWS, K, TILE_ROWS (rows per UB tile; a divisor of 8, so the runtime row
-// count, a multiple of 8, is always whole tiles). Work is split over blocks by tile.
+// count, a multiple of 8, is always whole tiles), and the UB sizes the plan decided
+// (X_IN, Q_OUT, SCALES, WORK, F16, SLOT, REDUCE_TMP `_BYTES`, each at least what its use
+// below needs). Work is split over blocks by tile.
 #pragma once
 
 #include "kernel_operator.h"
@@ -23,6 +25,12 @@ class GroupQuant {
     static constexpr uint32_t REDUCE_TMP = (2 * K / 64 + 7) / 8 * 8;
     static_assert(8 % TILE_ROWS == 0, "row tiles must divide the runtime row granularity 8");
     static_assert(K % 64 == 0, "rows are whole 256-byte repeats of f32 (and whole int8 blocks)");
+    static_assert(P::X_IN_BYTES >= TILE * sizeof(float), "x_in holds a tile of rows");
+    static_assert(P::Q_OUT_BYTES >= TILE * sizeof(int8_t), "q_out holds a tile of rows");
+    static_assert(P::SCALES_BYTES >= (TILE_ROWS + 7) / 8 * 32, "scales holds a tile's scales in whole blocks");
+    static_assert(P::WORK_BYTES >= K * sizeof(float) && P::F16_BYTES >= K * sizeof(half), "row scratch");
+    static_assert(P::SLOT_BYTES >= 32, "one block of scalars");
+    static_assert(P::REDUCE_TMP_BYTES >= REDUCE_TMP * sizeof(float), "ReduceMax scratch of a row");
 
 public:
     __aicore__ inline static void Run(GM_ADDR x, GM_ADDR q, GM_ADDR scale, GM_ADDR, GM_ADDR tiling)
@@ -39,13 +47,13 @@ private:
         xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x), uint64_t(P::GROUPS) * P::ROWS * K);
         qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q), uint64_t(P::GROUPS) * P::ROWS * K);
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(P::GROUPS) * P::ROWS);
-        pipe_.InitBuffer(inQ_, 2, TILE * sizeof(float));
-        pipe_.InitBuffer(qQ_, 2, TILE * sizeof(int8_t));
-        pipe_.InitBuffer(scaleQ_, 2, (TILE_ROWS + 7) / 8 * 32);
-        pipe_.InitBuffer(work_, K * sizeof(float));
-        pipe_.InitBuffer(half_, K * sizeof(half));
-        pipe_.InitBuffer(slot_, 32);
-        pipe_.InitBuffer(reduceTmp_, REDUCE_TMP * sizeof(float));
+        pipe_.InitBuffer(inQ_, 2, P::X_IN_BYTES);
+        pipe_.InitBuffer(qQ_, 2, P::Q_OUT_BYTES);
+        pipe_.InitBuffer(scaleQ_, 2, P::SCALES_BYTES);
+        pipe_.InitBuffer(work_, P::WORK_BYTES);
+        pipe_.InitBuffer(half_, P::F16_BYTES);
+        pipe_.InitBuffer(slot_, P::SLOT_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
     }
 
     __aicore__ inline void Process()

@@ -6,7 +6,8 @@
 //   out:   BATCH matrices of N f32 columns, row stride LD, batch stride STRIDE.
 // Only the first M rows (runtime t, or group_t when GROUP_ROWS) are read or written.
 // Blocks take consecutive runs of rows; a copy moves whole rows when they fit TILE, else
-// TILE-element pieces of one row.
+// TILE-element pieces of one row. The UB sizes are the plan's PARTS_IN_BYTES and
+// SUMS_BYTES, each at least TILE f32.
 #pragma once
 
 #include "dsv4/tiling_data.h"
@@ -21,6 +22,8 @@ class KSliceSum {
     static constexpr uint32_t SLICE = P::BATCH * P::ROWS * P::N;  // elements of one slice's partials
     static_assert(P::SLICES >= 2, "one k slice writes C itself");
     static_assert(PIECE % 8 == 0 && P::N % PIECE == 0 && P::LD % 8 == 0, "rows move in whole 32-byte blocks");
+    static_assert(P::PARTS_IN_BYTES >= P::TILE * sizeof(float) && P::SUMS_BYTES >= P::TILE * sizeof(float),
+                  "parts_in and sums hold a tile");
 
 public:
     __aicore__ static inline void Run(GM_ADDR parts, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
@@ -38,8 +41,8 @@ private:
         m_ = P::GROUP_ROWS ? td.group_t : td.t;
         parts_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(parts));
         out_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(out));
-        pipe_.InitBuffer(in_, 2, P::TILE * sizeof(float));
-        pipe_.InitBuffer(sums_, 2, P::TILE * sizeof(float));
+        pipe_.InitBuffer(in_, 2, P::PARTS_IN_BYTES);
+        pipe_.InitBuffer(sums_, 2, P::SUMS_BYTES);
     }
 
     __aicore__ inline void Process()

@@ -23,6 +23,8 @@
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
 // square by LoadDataWithTranspose.
+// Buffers: the plan decides each InitBuffer size and passes it as `*_BYTES` (A_PANEL,
+// B_L1, A_L0, A_TAIL when TAIL_K > 0, B_L0, C_STRIP), each at least what its use below needs.
 #pragma once
 
 #include "dsv4/pipe_sync.h"
@@ -62,6 +64,13 @@ class Matmul {
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
     static_assert(P::SLICE_K >= P::K || (P::ATOMIC != (P::SLICE_STRIDE_C > 0)),
                   "k slices either add atomically or write their partial products apart");
+    static_assert(P::A_PANEL_BYTES >= RANGE_M_PAD * PANEL_K * sizeof(In), "a_panel holds the item's A panel");
+    static_assert(P::B_L1_BYTES >= P::TILE_K * P::TILE_N * sizeof(In) &&
+                      P::B_L0_BYTES >= P::TILE_K * P::TILE_N * sizeof(In),
+                  "b_l1 and b_l0 hold a B tile");
+    static_assert(P::A_L0_BYTES >= P::TILE_M * P::TILE_K * sizeof(In), "a_l0 holds an A tile");
+    static_assert(P::C_STRIP_BYTES >= STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc),
+                  "c_strip holds the range's Mmad tiles of one column tile");
 
 public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
@@ -80,14 +89,15 @@ private:
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
         c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
-        pipe_.InitBuffer(aL1_, 1, RANGE_M_PAD * PANEL_K * sizeof(In));
-        pipe_.InitBuffer(bL1_, 2, P::TILE_K * P::TILE_N * sizeof(In));
-        pipe_.InitBuffer(aL0_, 2, P::TILE_M * P::TILE_K * sizeof(In));
+        pipe_.InitBuffer(aL1_, 1, P::A_PANEL_BYTES);
+        pipe_.InitBuffer(bL1_, 2, P::B_L1_BYTES);
+        pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         if constexpr (P::TAIL_K > 0) {
-            pipe_.InitBuffer(tailL0_, 1, RANGE_M_PAD * P::TAIL_K * sizeof(In));
+            static_assert(P::A_TAIL_BYTES >= RANGE_M_PAD * P::TAIL_K * sizeof(In), "a_tail holds the slice's tail");
+            pipe_.InitBuffer(tailL0_, 1, P::A_TAIL_BYTES);
         }
-        pipe_.InitBuffer(bL0_, 2, P::TILE_K * P::TILE_N * sizeof(In));
-        pipe_.InitBuffer(cL0_, 1, STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc));
+        pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
+        pipe_.InitBuffer(cL0_, 1, P::C_STRIP_BYTES);
     }
 
     __aicore__ inline void Process()

@@ -6,6 +6,8 @@
 //                 RMSNorm without weight -> RoPE on each head's last RD dims -> q bf16
 //   KvFinish      kv_latent f32 [t, HD] -> RMSNorm with gamma_ckv -> RoPE -> kv bf16
 // Every value is rounded to bf16 once, at the end. RMSNorm: inv = rsqrt(Σx²·(1/n) + eps).
+// Each kernel's UB sizes are the plan's `*_BYTES` params (QHeads and KvFinish also pass
+// rope.h's ROPE_*_BYTES), each at least what its use below needs.
 #pragma once
 
 #include "dsv4/quant.h"
@@ -47,7 +49,8 @@ __aicore__ inline RowRun BlockRows(uint32_t rows, uint32_t unit, uint32_t idx, u
     return RowRun{first * unit, end * unit};
 }
 
-// Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL.
+// Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL, and the UB sizes
+// LATENT_IN, QR_OUT, QR_SCALES, GAMMA_IN, GAMMA, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
 template <typename P>
 class QLatentQuant {
 public:
@@ -61,6 +64,14 @@ public:
 
 private:
     static constexpr uint32_t QL = P::QL, TR = P::TILE_ROWS;
+    static_assert(P::LATENT_IN_BYTES >= TR * QL * sizeof(float), "latent_in holds a tile of rows");
+    static_assert(P::QR_OUT_BYTES >= TR * QL * sizeof(int8_t), "qr_out holds a tile of rows");
+    static_assert(P::QR_SCALES_BYTES >= 8 * sizeof(float), "qr_scales holds a tile's scales");
+    static_assert(P::GAMMA_IN_BYTES >= QL * sizeof(bfloat16_t) && P::GAMMA_BYTES >= QL * sizeof(float),
+                  "gamma_cq as read and widened");
+    static_assert(P::WORK_BYTES >= QL * sizeof(float) && P::F16_BYTES >= QL * sizeof(half), "row scratch");
+    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(QL) * sizeof(float), "ReduceMax scratch of a row");
 
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qrScale, uint32_t t)
     {
@@ -75,15 +86,15 @@ private:
         if (run.first == run.end) {
             return;
         }
-        pipe_.InitBuffer(in_, 2, TR * QL * sizeof(float));
-        pipe_.InitBuffer(out_, 2, TR * QL * sizeof(int8_t));
-        pipe_.InitBuffer(scales_, 2, 8 * sizeof(float));
-        pipe_.InitBuffer(gammaIn_, QL * sizeof(bfloat16_t));
-        pipe_.InitBuffer(gamma_, QL * sizeof(float));
-        pipe_.InitBuffer(work_, QL * sizeof(float));
-        pipe_.InitBuffer(half_, QL * sizeof(half));
-        pipe_.InitBuffer(slot_, 8 * sizeof(float));
-        pipe_.InitBuffer(tmp_, ReduceTmpElems(QL) * sizeof(float));
+        pipe_.InitBuffer(in_, 2, P::LATENT_IN_BYTES);
+        pipe_.InitBuffer(out_, 2, P::QR_OUT_BYTES);
+        pipe_.InitBuffer(scales_, 2, P::QR_SCALES_BYTES);
+        pipe_.InitBuffer(gammaIn_, P::GAMMA_IN_BYTES);
+        pipe_.InitBuffer(gamma_, P::GAMMA_BYTES);
+        pipe_.InitBuffer(work_, P::WORK_BYTES);
+        pipe_.InitBuffer(half_, P::F16_BYTES);
+        pipe_.InitBuffer(slot_, P::SLOT_BYTES);
+        pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         LocalTensor<float> g = gamma_.Get<float>();
         LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
         DataCopy(gIn, gGamma, QL);
@@ -124,9 +135,10 @@ private:
     TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, half_, slot_, tmp_;
 };
 
-// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD. Blocks form a grid of
-// H/HG head groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a block
-// loads its heads' wq_b_scale once and walks its tokens one at a time.
+// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, and the UB sizes
+// ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE, WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks form a
+// grid of H/HG head groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a
+// block loads its heads' wq_b_scale once and walks its tokens one at a time.
 template <typename P>
 class QHeads {
 public:
@@ -142,6 +154,14 @@ private:
     static constexpr uint32_t HD = P::HD, W = P::HG * P::HD, ROW = P::H * P::HD;
     static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+    static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
+    static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
+    static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
+                  "the group's f32 row and wq_b_scale slice");
+    static_assert(P::QR_SCALE_BYTES >= 8 * sizeof(float), "8 tokens' qr_scale");
+    static_assert(P::WORK_BYTES >= HD * sizeof(float), "a head's scratch");
+    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a head");
 
     __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin, GM_ADDR q,
                                    uint32_t t)
@@ -164,14 +184,14 @@ private:
         gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
         gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
         gQ.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
-        pipe_.InitBuffer(in_, 2, W * sizeof(int32_t));
-        pipe_.InitBuffer(out_, 2, W * sizeof(bfloat16_t));
-        pipe_.InitBuffer(x_, W * sizeof(float));
-        pipe_.InitBuffer(wScale_, W * sizeof(float));
-        pipe_.InitBuffer(tokScale_, 8 * sizeof(float));
-        pipe_.InitBuffer(work_, HD * sizeof(float));
-        pipe_.InitBuffer(slot_, 8 * sizeof(float));
-        pipe_.InitBuffer(tmp_, ReduceTmpElems(HD) * sizeof(float));
+        pipe_.InitBuffer(in_, 2, P::ACC_IN_BYTES);
+        pipe_.InitBuffer(out_, 2, P::Q_OUT_BYTES);
+        pipe_.InitBuffer(x_, P::X_BYTES);
+        pipe_.InitBuffer(wScale_, P::WQ_B_SCALE_BYTES);
+        pipe_.InitBuffer(tokScale_, P::QR_SCALE_BYTES);
+        pipe_.InitBuffer(work_, P::WORK_BYTES);
+        pipe_.InitBuffer(slot_, P::SLOT_BYTES);
+        pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         rope_.Init(pipe_, false);
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
@@ -211,10 +231,12 @@ private:
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
     TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_;
-    Rope<P::RD> rope_;
+    Rope<P> rope_;
 };
 
-// Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD. Blocks take runs of TILE_ROWS-row tiles.
+// Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, and the UB sizes LATENT_IN, KV_OUT,
+// GAMMA_IN, GAMMA, WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks take runs of TILE_ROWS-row
+// tiles.
 template <typename P>
 class KvFinish {
 public:
@@ -229,6 +251,13 @@ public:
 private:
     static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, NOPE = P::HD - P::RD;
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+    static_assert(P::LATENT_IN_BYTES >= TR * HD * sizeof(float), "latent_in holds a tile of rows");
+    static_assert(P::KV_OUT_BYTES >= TR * HD * sizeof(bfloat16_t), "kv_out holds a tile of rows");
+    static_assert(P::GAMMA_IN_BYTES >= HD * sizeof(bfloat16_t) && P::GAMMA_BYTES >= HD * sizeof(float),
+                  "gamma_ckv as read and widened");
+    static_assert(P::WORK_BYTES >= HD * sizeof(float), "a row's scratch");
+    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a row");
 
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv, uint32_t t)
     {
@@ -243,13 +272,13 @@ private:
         gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
         gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
         gKv.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kv));
-        pipe_.InitBuffer(in_, 2, TR * HD * sizeof(float));
-        pipe_.InitBuffer(out_, 2, TR * HD * sizeof(bfloat16_t));
-        pipe_.InitBuffer(gammaIn_, HD * sizeof(bfloat16_t));
-        pipe_.InitBuffer(gamma_, HD * sizeof(float));
-        pipe_.InitBuffer(work_, HD * sizeof(float));
-        pipe_.InitBuffer(slot_, 8 * sizeof(float));
-        pipe_.InitBuffer(tmp_, ReduceTmpElems(HD) * sizeof(float));
+        pipe_.InitBuffer(in_, 2, P::LATENT_IN_BYTES);
+        pipe_.InitBuffer(out_, 2, P::KV_OUT_BYTES);
+        pipe_.InitBuffer(gammaIn_, P::GAMMA_IN_BYTES);
+        pipe_.InitBuffer(gamma_, P::GAMMA_BYTES);
+        pipe_.InitBuffer(work_, P::WORK_BYTES);
+        pipe_.InitBuffer(slot_, P::SLOT_BYTES);
+        pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         rope_.Init(pipe_, false);
         LocalTensor<float> g = gamma_.Get<float>();
         LocalTensor<bfloat16_t> gIn = gammaIn_.Get<bfloat16_t>();
@@ -283,7 +312,7 @@ private:
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
     TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, slot_, tmp_;
-    Rope<P::RD> rope_;
+    Rope<P> rope_;
 };
 
 }  // namespace dsv4

@@ -14,19 +14,28 @@
 
 namespace dsv4 {
 
-template <uint32_t RD>
+// P: RD, and the UB sizes the plan decided (ROPE_ROWS_BYTES, ROPE_TRIG_BYTES,
+// ROPE_OFFSETS_BYTES, ROPE_TABLES_BYTES, ROPE_SWAP_BYTES), each at least what its use
+// below needs.
+template <class P>
 class Rope {
+    static constexpr uint32_t RD = P::RD;
     static_assert(RD % 16 == 0, "a bf16 table row of RD values is whole 32-byte blocks");
+    static_assert(P::ROPE_ROWS_BYTES >= 2 * RD * sizeof(bfloat16_t), "rope_rows holds the cos and sin rows");
+    static_assert(P::ROPE_TRIG_BYTES >= 3 * RD * sizeof(float), "rope_trig holds [cos | sin | -sin]");
+    static_assert(P::ROPE_OFFSETS_BYTES >= 3 * RD * sizeof(uint32_t), "rope_offsets holds three gathers");
+    static_assert(P::ROPE_TABLES_BYTES >= 2 * RD * sizeof(float), "rope_tables holds the two tables");
+    static_assert(P::ROPE_SWAP_BYTES >= RD * sizeof(float), "rope_swap holds the swapped slice");
 
 public:
     // Carves the buffers from `pipe` and writes the gather offsets (once per kernel).
     __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
     {
-        pipe.InitBuffer(rows_, 2 * RD * sizeof(bfloat16_t));
-        pipe.InitBuffer(trig_, 3 * RD * sizeof(float));
-        pipe.InitBuffer(offsets_, 3 * RD * sizeof(uint32_t));
-        pipe.InitBuffer(tables_, 2 * RD * sizeof(float));
-        pipe.InitBuffer(swap_, RD * sizeof(float));
+        pipe.InitBuffer(rows_, P::ROPE_ROWS_BYTES);
+        pipe.InitBuffer(trig_, P::ROPE_TRIG_BYTES);
+        pipe.InitBuffer(offsets_, P::ROPE_OFFSETS_BYTES);
+        pipe.InitBuffer(tables_, P::ROPE_TABLES_BYTES);
+        pipe.InitBuffer(swap_, P::ROPE_SWAP_BYTES);
         // trig holds [cos | sin | −sin] (f32, first RD/2 of each used)
         AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
         const uint32_t plus = RD, minus = 2 * RD;

@@ -4,7 +4,8 @@
 // split-K matmul (dsv4/matmul.h, ATOMIC) adds its partial sums into. Rows >= M are not
 // touched. Blocks take consecutive runs of rows; one zeroed UB tile is copied out
 // repeatedly, ROWS_PER_COPY rows per DataCopy (the whole row when it fits, else in
-// TILE-element pieces).
+// TILE-element pieces). The zero tile's UB size is the plan's ZERO_TILE_BYTES, at least
+// TILE elements.
 #pragma once
 
 #include "dsv4/tiling_data.h"
@@ -20,6 +21,7 @@ class ZeroRows {
     static constexpr uint32_t ROWS_PER_COPY = P::N <= TILE ? TILE / P::N : 1;
     static_assert(PIECE * sizeof(T) % 32 == 0 && P::N % PIECE == 0 && P::LD * sizeof(T) % 32 == 0,
                   "rows move in whole 32-byte blocks");
+    static_assert(P::ZERO_TILE_BYTES >= TILE * sizeof(T), "zero_tile holds the zero tile");
 
 public:
     __aicore__ static inline void Run(GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
@@ -31,7 +33,7 @@ public:
         g.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
         AscendC::TPipe pipe;
         AscendC::TBuf<AscendC::TPosition::VECOUT> buf;
-        pipe.InitBuffer(buf, TILE * sizeof(T));
+        pipe.InitBuffer(buf, P::ZERO_TILE_BYTES);
         AscendC::LocalTensor<T> zero = buf.Get<T>();
         AscendC::Duplicate(zero, T(0), TILE);
         Handshake<AscendC::HardEvent::V_MTE3>();
