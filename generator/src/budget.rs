@@ -1,10 +1,9 @@
 //! On-chip buffers and the budget check. Each kernel lists the buffers its building
-//! block allocates (`Kernel::buffers`; stage kinds not converted yet list theirs in
-//! `Kind::buffers`), as rows: a buffer's name, memory, element type, element count (from
-//! the tiling), how many copies rotate (2 = double buffering), and, for buffers that move
-//! rows to or from GM, the contiguous run of elements one transfer moves (its alignment
-//! decides whether plain `DataCopy` can move it). The room the shared cube matmul's
-//! planner divides (`kernels::gemm`) and the split-K vector tiles live here.
+//! block allocates (`Kernel::buffers`, passed to it as `<NAME>_BYTES` knobs), as rows: a
+//! buffer's name, memory, element type, element count, how many copies rotate (2 =
+//! double buffering), and, for buffers that move rows to or from GM, the contiguous run
+//! of elements one transfer moves (its alignment decides whether plain `DataCopy` can
+//! move it). A launch holds exactly its kernel's rows; the check sums them per memory.
 
 use abi::DType;
 
@@ -19,10 +18,6 @@ pub struct Buffer {
     pub count: usize,
     /// Elements per contiguous GM transfer, for buffers that move rows to or from GM.
     pub gm_run: Option<usize>,
-    /// The one kernel of the stage that allocates this buffer, when only one does: rows of
-    /// different kernels are never live at once (a launch ends before the next starts).
-    /// `None`: a role every kernel of the stage may use.
-    pub kernel: Option<&'static str>,
 }
 
 impl Buffer {
@@ -44,36 +39,19 @@ impl Buffer {
     pub fn gm_run_bytes(&self) -> Option<usize> {
         self.gm_run.map(|r| r * self.dtype.size())
     }
-
-    /// This row, allocated by `kernel` alone.
-    pub const fn only_in(self, kernel: &'static str) -> Buffer {
-        Buffer {
-            kernel: Some(kernel),
-            ..self
-        }
-    }
 }
 
-/// The bytes of `mem` a launch of the stage may hold at most: the shared rows plus the
-/// largest one kernel's own rows.
+/// The bytes of `mem` a kernel with `buffers` allocates: each rounded up to the
+/// memory's alignment, times its copies.
 pub fn bytes_in(buffers: &[Buffer], mem: Mem, chip: &Chip) -> usize {
-    let of = |kernel: Option<&str>| -> usize {
-        buffers
-            .iter()
-            .filter(|b| b.mem == mem && b.kernel == kernel)
-            .map(|b| b.allocated(chip))
-            .sum()
-    };
-    let own = buffers
+    buffers
         .iter()
-        .filter_map(|b| b.kernel)
-        .map(|k| of(Some(k)))
-        .max()
-        .unwrap_or(0);
-    of(None) + own
+        .filter(|b| b.mem == mem)
+        .map(|b| b.allocated(chip))
+        .sum()
 }
 
-/// A buffer row shared by every kernel of its stage (see [`Buffer::only_in`]).
+/// A buffer row.
 pub const fn row(
     name: &'static str,
     mem: Mem,
@@ -89,7 +67,6 @@ pub const fn row(
         elems,
         count,
         gm_run,
-        kernel: None,
     }
 }
 
@@ -123,38 +100,15 @@ pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
 /// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
 pub const ZERO_FILL_TILE: usize = 8192;
 
-/// Elements (f32) of each of the four UB tiles of `k_slice_sum.h`: two partials in, two
-/// sums out.
+/// Elements (f32) of each of the four UB tiles of `k_slice_sum.h` at most: two partials
+/// in, two sums out.
 pub const K_SUM_TILE: usize = 2048;
-
-/// The UB tiles of a split-K matmul's vector launches at most, each kernel's own:
-/// `zero_rows.h` (int8) and `k_slice_sum.h` (bf16), for a stage's `Kind::buffers`. (Each
-/// launch's kernel carries the tiles its row width gives, `gemm`'s `zero`/`slice_sum`.)
-pub fn split_k() -> [Buffer; 2] {
-    [
-        row("zero_tile", Mem::Ub, DType::F32, ZERO_FILL_TILE, 1, None).only_in("zero_rows"),
-        row("k_sum_tiles", Mem::Ub, DType::F32, K_SUM_TILE, 4, None).only_in("k_slice_sum"),
-    ]
-}
 
 /// ReduceMax scratch (no index) for `count` f32 values: a (value, index) pair per whole
 /// 64-lane repeat, at least one, rounded up to a 32-byte block (ReduceMax.md;
 /// `dsv4/quant.h` ReduceTmpElems).
 pub fn reduce_tmp(count: usize) -> usize {
     (2 * (count / 64).max(1)).next_multiple_of(8)
-}
-
-/// L1/L0 buffers of a cube matmul tile m×n×k, inputs `a` and accumulator `acc`,
-/// all double buffered.
-pub fn cube(m: usize, n: usize, k: usize, a: DType, acc: DType) -> Vec<Buffer> {
-    use Mem::*;
-    vec![
-        row("a_l1", L1, a, m * k, 2, None),
-        row("b_l1", L1, a, k * n, 2, None),
-        row("a_l0", L0a, a, m * k, 2, None),
-        row("b_l0", L0b, a, k * n, 2, None),
-        row("c_l0", L0c, acc, m * n, 2, None),
-    ]
 }
 
 /// A budget violation: what to say and which rule it breaks.

@@ -1,7 +1,6 @@
 //! The second pass, [`Validated`] → one [`Plan`] and its stage list per TP degree: the
-//! TP rules, the per-rank shapes, each stage's tile rules and the budget of its buffers.
+//! TP rules, the per-rank shapes and each stage's tile rules.
 
-use crate::budget;
 use crate::diag::{Diagnostics, Loc};
 use crate::plan::{self, AbiInput, Plan, TpShape};
 use crate::stages::kind::TileCheck;
@@ -48,19 +47,10 @@ pub fn for_tp(
         if tp == 1 && st.params.collective() {
             continue;
         }
-        let buffers = st.params.buffers(&plan);
-        let mut tiles = TileCheck::new(d, &plan, name);
-        st.params.check(&mut tiles);
-        // Buffers sized from a broken tile would only repeat its error.
-        if tiles.passed() {
-            for v in budget::check(name, &buffers, st.pad_unaligned, base.chip) {
-                d.error(st.tiling_loc, v.message, v.rule);
-            }
-        }
+        st.params.check(&mut TileCheck::new(d, &plan, name));
         stages.push(StagePlan {
             params: st.params.clone(),
             pad_unaligned: st.pad_unaligned,
-            buffers,
         });
     }
     Some((plan, stages))

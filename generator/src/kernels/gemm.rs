@@ -590,7 +590,7 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
 /// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
 /// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
 /// column tile, in L0C. Tiles rotate in pairs.
-fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
+pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     use Mem::*;
     let (input, acc) = match mm.operands {
         Operands::Bf16 => (DType::Bf16, DType::F32),

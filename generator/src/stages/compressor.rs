@@ -351,46 +351,6 @@ pub fn cache_compressor(
     }
 }
 
-/// The starting model of a compressor's vector side, for a stage without its kernels (the
-/// indexer's inner compressor): state-row writes per token tile, then pooling of
-/// `pool_entries` state rows in `channels`-wide slices, normalise, rotate, write.
-pub fn vector(c: &CompressorPlan, tokens: usize, channels: usize, half_rope: usize) -> Vec<Buffer> {
-    use DType::*;
-    use Mem::Ub;
-    vec![
-        row(
-            "state_rows",
-            Ub,
-            F32,
-            tokens * c.state_row_width,
-            2,
-            Some(c.state_row_width),
-        ),
-        row("ape", Ub, F32, tokens * c.out_width, 1, Some(c.out_width)),
-        row(
-            "pool_kv",
-            Ub,
-            F32,
-            c.pool_entries * channels,
-            2,
-            Some(channels),
-        ),
-        row(
-            "pool_score",
-            Ub,
-            F32,
-            c.pool_entries * channels,
-            2,
-            Some(channels),
-        ),
-        row("pooled", Ub, F32, c.head_dim, 1, None),
-        row("norm_w", Ub, Bf16, c.head_dim, 1, Some(c.head_dim)),
-        row("cmp_cos", Ub, F32, half_rope, 1, Some(half_rope)),
-        row("cmp_sin", Ub, F32, half_rope, 1, Some(half_rope)),
-        row("cmp_out", Ub, Bf16, c.head_dim, 1, Some(c.head_dim)),
-    ]
-}
-
 fn u(v: usize) -> Value {
     Value::U32(u32::try_from(v).expect("model dims fit u32"))
 }

@@ -3,16 +3,13 @@
 //! top-k compressed rows per token. Its parameters, tiles and buffers are read and
 //! checked; it has no kernels yet, so a spec with it is a `draft`.
 
-use abi::DType;
 use serde::Deserialize;
 
-use super::compressor::{self, cache_compressor};
+use super::compressor::cache_compressor;
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, cube, row};
-use crate::chip::Mem::Ub;
 use crate::diag::{Diagnostics, Loc};
 use crate::kernels::Builder;
-use crate::plan::{IndexerPlan, Plan};
+use crate::plan::IndexerPlan;
 use crate::spec::range::{positive, positive_large};
 use crate::spec::{Int, PadPolicy, Sp};
 
@@ -143,40 +140,6 @@ impl Kind for Indexer {
             c.divides(t.key_rows, "key_rows", candidates, "the candidate count");
         }
         c.fits(t.k, "k", c.plan.model.hidden, "hidden");
-    }
-
-    /// The starting model of its buffers (no kernels yet).
-    fn buffers(s: &Params, p: &Plan) -> Vec<Buffer> {
-        use DType::*;
-        let Some(i) = &p.indexer else {
-            return Vec::new();
-        };
-        let t = &s.tiling;
-        let (m, n, k) = (t.m.value, t.n.value, t.k.value);
-        let (t, kr, hd, h) = (t.tokens.value, t.key_rows.value, i.head_dim, i.heads);
-        let mut v = cube(m, n, k, Bf16, F32);
-        v.extend([
-            row("q_acc", Ub, I32, t * hd, 2, Some(hd)),
-            row("q_f32", Ub, F32, t * hd, 1, None),
-            row("q_i8", Ub, I8, t * hd, 2, Some(hd)),
-            row("q_scale", Ub, F32, t * h, 1, Some(t * h)),
-            row("head_weights", Ub, F32, t * h, 1, Some(t * h)),
-            row("keys", Ub, I8, kr * hd, 2, Some(hd)),
-            // Scales are read page by page: runs of at most one block.
-            row(
-                "key_scales",
-                Ub,
-                F32,
-                kr,
-                2,
-                Some(kr.min(p.pools.block_size)),
-            ),
-            row("scores", Ub, F32, i.candidates, 1, Some(i.candidates)),
-            row("topk", Ub, I32, i.topk, 1, Some(i.topk)),
-            row("key_scale_out", Ub, F32, 1, 1, Some(1)),
-        ]);
-        v.extend(compressor::vector(&i.inner, t, hd, i.rope_dim / 2));
-        v
     }
 
     fn plan(_: &Params, b: &mut Builder) {

@@ -6,7 +6,6 @@ use std::fmt::Debug;
 
 use serde::de::DeserializeOwned;
 
-use crate::budget::Buffer;
 use crate::diag::{Diagnostics, Loc};
 use crate::kernels::Builder;
 use crate::plan::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Plan, Pools};
@@ -16,8 +15,8 @@ use crate::spec::{Int, KvSource, PadPolicy, Sp};
 /// A stage kind. One module implements it on a unit struct and lists it in the registry
 /// (`stages/mod.rs`); the spec's stage enum, names, graph checks and dispatch come from
 /// there. The passes call it in this order: [`Kind::read`] (ranges, once per spec),
-/// [`Kind::layer`] (relations, once), then per TP degree [`Kind::check`],
-/// [`Kind::buffers`] and [`Kind::plan`].
+/// [`Kind::layer`] (relations, once), then per TP degree [`Kind::check`] and
+/// [`Kind::plan`] (whose kernels carry their on-chip buffers, `Kernel::buffers`).
 pub trait Kind {
     /// The key in the spec's stage list, and the stage's name in launches.
     const NAME: &'static str;
@@ -47,12 +46,6 @@ pub trait Kind {
 
     /// The tile rules at one TP degree.
     fn check(p: &Self::Params, c: &mut TileCheck);
-
-    /// Stage-level buffer rows, for kinds whose kernels do not carry their own
-    /// `Kernel::buffers` yet (checked against the chip as one stage).
-    fn buffers(_: &Self::Params, _: &Plan) -> Vec<Buffer> {
-        Vec::new()
-    }
 
     /// Its launches, workspaces and steps; or [`Builder::missing`] with the reason.
     fn plan(p: &Self::Params, b: &mut Builder);
@@ -160,28 +153,15 @@ pub struct TileCheck<'a, 'd> {
     pub d: &'a mut Diagnostics<'d>,
     pub plan: &'a Plan,
     pub stage: &'static str,
-    /// Every tile a rule looked at.
-    touched: Vec<Loc>,
 }
 
 impl<'a, 'd> TileCheck<'a, 'd> {
     pub fn new(d: &'a mut Diagnostics<'d>, plan: &'a Plan, stage: &'static str) -> Self {
-        TileCheck {
-            d,
-            plan,
-            stage,
-            touched: Vec::new(),
-        }
+        TileCheck { d, plan, stage }
     }
 
-    /// Whether every tile the rules looked at is valid (at this or another TP degree).
-    pub fn passed(&self) -> bool {
-        !self.touched.iter().any(|&l| self.d.has_error_at(l))
-    }
-
-    /// Whether `t` is still unreported; marks it looked at.
-    fn fresh(&mut self, t: Tile) -> bool {
-        self.touched.push(t.loc);
+    /// Whether `t` is still unreported (at this or another TP degree).
+    fn fresh(&self, t: Tile) -> bool {
         !self.d.has_error_at(t.loc)
     }
 

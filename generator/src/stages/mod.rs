@@ -19,8 +19,6 @@ pub mod qkv_proj_rope;
 pub mod rms_norm;
 pub mod sparse_attention;
 
-use crate::budget::{self, Buffer};
-use crate::chip::{Chip, Mem};
 use crate::diag::{Diagnostics, Loc};
 use crate::kernels::{Builder, KernelPlan};
 use crate::plan::Plan;
@@ -91,10 +89,6 @@ macro_rules! registry {
                 match self { $(Params::$variant(p) => <$module::$ty as Kind>::check(p, c)),+ }
             }
 
-            pub fn buffers(&self, plan: &Plan) -> Vec<Buffer> {
-                match self { $(Params::$variant(p) => <$module::$ty as Kind>::buffers(p, plan)),+ }
-            }
-
             pub fn plan(&self, b: &mut Builder) {
                 match self { $(Params::$variant(p) => <$module::$ty as Kind>::plan(p, b)),+ }
             }
@@ -138,32 +132,16 @@ pub struct StageSpec {
     pub pad_unaligned: bool,
 }
 
-/// A stage at one TP degree: its read entry and the on-chip buffers its kernels use.
+/// A stage at one TP degree, its tiles checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StagePlan {
     pub params: Params,
     pub pad_unaligned: bool,
-    pub buffers: Vec<Buffer>,
 }
 
 impl StagePlan {
     pub fn name(&self) -> &'static str {
         self.params.name()
-    }
-
-    /// Bytes the stage's kernels allocate in `mem` at most, each buffer rounded up to its
-    /// alignment.
-    pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
-        budget::bytes_in(&self.buffers, mem, chip)
-    }
-
-    /// `(memory, bytes)` for every memory the stage uses.
-    pub fn usage(&self, chip: &Chip) -> Vec<(Mem, usize)> {
-        Mem::ALL
-            .into_iter()
-            .map(|m| (m, self.bytes_in(m, chip)))
-            .filter(|&(_, b)| b > 0)
-            .collect()
     }
 }
 

@@ -7,10 +7,8 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use crate::budget::Buffer;
 use crate::diag::Diagnostics;
 use crate::kernels::{Builder, Step};
-use crate::plan::Plan;
 
 pub struct OGroupAllToAll;
 
@@ -34,11 +32,6 @@ impl Kind for OGroupAllToAll {
     fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
         c.tokens(t.rows);
         c.divides(t.cols, "cols", c.plan.model.o_group_in, "o_group_in");
-    }
-
-    /// No kernel, no on-chip buffers.
-    fn buffers(_: &Tiling<Tile>, _: &Plan) -> Vec<Buffer> {
-        Vec::new()
     }
 
     fn plan(_: &Tiling<Tile>, b: &mut Builder) {
