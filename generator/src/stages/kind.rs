@@ -229,6 +229,23 @@ impl<'a, 'd> TileCheck<'a, 'd> {
         self.rows(m, "m");
     }
 
+    /// [`TileCheck::matmul`] for a stage whose products have the N extents `ns` and the K
+    /// extents `ks`, each of which `n` and `k` must divide or cover.
+    pub fn products(
+        &mut self,
+        [m, n, k, tokens]: [Tile; 4],
+        ns: &[(usize, &str)],
+        ks: &[(usize, &str)],
+    ) {
+        self.matmul(m, n, k, tokens);
+        for &(dim, name) in ns {
+            self.fits(n, "n", dim, name);
+        }
+        for &(dim, name) in ks {
+            self.fits(k, "k", dim, name);
+        }
+    }
+
     pub fn multiple(&mut self, t: Tile, name: &str, of: usize, rule: &'static str) {
         if self.fresh(t) && !t.value.is_multiple_of(of) {
             self.d.error(

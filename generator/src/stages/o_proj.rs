@@ -9,25 +9,15 @@
 //! equal-shaped degrees are shared.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value};
-use crate::spec::{PadPolicy, Sp};
 
 pub struct OProj;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// Cube tile `m`×`n`×`k` of both products; `tokens` rows per quantisation pass.
@@ -38,10 +28,10 @@ impl Kind for OProj {
     const NAME: &'static str = "o_proj";
     const NEEDS: &'static [Data] = &[Data::Grouped];
     const PRODUCES: &'static [Data] = &[Data::OPartial];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 
@@ -52,13 +42,7 @@ impl Kind for OProj {
             (m.o_group_in, "o_group_in"),
             (s.local_o_width, "local_o_width"),
         ];
-        c.matmul(t.m, t.n, t.k, t.tokens);
-        for (dim, name) in ns {
-            c.fits(t.n, "n", dim, name);
-        }
-        for (dim, name) in ks {
-            c.fits(t.k, "k", dim, name);
-        }
+        c.products([t.m, t.n, t.k, t.tokens], &ns, &ks);
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {

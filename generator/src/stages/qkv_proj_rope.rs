@@ -11,25 +11,16 @@
 //! full position table (`rope.table: positions`, CSA) is not supported yet.
 
 use abi::{DType, Dim};
-use serde::Deserialize;
 
-use super::kind::{Data, Kind, Tile, TileCheck, tiling};
+use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
-use crate::spec::{PadPolicy, RopeTable, Sp};
+use crate::spec::RopeTable;
 
 pub struct QkvProjRope;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Spec {
-    pub tiling: Sp<Tiling>,
-    #[serde(default)]
-    pub unaligned_rows: Option<Sp<PadPolicy>>,
-}
 
 tiling! {
     /// Cube tile `m`×`n`×`k`; `tokens` rows per vector epilogue pass.
@@ -40,10 +31,10 @@ impl Kind for QkvProjRope {
     const NAME: &'static str = "qkv_proj_rope";
     const NEEDS: &'static [Data] = &[Data::XNormed];
     const PRODUCES: &'static [Data] = &[Data::Q, Data::Kv];
-    type Spec = Spec;
+    type Spec = Tiled<Tiling>;
     type Params = Tiling<Tile>;
 
-    fn read(spec: &Spec, d: &mut Diagnostics) -> Tiling<Tile> {
+    fn read(spec: &Tiled<Tiling>, d: &mut Diagnostics) -> Tiling<Tile> {
         spec.tiling.value.read(d)
     }
 
@@ -55,13 +46,7 @@ impl Kind for QkvProjRope {
             (m.head_dim, "head_dim"),
         ];
         let ks = [(m.hidden, "hidden"), (m.q_lora_rank, "q_lora_rank")];
-        c.matmul(t.m, t.n, t.k, t.tokens);
-        for (dim, name) in ns {
-            c.fits(t.n, "n", dim, name);
-        }
-        for (dim, name) in ks {
-            c.fits(t.k, "k", dim, name);
-        }
+        c.products([t.m, t.n, t.k, t.tokens], &ns, &ks);
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {
