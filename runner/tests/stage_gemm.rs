@@ -9,8 +9,8 @@
 //!
 //! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
 //! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
-//! products are exact; bf16 ones within f32 accumulation error. Peak L1/L0 use is checked
-//! against the stage budget.
+//! products are exact; bf16 ones within f32 accumulation error. Every launch's peak L1/L0
+//! use equals the buffers the planner gives its split (`gemm::buffers`).
 //!
 //! Both run through the harness runtime on a plan built here ([`products_plan`]): each
 //! product's launches (zero fill, matmul, slice sum) bound to buffers of its own.
@@ -28,7 +28,7 @@ use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
 use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use harness::sim::LaunchStats;
-use kernelgen::budget::row;
+use kernelgen::budget::{self, row};
 use kernelgen::chip::Mem;
 use kernelgen::kernels::gemm::{self, BLayout, Operands, Rows};
 use kernelgen::kernels::{Cores, Kernel, Value};
@@ -668,6 +668,17 @@ fn building_block_cases_match_the_reference() {
                 "{}: MACs",
                 c.name
             );
+            // matmul.h allocates exactly the buffers the planner's rule gives this split.
+            let chip = support::plan("swa_mini_tp1").chip;
+            for (mem, peak) in [
+                (Mem::L1, stats.peak_l1),
+                (Mem::L0a, stats.peak_l0a),
+                (Mem::L0b, stats.peak_l0b),
+                (Mem::L0c, stats.peak_l0c),
+            ] {
+                let budget = budget::bytes_in(&c.kernel().buffers, mem, chip) as u64;
+                assert_eq!(peak, budget, "{}: peak {mem}", c.name);
+            }
         }
     }
 }

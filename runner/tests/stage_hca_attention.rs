@@ -1,8 +1,8 @@
 //! Stage sparse_attention of HCA (window + every visible compressed row, hca_csa.md §6.1–6.2)
 //! on the CPU model against `golden::{candidates::hca, attention}`: o_packed_heads
 //! within the reference's standalone threshold, ratio_allclose(1e-4, 1/128, 0.005), on the
-//! valid rows of every group slab, padding rows still poisoned, peak on-chip memory within
-//! the plan's budget rows. (The golden merges compressed rows in the reference's 128-row
+//! valid rows of every group slab, padding rows still poisoned, peak on-chip memory equal to
+//! each kernel's planned buffers. (The golden merges compressed rows in the reference's 128-row
 //! tiles; the kernel in larger chunks, so the bf16 rounding of its probabilities differs
 //! slightly where a request has more than 128 rows: hca_csa.md §6.2 lets a kernel tile
 //! freely within tolerance.) Inputs are the HCA

@@ -1,7 +1,7 @@
 //! Stage sparse_attention on the CPU model against `golden::attention` (per-token
 //! window gather, softmax with sink, P·V, inverse RoPE) and `pack_heads`: o_packed_heads
 //! within ratio_allclose(1e-4, 1/128) on the valid rows of every group slab, padding rows
-//! still poisoned, peak on-chip memory equal to the plan's budget rows of each kernel.
+//! still poisoned, peak on-chip memory equal to each kernel's planned buffers.
 //! Inputs come from the reference's fixture formulas (block tables with wrap into the
 //! pool, window indices and lengths, RoPE rows, unit-RMS cache rows); q and attn_sink are
 //! seeded normals. GM traffic per kernel is printed against its minimum.

@@ -142,7 +142,7 @@ impl Matmul {
     }
 }
 
-/// The matmul's on-chip regions in bytes, from its budget rows (`budget::matmul`):
+/// The matmul's on-chip regions in bytes, from the room model (`budget::matmul`):
 /// L1 for the A panel and the B tiles, L0A for the A tiles and the panel's tail, L0C for
 /// the C strip. A launch divides each region as its tiles need; what its `InitBuffer`
 /// calls then receive are its own rows ([`buffers`]), checked per launch.
