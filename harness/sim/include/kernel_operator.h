@@ -15,6 +15,7 @@
 #include "sim/vec_reduce.h"
 #include "sim/vec_cast.h"
 #include "sim/vec_select.h"
+#include "sim/vec_sort.h"
 #include "sim/cube.h"
 #include "sim/fixpipe.h"
 #include "sim/sync.h"

@@ -141,6 +141,10 @@ struct Core {
     uint64_t maskHigh = ~0ull;
     uint64_t maskLow = ~0ull;
     const char* maskLeftBy = nullptr;
+    // what the last MrgSort took from each list, readable by GetMrgSortResult when that
+    // MrgSort ran with ifExhaustedSuspension (sim/vec_sort.h)
+    bool mrgSortValid = false;
+    uint16_t mrgSortTaken[4] = {0, 0, 0, 0};
     // SetAtomicAdd / SetAtomicNone
     AtomicOp atomicOp = AtomicOp::None;
     ElemKind atomicType = ElemKind::F32;
