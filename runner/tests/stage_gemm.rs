@@ -785,7 +785,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                 let (c, name) = (&product.case, product.launches.matmul.0);
                 let want = vec![reference(c, af, bf, 0, rows)];
                 check_c(name, c, out, &want, rows);
-                support::check_peaks(variant, &[(name.to_string(), stats.clone())]);
+                support::check_peaks(variant, &[(name.to_string(), *stats)]);
                 println!(
                     "{variant} {name} rows {rows}: GM {} B moved / {} B distinct = {:.3}",
                     stats.gm_bytes(),
