@@ -144,6 +144,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
     Kernel { name: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
+    Kernel { name: "matmul_bf16_kn_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
+    Kernel { name: "matmul_i8_kn_n1024_k128_tile32x128x128_split64x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "qkv_q_heads_h8_hd128_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
+    Kernel { name: "qkv_kv_finish_hd128_rd64_t8_eps1em6_positions", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "positions", "kv"] },
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
@@ -159,6 +164,12 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_partials"] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wq_a", "q_latent"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_tile32x128x128_split64x128x128", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split64x512x128", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wkv", "kv_latent"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 8, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "kv"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 128 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, block_dim: 2, args: &["attention_local", "wo_a", "o_latent"] }),
@@ -178,6 +189,12 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "post", shape: &[Var("t"), Const(4)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "comb", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "x_normed", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "q_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "qr", shape: &[Var("t"), Const(128)], dtype: I8, dir: Out, placement: PerRank },
+    TensorDecl { name: "qr_scale", shape: &[Var("t"), Const(1)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "q_acc", shape: &[Var("t"), Const(1024)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "q", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
@@ -191,7 +208,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["qkv_proj_rope", "compressor", "indexer", "sparse_attention"];
+pub const MISSING: &[&str] = &["compressor", "indexer", "sparse_attention"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

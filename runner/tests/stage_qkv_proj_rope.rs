@@ -2,7 +2,13 @@
 //! fixture's weights and RoPE rows, a seeded unit-RMS x_normed of exactly t rows (reading
 //! a row ≥ t traps), at capacity and capacity − 8. q, kv within (1e-4, 1/128); qr within
 //! ±1 LSB everywhere; qr_scale within (2.5e-5, 5e-3). Workspace rows ≥ t stay poisoned;
-//! every launch's peak UB/L1/L0 use stays within the stage budget.
+//! every launch's peak UB/L1/L0 use equals its kernel's budget.
+//!
+//! CSA (`rope.table: positions`, hca_csa.md §2.3, §3) passes the full
+//! `[max_positions, rope_dim]` table and `position_ids`; the kernels gather row p_t. Its
+//! cases start requests at mixed positions, most near max_positions − 8, so no token's
+//! position is its index: the golden rotates with the rows at the positions, and the same
+//! outputs must fail against rows 0..t.
 //!
 //! `flash_tp2_sim_time` (ignored; `cargo test -p runner --test stage_qkv_proj_rope --
 //! --ignored --nocapture`) runs the stage at FLASH dims, t = 256, and prints wall time
@@ -13,7 +19,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use golden::compare::{Report, ratio_allclose};
-use golden::fixtures::{self, FixtureOptions};
+use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::qkv::{QkvWeights, qkv_proj_rope};
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
@@ -40,6 +46,9 @@ struct Case {
     dims: Dims,
     t: usize,
     inputs: BTreeMap<String, Tensor>,
+    /// The tokens' positions when the RoPE tables are the full position table (CSA);
+    /// `None` when they are token-local rows.
+    positions: Option<Vec<usize>>,
 }
 
 /// The capacity fixture's tensors; for fewer tokens the RoPE rows are its first t rows
@@ -55,9 +64,6 @@ fn case(p: &Plan, t: usize, seed: u64) -> Case {
     )
     .unwrap_or_else(|e| panic!("fixture: {e}"));
     let mut inputs = BTreeMap::new();
-    for name in ["wq_a", "wq_b", "wq_b_scale", "wkv", "gamma_cq", "gamma_ckv"] {
-        inputs.insert(name.to_string(), fx.inputs.get(name).unwrap().clone());
-    }
     for name in ["freqs_cos", "freqs_sin"] {
         let full = fx.inputs.values::<bf16>(name).unwrap();
         let rows = full[..t * spec.dims.rope_dim].to_vec();
@@ -66,19 +72,72 @@ fn case(p: &Plan, t: usize, seed: u64) -> Case {
             Tensor::from_vec(vec![t, spec.dims.rope_dim], rows).unwrap(),
         );
     }
+    with_projection_inputs(spec.dims, t, &fx.inputs, inputs, None, seed)
+}
+
+/// A CSA case: one request per start (t = 8 · starts), the fixture's full
+/// `[max_positions, rope_dim]` tables and its `position_ids`.
+fn case_at(p: &Plan, starts: &[i64], seed: u64) -> Case {
+    assert_eq!(p.rope.table, kernelgen::spec::RopeTable::Positions);
+    let spec = layer_spec(p);
+    let fx = fixtures::build(
+        &spec,
+        &FixtureOptions {
+            seed,
+            starts: StartPositions::List(starts.to_vec()),
+            tokens: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("fixture: {e}"));
+    let t = starts.len() * spec.dims.seq;
+    let mut inputs = BTreeMap::new();
+    for name in ["freqs_cos", "freqs_sin", "position_ids"] {
+        inputs.insert(name.to_string(), fx.inputs.get(name).unwrap().clone());
+    }
+    assert_eq!(
+        inputs["freqs_cos"].shape(),
+        [spec.dims.max_seq_len, spec.dims.rope_dim],
+        "the full position table"
+    );
+    let positions: Vec<usize> = values::<i32>(&inputs, "position_ids")
+        .iter()
+        .map(|&p| usize::try_from(p).unwrap())
+        .collect();
+    assert_eq!(positions.len(), t);
+    assert!(
+        positions.iter().enumerate().all(|(i, &p)| p != i),
+        "a position equal to its token index would not tell row p_t from row t"
+    );
+    with_projection_inputs(spec.dims, t, &fx.inputs, inputs, Some(positions), seed)
+}
+
+/// Adds the fixture's projection weights and a seeded x_normed of `t` rows to `inputs`.
+fn with_projection_inputs(
+    dims: Dims,
+    t: usize,
+    fixture: &golden::tensor::TensorMap,
+    mut inputs: BTreeMap<String, Tensor>,
+    positions: Option<Vec<usize>>,
+    seed: u64,
+) -> Case {
+    for name in ["wq_a", "wq_b", "wq_b_scale", "wkv", "gamma_cq", "gamma_ckv"] {
+        inputs.insert(name.to_string(), fixture.get(name).unwrap().clone());
+    }
+    let spec_dims = &dims;
     // rms_norm's output: rows of unit RMS (uniform on ±√3), rounded to bf16
     let mut r = ChaCha8Rng::seed_from_u64(seed ^ 0x9e37);
-    let x: Vec<bf16> = (0..t * spec.dims.hidden)
+    let x: Vec<bf16> = (0..t * spec_dims.hidden)
         .map(|_| bf16::from_f32(r.random_range(-1.732f32..1.732)))
         .collect();
     inputs.insert(
         "x_normed".into(),
-        Tensor::from_vec(vec![t, spec.dims.hidden], x).unwrap(),
+        Tensor::from_vec(vec![t, spec_dims.hidden], x).unwrap(),
     );
     Case {
-        dims: spec.dims,
+        dims,
         t,
         inputs,
+        positions,
     }
 }
 
@@ -86,14 +145,26 @@ fn values<T: golden::tensor::Element>(m: &BTreeMap<String, Tensor>, name: &str) 
     m[name].values::<T>().unwrap().to_vec()
 }
 
-fn golden(c: &Case) -> golden::qkv::Qkv {
+/// The golden's RoPE rows: the token-local tables, or the full table's rows at the
+/// tokens' positions (as `golden::layer::csa` gathers them).
+fn rope_rows(c: &Case) -> RopeRows {
     let d = &c.dims;
-    let rope = RopeRows::from_tables(
-        &values::<bf16>(&c.inputs, "freqs_cos"),
-        &values::<bf16>(&c.inputs, "freqs_sin"),
-        d.rope_dim,
-        d.rope_dim / 2,
+    let (cos, sin) = (
+        values::<bf16>(&c.inputs, "freqs_cos"),
+        values::<bf16>(&c.inputs, "freqs_sin"),
     );
+    match &c.positions {
+        None => RopeRows::from_tables(&cos, &sin, d.rope_dim, d.rope_dim / 2),
+        Some(at) => RopeRows::gather(&cos, &sin, d.rope_dim, d.rope_dim / 2, at),
+    }
+}
+
+fn golden(c: &Case) -> golden::qkv::Qkv {
+    golden_with(c, &rope_rows(c))
+}
+
+fn golden_with(c: &Case, rope: &RopeRows) -> golden::qkv::Qkv {
+    let d = &c.dims;
     qkv_proj_rope(
         d,
         &values::<bf16>(&c.inputs, "x_normed"),
@@ -105,7 +176,7 @@ fn golden(c: &Case) -> golden::qkv::Qkv {
             gamma_cq: &values::<bf16>(&c.inputs, "gamma_cq"),
             gamma_ckv: &values::<bf16>(&c.inputs, "gamma_ckv"),
         },
-        &rope,
+        rope,
     )
 }
 
@@ -123,6 +194,7 @@ fn valid_rows(name: &str, t: &Tensor, rows: usize) -> Tensor {
 }
 
 fn expect(report: Report) {
+    println!("  {report}");
     assert!(report.pass, "{}", report.detail());
 }
 
@@ -134,6 +206,39 @@ fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
     let d = &c.dims;
     let t = c.t;
     let got = |name: &str| valid_rows(name, &tensors[name], t);
+    if c.positions.is_some() {
+        // The same outputs against rows 0..t of the table (what a kernel ignoring
+        // position_ids would read) must fail: the cases tell the two apart.
+        let d = &c.dims;
+        let (cos, sin) = (
+            values::<bf16>(&c.inputs, "freqs_cos"),
+            values::<bf16>(&c.inputs, "freqs_sin"),
+        );
+        let first_rows: Vec<usize> = (0..t).collect();
+        let wrong = golden_with(
+            c,
+            &RopeRows::gather(&cos, &sin, d.rope_dim, d.rope_dim / 2, &first_rows),
+        );
+        for (name, width, rows) in [
+            ("q", d.heads * d.head_dim, wrong.q),
+            ("kv", d.head_dim, wrong.kv),
+        ] {
+            let r = ratio_allclose(
+                name,
+                &got(name),
+                &Tensor::from_vec(vec![t, width], rows).unwrap(),
+                1e-4,
+                1.0 / 128.0,
+                0.005,
+            );
+            println!("  against rows 0..t: {r}");
+            assert!(
+                !r.pass,
+                "{name} also matches RoPE rows 0..t: {}",
+                r.detail()
+            );
+        }
+    }
     let q_want = Tensor::from_vec(vec![t, d.heads * d.head_dim], want.q).unwrap();
     let kv_want = Tensor::from_vec(vec![t, d.head_dim], want.kv).unwrap();
     let qr_want = Tensor::from_vec(vec![t, d.q_lora], want.qr).unwrap();
@@ -197,15 +302,76 @@ fn swa_mini_tp2_matches_the_golden() {
     }
 }
 
+/// One start per request for `t` tokens: mostly near the table's end (max_positions − 8
+/// and a little below, none a multiple of 8 but the first), every third one small, so
+/// positions are mixed and none is its token's index.
+fn csa_starts(p: &Plan, t: usize) -> Vec<i64> {
+    let max = p.pools.max_positions as i64;
+    let seq = p.shape.decode_seq;
+    (0..(t / seq) as i64)
+        .map(|b| {
+            if b % 3 == 2 {
+                3 + 17 * b
+            } else {
+                max - 8 - 5 * b
+            }
+        })
+        .collect()
+}
+
+fn check_csa(variant: &str, seed: u64) {
+    let p = plan(variant);
+    let rt = support::stages(variant, STAGE);
+    for t in [p.shape.local_t, p.shape.local_t - 8] {
+        check_stage(p, rt, &case_at(p, &csa_starts(p, t), seed));
+    }
+}
+
 #[test]
-fn csa_positions_table_is_not_supported_yet() {
+fn csa_small_tp1_gathers_rope_rows_by_position() {
+    check_csa("csa_small_tp1", 13);
+}
+
+#[test]
+fn csa_small_tp2_gathers_rope_rows_by_position() {
+    check_csa("csa_small_tp2", 14);
+}
+
+#[test]
+fn only_position_tables_pass_position_ids() {
     for v in support::variants() {
-        if v.plan.rope.table == kernelgen::spec::RopeTable::Positions {
-            assert!(
-                v.kernels.missing.iter().any(|u| u.stage == "qkv_proj_rope"),
-                "{}: qkv_proj_rope with a position table must be marked missing",
-                v.plan.variant
+        let positions = v.plan.rope.table == kernelgen::spec::RopeTable::Positions;
+        let rope_kernels: Vec<_> = v
+            .kernels
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                kernelgen::kernels::Step::Launch(l)
+                    if l.stage == "qkv_proj_rope" && l.args.contains(&"freqs_cos") =>
+                {
+                    Some(l)
+                }
+                _ => None,
+            })
+            .collect();
+        if v.kernels.missing.iter().any(|u| u.stage == "qkv_proj_rope") {
+            continue;
+        }
+        assert_eq!(
+            rope_kernels.len(),
+            2,
+            "{}: QHeads and KvFinish",
+            v.plan.variant
+        );
+        for l in rope_kernels {
+            assert_eq!(
+                l.args.contains(&"position_ids"),
+                positions,
+                "{}: {}",
+                v.plan.variant,
+                l.kernel
             );
+            assert_eq!(l.kernel.ends_with("_positions"), positions, "{}", l.kernel);
         }
     }
 }

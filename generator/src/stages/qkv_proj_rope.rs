@@ -7,8 +7,11 @@
 //! x_normed ·wkv → kv_latent f32 ─KvFinish→ kv bf16
 //! ```
 //!
-//! The RoPE rows are the host's token-local `freqs_cos` / `freqs_sin`; a variant with the
-//! full position table (`rope.table: positions`, CSA) is not supported yet.
+//! The RoPE rows are the host's token-local `freqs_cos` / `freqs_sin` `[t, rope_dim]`
+//! (`rope.table: per_token`), or, with `rope.table: positions` (CSA, hca_csa.md §2.3, §3),
+//! the full `[max_positions, rope_dim]` table, whose row `position_ids[t]` QHeads and
+//! KvFinish gather themselves: those two kernels then take `position_ids`, set
+//! `POSITIONS` and are named `…_positions`. Their buffers are the same either way.
 
 use abi::{DType, Dim};
 
@@ -57,13 +60,9 @@ impl Kind for QkvProjRope {
         let tiles = [t.m.value, t.n.value, t.k.value];
         let (hd, rd, ql) = (m.head_dim, m.rope_dim, m.q_lora_rank);
         let nope = hd - rd;
+        let positions = p.rope.table == RopeTable::Positions;
         // Whole 32-byte blocks: bf16 RoPE rows, f32 rope slices, int8 qr rows.
         let unmet = unmet([
-            (
-                p.rope.table == RopeTable::PerToken,
-                "qkv_proj_rope.h reads per-token RoPE rows (`table: per_token`), not the whole table"
-                    .into(),
-            ),
             (
                 rd.is_multiple_of(16),
                 format!("rope_dim {rd} is not a multiple of 16 (whole bf16 blocks)"),
@@ -132,17 +131,16 @@ impl Kind for QkvProjRope {
         }
         let groups = m.heads / heads_per_item;
         let ranges = (aiv / groups).clamp(1, t_cap / 8);
+        let rope_args: &[&str] = if positions {
+            &["freqs_cos", "freqs_sin", "position_ids"]
+        } else {
+            &["freqs_cos", "freqs_sin"]
+        };
+        let q_args = [&["q_acc", "qr_scale", "wq_b_scale"], rope_args, &["q"]].concat();
         b.launch(
-            q_heads(m.heads, hd, rd, heads_per_item, eps),
+            q_heads(m.heads, hd, rd, heads_per_item, eps, positions),
             (groups * ranges) as u32,
-            &[
-                "q_acc",
-                "qr_scale",
-                "wq_b_scale",
-                "freqs_cos",
-                "freqs_sin",
-                "q",
-            ],
+            &q_args,
         );
         let wkv = Matmul::new(
             Operands::Bf16,
@@ -155,10 +153,11 @@ impl Kind for QkvProjRope {
         if gemm::launch(b, tiles, &wkv, ["x_normed", "wkv", "kv_latent"]).is_none() {
             return;
         }
+        let kv_args = [&["kv_latent", "gamma_ckv"], rope_args, &["kv"]].concat();
         b.launch(
-            kv_finish(hd, rd, tile_rows, eps),
+            kv_finish(hd, rd, tile_rows, eps, positions),
             row_blocks,
-            &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"],
+            &kv_args,
         );
     }
 }
@@ -199,8 +198,15 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
     }
 }
 
-fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Kernel {
-    Kernel {
+fn q_heads(
+    heads: usize,
+    hd: usize,
+    rd: usize,
+    per_item: usize,
+    eps: f32,
+    positions: bool,
+) -> Kernel {
+    let mut k = Kernel {
         name: format!(
             "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_eps{}",
             float_tag(eps)
@@ -220,11 +226,15 @@ fn q_heads(heads: usize, hd: usize, rd: usize, per_item: usize, eps: f32) -> Ker
         ],
         args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
         buffers: q_heads_buffers(hd, rd, per_item),
+    };
+    if positions {
+        at_positions(&mut k, "sin");
     }
+    k
 }
 
-fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
-    Kernel {
+fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32, positions: bool) -> Kernel {
+    let mut k = Kernel {
         name: format!(
             "qkv_kv_finish_hd{hd}_rd{rd}_t{tile_rows}_eps{}",
             float_tag(eps)
@@ -242,7 +252,28 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32) -> Kernel {
         ],
         args: vec!["latent", "gamma", "cos", "sin", "kv"],
         buffers: kv_finish_buffers(hd, rd, tile_rows),
+    };
+    if positions {
+        at_positions(&mut k, "sin");
     }
+    k
+}
+
+/// Turns a kernel reading token-local RoPE rows into its twin reading the full
+/// `[max_positions, rope_dim]` table at row `position_ids[t]` (rope.h `RopeRow`): the
+/// name says so, `POSITIONS` selects it and `positions` follows the table argument
+/// `after`. Its on-chip buffers are the same (the position is a scalar GM read).
+fn at_positions(k: &mut Kernel, after: &str) {
+    k.name.push_str("_positions");
+    k.doc
+        .push_str(", RoPE rows gathered from the position table by position_ids");
+    k.params.push(("POSITIONS", Value::Bool(true)));
+    let at = k
+        .args
+        .iter()
+        .position(|a| *a == after)
+        .expect("the kernel takes the RoPE table");
+    k.args.insert(at + 1, "positions");
 }
 
 /// QLatentQuant's UB: tiles of `tile_rows` latent rows in (f32) and qr rows out (int8),

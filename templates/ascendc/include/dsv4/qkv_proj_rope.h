@@ -8,6 +8,10 @@
 // Every value is rounded to bf16 once, at the end. RMSNorm: inv = rsqrt(Σx²·(1/n) + eps).
 // Each kernel's UB sizes are the plan's `*_BYTES` params (QHeads and KvFinish also pass
 // rope.h's ROPE_*_BYTES), each at least what its use below needs.
+// RoPE rows (rope.h RopeRow): QHeads and KvFinish read row t of token-local cos / sin
+// tables [t, RD] (`table: per_token`), or, when P::POSITIONS is set and the kernel takes
+// position_ids, row position_ids[t] of the full table [max_positions, RD] (`table:
+// positions`); the two are the two Run overloads.
 #pragma once
 
 #include "dsv4/quant.h"
@@ -135,19 +139,31 @@ private:
     TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, half_, slot_, tmp_;
 };
 
-// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, and the UB sizes
-// ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE, WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks form a
-// grid of H/HG head groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a
-// block loads its heads' wq_b_scale once and walks its tokens one at a time.
+// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, POSITIONS (only in
+// kernels that take position_ids), and the UB sizes ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE,
+// WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks form a grid of H/HG head groups x token ranges
+// (blockDim / (H/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
+// walks its tokens one at a time.
 template <typename P>
 class QHeads {
 public:
+    // Token-local RoPE rows: cos / sin are [t, RD].
     __aicore__ static inline void Run(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
                                       GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
         QHeads op;
-        op.Process(acc, qrScale, wqbScale, cos, sin, q, LoadTiling(tiling).t);
+        op.template Process<false>(acc, qrScale, wqbScale, cos, sin, nullptr, q, LoadTiling(tiling).t);
+    }
+
+    // The full table: cos / sin are [max_positions, RD], token t reads row position_ids[t].
+    __aicore__ static inline void Run(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
+                                      GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
+        (void)workspace;
+        QHeads op;
+        op.template Process<true>(acc, qrScale, wqbScale, cos, sin, positions, q, LoadTiling(tiling).t);
     }
 
 private:
@@ -163,8 +179,9 @@ private:
     static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a head");
 
-    __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin, GM_ADDR q,
-                                   uint32_t t)
+    template <bool POSITIONS>
+    __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
+                                   GM_ADDR positions, GM_ADDR q, uint32_t t)
     {
         const uint32_t idx = GetBlockIdx(), blocks = GetBlockNum();
         const uint32_t group = idx % GROUPS, ranges = blocks / GROUPS;
@@ -178,6 +195,10 @@ private:
         GlobalTensor<int32_t> gAcc;
         GlobalTensor<float> gTokScale, gWScale;
         GlobalTensor<bfloat16_t> gCos, gSin, gQ;
+        GlobalTensor<int32_t> gPos;
+        if constexpr (POSITIONS) {
+            gPos.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        }
         gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(acc));
         gTokScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
         gWScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(wqbScale));
@@ -206,7 +227,7 @@ private:
                 DataCopy(a, gAcc[row * ROW + col], W);
                 in_.EnQue(a);
                 a = in_.DeQue<int32_t>();
-                rope_.Load(gCos, gSin, row);
+                rope_.Load(gCos, gSin, RopeRow<POSITIONS>(gPos, row));
                 Cast(x, a, RoundMode::CAST_NONE, W);
                 in_.FreeTensor(a);
                 Muls(x, x, tokScale, W);
@@ -234,18 +255,29 @@ private:
     Rope<P> rope_;
 };
 
-// Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, and the UB sizes LATENT_IN, KV_OUT,
-// GAMMA_IN, GAMMA, WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks take runs of TILE_ROWS-row
-// tiles.
+// Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take
+// position_ids), and the UB sizes LATENT_IN, KV_OUT, GAMMA_IN, GAMMA, WORK, SLOT,
+// REDUCE_TMP (`*_BYTES`). Blocks take runs of TILE_ROWS-row tiles.
 template <typename P>
 class KvFinish {
 public:
+    // Token-local RoPE rows: cos / sin are [t, RD].
     __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv,
                                       GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
         KvFinish op;
-        op.Process(latent, gamma, cos, sin, kv, LoadTiling(tiling).t);
+        op.template Process<false>(latent, gamma, cos, sin, nullptr, kv, LoadTiling(tiling).t);
+    }
+
+    // The full table: cos / sin are [max_positions, RD], token t reads row position_ids[t].
+    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
+                                      GM_ADDR kv, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
+        (void)workspace;
+        KvFinish op;
+        op.template Process<true>(latent, gamma, cos, sin, positions, kv, LoadTiling(tiling).t);
     }
 
 private:
@@ -259,7 +291,9 @@ private:
     static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a row");
 
-    __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv, uint32_t t)
+    template <bool POSITIONS>
+    __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
+                                   GM_ADDR kv, uint32_t t)
     {
         const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
         if (run.first == run.end) {
@@ -267,6 +301,10 @@ private:
         }
         GlobalTensor<float> gLatent;
         GlobalTensor<bfloat16_t> gGamma, gCos, gSin, gKv;
+        GlobalTensor<int32_t> gPos;
+        if constexpr (POSITIONS) {
+            gPos.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        }
         gLatent.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(latent));
         gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
         gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
@@ -295,7 +333,7 @@ private:
                 LocalTensor<float> xr = x[r * HD];
                 Muls(xr, xr, RmsInv(xr, work, slot, tmp, HD, P::INV_HD, P::EPS), HD);
                 Mul(xr, xr, g, HD);
-                rope_.Load(gCos, gSin, row + r);
+                rope_.Load(gCos, gSin, RopeRow<POSITIONS>(gPos, row + r));
                 rope_.Apply(xr[NOPE]);
             }
             LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();

@@ -1,6 +1,6 @@
 // Interleaved RoPE on the rope slice of a row (swa.md §3.3): pair i is (x[2i], x[2i+1]),
-// rotated by the token's angle i with c = freqs_cos[t, i], s = freqs_sin[t, i] (only
-// columns 0 .. RD/2 of the bf16 tables are used).
+// rotated by the token's angle i with c = freqs_cos[row, i], s = freqs_sin[row, i] (only
+// columns 0 .. RD/2 of the bf16 tables are used); RopeRow says which row a token reads.
 //   forward: y[2i] = x[2i]·c − x[2i+1]·s,   y[2i+1] = x[2i]·s + x[2i+1]·c
 //   inverse: y[2i] = x[2i]·c + x[2i+1]·s,   y[2i+1] = x[2i+1]·c − x[2i]·s
 // Evaluated as y = x·cos_il + x_swapped·sin_signed with per-token tables cos_il (c_i at 2i
@@ -13,6 +13,24 @@
 #include "dsv4/pipe_sync.h"
 
 namespace dsv4 {
+
+// The row of the [*, RD] cos / sin tables token t rotates with. `table: per_token`: the
+// host's token-local tables [t, RD], row t. `table: positions` (POSITIONS, CSA: hca_csa.md
+// §2.3, §3): the full table [max_positions, RD], row position_ids[t], gathered here.
+// position_ids is an input no kernel writes, so this scalar GM read needs no flag before
+// the DataCopy that reads the row; a position outside the table breaks the ABI contract
+// (0 <= p < max_positions). `positions` is not const: with CANN's super-kernel GM
+// get/set cache maintenance, GlobalTensor::GetValue is a non-const member.
+template <bool POSITIONS>
+__aicore__ inline uint32_t RopeRow(AscendC::GlobalTensor<int32_t>& positions, uint32_t t)
+{
+    if constexpr (POSITIONS) {
+        return static_cast<uint32_t>(positions.GetValue(t));
+    } else {
+        (void)positions;
+        return t;
+    }
+}
 
 // P: RD, and the UB sizes the plan decided (ROPE_ROWS_BYTES, ROPE_TRIG_BYTES,
 // ROPE_OFFSETS_BYTES, ROPE_TABLES_BYTES, ROPE_SWAP_BYTES), each at least what its use
@@ -48,13 +66,13 @@ public:
         }
     }
 
-    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables.
+    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables (RopeRow).
     __aicore__ inline void Load(const AscendC::GlobalTensor<bfloat16_t>& cos,
                                 const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row)
     {
         AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
-        AscendC::DataCopy(rows, cos[row * RD], RD);
-        AscendC::DataCopy(rows[RD], sin[row * RD], RD);
+        AscendC::DataCopy(rows, cos[uint64_t(row) * RD], RD);
+        AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
         Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
