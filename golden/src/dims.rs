@@ -224,9 +224,9 @@ impl Dims {
                 self.heads, self.o_groups
             ));
         }
-        if ![1, 2, 4, 8].contains(&self.tp) || !self.o_groups.is_multiple_of(self.tp) {
+        if self.tp == 0 || !self.o_groups.is_multiple_of(self.tp) {
             return fail(format!(
-                "tp={} must be a power of two dividing o_groups={}",
+                "tp={} must divide o_groups={}",
                 self.tp, self.o_groups
             ));
         }

@@ -1,5 +1,5 @@
 //! The SWA layer end to end on the sim: the generated plans of the small specs at TP 1, 2
-//! and 4 against the golden with the reference's comparators, at default, mixed and
+//! and 4 (and 3 and 6, six output groups) against the golden with the reference's comparators, at default, mixed and
 //! near-1M start positions, at capacity and capacity − 8 tokens; the reference's own
 //! vectors replayed; and a corrupted plan that must fail.
 
@@ -82,6 +82,13 @@ fn swa_mini_tp2_passes_the_golden() {
 #[test]
 fn swa_mini_tp4_passes_the_golden() {
     every_start_set("swa_mini_tp4");
+}
+
+/// TP degrees that are not powers of two: six output groups over 3 and 6 ranks.
+#[test]
+fn swa_groups6_tp3_and_tp6_pass_the_golden() {
+    every_start_set("swa_groups6_tp3");
+    every_start_set("swa_groups6_tp6");
 }
 
 #[test]
