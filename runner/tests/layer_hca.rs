@@ -1,5 +1,5 @@
 //! The HCA layer end to end on the sim: the generated plans of hca_small at TP 1, 2 and 4
-//! against the golden with the reference's comparators (x_out, compress_state, kv_cache,
+//! (and hca_groups6, six output groups, at TP 3 and 6) against the golden with the reference's comparators (x_out, compress_state, kv_cache,
 //! cmp_kv) at the default starts at capacity and capacity − 8 tokens (below capacity the
 //! default state table makes requests pool rows other requests write in the same step,
 //! hca_csa.md §4.7), the reference's mixed list, and 1M-context starts; every case three
@@ -84,6 +84,13 @@ fn hca_small_tp2_passes_the_golden() {
 #[test]
 fn hca_small_tp4_passes_the_golden() {
     every_start_set("hca_small_tp4");
+}
+
+/// TP degrees that are not powers of two: six output groups over 3 and 6 ranks.
+#[test]
+fn hca_groups6_tp3_and_tp6_pass_the_golden() {
+    every_start_set("hca_groups6_tp3");
+    every_start_set("hca_groups6_tp6");
 }
 
 #[test]
