@@ -9,7 +9,7 @@
 //!
 //! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
 //! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
-//! products are exact; bf16 ones within f32 accumulation error. Every launch's peak L1/L0
+//! products are exact int32 (also past 2^24, K = 1536, where f32 would round); bf16 ones within f32 accumulation error. Every launch's peak L1/L0
 //! use equals the buffers the planner gives its split (`gemm::buffers`).
 //!
 //! Both run through the harness runtime on a plan built here ([`products_plan`]): each
@@ -290,6 +290,24 @@ const CASES: &[Case] = &[
         split: [32, 64, 96],
         tail: 0,
     },
+    // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 across
+    // three k slices added atomically.
+    Case {
+        name: "i8_kn_long_k",
+        int8: true,
+        b_nk: false,
+        max_rows: 32,
+        n: 64,
+        k: 1536,
+        batch: 1,
+        lda: 1536,
+        ldb: 64,
+        ldc: 64,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [32, 512, 64],
+        tail: 0,
+    },
     // bf16, B [K, N]: k slices of 192 = a 160-column panel (k steps 64, 64, 32) and a
     // 32-column L0A tail; the last slice (128) fits the panel and has no tail. Two row
     // ranges (64, then 32 or 24 rows), ragged N ranges; C inside wider rows.
@@ -407,7 +425,18 @@ fn operands(c: &Case, rows: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
             })
             .collect()
     };
-    (draw(na), draw(nb))
+    let (mut a, mut b) = (draw(na), draw(nb));
+    if c.int8 && c.k * 127 * 127 >= 1 << 24 {
+        // Row 0 of A against columns 0 and 1 of B at the int8 extreme: sums past 2^24, the
+        // one at column 1 odd, which only exact int32 accumulation gets right.
+        let (rs, cs) = if c.b_nk { (1, c.ldb) } else { (c.ldb, 1) };
+        for kk in 0..c.k {
+            a[kk] = 127.0;
+            b[kk * rs] = 127.0;
+            b[kk * rs + cs] = if kk == 0 { 126.0 } else { 127.0 };
+        }
+    }
+    (a, b)
 }
 
 /// A GM operand of the case's input type.
@@ -428,31 +457,44 @@ fn input(c: &Case, values: &[f32]) -> Tensor {
 }
 
 /// The expected C of batch `bi`: `[rows, n]` f32 (exact integers for int8).
-fn reference(c: &Case, a: &[f32], b: &[f32], bi: usize, rows: usize) -> Vec<f32> {
+fn reference(c: &Case, a: &[f32], b: &[f32], bi: usize, rows: usize) -> Vec<f64> {
+    let (a, b) = (&a[bi * c.strides[0]..], &b[bi * c.strides[1]..]);
+    let (rs, cs) = if c.b_nk { (1, c.ldb) } else { (c.ldb, 1) };
+    if c.int8 {
+        // Exact int32 sums (int8 products reach past 2^24 for long K: f32 would round).
+        let mut out = vec![0.0; rows * c.n];
+        for r in 0..rows {
+            for col in 0..c.n {
+                let sum: i64 = (0..c.k)
+                    .map(|kk| a[r * c.lda + kk] as i64 * b[kk * rs + col * cs] as i64)
+                    .sum();
+                out[r * c.n + col] = i32::try_from(sum).expect("an int32 sum") as f64;
+            }
+        }
+        return out;
+    }
     let am = Mat {
-        data: &a[bi * c.strides[0]..],
+        data: a,
         rows,
         cols: c.k,
         rs: c.lda,
         cs: 1,
     };
-    let (rs, cs) = if c.b_nk { (1, c.ldb) } else { (c.ldb, 1) };
     let bm = Mat {
-        data: &b[bi * c.strides[1]..],
+        data: b,
         rows: c.k,
         cols: c.n,
         rs,
         cs,
     };
-    if c.int8 {
-        // exact: |partial sums| < 2^24 for these K
-        assert!(c.k * 127 * 127 < 1 << 24);
-    }
     matmul(am, bm, Threads::One)
+        .into_iter()
+        .map(f64::from)
+        .collect()
 }
 
 /// Checks C: valid rows against `want` (per batch), everything else still poisoned.
-fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f32>], rows: usize) {
+fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f64>], rows: usize) {
     let bits: Vec<u32> = got
         .as_le_bytes()
         .chunks_exact(4)
@@ -465,10 +507,10 @@ fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f32>], rows: usize) {
                 if r < rows && col < c.n {
                     let w = want[bi][r * c.n + col];
                     let (g, tol) = if c.int8 {
-                        (v as i32 as f32, 0.0)
+                        (f64::from(v as i32), 0.0)
                     } else {
                         // f32 accumulation of k products of magnitude < 1
-                        (f32::from_bits(v), 1e-5 * c.k as f32)
+                        (f64::from(f32::from_bits(v)), 1e-5 * c.k as f64)
                     };
                     assert!(
                         (g - w).abs() <= tol,
@@ -655,7 +697,7 @@ fn building_block_cases_match_the_reference() {
         let rt = prepare(gemm_plan, &sources, &[c.name]);
         for rows in [c.max_rows, c.max_rows - 8] {
             let (af, bf) = operands(c, rows, 300 + ci as u64);
-            let want: Vec<Vec<f32>> = (0..c.batch)
+            let want: Vec<Vec<f64>> = (0..c.batch)
                 .map(|bi| reference(c, &af, &bf, bi, rows))
                 .collect();
             let [(out, stats)] = &run(&rt, std::slice::from_ref(p), rows, &[(af, bf)])[..] else {
