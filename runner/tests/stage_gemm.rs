@@ -9,8 +9,9 @@
 //!
 //! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
 //! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
-//! products are exact int32 (also past 2^24, K = 1536, where f32 would round); bf16 ones within f32 accumulation error. Every launch's peak L1/L0
-//! use equals the buffers the planner gives its split (`gemm::buffers`).
+//! products are exact int32 (also past 2^24, K = 1536, where f32 would round); bf16 ones
+//! within f32 accumulation error. Every launch's peak L1/L0 use equals the buffers the
+//! planner gives its split (`gemm::buffers`).
 //!
 //! Both run through the harness runtime on a plan built here ([`products_plan`]): each
 //! product's launches (zero fill, matmul, slice sum) bound to buffers of its own.
