@@ -91,6 +91,18 @@ fn swa_groups6_tp3_and_tp6_pass_the_golden() {
     every_start_set("swa_groups6_tp6");
 }
 
+/// A hidden size that is not a power of two (7 · 128, as Pro's 7 · 1024): every tiling of
+/// `hidden` divides it without 4096- or power-of-two assumptions.
+#[test]
+fn swa_d896_at_tp1_2_4_passes_the_golden() {
+    for name in ["swa_d896_tp1", "swa_d896_tp2", "swa_d896_tp4"] {
+        let cap = variant::by_name(name).unwrap().deployment.local_t;
+        case(name, StartPositions::Default, Some(cap));
+        let (starts, tokens) = below_capacity(name);
+        case(name, starts, tokens);
+    }
+}
+
 #[test]
 fn swa_small_at_tp1_and_tp2_passes_the_golden() {
     for name in ["swa_small_tp1", "swa_small_tp2"] {
