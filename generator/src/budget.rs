@@ -70,33 +70,6 @@ pub const fn row(
     }
 }
 
-/// The on-chip room of the shared cube matmul (`dsv4/matmul.h`, planned by
-/// `kernels::gemm`) for a stage's spec tiles `m × n × k` of bf16 (an int8 matmul keeps the
-/// byte sizes: its tiles hold twice the k values), as rows. B tiles and the L0 operands
-/// rotate in pairs; the A panel takes the rest of L1 and the panel's tail the rest of L0A;
-/// L0C holds one `n`-column strip of C over as many `m`-row Mmad tiles as fit (at least
-/// one). Each launch sizes its panel and tail within these rows, and a launch with
-/// narrower tiles gives the bytes they free in L1 and L0A to its panel and tail: the rows
-/// of one memory bound the launch's buffers together. What a launch's `InitBuffer` calls
-/// then receive are its kernel's own rows (`gemm`'s `buffers`), checked per launch.
-pub fn matmul(m: usize, n: usize, k: usize, chip: &Chip) -> Vec<Buffer> {
-    use DType::{Bf16, F32};
-    use Mem::*;
-    let b_l1 = row("mm_b_l1", L1, Bf16, k * n, 2, None);
-    let panel = chip.l1_bytes.saturating_sub(b_l1.allocated(chip)) / 32 * 32;
-    let a_l0 = row("mm_a_l0", L0a, Bf16, m * k, 2, None);
-    let tail = chip.l0a_bytes.saturating_sub(a_l0.allocated(chip));
-    let strip_rows = (chip.l0c_bytes / (m * n * F32.size())).max(1) * m;
-    vec![
-        row("mm_a_panel", L1, Bf16, panel / Bf16.size(), 1, None),
-        b_l1,
-        a_l0,
-        row("mm_a_tail", L0a, Bf16, tail / Bf16.size(), 1, None),
-        row("mm_b_l0", L0b, Bf16, k * n, 2, None),
-        row("mm_c_strip", L0c, F32, strip_rows * n, 1, None),
-    ]
-}
-
 /// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
 pub const ZERO_FILL_TILE: usize = 8192;
 

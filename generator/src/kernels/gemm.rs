@@ -49,7 +49,7 @@ use abi::DType;
 
 use super::{Builder, Cores, Kernel, Value};
 use crate::budget::{self, Buffer, row};
-use crate::chip::Mem;
+use crate::chip::{Chip, Mem};
 
 /// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,10 +142,14 @@ impl Matmul {
     }
 }
 
-/// The matmul's on-chip regions in bytes, from the room model (`budget::matmul`):
-/// L1 for the A panel and the B tiles, L0A for the A tiles and the panel's tail, L0C for
-/// the C strip. A launch divides each region as its tiles need; what its `InitBuffer`
-/// calls then receive are its own rows ([`buffers`]), checked per launch.
+/// The matmul's on-chip regions in bytes for a stage's spec tiles `m × n × k` of bf16 (an
+/// int8 matmul keeps the byte sizes: its tiles hold twice the k values): L1 for the A panel
+/// and the double-buffered B tiles (the panel takes the rest of L1), L0A for the
+/// double-buffered A tiles and the panel's tail (the rest of L0A), L0C for one `n`-column
+/// strip of C over as many `m`-row Mmad tiles as fit (at least one). A launch divides each
+/// region as its tiles need (narrower tiles give what they free to the panel and tail);
+/// what its `InitBuffer` calls then receive are its own rows ([`buffers`]), checked per
+/// launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Room {
     l1: usize,
@@ -154,18 +158,19 @@ struct Room {
 }
 
 impl Room {
-    fn of(buffers: &[Buffer]) -> Room {
-        let bytes = |name: &str| {
-            buffers
-                .iter()
-                .find(|b| b.name == name)
-                .map(|b| b.bytes() * b.count)
-                .unwrap_or_else(|| unreachable!("a matmul stage's budget has no {name} row"))
-        };
+    fn for_tiles(m: usize, n: usize, k: usize, chip: &Chip) -> Room {
+        let (bf16, f32) = (DType::Bf16.size(), DType::F32.size());
+        let pair =
+            |elems: usize, mem: Mem| 2 * (elems * bf16).next_multiple_of(chip.alignment(mem));
+        let b_tiles = 2 * k * n * bf16;
+        let panel = chip.l1_bytes.saturating_sub(pair(k * n, Mem::L1)) / 32 * 32;
+        let a_tiles = 2 * m * k * bf16;
+        let tail = chip.l0a_bytes.saturating_sub(pair(m * k, Mem::L0a)) / bf16 * bf16;
+        let strip_rows = (chip.l0c_bytes / (m * n * f32)).max(1) * m;
         Room {
-            l1: bytes("mm_a_panel") + bytes("mm_b_l1"),
-            l0a: bytes("mm_a_l0") + bytes("mm_a_tail"),
-            l0c: bytes("mm_c_strip"),
+            l1: panel + b_tiles,
+            l0a: a_tiles + tail,
+            l0c: strip_rows * n * f32,
         }
     }
 }
@@ -378,7 +383,7 @@ pub fn launch(
         return None;
     }
     let [m, n, k] = tiles;
-    let room = Room::of(&budget::matmul(m, n, k, chip));
+    let room = Room::for_tiles(m, n, k, chip);
     let Some(split) = plan_split(mm, &room, spec, cores) else {
         b.missing(format!(
             "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"
@@ -713,7 +718,7 @@ mod tests {
     /// The split of `mm` for a stage with spec tiles m × n × k on the 910B (24 cube cores).
     fn plan(mm: &Matmul, [m, n, k]: [usize; 3]) -> Split {
         let chip = chip::find("910b").unwrap();
-        let room = Room::of(&budget::matmul(m, n, k, chip));
+        let room = Room::for_tiles(m, n, k, chip);
         let mut spec = Tiles { m, n, k };
         if mm.operands == Operands::I8 {
             spec.k *= 2;

@@ -196,13 +196,6 @@ impl<'p> Builder<'p> {
             reason: reason.into(),
         });
     }
-
-    /// An ABI tensor or a workspace declared so far, by name.
-    pub fn tensor(&self, name: &str) -> Option<&TensorPlan> {
-        self.plan
-            .tensor(name)
-            .or_else(|| self.out.workspaces.iter().find(|w| w.name == name))
-    }
 }
 
 /// `name` as the `&'static str` a launch holds: each distinct name is leaked once, so
