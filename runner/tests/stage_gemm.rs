@@ -713,12 +713,7 @@ fn building_block_cases_match_the_reference() {
             );
             // matmul.h allocates exactly the buffers the planner's rule gives this split.
             let chip = support::plan("swa_mini_tp1").chip;
-            for (mem, peak) in [
-                (Mem::L1, stats.peak_l1),
-                (Mem::L0a, stats.peak_l0a),
-                (Mem::L0b, stats.peak_l0b),
-                (Mem::L0c, stats.peak_l0c),
-            ] {
+            for (mem, peak) in support::peaks(stats) {
                 let budget = budget::bytes_in(&c.kernel().buffers, mem, chip) as u64;
                 assert_eq!(peak, budget, "{}: peak {mem}", c.name);
             }

@@ -55,17 +55,22 @@ pub fn budget(name: &str, kernel: &str, mem: Mem) -> usize {
     kernelgen::budget::bytes_in(&k.buffers, mem, v.plan.chip)
 }
 
+/// A launch's peak use of each on-chip memory.
+pub fn peaks(st: &LaunchStats) -> [(Mem, u64); 5] {
+    [
+        (Mem::Ub, st.peak_ub),
+        (Mem::L1, st.peak_l1),
+        (Mem::L0a, st.peak_l0a),
+        (Mem::L0b, st.peak_l0b),
+        (Mem::L0c, st.peak_l0c),
+    ]
+}
+
 /// Every launch's peak use of each on-chip memory is exactly its kernel's budget: the
 /// kernel allocates what the plan passed it, no more and nothing besides.
 pub fn check_peaks(name: &str, stats: &[(String, LaunchStats)]) {
     for (kernel, st) in stats {
-        for (mem, peak) in [
-            (Mem::Ub, st.peak_ub),
-            (Mem::L1, st.peak_l1),
-            (Mem::L0a, st.peak_l0a),
-            (Mem::L0b, st.peak_l0b),
-            (Mem::L0c, st.peak_l0c),
-        ] {
+        for (mem, peak) in peaks(st) {
             let budget = budget(name, kernel, mem) as u64;
             assert_eq!(
                 peak, budget,
