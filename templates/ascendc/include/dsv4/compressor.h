@@ -18,6 +18,7 @@
 //     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
 #pragma once
 
+#include "dsv4/rope.h"
 #include "dsv4/state_overlay.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
@@ -60,9 +61,6 @@ class Compressor {
     static_assert(P::CMP_OUT_BYTES >= HD * sizeof(bfloat16_t), "the bf16 row out");
     static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
     static_assert(P::CMP_TRIG_BYTES >= 3 * HALF * sizeof(float), "cos | sin | -sin");
-    static_assert(P::ROPE_OFFSETS_BYTES >= 3 * RD * sizeof(uint32_t), "the rotation's gather offsets");
-    static_assert(P::ROPE_TABLES_BYTES >= 2 * RD * sizeof(float) && P::ROPE_SWAP_BYTES >= RD * sizeof(float),
-                  "the rotation's tables and swapped row");
 
 public:
     __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos,
@@ -111,9 +109,7 @@ private:
         pipe_.InitBuffer(out_, P::CMP_OUT_BYTES);
         pipe_.InitBuffer(scalar_, P::SCALARS_BYTES);
         pipe_.InitBuffer(trig_, P::CMP_TRIG_BYTES);
-        pipe_.InitBuffer(offsets_, P::ROPE_OFFSETS_BYTES);
-        pipe_.InitBuffer(tables_, P::ROPE_TABLES_BYTES);
-        pipe_.InitBuffer(swap_, P::ROPE_SWAP_BYTES);
+        rot_.Init(pipe_, false);
 
         // norm_w widened once.
         AscendC::GlobalTensor<bfloat16_t> w;
@@ -123,15 +119,7 @@ private:
         Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
         AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
-        // Rotation gather offsets (bytes): trig holds [cos | sin | −sin] of HALF each;
-        // forward: y = x·cos_il + swap(x)·sin_signed with sin_signed = −s at 2i, +s at 2i+1.
-        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
-        for (uint32_t j = 0; j < RD; ++j) {
-            const uint32_t pair = j / 2;
-            off.SetValue(j, pair * sizeof(float));
-            off.SetValue(RD + j, ((j % 2 == 0 ? 2 * HALF : HALF) + pair) * sizeof(float));
-            off.SetValue(2 * RD + j, (j ^ 1u) * sizeof(float));
-        }
+        // The rotation's gather offsets (rot_.Init) before its first tables.
         ScalarToVector();
     }
 
@@ -252,16 +240,8 @@ private:
         AscendC::Mul(x, x, normW_.Get<float>(), HD);
         Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
-        AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
-        AscendC::LocalTensor<float> tables = tables_.Get<float>();
-        AscendC::LocalTensor<float> swap = swap_.Get<float>();
-        AscendC::Gather(tables, trig, off, 0, RD);
-        AscendC::Gather(tables[RD], trig, off[RD], 0, RD);
-        AscendC::LocalTensor<float> rope = x[HD - RD];
-        AscendC::Gather(swap, rope, off[2 * RD], 0, RD);
-        AscendC::Mul(swap, swap, tables[RD], RD);
-        AscendC::Mul(rope, rope, tables, RD);
-        AscendC::Add(rope, rope, swap, RD);
+        rot_.Tables(trig);
+        rot_.Apply(x[HD - RD]);
         AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
         Handshake<AscendC::HardEvent::V_MTE3>();
@@ -273,7 +253,8 @@ private:
 
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> poolKv_, poolScore_, poolApe_, colMax_, pooled_, work_, reduceTmp_,
-        normW_, normWIn_, out_, scalar_, trig_, offsets_, tables_, swap_;
+        normW_, normWIn_, out_, scalar_, trig_;
+    Rotation<P, HALF> rot_;
     StateOverlay<PAGES, BS> overlay_;
     AscendC::GlobalTensor<float> kvp_, score_, ape_, cos_, sin_, state_;
     AscendC::GlobalTensor<int32_t> positions_, table_;

@@ -32,31 +32,28 @@ __aicore__ inline uint32_t RopeRow(AscendC::GlobalTensor<int32_t>& positions, ui
     }
 }
 
-// P: RD, and the UB sizes the plan decided (ROPE_ROWS_BYTES, ROPE_TRIG_BYTES,
-// ROPE_OFFSETS_BYTES, ROPE_TABLES_BYTES, ROPE_SWAP_BYTES), each at least what its use
-// below needs.
-template <class P>
-class Rope {
+// The rotation of RD values by one row's tables, built from trig = [cos | sin | −sin] in
+// UB, each part TRIG values wide (its first RD/2 used). P: RD, and the UB sizes the plan
+// decided (ROPE_OFFSETS_BYTES, ROPE_TABLES_BYTES, ROPE_SWAP_BYTES), each at least what
+// its use below needs.
+template <class P, uint32_t TRIG>
+class Rotation {
     static constexpr uint32_t RD = P::RD;
-    static_assert(RD % 16 == 0, "a bf16 table row of RD values is whole 32-byte blocks");
-    static_assert(P::ROPE_ROWS_BYTES >= 2 * RD * sizeof(bfloat16_t), "rope_rows holds the cos and sin rows");
-    static_assert(P::ROPE_TRIG_BYTES >= 3 * RD * sizeof(float), "rope_trig holds [cos | sin | -sin]");
+    static_assert(TRIG >= RD / 2, "trig parts hold the RD / 2 angles");
     static_assert(P::ROPE_OFFSETS_BYTES >= 3 * RD * sizeof(uint32_t), "rope_offsets holds three gathers");
     static_assert(P::ROPE_TABLES_BYTES >= 2 * RD * sizeof(float), "rope_tables holds the two tables");
     static_assert(P::ROPE_SWAP_BYTES >= RD * sizeof(float), "rope_swap holds the swapped slice");
 
 public:
-    // Carves the buffers from `pipe` and writes the gather offsets (once per kernel).
+    // Carves the buffers from `pipe` and writes the gather offsets (scalar writes, once per
+    // kernel; the first Tables reads them).
     __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
     {
-        pipe.InitBuffer(rows_, P::ROPE_ROWS_BYTES);
-        pipe.InitBuffer(trig_, P::ROPE_TRIG_BYTES);
         pipe.InitBuffer(offsets_, P::ROPE_OFFSETS_BYTES);
         pipe.InitBuffer(tables_, P::ROPE_TABLES_BYTES);
         pipe.InitBuffer(swap_, P::ROPE_SWAP_BYTES);
-        // trig holds [cos | sin | −sin] (f32, first RD/2 of each used)
         AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
-        const uint32_t plus = RD, minus = 2 * RD;
+        const uint32_t plus = TRIG, minus = 2 * TRIG;
         for (uint32_t j = 0; j < RD; ++j) {
             const uint32_t pair = j / 2;
             const bool even = j % 2 == 0;
@@ -66,23 +63,13 @@ public:
         }
     }
 
-    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables (RopeRow).
-    __aicore__ inline void Load(const AscendC::GlobalTensor<bfloat16_t>& cos,
-                                const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row)
+    // Builds the tables of the row whose [cos | sin | −sin] `trig` holds.
+    __aicore__ inline void Tables(const AscendC::LocalTensor<float>& trig)
     {
-        AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
-        AscendC::DataCopy(rows, cos[uint64_t(row) * RD], RD);
-        AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::LocalTensor<float> trig = trig_.Get<float>();
-        AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
-        AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
         AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
         AscendC::LocalTensor<float> tables = tables_.Get<float>();
         AscendC::Gather(tables, trig, off, 0, RD);
         AscendC::Gather(tables[RD], trig, off[RD], 0, RD);
-        // the next Load overwrites rows: the casts above must have read them
-        Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
     // Rotates x[0 .. RD) in place (x 32-byte aligned).
@@ -98,7 +85,50 @@ public:
     }
 
 private:
-    AscendC::TBuf<AscendC::TPosition::VECCALC> rows_, trig_, offsets_, tables_, swap_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> offsets_, tables_, swap_;
+};
+
+// RoPE from rows of the [*, RD] bf16 cos / sin tables in GM. P: RD, and the UB sizes the
+// plan decided (ROPE_ROWS_BYTES, ROPE_TRIG_BYTES, and Rotation's), each at least what its
+// use below needs.
+template <class P>
+class Rope {
+    static constexpr uint32_t RD = P::RD;
+    static_assert(RD % 16 == 0, "a bf16 table row of RD values is whole 32-byte blocks");
+    static_assert(P::ROPE_ROWS_BYTES >= 2 * RD * sizeof(bfloat16_t), "rope_rows holds the cos and sin rows");
+    static_assert(P::ROPE_TRIG_BYTES >= 3 * RD * sizeof(float), "rope_trig holds [cos | sin | -sin]");
+
+public:
+    // Carves the buffers from `pipe` and writes the gather offsets (once per kernel).
+    __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
+    {
+        pipe.InitBuffer(rows_, P::ROPE_ROWS_BYTES);
+        pipe.InitBuffer(trig_, P::ROPE_TRIG_BYTES);
+        rot_.Init(pipe, inverse);
+    }
+
+    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables (RopeRow).
+    __aicore__ inline void Load(const AscendC::GlobalTensor<bfloat16_t>& cos,
+                                const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
+        AscendC::DataCopy(rows, cos[uint64_t(row) * RD], RD);
+        AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
+        AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
+        rot_.Tables(trig);
+        // the next Load overwrites rows: the casts above must have read them
+        Handshake<AscendC::HardEvent::V_MTE2>();
+    }
+
+    // Rotates x[0 .. RD) in place (x 32-byte aligned).
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x) { rot_.Apply(x); }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rows_, trig_;
+    Rotation<P, RD> rot_;
 };
 
 }  // namespace dsv4
