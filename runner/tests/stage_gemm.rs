@@ -29,8 +29,7 @@ use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
 use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use harness::sim::LaunchStats;
-use kernelgen::budget::{self, row};
-use kernelgen::chip::Mem;
+use kernelgen::budget;
 use kernelgen::kernels::gemm::{self, BLayout, Operands, Rows};
 use kernelgen::kernels::{Cores, Kernel, Value};
 use rand::{RngExt, SeedableRng};
@@ -194,11 +193,7 @@ impl Case {
             cores: Cores::Aiv,
             params,
             args: vec!["parts", "out"],
-            // k_slice_sum.h: partials in and sums out, tiles of f32 in pairs
-            buffers: vec![
-                row("parts_in", Mem::Ub, DType::F32, self.sum_tile(), 2, None),
-                row("sums", Mem::Ub, DType::F32, self.sum_tile(), 2, None),
-            ],
+            buffers: gemm::slice_sum_buffers(self.sum_tile()),
         }
     }
 
@@ -215,8 +210,7 @@ impl Case {
             cores: Cores::Aiv,
             params,
             args: vec!["out"],
-            // zero_rows.h: one tile of zeroes
-            buffers: vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)],
+            buffers: gemm::zero_buffers(tile),
         }
     }
 }

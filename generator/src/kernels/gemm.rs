@@ -675,9 +675,13 @@ fn zero(mm: &Matmul) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["out"],
-        // one tile of zeroes, f32 or i32 (the same bits)
-        buffers: vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)],
+        buffers: zero_buffers(tile),
     }
+}
+
+/// `zero_rows.h`'s UB: one tile of `tile` zeroes, f32 or i32 (the same bits).
+pub fn zero_buffers(tile: usize) -> Vec<Buffer> {
+    vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)]
 }
 
 /// `dsv4/k_slice_sum.h`: adds the `slices` partial products of `mm` from `k_partials`
@@ -702,12 +706,16 @@ fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
         cores: Cores::Aiv,
         params,
         args: vec!["parts", "out"],
-        // partials in, sums out: tiles of f32, in pairs
-        buffers: vec![
-            row("parts_in", Mem::Ub, DType::F32, tile, 2, None),
-            row("sums", Mem::Ub, DType::F32, tile, 2, None),
-        ],
+        buffers: slice_sum_buffers(tile),
     }
+}
+
+/// `k_slice_sum.h`'s UB: partials in and sums out, tiles of `tile` f32 in pairs.
+pub fn slice_sum_buffers(tile: usize) -> Vec<Buffer> {
+    vec![
+        row("parts_in", Mem::Ub, DType::F32, tile, 2, None),
+        row("sums", Mem::Ub, DType::F32, tile, 2, None),
+    ]
 }
 
 #[cfg(test)]
