@@ -488,9 +488,9 @@ impl LayerSpec {
             .get("layer")
             .and_then(serde_json::Value::as_str)
             .unwrap_or("");
-        if layer != "swa" && layer != "hca" {
+        if !["swa", "hca", "csa"].contains(&layer) {
             return Err(DimsError(format!(
-                "meta.json: only SWA and HCA reference vectors are described by this format, got layer `{layer}`"
+                "meta.json: layer `{layer}` is none of swa, hca, csa"
             )));
         }
         let tp = meta
@@ -537,18 +537,33 @@ impl LayerSpec {
                     original_max_pos: int("dims", "original_max_position_embeddings")?,
                 }),
             };
+            let kind = if layer == "hca" {
+                LayerKind::Hca(HcaDims {
+                    ratio: int("module_constants", "COMPRESS_RATIO")?,
+                    state_block: int("module_constants", "COMPRESS_STATE_BLOCK_SIZE")?,
+                    state_pool_blocks: int("deployment", "HCA_STATE_PHYSICAL_BLOCKS")?,
+                    cmp_pool_blocks: int("deployment", "KV_CMP_BLOCK_NUM")?,
+                })
+            } else {
+                LayerKind::Csa(CsaDims {
+                    ratio: int("module_constants", "COMPRESS_RATIO")?,
+                    state_block: int("module_constants", "C4A_COMPRESSOR_BLOCK_SIZE")?,
+                    state_pool_blocks: int("deployment", "CSA_STATE_PHYSICAL_BLOCKS")?,
+                    inner_state_pool_blocks: int("deployment", "CSA_INNER_STATE_PHYSICAL_BLOCKS")?,
+                    cmp_pool_blocks: int("deployment", "KV_CMP_BLOCK_NUM")?,
+                    idx_pool_blocks: int("deployment", "IDX_CACHE_BLOCK_NUM")?,
+                    index_heads: int("dims", "index_n_heads")?,
+                    index_head_dim: int("dims", "index_head_dim")?,
+                    index_topk: int("dims", "index_topk")?,
+                })
+            };
             LayerSpec {
                 dims: Dims {
                     max_seq_len: int("module_constants", "MAX_SEQ_LEN")?,
                     rope,
                     ..dims
                 },
-                kind: LayerKind::Hca(HcaDims {
-                    ratio: int("module_constants", "COMPRESS_RATIO")?,
-                    state_block: int("module_constants", "COMPRESS_STATE_BLOCK_SIZE")?,
-                    state_pool_blocks: int("deployment", "HCA_STATE_PHYSICAL_BLOCKS")?,
-                    cmp_pool_blocks: int("deployment", "KV_CMP_BLOCK_NUM")?,
-                }),
+                kind,
             }
         };
         spec.validate()?;

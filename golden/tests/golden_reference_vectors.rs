@@ -1,5 +1,5 @@
-//! The reference system's own vectors (`../shared/golden-vectors`): our SWA and
-//! HCA goldens, run on the reference's inputs, must pass the reference comparators
+//! The reference system's own vectors (`../shared/golden-vectors`): our SWA,
+//! HCA and CSA goldens, run on the reference's inputs, must pass the reference comparators
 //! against the reference's outputs.
 
 use golden::compare::compare_layer;
@@ -48,6 +48,26 @@ fn hca_small_tp1_matches_reference_outputs() {
     let reports = replay("hca_small_tp1");
     let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
     assert_eq!(outputs, ["x_out", "compress_state", "kv_cache", "cmp_kv"]);
+    let x_out = &reports[0];
+    assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
+}
+
+#[test]
+fn csa_small_tp1_matches_reference_outputs() {
+    let reports = replay("csa_small_tp1");
+    let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
+    assert_eq!(
+        outputs,
+        [
+            "x_out",
+            "compress_state",
+            "inner_compress_state",
+            "kv_cache",
+            "cmp_kv",
+            "idx_kv_cache",
+            "idx_kv_scale"
+        ]
+    );
     let x_out = &reports[0];
     assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
 }
