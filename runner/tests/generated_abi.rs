@@ -11,7 +11,7 @@ fn tensor(v: &VariantPlan, name: &str) -> &'static TensorDecl {
 
 #[test]
 fn every_variant_is_indexed_once_and_named_after_its_tp() {
-    assert_eq!(VARIANTS.len(), 29);
+    assert_eq!(VARIANTS.len(), 30);
     let mut names: Vec<&str> = VARIANTS.iter().map(|v| v.name()).collect();
     names.sort_unstable();
     names.dedup();
@@ -247,4 +247,50 @@ fn swa_small_tp1_matches_the_golden_vector_meta() {
         assert_eq!(t.dtype, *dtype, "{name}");
     }
     assert_eq!(v.tensors.len(), 23);
+}
+
+#[test]
+fn csa_ref_tp1_declares_every_tensor_of_the_csa_golden_vectors() {
+    // ../shared/golden-vectors/csa_small_tp1/meta.json: every input and output, with its
+    // shape and dtype; a runtime axis takes one value across the tensors.
+    let dir = runner::variant::repo_root().join("../shared/golden-vectors/csa_small_tp1");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    let p = &generated::csa_ref_tp1::PLAN;
+    let mut axes: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut seen = 0;
+    for section in ["inputs", "outputs"] {
+        for (name, entry) in meta[section].as_object().unwrap() {
+            let t = tensor(p, name);
+            let shape: Vec<usize> = entry[0]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap() as usize)
+                .collect();
+            assert_eq!(t.shape.len(), shape.len(), "{name}: rank");
+            for (d, &n) in t.shape.iter().zip(&shape) {
+                match *d {
+                    Dim::Const(c) => assert_eq!(c, n, "{name}: {:?} vs {shape:?}", t.shape),
+                    Dim::Var(v) => assert_eq!(*axes.entry(v).or_insert(n), n, "{name}: axis {v}"),
+                }
+            }
+            let dtype = match entry[1].as_str().unwrap() {
+                "float32" => DType::F32,
+                "bfloat16" => DType::Bf16,
+                "int8" => DType::I8,
+                "int32" => DType::I32,
+                "int64" => DType::I64,
+                other => panic!("{name}: dtype {other}"),
+            };
+            assert_eq!(t.dtype, dtype, "{name}");
+            if section == "inputs" {
+                seen += 1;
+            }
+        }
+    }
+    // Every ABI input is one of the vectors' inputs.
+    let inputs = p.abi.tensors.iter().filter(|t| t.dir != Dir::Out).count();
+    assert_eq!(inputs, seen, "ABI inputs vs the vectors' inputs");
+    assert_eq!(axes.get("t"), Some(&128));
 }
