@@ -427,7 +427,8 @@ const K_PARTIALS: &str = "k_partials";
 
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
 /// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
-/// and DataCopy parameters (16 bits) can express, and offsets in 32 bits. (Halved tiles
+/// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -
+/// and offsets in 32 bits. (Halved tiles
 /// stay whole fractals.)
 fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
     let c0 = 32 / mm.operands.bytes();
@@ -466,9 +467,9 @@ fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
             ),
         ),
         (
-            mm.ldb <= u16_max,
+            mm.ldb <= u16_max || mm.b_layout == BLayout::Kn,
             format!(
-                "B's leading dimension {} does not fit the 16-bit ND2NZ stride",
+                "B [N, K]'s leading dimension {} does not fit the 16-bit ND2NZ stride",
                 mm.ldb
             ),
         ),

@@ -54,6 +54,9 @@ class Matmul {
     static constexpr uint32_t STRIPS_M = (P::RANGE_M + P::TILE_M - 1) / P::TILE_M;
     // Columns of a k slice in the L1 panel; the rest (at most TAIL_K) are the L0A tail.
     static constexpr uint32_t PANEL_K = P::SLICE_K - P::TAIL_K;
+    static constexpr uint32_t MAX_ND2NZ_STRIDE = 65535;  // Nd2NzParams' 16-bit srcDValue
+    static_assert(P::LDA <= MAX_ND2NZ_STRIDE && (P::LDB <= MAX_ND2NZ_STRIDE || !P::B_NK),
+                  "a leading dimension past 16 bits only for B [K, N] (copied row by row)");
     static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % C0 == 0 && P::TAIL_K % C0 == 0,
                   "K tiles are whole fractals");
     static_assert(P::TAIL_K <= P::TILE_K && P::TAIL_K <= PANEL_K,
@@ -273,8 +276,15 @@ private:
         AscendC::LocalTensor<In> l1 = bL1_.AllocTensor<In>();
         if constexpr (P::B_NK) {
             AscendC::DataCopy(l1, gb[n * P::LDB + k0], AscendC::Nd2NzParams(1, nLen, kLen, 0, P::LDB, nLen, 1, 0));
-        } else {
+        } else if constexpr (P::LDB <= MAX_ND2NZ_STRIDE) {
             AscendC::DataCopy(l1, gb[k0 * P::LDB + n], AscendC::Nd2NzParams(1, kLen, nLen, 0, P::LDB, kLen, 1, 0));
+        } else {
+            // A leading dimension past the 16-bit srcDValue: one ND2NZ copy per row of B
+            // (row i lands as row i of every NZ column block), the same bytes in kLen copies.
+            for (uint32_t i = 0; i < kLen; ++i) {
+                AscendC::DataCopy(l1[i * C0], gb[uint64_t(k0 + i) * P::LDB + n],
+                                  AscendC::Nd2NzParams(1, 1, nLen, 0, nLen, kLen, 1, 0));
+            }
         }
         bL1_.EnQue(l1);
         l1 = bL1_.DeQue<In>();
