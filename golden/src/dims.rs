@@ -37,6 +37,15 @@ impl RopeProfile {
     };
 }
 
+/// Where the kernels' RoPE rows come from (hca_csa.md §2.3, pro.md §3 "RoPE").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeTable {
+    /// Token-local `[t, rope_dim]` rows (and, for HCA, `cmp_freqs_*` rows per request).
+    PerToken,
+    /// The whole `[max_seq_len, rope_dim]` table; every row is gathered by position.
+    Positions,
+}
+
 /// Dims shared by every layer family.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dims {
@@ -65,6 +74,7 @@ pub struct Dims {
     pub max_seq_len: usize,
     /// Token RoPE profile.
     pub rope: RopeProfile,
+    pub rope_table: RopeTable,
     pub tp: usize,
 }
 
@@ -151,6 +161,7 @@ impl Dims {
             kv_pool_blocks: 512,
             max_seq_len: 1 << 20,
             rope: RopeProfile::PLAIN,
+            rope_table: RopeTable::PerToken,
             tp,
         }
     }
@@ -344,6 +355,7 @@ impl LayerSpec {
         LayerSpec {
             dims: Dims {
                 rope: RopeProfile::COMPRESSED,
+                rope_table: RopeTable::Positions,
                 max_seq_len: 16_384,
                 ..Dims::flash(tp)
             },
@@ -389,6 +401,7 @@ impl LayerSpec {
             Layer::Csa => LayerSpec {
                 dims: Dims {
                     rope: RopeProfile::COMPRESSED,
+                    rope_table: RopeTable::Positions,
                     max_seq_len: 16_384,
                     ..dims
                 },
@@ -461,6 +474,12 @@ impl LayerSpec {
                 if [c.cmp_pool_blocks, c.idx_pool_blocks].contains(&0) {
                     return fail("cmp and idx pools must be positive".into());
                 }
+                if d.rope_table != RopeTable::Positions {
+                    return fail(
+                        "CSA gathers its RoPE rows from the whole table (rope table: positions)"
+                            .into(),
+                    );
+                }
             }
         }
         Ok(())
@@ -519,6 +538,7 @@ impl LayerSpec {
                 theta: num("dims", "rope_theta")?,
                 yarn: None,
             },
+            rope_table: RopeTable::PerToken,
             tp,
         };
         let spec = if layer == "swa" {
@@ -561,6 +581,12 @@ impl LayerSpec {
                 dims: Dims {
                     max_seq_len: int("module_constants", "MAX_SEQ_LEN")?,
                     rope,
+                    // The CSA reference passes the whole table (hca_csa.md §2.3).
+                    rope_table: if layer == "csa" {
+                        RopeTable::Positions
+                    } else {
+                        RopeTable::PerToken
+                    },
                     ..dims
                 },
                 kind,

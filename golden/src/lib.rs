@@ -36,7 +36,9 @@ pub mod signature;
 pub mod tensor;
 pub mod topk;
 
-pub use dims::{CsaDims, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile, Yarn};
+pub use dims::{
+    CsaDims, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn,
+};
 
 use crate::tensor::{TensorError, TensorMap};
 

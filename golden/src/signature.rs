@@ -3,7 +3,7 @@
 //! every tensor gains a leading `[tp]` axis (the reference's L3 convention);
 //! wo_a and wo_b then hold each rank's shard.
 
-use super::dims::{Dims, LayerKind, LayerSpec};
+use super::dims::{Dims, LayerKind, LayerSpec, RopeTable};
 use crate::tensor::{TensorError, TensorMap};
 use abi::DType;
 
@@ -108,49 +108,62 @@ pub fn signature(spec: &LayerSpec, t: usize) -> Vec<Sig> {
     let d = &spec.dims;
     let b = t / d.seq;
     let (bs, hd, win, rope) = (d.block_size, d.head_dim, d.window, d.rope_dim);
+    let rope_rows = match d.rope_table {
+        RopeTable::PerToken => t,
+        RopeTable::Positions => d.max_seq_len,
+    };
     let mut sigs = front(d, t);
     match &spec.kind {
         LayerKind::Swa => sigs.extend([
-            sig("freqs_cos", Bf16, &[t, rope], In),
-            sig("freqs_sin", Bf16, &[t, rope], In),
+            sig("freqs_cos", Bf16, &[rope_rows, rope], In),
+            sig("freqs_sin", Bf16, &[rope_rows, rope], In),
             pool("kv_cache", Bf16, bs, &[1, hd]),
             sig("swa_slot_mapping", I64, &[t], In),
             sig("swa_indices", I32, &[t, win], In),
             sig("swa_lens", I32, &[t], In),
             sig("position_ids", I32, &[t], In),
         ]),
-        LayerKind::Hca(h) => sigs.extend([
-            sig("freqs_cos", Bf16, &[t, rope], In),
-            sig("freqs_sin", Bf16, &[t, rope], In),
-            sig("cmp_freqs_cos", F32, &[d.local_batch(), rope / 2], In),
-            sig("cmp_freqs_sin", F32, &[d.local_batch(), rope / 2], In),
-            sig("cmp_wkv", Bf16, &[hd, d.hidden], In),
-            sig("cmp_wgate", Bf16, &[hd, d.hidden], In),
-            sig("cmp_ape", F32, &[h.ratio, hd], In),
-            sig("cmp_norm_w", Bf16, &[hd], In),
-            pool("compress_state", F32, h.state_block, &[2 * hd]),
-            sig(
-                "compress_state_block_table",
-                I32,
-                &[b, h.state_table_blocks(d)],
-                In,
-            ),
-            pool("kv_cache", Bf16, bs, &[1, hd]),
-            pool("cmp_kv", Bf16, bs, &[1, hd]),
-            Sig {
-                name: "cmp_block_table",
-                dtype: I32,
-                shape: vec![Ext::Is(b), Ext::Any],
-                role: In,
-            },
-            sig("ori_slot_mapping", I64, &[t], In),
-            sig("window_swa_indices", I32, &[t, win], In),
-            sig("window_swa_lens", I32, &[t], In),
-            sig("cmp_slot_mapping", I64, &[t], In),
-            sig("state_slot_mapping", I64, &[t], In),
-            sig("position_ids", I32, &[t], In),
-            sig("kv_seq_lens", I32, &[b], In),
-        ]),
+        LayerKind::Hca(h) => {
+            sigs.extend([
+                sig("freqs_cos", Bf16, &[rope_rows, rope], In),
+                sig("freqs_sin", Bf16, &[rope_rows, rope], In),
+            ]);
+            // Token-local rows come with the compressed rows' per request.
+            if d.rope_table == RopeTable::PerToken {
+                sigs.extend([
+                    sig("cmp_freqs_cos", F32, &[d.local_batch(), rope / 2], In),
+                    sig("cmp_freqs_sin", F32, &[d.local_batch(), rope / 2], In),
+                ]);
+            }
+            sigs.extend([
+                sig("cmp_wkv", Bf16, &[hd, d.hidden], In),
+                sig("cmp_wgate", Bf16, &[hd, d.hidden], In),
+                sig("cmp_ape", F32, &[h.ratio, hd], In),
+                sig("cmp_norm_w", Bf16, &[hd], In),
+                pool("compress_state", F32, h.state_block, &[2 * hd]),
+                sig(
+                    "compress_state_block_table",
+                    I32,
+                    &[b, h.state_table_blocks(d)],
+                    In,
+                ),
+                pool("kv_cache", Bf16, bs, &[1, hd]),
+                pool("cmp_kv", Bf16, bs, &[1, hd]),
+                Sig {
+                    name: "cmp_block_table",
+                    dtype: I32,
+                    shape: vec![Ext::Is(b), Ext::Any],
+                    role: In,
+                },
+                sig("ori_slot_mapping", I64, &[t], In),
+                sig("window_swa_indices", I32, &[t, win], In),
+                sig("window_swa_lens", I32, &[t], In),
+                sig("cmp_slot_mapping", I64, &[t], In),
+                sig("state_slot_mapping", I64, &[t], In),
+                sig("position_ids", I32, &[t], In),
+                sig("kv_seq_lens", I32, &[b], In),
+            ]);
+        }
         LayerKind::Csa(c) => {
             let (ih, id) = (c.index_heads, c.index_head_dim);
             sigs.extend([

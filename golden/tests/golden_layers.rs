@@ -3,10 +3,11 @@
 //! refused with a message instead of a panic.
 
 use abi::DType;
+use golden::fixtures::StartPositions;
 use golden::fixtures::{self, FixtureOptions};
 use golden::signature::{Ext, Role, pool_mapping, signature};
 use golden::tensor::{Tensor, TensorError, TensorMap};
-use golden::{self, GoldenError, Layer, LayerSpec};
+use golden::{self, GoldenError, Layer, LayerSpec, RopeTable};
 
 fn case(layer: Layer, tp: usize) -> (LayerSpec, TensorMap) {
     let spec = LayerSpec::small(layer, tp);
@@ -134,6 +135,59 @@ fn swa_does_not_read_position_ids() {
         Tensor::from_vec(vec![n], vec![-7i32; n]).unwrap(),
     );
     assert_eq!(golden::run(&spec, &inputs).unwrap(), want);
+}
+
+/// The whole RoPE table (rows gathered by position, as Pro passes them) and token-local
+/// rows are two forms of one input: SWA and HCA give identical bits with either; a
+/// position moved off its row changes the result.
+#[test]
+fn the_whole_rope_table_gives_the_token_rows_results() {
+    for layer in [Layer::Swa, Layer::Hca] {
+        for tp in [1, 2] {
+            let spec = LayerSpec::small(layer, tp);
+            let mut table = spec.clone();
+            table.dims.rope_table = RopeTable::Positions;
+            table.dims.max_seq_len = 1 << 14;
+            let opts = FixtureOptions {
+                starts: StartPositions::List(vec![8000, 127, 31, 255, 0, 16375, 128, 9]),
+                tokens: Some(64),
+                ..FixtureOptions::default()
+            };
+            let per_token = {
+                let mut s = spec.clone();
+                s.dims.max_seq_len = 1 << 14;
+                s
+            };
+            let a = fixtures::build(&per_token, &opts).unwrap().inputs;
+            let mut b = fixtures::build(&table, &opts).unwrap().inputs;
+            assert_eq!(
+                b.get("freqs_cos").unwrap().shape()[usize::from(tp > 1)],
+                1 << 14
+            );
+            assert!(
+                b.get("cmp_freqs_cos").is_err(),
+                "{layer:?}: rows come from the table"
+            );
+            let got = golden::run(&table, &b).unwrap();
+            assert_eq!(
+                got,
+                golden::run(&per_token, &a).unwrap(),
+                "{layer:?} tp {tp}"
+            );
+            // Position 8000 of request 0 read as 8001: its rows rotate differently.
+            let pos = b.values::<i32>("position_ids").unwrap().to_vec();
+            let moved: Vec<i32> = pos
+                .iter()
+                .map(|&p| if p == 8000 { 8001 } else { p })
+                .collect();
+            let shape = b.get("position_ids").unwrap().shape().to_vec();
+            b.insert("position_ids", Tensor::from_vec(shape, moved).unwrap());
+            assert_ne!(
+                golden::run(&table, &b).unwrap().get("x_out"),
+                got.get("x_out")
+            );
+        }
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use abi::plan::VariantPlan;
-use golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, Yarn};
+use golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn};
 use sha2::{Digest, Sha256};
 
 use crate::generated::VARIANTS;
@@ -131,6 +131,11 @@ pub fn layer_spec(p: &VariantPlan) -> Result<LayerSpec, String> {
                 beta_slow: y.beta_slow,
                 original_max_pos: y.original_max_positions,
             }),
+        },
+        // Token-local rows have a runtime axis; the whole table has max_positions rows.
+        rope_table: match p.buffer("freqs_cos").map(|t| t.shape[0]) {
+            Some(abi::Dim::Var(_)) => RopeTable::PerToken,
+            _ => RopeTable::Positions,
         },
         tp: d.tp,
     };

@@ -3,7 +3,9 @@
 //! writing the int8 index cache) selects the top-k compressed rows that
 //! attention reads after the window.
 
-use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked};
+use super::{
+    Rank, RankAttention, check_rows, front, output_path, positions, put_stacked, table_rows,
+};
 use crate::GoldenError;
 use crate::arith::{bf16_round, widen};
 use crate::attention::{KvSources, sparse_attention};
@@ -108,35 +110,10 @@ impl RankPools {
     }
 }
 
-/// Rows of the full RoPE table at the given positions.
-fn table_rows(d: &Dims, r: &Rank, positions: &[usize]) -> Result<RopeRows, GoldenError> {
-    Ok(RopeRows::gather(
-        r.get("freqs_cos")?,
-        r.get("freqs_sin")?,
-        d.rope_dim,
-        d.half_rope(),
-        positions,
-    ))
-}
-
 fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools), GoldenError> {
     let hd = d.head_dim;
     let position_ids = r.get::<i32>("position_ids")?;
-    let positions = position_ids
-        .iter()
-        .enumerate()
-        .map(|(t, &p)| {
-            usize::try_from(p)
-                .ok()
-                .filter(|&p| p < d.max_seq_len)
-                .ok_or_else(|| {
-                    GoldenError::Contract(format!(
-                        "position_ids[{t}]={p} is outside the {}-row RoPE table",
-                        d.max_seq_len
-                    ))
-                })
-        })
-        .collect::<Result<Vec<usize>, _>>()?;
+    let positions = positions(d, r)?;
     // Token rows at p_t; per request the "step" row at p0 and the
     // "compressed" row at the window start p0 − p0 mod ratio.
     let rope = table_rows(d, r, &positions)?;

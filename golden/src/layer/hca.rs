@@ -1,14 +1,16 @@
 //! The HCA layer (hca_csa.md §3, §8.0): the ratio-128 compressor feeds
 //! cmp_kv; attention reads the window plus every visible compressed row.
 
-use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked};
+use super::{
+    Rank, RankAttention, check_rows, front, output_path, put_stacked, table_rows, token_rope,
+};
 use crate::GoldenError;
 use crate::arith::widen;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
 use crate::compressor::{self, Geometry, StateTable, Weights};
-use crate::dims::{LayerKind, LayerSpec};
+use crate::dims::{LayerKind, LayerSpec, RopeTable};
 use crate::rope::RopeRows;
 use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
@@ -31,12 +33,7 @@ pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenErro
     let (mut states, mut kv_caches, mut cmp_kvs) = (Vec::new(), Vec::new(), Vec::new());
     for rank in 0..d.tp {
         let r = Rank::new(inputs, rank, d.tp);
-        let rope = RopeRows::from_tables(
-            r.get("freqs_cos")?,
-            r.get("freqs_sin")?,
-            d.rope_dim,
-            d.half_rope(),
-        );
+        let rope = token_rope(d, &r)?;
         let f = front(d, &r, &rope)?;
         let positions = r.get::<i32>("position_ids")?;
 
@@ -64,10 +61,21 @@ pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenErro
             &mut state,
             ("state_slot_mapping", "compress_state_block_table"),
         )?;
-        let cmp_rope = RopeRows {
-            half: d.half_rope(),
-            cos: r.get::<f32>("cmp_freqs_cos")?.to_vec(),
-            sin: r.get::<f32>("cmp_freqs_sin")?.to_vec(),
+        // The compressed row rotates at its window start p0 − p0 mod ratio.
+        let cmp_rope = match d.rope_table {
+            RopeTable::PerToken => RopeRows {
+                half: d.half_rope(),
+                cos: r.get::<f32>("cmp_freqs_cos")?.to_vec(),
+                sin: r.get::<f32>("cmp_freqs_sin")?.to_vec(),
+            },
+            RopeTable::Positions => {
+                let starts: Vec<usize> = super::positions(d, &r)?
+                    .iter()
+                    .step_by(d.seq)
+                    .map(|&p| p - p % h.ratio)
+                    .collect();
+                table_rows(d, &r, &starts)?
+            }
         };
         let mut cmp_kv = r.get::<bf16>("cmp_kv")?.to_vec();
         let cmp_slots = r.get::<i64>("cmp_slot_mapping")?;

@@ -10,7 +10,7 @@ pub mod swa;
 use super::GoldenError;
 use super::attention::pack_heads;
 use super::collectives::{all_to_all_groups, reduce_scatter};
-use super::dims::Dims;
+use super::dims::{Dims, RopeTable};
 use super::hc_post::hc_post;
 use super::hc_pre::{HcPre, HcWeights, hc_pre};
 use super::o_proj::{OProjWeights, o_proj, o_proj_partial};
@@ -19,6 +19,49 @@ use super::rms_norm::rms_norm;
 use super::rope::RopeRows;
 use crate::tensor::{Element, Tensor, TensorError, TensorMap};
 use half::bf16;
+
+/// The rank's positions, each a row of the `max_seq_len`-row RoPE table.
+pub(super) fn positions(d: &Dims, r: &Rank) -> Result<Vec<usize>, GoldenError> {
+    r.get::<i32>("position_ids")?
+        .iter()
+        .enumerate()
+        .map(|(t, &p)| {
+            usize::try_from(p)
+                .ok()
+                .filter(|&p| p < d.max_seq_len)
+                .ok_or_else(|| {
+                    GoldenError::Contract(format!(
+                        "position_ids[{t}]={p} is outside the {}-row RoPE table",
+                        d.max_seq_len
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Rows of the whole RoPE table at the given positions.
+pub(super) fn table_rows(d: &Dims, r: &Rank, positions: &[usize]) -> Result<RopeRows, GoldenError> {
+    Ok(RopeRows::gather(
+        r.get("freqs_cos")?,
+        r.get("freqs_sin")?,
+        d.rope_dim,
+        d.half_rope(),
+        positions,
+    ))
+}
+
+/// The tokens' RoPE rows (row t at p_t): given per token, or gathered from the table.
+pub(super) fn token_rope(d: &Dims, r: &Rank) -> Result<RopeRows, GoldenError> {
+    match d.rope_table {
+        RopeTable::PerToken => Ok(RopeRows::from_tables(
+            r.get("freqs_cos")?,
+            r.get("freqs_sin")?,
+            d.rope_dim,
+            d.half_rope(),
+        )),
+        RopeTable::Positions => table_rows(d, r, &positions(d, r)?),
+    }
+}
 
 /// One rank's part of a case: the whole tensor at TP 1, slice `rank` of the
 /// leading `[tp]` axis otherwise.

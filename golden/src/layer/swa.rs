@@ -1,13 +1,12 @@
 //! The SWA layer (swa.md §3): window-only attention over the raw KV pool.
 
-use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked};
+use super::{Rank, RankAttention, check_rows, front, output_path, put_stacked, token_rope};
 use crate::GoldenError;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
 use crate::dims::LayerSpec;
 use crate::mask::sparse_bias;
-use crate::rope::RopeRows;
 use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
@@ -20,12 +19,7 @@ pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenErro
     let mut pools = Vec::with_capacity(d.tp);
     for rank in 0..d.tp {
         let r = Rank::new(inputs, rank, d.tp);
-        let rope = RopeRows::from_tables(
-            r.get("freqs_cos")?,
-            r.get("freqs_sin")?,
-            d.rope_dim,
-            d.half_rope(),
-        );
+        let rope = token_rope(d, &r)?;
         let f = front(d, &r, &rope)?;
         // All cache writes land before the gather: the window lists the
         // current and earlier draft tokens through the pool itself.
