@@ -98,6 +98,13 @@ fn cases() -> Vec<Case> {
             ("- hc_post", "hc_post"),
             "stage hc_post has no kernels at TP 1, 2, 4: tile cols 8 is not a multiple of 16",
             "a knowingly incomplete spec says `draft: true`"),
+        // A product taller than one copy's 16-bit row count, which the matmul does not split
+        // (B [K, N]'s leading dimension past 16 bits it does: stage_gemm's wide_ldb cases).
+        Case { count: 2, ..case("matmul rows past 16 bits",
+            swa(&[("tp: [1, 2, 4]", "tp: [1]"), ("decode_batch: 16", "decode_batch: 8192")]),
+            ("- qkv_proj_rope", "qkv_proj_rope"),
+            "stage qkv_proj_rope has no kernels at TP 1: wq_a: 65536 rows do not fit the 16-bit ND2NZ row count",
+            "a knowingly incomplete spec says `draft: true`") },
         case("complete draft", swa(&[("layer: swa", "layer: swa\ndraft: true")]), ("draft", "true"),
             "the spec is marked draft but every stage has kernels", "`draft: true` marks a spec"),
         case("epsilon not positive", swa(&[("rms_eps: 1.0e-6", "rms_eps: 0.0")]), ("rms_eps", "0.0"),
