@@ -12,6 +12,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use golden::arith::{narrow, widen};
 use golden::compare::{Report, ratio_allclose};
@@ -105,7 +106,8 @@ fn positions(c: &Case) -> Vec<usize> {
         .collect()
 }
 
-/// The golden's queries with `rows` (one per request of `seq` tokens).
+/// The golden's queries rotated with the table rows at `at`, one per request of `seq`
+/// tokens.
 fn golden_query(c: &Case, seq: usize, at: &[usize]) -> IndexQuery {
     let d = Dims { seq, ..c.dims };
     let (half, rd) = (d.rope_dim / 2, d.rope_dim);
@@ -165,9 +167,11 @@ fn check_stage(p: &Plan, c: &Case) {
     );
 
     let mut tensors = c.inputs.clone();
+    let clock = Instant::now();
     let stats = support::run(rt, &mut tensors, tiling(p, t));
+    let sim = clock.elapsed().as_secs_f64();
     let got = |name: &str| valid_rows(name, &tensors[name], t);
-    println!("{} t={t}:", p.variant);
+    println!("{} t={t}: sim {sim:.3} s", p.variant);
     expect(ratio_allclose(
         "idx_q",
         &got("idx_q"),
@@ -205,6 +209,14 @@ fn check_stage(p: &Plan, c: &Case) {
     println!("  against each token's own RoPE row: {r}");
     assert!(!r.pass, "idx_q also matches per-token rows: {}", r.detail());
     support::check_peaks(&p.variant, &stats);
+    for (kernel, s) in &stats {
+        println!(
+            "  {kernel}: GM {} B moved / {} B distinct = {:.3}",
+            s.gm_bytes(),
+            s.gm_distinct_bytes(),
+            s.gm_bytes() as f64 / s.gm_distinct_bytes().max(1) as f64
+        );
+    }
 }
 
 fn tiling(p: &Plan, t: usize) -> Tiling {
