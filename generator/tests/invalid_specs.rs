@@ -47,6 +47,7 @@ fn edit(base: &str, edits: &[(&str, &str)]) -> String {
 const HC_POST: &str = "  - hc_post:\n      tiling: { tokens: 8, cols: 128 }\n";
 const O_REDUCE_SCATTER: &str = "  - o_reduce_scatter:\n      tiling: { rows: 8, cols: 256 }\n";
 const ATTN_TILING: &str = "tiling: { heads: 8, kv_rows: 128, d: 64 }";
+const INDEX_QUERY: &str = "  - index_query:\n      tiling: { m: 32, n: 128, k: 128, tokens: 2 }\n";
 const QKV_TILING: &str = "tiling: { m: 32, n: 128, k: 128, tokens: 8 }";
 
 fn cases() -> Vec<Case> {
@@ -207,6 +208,10 @@ fn cases() -> Vec<Case> {
             "hca and csa layers compress their KV with a compressor stage"),
         case("indexer head_dim not a power of two", csa().replace("head_dim: 128\n      topk", "head_dim: 96\n      topk"),
             ("head_dim: 96", "96"), "indexer head_dim 96 is not a power of two", "Hadamard"),
+        case("index queries without an indexer",
+            edit(&hca(), &[(common::HCA_COMPRESSOR, &format!("{}{INDEX_QUERY}", common::HCA_COMPRESSOR))]),
+            ("- index_query:", "index_query"), "index_query stage without an indexer stage",
+            "index queries take their heads and head_dim from the layer's indexer stage"),
         case("yarn band inverted", hca().replace("beta_fast: 32.0", "beta_fast: 0.5"),
             ("yarn:", "0.5"), "yarn beta_fast 0.5 is not larger than beta_slow 1", "beta_fast > beta_slow"),
         // The stage graph.

@@ -124,6 +124,13 @@ pub fn check<E>(d: &mut Diagnostics, f: &s::SpecFile<E>, stages: &[StageSpec]) {
         ),
         _ => {}
     }
+    if let (Some(loc), false) = (stage_loc("index_query"), has("indexer")) {
+        d.error(
+            loc,
+            "index_query stage without an indexer stage",
+            "index queries take their heads and head_dim from the layer's indexer stage",
+        );
+    }
     if !has("sparse_attention") && !seen.is_empty() && d.is_clean() {
         d.error(
             Loc::of(&f.stages),

@@ -11,6 +11,7 @@ pub mod compressor;
 pub mod graph;
 pub mod hc_post;
 pub mod hc_pre;
+pub mod index_query;
 pub mod indexer;
 pub mod o_group_all_to_all;
 pub mod o_proj;
@@ -113,6 +114,7 @@ registry! {
     QkvProjRope => qkv_proj_rope::QkvProjRope,
     CacheInsert => cache_insert::CacheInsert,
     Compressor => compressor::Compressor,
+    IndexQuery => index_query::IndexQuery,
     Indexer => indexer::Indexer,
     SparseAttention => sparse_attention::SparseAttention,
     OGroupAllToAll => o_group_all_to_all::OGroupAllToAll,

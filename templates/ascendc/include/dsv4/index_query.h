@@ -1,0 +1,220 @@
+// The vector kernels of index_query (hca_csa.md §5.1, §5.2), around the stage's cube
+// matmuls (dsv4/matmul.h): AIV only, rows = the runtime token count t.
+//   IndexQHeads   idx_acc i32 [t, H·HD] -> (f32(acc)·qr_scale[t])·idx_wq_b_scale[n] -> RoPE
+//                 on each head's last RD dims with the request's step row -> bf16 [t, H·HD]
+//   IndexQQuant   Hadamard rows f32 [t·H, HD] -> int8 per (token, head) row (quant.h):
+//                 idx_q i8 [t, H·HD], idx_q_scale f32 [t, H]; head sums f32 [t, H] ·
+//                 WEIGHTS_SCALE -> idx_weights f32 [t, H]
+// The step row (§5.1, §11.6): every token of a request rotates with row p0_b of the full
+// [max_positions, RD] table, p0_b = position_ids of the request's first token (requests
+// are SEQ consecutive tokens); rope.h RopeRow gathers it. No RMSNorm on index queries.
+// Each kernel's UB sizes are the plan's `*_BYTES` params (IndexQHeads also passes rope.h's
+// ROPE_*_BYTES), each at least what its use below needs.
+#pragma once
+
+#include "dsv4/qkv_proj_rope.h"
+
+namespace dsv4 {
+
+using namespace AscendC;
+
+// Params: H, HD, RD, HG (heads per work item), SEQ (tokens per request), and the UB sizes
+// ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE (`*_BYTES`). Blocks form a grid of H/HG head
+// groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a block loads its
+// heads' idx_wq_b_scale once, walks its tokens one at a time and loads a request's step
+// row when it reaches the request.
+template <typename P>
+class IndexQHeads {
+public:
+    __aicore__ static inline void Run(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
+                                      GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        IndexQHeads op;
+        op.Process(acc, qrScale, wqbScale, cos, sin, positions, q, LoadTiling(tiling).t);
+    }
+
+private:
+    static constexpr uint32_t HD = P::HD, W = P::HG * P::HD, ROW = P::H * P::HD;
+    static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
+    static_assert(P::H % P::HG == 0, "head groups take whole heads");
+    static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+    static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
+    static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
+    static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
+                  "the group's f32 row and idx_wq_b_scale slice");
+    static_assert(P::QR_SCALE_BYTES >= 8 * sizeof(float), "8 tokens' qr_scale");
+
+    __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
+                                   GM_ADDR positions, GM_ADDR q, uint32_t t)
+    {
+        const uint32_t idx = GetBlockIdx(), blocks = GetBlockNum();
+        const uint32_t group = idx % GROUPS, ranges = blocks / GROUPS;
+        if (idx / GROUPS >= ranges) {
+            return;
+        }
+        const RowRun run = BlockRows(t, 8, idx / GROUPS, ranges);
+        if (run.first == run.end) {
+            return;
+        }
+        GlobalTensor<int32_t> gAcc, gPos;
+        GlobalTensor<float> gTokScale, gWScale;
+        GlobalTensor<bfloat16_t> gCos, gSin, gQ;
+        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(acc));
+        gPos.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        gTokScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
+        gWScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(wqbScale));
+        gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
+        gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
+        gQ.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+        pipe_.InitBuffer(in_, 2, P::ACC_IN_BYTES);
+        pipe_.InitBuffer(out_, 2, P::Q_OUT_BYTES);
+        pipe_.InitBuffer(x_, P::X_BYTES);
+        pipe_.InitBuffer(wScale_, P::WQ_B_SCALE_BYTES);
+        pipe_.InitBuffer(tokScale_, P::QR_SCALE_BYTES);
+        rope_.Init(pipe_, false);
+        const uint32_t col = group * W;
+        LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
+        DataCopy(ws, gWScale[col], W);
+        // The first token of the request whose step row the tables hold (none yet).
+        uint32_t loaded = t;
+        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
+            DataCopy(ts, gTokScale[row0], 8);
+            Handshake<HardEvent::MTE2_S>();
+            for (uint32_t row = row0; row < row0 + 8; ++row) {
+                const float tokScale = ts.GetValue(row - row0);
+                const uint32_t first = row - row % P::SEQ;
+                LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
+                DataCopy(a, gAcc[uint64_t(row) * ROW + col], W);
+                in_.EnQue(a);
+                a = in_.DeQue<int32_t>();
+                if (first != loaded) {
+                    rope_.Load(gCos, gSin, RopeRow<true>(gPos, first));
+                    loaded = first;
+                }
+                Cast(x, a, RoundMode::CAST_NONE, W);
+                in_.FreeTensor(a);
+                Muls(x, x, tokScale, W);
+                Mul(x, x, ws, W);
+                for (uint32_t h = 0; h < P::HG; ++h) {
+                    rope_.Apply(x[h * HD + NOPE]);
+                }
+                LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();
+                Cast(o, x, RoundMode::CAST_RINT, W);
+                out_.EnQue(o);
+                o = out_.DeQue<bfloat16_t>();
+                DataCopy(gQ[uint64_t(row) * ROW + col], o, W);
+                out_.FreeTensor(o);
+            }
+            // the next DataCopy into ts must not overtake the scalar reads above
+            Handshake<HardEvent::S_MTE2>();
+        }
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> in_;
+    TQue<TPosition::VECOUT, 1> out_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_;
+    Rope<P> rope_;
+};
+
+// Params: H, HD, TILE_ROWS (tokens per tile, divides 8), WEIGHTS_SCALE, and the UB sizes
+// QH_IN, Q_OUT, SCALES_OUT, SUMS_IN, WEIGHTS_OUT, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
+// Blocks take runs of TILE_ROWS-token tiles.
+template <typename P>
+class IndexQQuant {
+public:
+    __aicore__ static inline void Run(GM_ADDR qh, GM_ADDR sums, GM_ADDR q, GM_ADDR qScale, GM_ADDR weights,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        IndexQQuant op;
+        op.Process(qh, sums, q, qScale, weights, LoadTiling(tiling).t);
+    }
+
+private:
+    static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, ROW = P::H * P::HD;
+    static constexpr uint32_t HEAD_ROWS = TR * P::H;  // (token, head) rows per tile
+    static_assert(8 % TR == 0, "token tiles divide the runtime token granularity 8");
+    static_assert(P::H * sizeof(float) % 32 == 0, "a token's scales and weights are whole 32-byte blocks");
+    static_assert(HD * sizeof(int8_t) % 32 == 0, "a head's int8 row is whole 32-byte blocks");
+    static_assert(P::QH_IN_BYTES >= TR * ROW * sizeof(float), "qh_in holds a tile of rows");
+    static_assert(P::Q_OUT_BYTES >= TR * ROW * sizeof(int8_t), "q_out holds a tile of rows");
+    static_assert(P::SCALES_OUT_BYTES >= HEAD_ROWS * sizeof(float) && P::SUMS_IN_BYTES >= HEAD_ROWS * sizeof(float) &&
+                      P::WEIGHTS_OUT_BYTES >= HEAD_ROWS * sizeof(float),
+                  "a tile's scales, head sums and weights");
+    static_assert(P::WORK_BYTES >= HD * sizeof(float) && P::F16_BYTES >= HD * sizeof(half), "a head's scratch");
+    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceMax scratch of a head");
+
+    __aicore__ inline void Process(GM_ADDR qh, GM_ADDR sums, GM_ADDR q, GM_ADDR qScale, GM_ADDR weights, uint32_t t)
+    {
+        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        if (run.first == run.end) {
+            return;
+        }
+        GlobalTensor<float> gQh, gSums, gScale, gWeights;
+        GlobalTensor<int8_t> gQ;
+        gQh.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qh));
+        gSums.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sums));
+        gQ.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q));
+        gScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qScale));
+        gWeights.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights));
+        pipe_.InitBuffer(in_, 2, P::QH_IN_BYTES);
+        pipe_.InitBuffer(out_, 2, P::Q_OUT_BYTES);
+        pipe_.InitBuffer(scales_, 2, P::SCALES_OUT_BYTES);
+        pipe_.InitBuffer(sumsIn_, 2, P::SUMS_IN_BYTES);
+        pipe_.InitBuffer(weightsOut_, 2, P::WEIGHTS_OUT_BYTES);
+        pipe_.InitBuffer(work_, P::WORK_BYTES);
+        pipe_.InitBuffer(half_, P::F16_BYTES);
+        pipe_.InitBuffer(slot_, P::SLOT_BYTES);
+        pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
+        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
+        LocalTensor<half> h = half_.Get<half>();
+        for (uint32_t row = run.first; row < run.end; row += TR) {
+            LocalTensor<float> x = in_.AllocTensor<float>();
+            DataCopy(x, gQh[uint64_t(row) * ROW], TR * ROW);
+            in_.EnQue(x);
+            LocalTensor<float> s = sumsIn_.AllocTensor<float>();
+            DataCopy(s, gSums[row * P::H], HEAD_ROWS);
+            sumsIn_.EnQue(s);
+
+            s = sumsIn_.DeQue<float>();
+            LocalTensor<float> w = weightsOut_.AllocTensor<float>();
+            Muls(w, s, P::WEIGHTS_SCALE, HEAD_ROWS);
+            sumsIn_.FreeTensor(s);
+            weightsOut_.EnQue(w);
+
+            x = in_.DeQue<float>();
+            LocalTensor<int8_t> qi = out_.AllocTensor<int8_t>();
+            LocalTensor<float> sc = scales_.AllocTensor<float>();
+            for (uint32_t r = 0; r < HEAD_ROWS; ++r) {
+                sc.SetValue(r, QuantizeRow(qi[r * HD], x[r * HD], work, h, slot, tmp, HD));
+            }
+            in_.FreeTensor(x);
+            out_.EnQue(qi);
+            scales_.EnQue(sc);
+
+            w = weightsOut_.DeQue<float>();
+            DataCopy(gWeights[row * P::H], w, HEAD_ROWS);
+            weightsOut_.FreeTensor(w);
+            qi = out_.DeQue<int8_t>();
+            DataCopy(gQ[uint64_t(row) * ROW], qi, TR * ROW);
+            out_.FreeTensor(qi);
+            sc = scales_.DeQue<float>();
+            // The scales were written by the scalar unit.
+            Handshake<HardEvent::S_MTE3>();
+            DataCopy(gScale[row * P::H], sc, HEAD_ROWS);
+            // The next tile's scalar writes must not overtake this copy.
+            Handshake<HardEvent::MTE3_S>();
+            scales_.FreeTensor(sc);
+        }
+    }
+
+    TPipe pipe_;
+    TQue<TPosition::VECIN, 1> in_, sumsIn_;
+    TQue<TPosition::VECOUT, 1> out_, scales_, weightsOut_;
+    TBuf<TPosition::VECCALC> work_, half_, slot_, tmp_;
+};
+
+}  // namespace dsv4
