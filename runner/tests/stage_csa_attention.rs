@@ -324,10 +324,8 @@ fn check(variant_name: &str, case: &Case) -> u64 {
     );
     let got = out.tensors.values::<bf16>("o_packed_heads").unwrap();
     let worst = packed_heads(variant_name, p, got, &want, t, 0.0);
-    let stats: Vec<(String, LaunchStats)> = launches
-        .iter()
-        .map(|(k, s, _)| (k.clone(), s.clone()))
-        .collect();
+    let stats: Vec<(String, LaunchStats)> =
+        launches.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
     support::check_peaks(&p.variant, &stats);
     println!(
         "{variant_name}, t = {t} ({with_rows} tokens with kept rows, {masked} masked slots): \
