@@ -155,6 +155,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_kn_n128_k128_lda2048_ldc2048_b16_sa128_sb0_sc128_tile32x128x128_split64x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_kn_n16_k512_tile32x16x128_split64x512x16", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "index_q_quant_h16_hd128_t2_ws2p2097087em2", cores: plan::Cores::Aiv, args: &["qh", "head_sums", "q", "q_scale", "weights"] },
+    Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
+    Kernel { name: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom", "row_max"] },
+    Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
+    Kernel { name: "attn_indexed_h8_d128_s8_bs32_r4_k64_ht8_kv128_dk64", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "o", "denom", "row_max"] },
+    Kernel { name: "attn_finish_h8_d128_r64_hpg2_tpad64_ht8_positions", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "positions", "packed"] },
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa16384_sb128_sc65536_tile32x128x128_split128x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -181,6 +186,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n128_k128_lda2048_ldc2048_b16_sa128_sb0_sc128_tile32x128x128_split64x128x128", cores: plan::Cores::Aic, block_dim: 16, args: &["idx_q_rot", "hadamard_idx", "idx_qh"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n16_k512_tile32x16x128_split64x512x16", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "weights_proj", "idx_head_sums"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_quant_h16_hd128_t2_ws2p2097087em2", cores: plan::Cores::Aiv, block_dim: 32, args: &["idx_qh", "idx_head_sums", "idx_q", "idx_q_scale", "idx_weights"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 8, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, block_dim: 8, args: &["attn_scores", "window_swa_indices", "window_swa_lens", "attn_sink", "attn_probs", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 8, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h8_d128_s8_bs32_r4_k64_ht8_kv128_dk64", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_o", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h8_d128_r64_hpg2_tpad64_ht8_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 128 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128", cores: plan::Cores::Aic, block_dim: 2, args: &["attention_local", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"] }),
@@ -213,7 +223,16 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "idx_q", shape: &[Var("t"), Const(2048)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_q_scale", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_weights", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(8), Const(144)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(8), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_o", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "topk_idx", shape: &[Var("t"), Const(64)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_max", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_scores", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_probs", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_part", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(2), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
@@ -225,7 +244,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "indexer", "sparse_attention"];
+pub const MISSING: &[&str] = &["compressor", "indexer"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

@@ -159,6 +159,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x64_tail80_parts_r128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n64_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, args: &["qh", "head_sums", "q", "q_scale", "weights"] },
+    Kernel { name: "attn_window_scores_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
+    Kernel { name: "attn_window_softmax_max_h64_d512_w128_s8_ht16", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom", "row_max"] },
+    Kernel { name: "attn_window_values_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
+    Kernel { name: "attn_indexed_h64_d512_s8_bs32_r4_k512_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "o", "denom", "row_max"] },
+    Kernel { name: "attn_finish_h64_d512_r64_hpg8_tpad128_ht16_positions", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "positions", "packed"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b2_sa2097152_sb4194304_sc524288_tile64x64x64_split256x1024x1024_tail48_parts_r512", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n1024_s4_r512_b2_s524288_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g2_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
@@ -189,6 +194,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x64_tail80_parts_r128", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "weights_proj", "k_partials"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "k_slice_sum_n64_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "idx_head_sums"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, block_dim: 48, args: &["idx_qh", "idx_head_sums", "idx_q", "idx_q_scale", "idx_weights"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Aic, block_dim: 16, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_max_h64_d512_w128_s8_ht16", cores: plan::Cores::Aiv, block_dim: 16, args: &["attn_scores", "window_swa_indices", "window_swa_lens", "attn_sink", "attn_probs", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Aic, block_dim: 16, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h64_d512_s8_bs32_r4_k512_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_o", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h64_d512_r64_hpg8_tpad128_ht16_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 128, dst_slab_rows: 512 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b2_sa2097152_sb4194304_sc524288_tile64x64x64_split256x1024x1024_tail48_parts_r512", cores: plan::Cores::Aic, block_dim: 16, args: &["attention_local", "wo_a", "k_partials"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n1024_s4_r512_b2_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_latent"] }),
@@ -223,7 +233,16 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "idx_q", shape: &[Var("t"), Const(8192)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_q_scale", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_weights", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(64), Const(144)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(64), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_o", shape: &[Var("t"), Const(64), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(1024), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "topk_idx", shape: &[Var("t"), Const(512)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_max", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_scores", shape: &[Var("t"), Const(64), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_probs", shape: &[Var("t"), Const(64), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_part", shape: &[Var("t"), Const(64), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(1024), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(512), Const(4096)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(2), Const(512), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
@@ -235,7 +254,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "indexer", "sparse_attention"];
+pub const MISSING: &[&str] = &["compressor", "indexer"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

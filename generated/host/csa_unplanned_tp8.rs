@@ -154,6 +154,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_heads_h16_hd128_rd32_g16_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "qkv_kv_finish_hd128_rd32_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
+    Kernel { name: "attn_window_scores_h16_d128_w256_s8_bs32_ht16_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
+    Kernel { name: "attn_window_softmax_max_h16_d128_w256_s8_ht16", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom", "row_max"] },
+    Kernel { name: "attn_window_values_h16_d128_w256_s8_bs32_ht16_kv128_dk64", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
+    Kernel { name: "attn_indexed_h16_d128_s8_bs32_r16_k256_ht16_kv128_dk64", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "o", "denom", "row_max"] },
+    Kernel { name: "attn_finish_h16_d128_r32_hpg2_tpad32_ht16", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k64_grouprows_tile32x64x64_split256x64x64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -175,6 +180,11 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x64x128_split32x512x64", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "wkv", "kv_latent"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd32_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h16_d128_w256_s8_bs32_ht16_kv128_dk64", cores: plan::Cores::Aic, block_dim: 4, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_max_h16_d128_w256_s8_ht16", cores: plan::Cores::Aiv, block_dim: 4, args: &["attn_scores", "window_swa_indices", "window_swa_lens", "attn_sink", "attn_probs", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h16_d128_w256_s8_bs32_ht16_kv128_dk64", cores: plan::Cores::Aic, block_dim: 4, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h16_d128_s8_bs32_r16_k256_ht16_kv128_dk64", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_o", "attn_denom", "attn_max"] }),
+    Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h16_d128_r32_hpg2_tpad32_ht16", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 1, src_slab_rows: 32, dst_slab_rows: 256 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64", cores: plan::Cores::Aic, block_dim: 1, args: &["attention_local", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"] }),
@@ -200,7 +210,16 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q", shape: &[Var("t"), Const(16), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(16), Const(272)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(16), Const(272)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_o", shape: &[Var("t"), Const(16), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "topk_idx", shape: &[Var("t"), Const(256)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_max", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_scores", shape: &[Var("t"), Const(16), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_probs", shape: &[Var("t"), Const(16), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_idx_part", shape: &[Var("t"), Const(16), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(256), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(1), Const(256), Const(64)], dtype: F32, dir: Out, placement: PerRank },
@@ -212,7 +231,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "indexer", "sparse_attention"];
+pub const MISSING: &[&str] = &["compressor", "indexer"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

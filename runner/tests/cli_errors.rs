@@ -168,11 +168,7 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
             "--start-pos",
             "100",
         ],
-        &[
-            "csa_small_tp1: stage",
-            "has no kernels yet",
-            "sparse_attention",
-        ],
+        &["csa_small_tp1: stage", "has no kernels yet", "indexer"],
     );
     refused(
         &["cost", "--layer", "csa", "--tp", "1"],

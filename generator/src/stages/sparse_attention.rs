@@ -20,7 +20,11 @@
 //! ([`compressed_chunk_rows`]: each chunk round-trips the request's o and part
 //! through GM) and updates `attn_o` and `attn_denom` in place; the window softmax then also
 //! writes each head's max `attn_max`.
-//! The indexed source (CSA) is not built: that variant marks the stage missing.
+//! CSA's indexed source adds instead `attn_indexed` (dsv4/attention_indexed.h), mixed as
+//! well: each token's own top-k compressed rows (the indexer's `topk_idx`) are gathered per
+//! token, a tile of `kv_rows` slots at a time, and merged the same way; with
+//! `rope.table: positions` the finish reads the token's RoPE row by position
+//! (`attn_finish_…_positions`).
 
 use abi::{DType, Dim};
 use serde::Deserialize;
@@ -32,7 +36,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::kernels::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::{AttentionPlan, CompressorPlan, ModelDims, Plan};
 use crate::spec::range::positive;
-use crate::spec::{Int, KvSource, PadPolicy, Sp};
+use crate::spec::{Int, KvSource, PadPolicy, RopeTable, Sp};
 
 pub struct SparseAttention;
 
@@ -163,21 +167,25 @@ impl Kind for SparseAttention {
     fn plan(s: &Params, b: &mut Builder) {
         let p = b.plan;
         let m = &p.model;
-        let compressed = match p.attention.sources[..] {
-            [KvSource::Window] => None,
-            [KvSource::Window, KvSource::Compressed] => p.compressor.as_ref(),
+        let further = match (&p.attention.sources[..], &p.compressor) {
+            ([KvSource::Window], _) => Further::None,
+            ([KvSource::Window, KvSource::Compressed], Some(c)) => Further::Compressed(c),
+            ([KvSource::Window, KvSource::Indexed], Some(c)) => Further::Indexed(c),
             _ => {
-                b.missing("only the window and compressed sources have kernels yet");
+                b.missing("only the window source, alone or with one of compressed and indexed, has kernels");
                 return;
             }
         };
-        let with_compressed = compressed.is_some();
-        let unmet =
-            finish_unmet(m).or_else(|| compressed.and_then(|c| compressed_unmet(p, &s.tiling, c)));
+        let unmet = finish_unmet(m).or_else(|| match further {
+            Further::None => None,
+            Further::Compressed(c) => compressed_unmet(p, &s.tiling, c),
+            Further::Indexed(_) => indexed_unmet(p, &s.tiling),
+        });
         if let Some(why) = unmet {
             b.missing(why);
             return;
         }
+        let with_further = !matches!(further, Further::None);
         let t = &s.tiling;
         let (head_tile, kv_tile, d_tile) = (t.heads.value, t.kv_rows.value, t.d.value);
         let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
@@ -228,7 +236,7 @@ impl Kind for SparseAttention {
             buffers: cube_buffers.clone(),
         };
         // With a further source the softmax also hands each head's max to it.
-        let max_tag = if with_compressed { "_max" } else { "" };
+        let max_tag = if with_further { "_max" } else { "" };
         let mut softmax_args = vec![
             "scores",
             "swa_indices",
@@ -237,7 +245,7 @@ impl Kind for SparseAttention {
             "probs",
             "denom",
         ];
-        if with_compressed {
+        if with_further {
             softmax_args.push("row_max");
         }
         let softmax = Kernel {
@@ -270,7 +278,7 @@ impl Kind for SparseAttention {
             args: [&["probs"][..], &cube_args, &["o"]].concat(),
             buffers: cube_buffers,
         };
-        let finish = Kernel {
+        let mut finish = Kernel {
             name: format!(
                 "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
                 m.rope_dim, m.heads_per_group
@@ -318,7 +326,7 @@ impl Kind for SparseAttention {
             "attn_probs",
             "attn_denom",
         ];
-        if with_compressed {
+        if with_further {
             softmax_bind.push("attn_max");
         }
         b.launch(softmax, aiv as u32, &softmax_bind);
@@ -327,21 +335,208 @@ impl Kind for SparseAttention {
             aic as u32,
             &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
         );
-        if let Some(c) = compressed {
-            compressed_launch(b, c.ratio, head_tile, kv_tile, d_tile);
+        match further {
+            Further::None => {}
+            Further::Compressed(c) => compressed_launch(b, c.ratio, head_tile, kv_tile, d_tile),
+            Further::Indexed(c) => indexed_launch(b, c.ratio, head_tile, kv_tile, d_tile),
         }
+        let mut finish_bind = vec!["attn_o", "attn_denom", "freqs_cos", "freqs_sin"];
+        if p.rope.table == RopeTable::Positions {
+            finish_at_positions(&mut finish);
+            finish_bind.push("position_ids");
+        }
+        finish_bind.push("o_packed_heads");
         b.launch(
             finish,
             p.chip.aiv_cores.min(p.shape.local_t) as u32,
-            &[
-                "attn_o",
-                "attn_denom",
-                "freqs_cos",
-                "freqs_sin",
-                "o_packed_heads",
-            ],
+            &finish_bind,
         );
     }
+}
+
+/// The source after the window, and the compressor whose rows it reads.
+#[derive(Clone, Copy)]
+enum Further<'p> {
+    None,
+    Compressed(&'p CompressorPlan),
+    Indexed(&'p CompressorPlan),
+}
+
+/// The finish kernel's twin for `rope.table: positions` (CSA): token t de-rotates with row
+/// `position_ids[t]` of the full `[max_positions, rope_dim]` tables (`dsv4/rope.h` RopeRow),
+/// taken after the tables. Its on-chip buffers are the same (the position is a scalar GM read).
+fn finish_at_positions(k: &mut Kernel) {
+    k.name.push_str("_positions");
+    k.doc
+        .push_str(", RoPE rows gathered from the position table by position_ids");
+    k.params.push(("POSITIONS", Value::Bool(true)));
+    k.args.insert(4, "positions");
+}
+
+/// The indexed source (hca_csa.md §6.3): one mixed launch continuing every head's online
+/// softmax over the compressed rows its token's top-k list selects, a tile of `kv_tile`
+/// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
+fn indexed_launch(b: &mut Builder, ratio: usize, head_tile: usize, kv_tile: usize, d_tile: usize) {
+    let p = b.plan;
+    let m = &p.model;
+    let (heads, hd, seq, topk) = (m.heads, m.head_dim, p.shape.decode_seq, p.attention.topk);
+    let per_token = |dims: &[usize]| {
+        let mut v = vec![Dim::Var("t")];
+        v.extend(dims.iter().map(|&n| Dim::Const(n)));
+        v
+    };
+    b.workspace("topk_idx", per_token(&[topk]), DType::I32);
+    b.workspace("attn_max", per_token(&[heads]), DType::F32);
+    b.workspace("attn_idx_scores", per_token(&[heads, kv_tile]), DType::F32);
+    b.workspace("attn_idx_probs", per_token(&[heads, kv_tile]), DType::Bf16);
+    b.workspace("attn_idx_part", per_token(&[heads, hd]), DType::F32);
+    let u32 = |v: usize| Value::U32(v as u32);
+    let kernel = Kernel {
+        name: format!(
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            p.pools.block_size
+        ),
+        doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
+              into the window's o and denominators"
+            .into(),
+        block: "attention_indexed.h",
+        class: "AttentionIndexed",
+        cores: Cores::Mix,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("SEQ", u32(seq)),
+            ("BLOCK_SIZE", u32(p.pools.block_size)),
+            ("RATIO", u32(ratio)),
+            ("TOPK", u32(topk)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("KV_TILE", u32(kv_tile)),
+            ("D_TILE", u32(d_tile)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: vec![
+            "q",
+            "cmp_kv",
+            "cmp_table",
+            "positions",
+            "topk_idx",
+            "scores",
+            "probs",
+            "part",
+            "o",
+            "denom",
+            "row_max",
+        ],
+        buffers: [
+            indexed_cube_buffers(heads, hd, head_tile, kv_tile, d_tile),
+            indexed_vector_buffers(heads, hd, topk, kv_tile),
+        ]
+        .concat(),
+    };
+    let blocks = p.chip.aic_cores.min(p.shape.local_t) as u32;
+    b.launch(
+        kernel,
+        blocks,
+        &[
+            "q",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "topk_idx",
+            "attn_idx_scores",
+            "attn_idx_probs",
+            "attn_idx_part",
+            "attn_o",
+            "attn_denom",
+            "attn_max",
+        ],
+    );
+}
+
+/// Why `dsv4/attention_indexed.h` cannot run this plan, if it cannot: heads in groups of 8
+/// (whole blocks of per-head f32), slots in whole fractals, the ABI's compressed-row inputs.
+fn indexed_unmet(p: &Plan, t: &Tiling<Tile>) -> Option<String> {
+    let (topk, d_tile) = (p.attention.topk, t.d.value);
+    unmet([
+        (
+            p.model.heads.is_multiple_of(8),
+            format!("heads {} is not a multiple of 8", p.model.heads),
+        ),
+        (
+            topk > 0 && topk.is_multiple_of(16),
+            format!("top-k {topk} is not a positive multiple of 16"),
+        ),
+        (
+            p.model.head_dim.is_multiple_of(d_tile),
+            format!(
+                "tile d {d_tile} does not divide head_dim {}",
+                p.model.head_dim
+            ),
+        ),
+        (
+            ["cmp_kv", "cmp_block_table", "position_ids"]
+                .iter()
+                .all(|n| p.tensor(n).is_some()),
+            "the ABI lacks cmp_kv, cmp_block_table or position_ids".into(),
+        ),
+    ])
+}
+
+/// `attention_indexed.h`'s L1 and L0: a token's q in head tiles (rows padded to a fractal),
+/// one tile of selected rows, probability-row tiles over a tile's lanes, and the L0 tiles of
+/// `HeadTileMmad` (k chunks of `d` or `kv_rows`).
+fn indexed_cube_buffers(
+    heads: usize,
+    head_dim: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
+    vec![
+        row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
+        row("rows", L1, Bf16, kv_tile * head_dim, 1, None),
+        row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
+        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
+        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    ]
+}
+
+/// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
+/// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
+/// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
+/// up), and a group's rows of a tile's part.
+fn indexed_vector_buffers(
+    heads: usize,
+    head_dim: usize,
+    topk: usize,
+    kv_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (hd, tile) = (head_dim, 8 * kv_tile);
+    let stats = (heads / 8).div_ceil(2) * 8;
+    let slots = 8.max(topk.div_ceil(kv_tile));
+    vec![
+        row("index_row", Ub, I32, topk, 1, Some(topk)),
+        row("valid", Ub, F32, topk, 1, None),
+        row("bias", Ub, F32, topk, 1, None),
+        row("scores", Ub, F32, tile, 1, Some(tile)),
+        row("probs", Ub, Bf16, tile, 1, Some(tile)),
+        row("reduce_tmp", Ub, F32, kv_tile, 1, None),
+        row("row_stats", Ub, F32, slots * 8, 1, None),
+        row("run_max", Ub, F32, stats, 1, Some(8)),
+        row("run_denom", Ub, F32, stats, 1, Some(8)),
+        row("tile_max", Ub, F32, stats, 1, None),
+        row("tile_sum", Ub, F32, stats, 1, None),
+        row("alpha", Ub, F32, stats, 1, None),
+        row("beta", Ub, F32, stats, 1, None),
+        row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
+        row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
+    ]
 }
 
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's

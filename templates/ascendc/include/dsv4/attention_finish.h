@@ -1,6 +1,8 @@
 // Last step of the attention (swa.md §3.6 steps 5-7, hca_csa.md §6.1), per token t and head h:
 //   o = o_acc / denom                                    (f32)
-//   nope dims: bf16(o);  rope pair i of the last ROPE_DIM dims, with c, s = freqs row t, col i:
+//   nope dims: bf16(o);  rope pair i of the last ROPE_DIM dims, with c, s = column i of the
+//   token's freqs row (RopeRow: row t of token-local tables, or row position_ids[t] of the
+//   full [max_positions, ROPE_DIM] tables when the kernel takes positions, CSA):
 //   u[2i] = o[2i]*c + o[2i+1]*s,  u[2i+1] = o[2i+1]*c - o[2i]*s,  then bf16
 // and the packing: head h = g*HEADS_PER_GROUP + hh of token t goes to row g*T_PAD + t,
 // columns hh*HEAD_DIM .. of o_packed_heads [O_GROUPS*T_PAD, HEADS_PER_GROUP*HEAD_DIM].
@@ -10,13 +12,14 @@
 // A block takes whole tokens.
 #pragma once
 
+#include "dsv4/rope.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, and the UB sizes the
-// plan decided (`*_BYTES`, each at least what its use below needs).
+// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (only in kernels
+// that take position_ids), and the UB sizes the plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class AttentionFinish {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -57,7 +60,26 @@ public:
         AttentionFinish op;
         op.Init(o, denom, freqsCos, freqsSin, packed);
         for (uint32_t t = share.begin; t < share.end; ++t) {
-            op.Token(t);
+            op.Token(t, RopeRow<false>(op.positions_, t));
+        }
+    }
+
+    // The full tables: token t reads row position_ids[t].
+    __aicore__ inline static void Run(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR positions,
+                                      GM_ADDR packed, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.t);
+        if (share.begin >= share.end) {
+            return;
+        }
+        AttentionFinish op;
+        op.Init(o, denom, freqsCos, freqsSin, packed);
+        op.positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        for (uint32_t t = share.begin; t < share.end; ++t) {
+            op.Token(t, RopeRow<true>(op.positions_, t));
         }
     }
 
@@ -109,7 +131,8 @@ private:
         }
     }
 
-    __aicore__ inline void Token(uint32_t t)
+    // Token t, rotating with row `row` of the freqs tables.
+    __aicore__ inline void Token(uint32_t t, uint32_t row)
     {
         AscendC::LocalTensor<float> den = denomRow_.Get<float>();
         AscendC::LocalTensor<bfloat16_t> cosRow = cosRow_.Get<bfloat16_t>();
@@ -120,8 +143,8 @@ private:
         Handshake<AscendC::HardEvent::V_MTE2>();
         AscendC::DataCopy(den, denom_[static_cast<uint64_t>(t) * P::HEADS], P::HEADS);
         // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
-        AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(t) * ROPE], half, noPad);
-        AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(t) * ROPE], half, noPad);
+        AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(row) * ROPE], half, noPad);
+        AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(row) * ROPE], half, noPad);
         Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, cosRow, AscendC::RoundMode::CAST_NONE, HALF);
@@ -182,6 +205,7 @@ private:
     AscendC::GlobalTensor<bfloat16_t> cos_;
     AscendC::GlobalTensor<bfloat16_t> sin_;
     AscendC::GlobalTensor<bfloat16_t> packed_;
+    AscendC::GlobalTensor<int32_t> positions_;
 };
 
 }  // namespace dsv4

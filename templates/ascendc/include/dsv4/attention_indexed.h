@@ -1,0 +1,494 @@
+// Indexer-selected source of the CSA attention (hca_csa.md §6.1, §6.3): after the window
+// (attention_cube.h / attention_softmax.h), every head of token t continues its online
+// softmax over the compressed rows its own top-k list selects. Slot k of topk_idx[t] holds a
+// logical compressed row j or -1; it is kept iff 0 <= j < (p_t + 1) / RATIO and read from
+// cmp_kv row cmp_block_table[b, j / BLOCK_SIZE] * BLOCK_SIZE + j % BLOCK_SIZE. The TOPK slots
+// form tiles of KV_TILE slots in list order (the reference's 128-lane tiles); a tile without a
+// kept slot is skipped (it would merge as a no-op). Unlike HCA's compressed rows a token's
+// rows are its own, so the gather is per token. Per tile:
+//   AIC: gathers the tile's kept rows into L1 (other lanes zero), scores = q_t · tileᵀ (f32;
+//        q_t stays in L1 for all of the token's tiles)
+//   AIV: z = score * SCALE + bias (0 kept, -1e20 not); m_i = max z, e = exp(z - m_i),
+//        l_i = sum e (f32), probs = bf16(e);
+//        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
+//        denom' = alpha * denom + beta * l_i
+//   AIC: part = probs · tile (f32)
+//   AIV: o' = alpha * o + beta * part
+// `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
+// attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
+// window's o (kept in UB over the token's tiles) and denom are updated in place.
+// A block (1 AIC + 2 AIV) takes whole tokens; AIV k owns the 8-head groups k, k + 2, ...
+// Hand-offs go through per-token GM workspaces, ordered by cross-core flags.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/head_tile_mmad.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, SCALE, and the
+// sizes the plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1
+// and L0, the AIV's UB.
+template <class P>
+class AttentionIndexed {
+    static constexpr uint32_t FRACTAL = 16;
+    static constexpr uint32_t HD = P::HEAD_DIM;
+    static constexpr uint32_t TILE = P::KV_TILE;
+    static constexpr uint32_t TILES = CeilDiv(P::TOPK, TILE);
+    static constexpr uint32_t TILE_BLOCKS = TILE / FRACTAL;
+    static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
+    static constexpr uint32_t HEAD_TILES = P::HEADS / P::HEAD_TILE;
+    static constexpr uint32_t L0_K = P::D_TILE > TILE ? P::D_TILE : TILE;
+    static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);
+    static constexpr uint32_t VH = SLOT;  // heads per vector group: per-head f32 values in whole blocks
+    static constexpr uint32_t GROUPS = P::HEADS / VH;
+    static constexpr uint32_t STATS = CeilDiv(GROUPS, 2) * VH;  // heads of the busier AIV
+    static constexpr uint32_t STAT_SLOTS = VH > TILES ? VH : TILES;
+    static constexpr float MASK = 1.0e20f;
+    static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
+    static_assert(TILE % FRACTAL == 0 && P::TOPK % FRACTAL == 0, "KV_TILE and TOPK: whole fractals");
+    static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
+    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    // AIC
+    static_assert(P::Q_BYTES >= HEAD_TILES * M_PAD * HD * sizeof(bfloat16_t), "q holds a token's head tiles");
+    static_assert(P::ROWS_BYTES >= TILE * HD * sizeof(bfloat16_t), "rows holds a tile of selected rows");
+    static_assert(P::A_TILE_BYTES >= M_PAD * TILE * sizeof(bfloat16_t), "a_tile holds a tile of probs rows");
+    static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
+                      P::B_L0_BYTES >= P::D_TILE * TILE * sizeof(bfloat16_t) &&
+                      P::C_L0_BYTES >= M_PAD * L0_K * sizeof(float),
+                  "L0 tiles of HeadTileMmad");
+    // AIV
+    static_assert(P::INDEX_ROW_BYTES >= P::TOPK * sizeof(int32_t) && P::VALID_BYTES >= P::TOPK * sizeof(float) &&
+                      P::BIAS_BYTES >= P::TOPK * sizeof(float),
+                  "a token's slots");
+    static_assert(P::SCORES_BYTES >= VH * TILE * sizeof(float) && P::PROBS_BYTES >= VH * TILE * sizeof(bfloat16_t),
+                  "VH heads over a tile's lanes");
+    static_assert(P::REDUCE_TMP_BYTES >= TILE * sizeof(float), "reduction scratch over a tile's lanes");
+    static_assert(P::ROW_STATS_BYTES >= STAT_SLOTS * SLOT * sizeof(float), "a slot per head of a group or per tile");
+    static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
+                      P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
+                      P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
+                  "a value per head of the AIV");
+    static_assert(P::O_BYTES >= STATS * HD * sizeof(float), "o holds the AIV's heads of a token");
+    static_assert(P::PART_BYTES >= VH * HD * sizeof(float), "part holds a group's rows");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR topkIdx,
+                                      GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom,
+                                      GM_ADDR rowMax, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
+        // the group: an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group
+        uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        if ASCEND_IS_AIV {
+            block /= 2;
+        }
+        const uint32_t base = td.t / num, extra = td.t % num;
+        const uint32_t begin = block * base + Min(block, extra);
+        const uint32_t end = begin + base + (block < extra ? 1u : 0u);
+        if (begin >= end) {
+            return;
+        }
+        AttentionIndexed op;
+        op.Bind(q, cmpKv, cmpTable, positions, topkIdx, scores, probs, part, o, denom, rowMax);
+        if ASCEND_IS_AIC {
+            op.InitCube();
+            for (uint32_t t = begin; t < end; ++t) {
+                op.CubeToken(t, td);
+            }
+        }
+        if ASCEND_IS_AIV {
+            op.InitVector();
+            const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
+            for (uint32_t t = begin; t < end; ++t) {
+                op.VectorToken(t, sub);
+            }
+        }
+    }
+
+private:
+    __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR topkIdx,
+                                GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR rowMax)
+    {
+        q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+        kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
+        table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
+        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        topk_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(topkIdx));
+        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
+        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
+        part_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+        rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+    }
+
+    // Slots of tile j: the last tile may be shorter (whole fractals either way).
+    __aicore__ inline static uint32_t Lanes(uint32_t j) { return Min(TILE, P::TOPK - j * TILE); }
+
+    // Compressed rows token t may select: (p_t + 1) / RATIO.
+    __aicore__ inline int64_t Bound(uint32_t t)
+    {
+        const int64_t p = positions_.GetValue(t);
+        return p + 1 > 0 ? (p + 1) / P::RATIO : 0;
+    }
+
+    // The scores and probs of token t: a tile's rows are its `lanes` apart.
+    __aicore__ inline static uint64_t Slab(uint32_t t) { return static_cast<uint64_t>(t) * P::HEADS * TILE; }
+
+    // ---- AIC ----
+
+    __aicore__ inline void InitCube()
+    {
+        pipe_.InitBuffer(q1_, P::Q_BYTES);
+        pipe_.InitBuffer(rows_, P::ROWS_BYTES);
+        pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
+        pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
+        pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
+        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
+    }
+
+    __aicore__ inline void CubeToken(uint32_t t, const TilingData& td)
+    {
+        const int64_t bound = Bound(t);
+        const uint64_t slab = Slab(t);
+        bool haveQ = false;
+        for (uint32_t j = 0; j < TILES; ++j) {
+            const uint32_t lanes = Lanes(j);
+            int32_t rows[TILE];
+            if (!SelectRows(t, j, lanes, bound, td, rows)) {
+                continue;
+            }
+            if (!haveQ) {
+                LoadQ(t);
+                haveQ = true;
+            }
+            LoadTile(rows, lanes);
+            AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+            for (uint32_t m = 0; m < HEAD_TILES; ++m) {
+                Matmul<false>(q[m * M_PAD * HD], HD, 0, lanes, scores_[slab + m * P::HEAD_TILE * lanes], lanes);
+            }
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+            AscendC::CrossCoreWaitFlag(PROBS_READY);
+            for (uint32_t m = 0; m < HEAD_TILES; ++m) {
+                AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
+                AscendC::DataCopy(a, probs_[slab + m * P::HEAD_TILE * lanes],
+                                  AscendC::Nd2NzParams(1, P::HEAD_TILE, static_cast<uint16_t>(lanes), 0,
+                                                       static_cast<uint16_t>(lanes), M_PAD, 1, 0));
+                aTile_.EnQue(a);
+                a = aTile_.DeQue<bfloat16_t>();
+                const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + m * P::HEAD_TILE;
+                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+                    Matmul<true>(a, lanes, n0, P::D_TILE, part_[row * HD + n0], HD);
+                }
+                aTile_.FreeTensor(a);
+            }
+            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
+            // The tile (and q, for the next token) may be overwritten once every load from it
+            // has been issued.
+            Handshake<AscendC::HardEvent::MTE1_MTE2>();
+        }
+    }
+
+    // The physical cmp_kv row of each of tile j's slots (-1 where not kept); false if none is
+    // kept. A kept slot's page must be a page of the pool (hca_csa.md §11.5): a violation
+    // stops the launch.
+    __aicore__ inline bool SelectRows(uint32_t t, uint32_t j, uint32_t lanes, int64_t bound, const TilingData& td,
+                                      int32_t* rows)
+    {
+        const uint32_t b = t / P::SEQ;
+        const uint64_t at = static_cast<uint64_t>(t) * P::TOPK + j * TILE;
+        bool any = false;
+        for (uint32_t k = 0; k < lanes; ++k) {
+            const int32_t slot = topk_.GetValue(at + k);
+            rows[k] = -1;
+            if (slot < 0 || slot >= bound) {
+                continue;
+            }
+            const uint32_t logical = static_cast<uint32_t>(slot) / P::BLOCK_SIZE;
+            ascendc_assert(logical < td.cmp_tw,
+                           "token %u selects compressed row %d, page %u of a %u-page cmp_block_table row", t, slot,
+                           logical, td.cmp_tw);
+            const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * td.cmp_tw + logical);
+            ascendc_assert(page >= 0 && page < static_cast<int32_t>(td.cmp_nb),
+                           "token %u: cmp_block_table[%u, %u] = %d is not a page of the %u-page cmp_kv pool", t, b,
+                           logical, page, td.cmp_nb);
+            rows[k] = page * static_cast<int32_t>(P::BLOCK_SIZE) + slot % static_cast<int32_t>(P::BLOCK_SIZE);
+            any = true;
+        }
+        return any;
+    }
+
+    // Token t's heads into L1, HEAD_TILE rows per NZ tile of M_PAD-row column blocks.
+    __aicore__ inline void LoadQ(uint32_t t)
+    {
+        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+        for (uint32_t m = 0; m < HEAD_TILES; ++m) {
+            const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + m * P::HEAD_TILE;
+            AscendC::DataCopy(q[m * M_PAD * HD], q_[row * HD],
+                              AscendC::Nd2NzParams(1, P::HEAD_TILE, HD, 0, HD, M_PAD, 1, 0));
+        }
+    }
+
+    // The tile's rows into the NZ tile [TILE, HD], lane k in row k: runs of consecutive
+    // physical rows per DMA, runs of lanes not kept zero (0 x garbage cannot occur).
+    __aicore__ inline void LoadTile(const int32_t* rows, uint32_t lanes)
+    {
+        AscendC::LocalTensor<bfloat16_t> u = rows_.Get<bfloat16_t>();
+        for (uint32_t k = 0; k < lanes;) {
+            uint32_t n = 1;
+            if (rows[k] < 0) {
+                while (k + n < lanes && rows[k + n] < 0) {
+                    ++n;
+                }
+                AscendC::Fill(u[k * FRACTAL],
+                              AscendC::InitConstValueParams<bfloat16_t>(static_cast<uint16_t>(HD / FRACTAL),
+                                                                        static_cast<uint16_t>(n),
+                                                                        static_cast<uint16_t>(TILE - n), bfloat16_t(0.0f)));
+            } else {
+                while (k + n < lanes && rows[k + n] == rows[k] + static_cast<int32_t>(n)) {
+                    ++n;
+                }
+                AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(rows[k]) * HD],
+                                  AscendC::Nd2NzParams(1, static_cast<uint16_t>(n), HD, 0, HD, TILE, 1, 0));
+            }
+            k += n;
+        }
+        Handshake<AscendC::HardEvent::MTE2_MTE1>();
+    }
+
+    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
+    // head dims, B = tileᵀ. Values (VALUES true): k = the tile's lanes, B = tile (fractals
+    // transposed to L0B).
+    template <bool VALUES>
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t n0, uint32_t nLen,
+                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    {
+        constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
+        HeadTileMmad<P::HEAD_TILE, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, rows_.Get<bfloat16_t>(), k, n0,
+                                                                 nLen, dst, dstStride);
+    }
+
+    // ---- AIV ----
+
+    __aicore__ inline void InitVector()
+    {
+        pipe_.InitBuffer(indexRow_, P::INDEX_ROW_BYTES);
+        pipe_.InitBuffer(valid_, P::VALID_BYTES);
+        pipe_.InitBuffer(bias_, P::BIAS_BYTES);
+        pipe_.InitBuffer(scoresQ_, 1, P::SCORES_BYTES);
+        pipe_.InitBuffer(probsQ_, 1, P::PROBS_BYTES);
+        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe_.InitBuffer(rowStats_, P::ROW_STATS_BYTES);
+        pipe_.InitBuffer(runMax_, P::RUN_MAX_BYTES);
+        pipe_.InitBuffer(runDenom_, P::RUN_DENOM_BYTES);
+        pipe_.InitBuffer(tileMax_, P::TILE_MAX_BYTES);
+        pipe_.InitBuffer(tileSum_, P::TILE_SUM_BYTES);
+        pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
+        pipe_.InitBuffer(beta_, P::BETA_BYTES);
+        pipe_.InitBuffer(o1_, P::O_BYTES);
+        pipe_.InitBuffer(partQ_, 1, P::PART_BYTES);
+    }
+
+    __aicore__ inline void VectorToken(uint32_t t, uint32_t sub)
+    {
+        bool kept[TILES];
+        if (!Slots(t, kept)) {
+            return;
+        }
+        // this AIV's 8-head groups: sub, sub + 2, ...
+        const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;
+        const uint32_t heads = mine * VH;
+        LoadState(t, sub, mine);
+        for (uint32_t j = 0; j < TILES; ++j) {
+            if (!kept[j]) {
+                continue;
+            }
+            AscendC::CrossCoreWaitFlag(SCORES_READY);
+            for (uint32_t i = 0; i < mine; ++i) {
+                Softmax(t, sub + 2 * i, i, j);
+            }
+            if (heads > 0) {
+                Rescale(heads);
+            }
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+            AscendC::CrossCoreWaitFlag(PART_READY);
+            for (uint32_t i = 0; i < mine; ++i) {
+                Merge(t, sub + 2 * i, i);
+            }
+        }
+        StoreState(t, sub, mine);
+    }
+
+    // The bias of token t's slots (0 kept, -1e20 not) and which tiles keep a slot; false if
+    // none does. kept = clamp(slot + 1, 0, 1) * clamp(bound - slot, 0, 1) on the slots as f32
+    // (exact: the bound is below 2^24, and a slot rounded by the cast stays on its side).
+    __aicore__ inline bool Slots(uint32_t t, bool* kept)
+    {
+        const float bound = static_cast<float>(Bound(t));
+        AscendC::LocalTensor<int32_t> row = indexRow_.Get<int32_t>();
+        AscendC::LocalTensor<float> valid = valid_.Get<float>();
+        AscendC::LocalTensor<float> bias = bias_.Get<float>();
+        AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
+        // The previous token's vector reads of the row are done before it is overwritten.
+        Handshake<AscendC::HardEvent::V_MTE2>();
+        AscendC::DataCopy(row, topk_[static_cast<uint64_t>(t) * P::TOPK], P::TOPK);
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::Cast(valid, row, AscendC::RoundMode::CAST_RINT, P::TOPK);
+        AscendC::Muls(bias, valid, -1.0f, P::TOPK);
+        AscendC::Adds(bias, bias, bound, P::TOPK);  // bound - slot
+        AscendC::Maxs(bias, bias, 0.0f, P::TOPK);
+        AscendC::Mins(bias, bias, 1.0f, P::TOPK);
+        AscendC::Adds(valid, valid, 1.0f, P::TOPK);  // slot + 1
+        AscendC::Maxs(valid, valid, 0.0f, P::TOPK);
+        AscendC::Mins(valid, valid, 1.0f, P::TOPK);
+        AscendC::Mul(valid, valid, bias, P::TOPK);
+        AscendC::Adds(bias, valid, -1.0f, P::TOPK);
+        AscendC::Muls(bias, bias, MASK, P::TOPK);
+        for (uint32_t j = 0; j < TILES; ++j) {
+            AscendC::ReduceMax(stats[j * SLOT], valid[j * TILE], reduceTmp_.Get<float>(), Lanes(j));
+        }
+        VectorToScalar();
+        bool any = false;
+        for (uint32_t j = 0; j < TILES; ++j) {
+            kept[j] = stats.GetValue(j * SLOT) > 0.0f;
+            any = any || kept[j];
+        }
+        return any;
+    }
+
+    // The window's max, denominators and o of this AIV's heads of token t.
+    __aicore__ inline void LoadState(uint32_t t, uint32_t sub, uint32_t mine)
+    {
+        AscendC::LocalTensor<float> m = runMax_.Get<float>();
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
+        AscendC::LocalTensor<float> o = o1_.Get<float>();
+        for (uint32_t i = 0; i < mine; ++i) {
+            const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + (sub + 2 * i) * VH;
+            AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
+            AscendC::DataCopy(den[i * VH], denom_[head], VH);
+            AscendC::DataCopy(o[i * VH * HD], o_[head * HD], VH * HD);
+        }
+        Handshake<AscendC::HardEvent::MTE2_V>();
+    }
+
+    // o and the denominators back in place; the next token's loads wait for them.
+    __aicore__ inline void StoreState(uint32_t t, uint32_t sub, uint32_t mine)
+    {
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
+        AscendC::LocalTensor<float> o = o1_.Get<float>();
+        Handshake<AscendC::HardEvent::V_MTE3>();
+        for (uint32_t i = 0; i < mine; ++i) {
+            const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + (sub + 2 * i) * VH;
+            AscendC::DataCopy(denom_[head], den[i * VH], VH);
+            AscendC::DataCopy(o_[head * HD], o[i * VH * HD], VH * HD);
+        }
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
+    }
+
+    // Group g (local index i) of token t over tile j: tile max and sum into the statistics,
+    // bf16 probabilities out.
+    __aicore__ inline void Softmax(uint32_t t, uint32_t g, uint32_t i, uint32_t j)
+    {
+        const uint32_t lanes = Lanes(j), len = VH * lanes;
+        const uint64_t at = Slab(t) + static_cast<uint64_t>(g) * VH * lanes;
+        AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
+        AscendC::DataCopy(z, scores_[at], len);
+        scoresQ_.EnQue(z);
+        z = scoresQ_.DeQue<float>();
+        AscendC::LocalTensor<float> bias = bias_.Get<float>()[j * TILE];
+        AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
+        AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
+        AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
+        AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
+        AscendC::Muls(z, z, P::SCALE, len);
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::Add(z[h * lanes], z[h * lanes], bias, lanes);
+            AscendC::ReduceMax(stats[h * SLOT], z[h * lanes], tmp, lanes);
+        }
+        VectorToScalar();
+        for (uint32_t h = 0; h < VH; ++h) {
+            const float mi = stats.GetValue(h * SLOT);
+            tileMax.SetValue(i * VH + h, mi);
+            AscendC::Adds(z[h * lanes], z[h * lanes], -mi, lanes);
+        }
+        AscendC::Exp(z, z, len);
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::ReduceSum(stats[h * SLOT], z[h * lanes], tmp, lanes);
+        }
+        AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
+        AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
+        scoresQ_.FreeTensor(z);
+        probsQ_.EnQue(p);
+        p = probsQ_.DeQue<bfloat16_t>();
+        AscendC::DataCopy(probs_[at], p, len);
+        probsQ_.FreeTensor(p);
+        VectorToScalar();
+        for (uint32_t h = 0; h < VH; ++h) {
+            tileSum.SetValue(i * VH + h, stats.GetValue(h * SLOT));
+        }
+    }
+
+    // m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'), denom' = alpha*denom + beta*l_i.
+    __aicore__ inline void Rescale(uint32_t n)
+    {
+        ScalarToVector();
+        AscendC::LocalTensor<float> m = runMax_.Get<float>();
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
+        AscendC::LocalTensor<float> mi = tileMax_.Get<float>();
+        AscendC::LocalTensor<float> li = tileSum_.Get<float>();
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
+        AscendC::LocalTensor<float> beta = beta_.Get<float>();
+        AscendC::Max(alpha, m, mi, n);  // m'
+        AscendC::Sub(beta, mi, alpha, n);
+        AscendC::Exp(beta, beta, n);
+        AscendC::Sub(mi, m, alpha, n);
+        AscendC::Adds(m, alpha, 0.0f, n);
+        AscendC::Exp(alpha, mi, n);
+        AscendC::Mul(den, den, alpha, n);
+        AscendC::Mul(li, li, beta, n);
+        AscendC::Add(den, den, li, n);
+        VectorToScalar();
+    }
+
+    // o = alpha * o + beta * part for group g (local index i) of token t.
+    __aicore__ inline void Merge(uint32_t t, uint32_t g, uint32_t i)
+    {
+        const uint64_t at = (static_cast<uint64_t>(t) * P::HEADS + g * VH) * HD;
+        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
+        AscendC::DataCopy(part, part_[at], VH * HD);
+        partQ_.EnQue(part);
+        part = partQ_.DeQue<float>();
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[i * VH * HD];
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
+        AscendC::LocalTensor<float> beta = beta_.Get<float>();
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(i * VH + h), HD);
+            AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i * VH + h), HD);
+            AscendC::Add(o[h * HD], o[h * HD], part[h * HD], HD);
+        }
+        partQ_.FreeTensor(part);
+    }
+
+    AscendC::TPipe pipe_;
+    // AIC
+    AscendC::TBuf<AscendC::TPosition::A1> q1_;
+    AscendC::TBuf<AscendC::TPosition::B1> rows_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
+    AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
+    AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
+    AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
+    // AIV
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_, partQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> indexRow_, valid_, bias_, reduceTmp_, rowStats_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
+    AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
+    AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
+    AscendC::GlobalTensor<float> scores_, part_, o_, denom_, rowMax_;
+};
+
+}  // namespace dsv4
