@@ -106,17 +106,37 @@ pub fn select(
     kv_seq_lens: &[i32],
     cache: IndexCache,
 ) -> Result<Vec<i32>, GoldenError> {
+    let rows = scores(d, c, query, weights, positions, kv_seq_lens, cache)?;
+    let mut out = vec![-1i32; rows.len() * c.index_topk];
+    for (row, scores) in out.chunks_exact_mut(c.index_topk).zip(&rows) {
+        for (o, j) in row.iter_mut().zip(top_k(scores, c.index_topk)) {
+            *o = j as i32;
+        }
+    }
+    Ok(out)
+}
+
+/// The scores (§5.4) of every token's visible compressed rows j < V_t, one row per token.
+#[allow(clippy::too_many_arguments)]
+pub fn scores(
+    d: &Dims,
+    c: &CsaDims,
+    query: &IndexQuery,
+    weights: &[f32],
+    positions: &[i32],
+    kv_seq_lens: &[i32],
+    cache: IndexCache,
+) -> Result<Vec<Vec<f32>>, GoldenError> {
     let (ih, id, bs, seq) = (c.index_heads, c.index_head_dim, d.block_size, d.seq);
     let rows = cache.scales.len();
     let score_len = c.score_len(d);
-    let per_request: Vec<Vec<i32>> = kv_seq_lens
+    let per_request: Vec<Vec<Vec<f32>>> = kv_seq_lens
         .par_iter()
         .enumerate()
-        .map(|(b, &len)| -> Result<Vec<i32>, GoldenError> {
-            let mut out = vec![-1i32; seq * c.index_topk];
+        .map(|(b, &len)| -> Result<Vec<Vec<f32>>, GoldenError> {
             let cache_len = usize::try_from(len).unwrap_or(0) / c.ratio;
             if cache_len == 0 {
-                return Ok(out);
+                return Ok(vec![Vec::new(); seq]);
             }
             // Gather the request's keys through idx_block_table.
             let mut keys = Vec::with_capacity(cache_len * id);
@@ -142,25 +162,23 @@ pub fn select(
                 Mat::transposed(&keys, id, cache_len),
                 Threads::One,
             );
-            for s in 0..seq {
-                let tok = b * seq + s;
-                let visible = cache_len
-                    .min((i64::from(positions[tok]) + 1).max(0) as usize / c.ratio)
-                    .min(score_len);
-                let scores: Vec<f32> = (0..visible)
-                    .map(|j| {
-                        let head_sum = sum((0..ih).map(|h| {
-                            let v = raw[(s * ih + h) * cache_len + j] * query.scale[tok * ih + h];
-                            v.max(0.0) * weights[tok * ih + h]
-                        }));
-                        head_sum * key_scale[j]
-                    })
-                    .collect();
-                for (o, j) in out[s * c.index_topk..].iter_mut().zip(top_k(&scores, c.index_topk)) {
-                    *o = j as i32;
-                }
-            }
-            Ok(out)
+            Ok((0..seq)
+                .map(|s| {
+                    let tok = b * seq + s;
+                    let visible = cache_len
+                        .min((i64::from(positions[tok]) + 1).max(0) as usize / c.ratio)
+                        .min(score_len);
+                    (0..visible)
+                        .map(|j| {
+                            let head_sum = sum((0..ih).map(|h| {
+                                let v = raw[(s * ih + h) * cache_len + j] * query.scale[tok * ih + h];
+                                v.max(0.0) * weights[tok * ih + h]
+                            }));
+                            head_sum * key_scale[j]
+                        })
+                        .collect()
+                })
+                .collect())
         })
         .collect::<Result<_, _>>()?;
     Ok(per_request.concat())

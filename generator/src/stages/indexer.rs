@@ -1,14 +1,24 @@
-//! Stage indexer (CSA's lightning indexer, hca_csa.md §5): index queries from the q
-//! latent, its own ratio-4 index-key compressor into the int8 `idx_kv_cache`, and the
-//! top-k compressed rows per token. Its parameters, tiles and buffers are read and
-//! checked; it has no kernels yet, so a spec with it is a `draft`.
+//! Stage indexer (CSA's lightning indexer, hca_csa.md §5): holds the indexer's parameters
+//! (the `index_query` and `index_compressor` stages use its plan) and plans the scores and
+//! the exact top-k (§5.4, §5.5) over the index queries and the int8 index-key cache:
+//! 1. `index_scores` (cube, `dsv4/index_score.h`): per request, its keys gathered once
+//!    through `idx_block_table` and all `decode_seq · heads` query rows against them,
+//!    `index_raw` = ReLU(q_i8 · k_i8ᵀ) (int32, exact).
+//! 2. `index_select` (vector, `dsv4/index_select.h`): per token, the head-weighted sum of
+//!    the raw rows times the key scales, padded with FP32_NEG_INF past the token's visible
+//!    rows, and the top-k by the sort instructions (`dsv4/topk.h`) into `topk_idx`.
+//!
+//! The two hand off through GM: the cube cannot reach UB on dav-c220.
 
+use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::compressor::cache_compressor;
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
+use crate::budget::{Buffer, row};
+use crate::chip::Mem;
 use crate::diag::{Diagnostics, Loc};
-use crate::kernels::Builder;
+use crate::kernels::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::IndexerPlan;
 use crate::spec::range::{positive, positive_large};
 use crate::spec::{Int, PadPolicy, Sp};
@@ -32,9 +42,9 @@ pub struct Spec {
 }
 
 tiling! {
-    /// Projection tile `m`×`n`×`k`, `tokens` per vector pass, `key_rows` index keys per
-    /// scoring pass.
-    m, n, k, tokens, key_rows
+    /// Score tiles on the cube: `m` query rows × `n` keys × `k` head dims per Mmad;
+    /// `key_rows` keys per L1 load (cube) and raw columns per vector pass.
+    m, n, k, key_rows
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -127,22 +137,213 @@ impl Kind for Indexer {
 
     fn check(s: &Params, c: &mut TileCheck) {
         let t = &s.tiling;
-        c.matmul(t.m, t.n, t.k, t.tokens);
+        c.cube(t.m, "m");
+        c.cube(t.n, "n");
+        c.multiple(t.k, "k", 32, "int8 cube tiles are whole 16x32 fractals");
+        c.multiple(
+            t.key_rows,
+            "key_rows",
+            32,
+            "key passes are whole 32-element sort lists",
+        );
+        c.divides(t.n, "n", t.key_rows.value, "key_rows");
         if let Some(i) = &c.plan.indexer {
-            let (q_width, heads, keys) = (i.q_width, i.heads, i.inner.out_width);
-            let (head_dim, candidates) = (i.head_dim, i.candidates);
-            let q_lora = c.plan.model.q_lora_rank;
-            c.fits(t.n, "n", q_width, "indexer heads x head_dim");
-            c.fits(t.n, "n", heads, "indexer heads");
-            c.fits(t.n, "n", keys, "the index-key projected width");
-            c.fits(t.k, "k", q_lora, "q_lora_rank");
-            c.fits(t.k, "k", head_dim, "indexer head_dim");
-            c.divides(t.key_rows, "key_rows", candidates, "the candidate count");
+            let rows = c.plan.shape.decode_seq * i.heads;
+            c.divides(
+                t.m,
+                "m",
+                rows,
+                "a request's index-query rows (decode_seq x heads)",
+            );
+            c.divides(t.k, "k", i.head_dim, "indexer head_dim");
         }
-        c.fits(t.k, "k", c.plan.model.hidden, "hidden");
     }
 
-    fn plan(_: &Params, b: &mut Builder) {
-        b.missing("the lightning indexer has no kernels yet");
+    fn plan(s: &Params, b: &mut Builder) {
+        let p = b.plan;
+        let Some(i) = p.indexer.as_ref() else {
+            return; // the layer check reports an indexer without a compressor
+        };
+        let t = &s.tiling;
+        let (m, n, k, key_rows) = (t.m.value, t.n.value, t.k.value, t.key_rows.value);
+        let (heads, hd, topk, seq) = (i.heads, i.head_dim, i.topk, p.shape.decode_seq);
+        let (bs, cap, ratio) = (p.pools.block_size, i.candidates, i.inner.ratio);
+        let stride = cap.next_multiple_of(key_rows);
+        let chunk = sort_chunk(topk, key_rows);
+        let unmet = unmet([
+            (
+                bs.is_multiple_of(32) && key_rows.is_multiple_of(bs),
+                format!(
+                    "block_size {bs} is not a multiple of 32 dividing key_rows {key_rows} (key loads are whole pages of whole sort lists)"
+                ),
+            ),
+            (
+                topk.is_multiple_of(8) && topk <= 4095,
+                format!("topk {topk} is not a multiple of 8 up to 4095 (one MrgSort list)"),
+            ),
+            (
+                chunk / 32 <= 255,
+                format!("a sort chunk of {chunk} scores is more than one Sort32 call"),
+            ),
+        ]);
+        if let Some(why) = unmet {
+            b.missing(why);
+            return;
+        }
+        let per_token = |dims: &[usize], dtype| {
+            let mut v = vec![Dim::Var("t")];
+            v.extend(dims.iter().map(|&d| Dim::Const(d)));
+            (v, dtype)
+        };
+        for (name, (shape, dtype)) in [
+            ("idx_q", per_token(&[heads * hd], DType::I8)),
+            ("idx_q_scale", per_token(&[heads], DType::F32)),
+            ("idx_weights", per_token(&[heads], DType::F32)),
+            ("index_raw", per_token(&[heads, stride], DType::I32)),
+            ("topk_idx", per_token(&[topk], DType::I32)),
+        ] {
+            b.workspace(name, shape, dtype);
+        }
+        let u = |v: usize| Value::U32(v as u32);
+        let shared = format!("h{heads}_s{seq}_r{ratio}_bs{bs}_cap{cap}_kr{key_rows}");
+        let scores = Kernel {
+            name: format!("index_scores_{shared}_d{hd}_m{m}_n{n}_k{k}"),
+            doc: "indexer raw scores ReLU(q_i8 · k_i8ᵀ) per request, keys gathered once".into(),
+            block: "index_score.h",
+            class: "IndexScores",
+            cores: Cores::Aic,
+            params: vec![
+                ("HEADS", u(heads)),
+                ("HEAD_DIM", u(hd)),
+                ("SEQ", u(seq)),
+                ("RATIO", u(ratio)),
+                ("BLOCK_SIZE", u(bs)),
+                ("CAP", u(cap)),
+                ("STRIDE", u(stride)),
+                ("TILE_M", u(m)),
+                ("TILE_N", u(n)),
+                ("TILE_K", u(k)),
+                ("KEY_ROWS", u(key_rows)),
+            ],
+            args: vec!["q", "kv_seq_lens", "keys", "table", "raw"],
+            buffers: score_buffers((seq * heads).next_multiple_of(16), hd, (m, n, k), key_rows),
+        };
+        b.launch(
+            scores,
+            p.chip.aic_cores.min(p.shape.b) as u32,
+            &[
+                "idx_q",
+                "kv_seq_lens",
+                "idx_kv_cache",
+                "idx_block_table",
+                "index_raw",
+            ],
+        );
+        let select = Kernel {
+            name: format!("index_select_{shared}_k{topk}_c{chunk}"),
+            doc: "indexer scores (head-weighted raw times key scales) and exact top-k per token"
+                .into(),
+            block: "index_select.h",
+            class: "IndexSelect",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HEADS", u(heads)),
+                ("SEQ", u(seq)),
+                ("RATIO", u(ratio)),
+                ("BLOCK_SIZE", u(bs)),
+                ("CAP", u(cap)),
+                ("STRIDE", u(stride)),
+                ("KEY_ROWS", u(key_rows)),
+                ("TOPK", u(topk)),
+                ("SORT_CHUNK", u(chunk)),
+            ],
+            args: vec![
+                "raw",
+                "q_scale",
+                "weights",
+                "key_scale",
+                "table",
+                "kv_seq_lens",
+                "positions",
+                "topk",
+            ],
+            buffers: select_buffers(heads, bs, key_rows, stride, topk, chunk),
+        };
+        b.launch(
+            select,
+            p.chip.aiv_cores.min(p.shape.local_t) as u32,
+            &[
+                "index_raw",
+                "idx_q_scale",
+                "idx_weights",
+                "idx_kv_scale",
+                "idx_block_table",
+                "kv_seq_lens",
+                "position_ids",
+                "topk_idx",
+            ],
+        );
     }
+}
+
+/// Scores per top-k pass: twice the top-k (the merge of the running best with a chunk's
+/// best fits a merge buffer), in whole raw passes. Longer chunks would save merges with the
+/// running best (each about 2·topk elements) but cost UB.
+fn sort_chunk(topk: usize, key_rows: usize) -> usize {
+    (2 * topk).next_multiple_of(key_rows)
+}
+
+/// IndexScores' L1 and L0 (`dsv4/index_score.h`): a request's query rows, two key loads,
+/// and double-buffered Mmad tiles.
+fn score_buffers(
+    rows: usize,
+    hd: usize,
+    (m, n, k): (usize, usize, usize),
+    keys: usize,
+) -> Vec<Buffer> {
+    use DType::{I8, I32};
+    vec![
+        row("q_l1", Mem::L1, I8, rows * hd, 1, None),
+        row("keys_l1", Mem::L1, I8, keys * hd, 2, None),
+        row("a_l0", Mem::L0a, I8, m * k, 2, None),
+        row("b_l0", Mem::L0b, I8, k * n, 2, None),
+        row("c_l0", Mem::L0c, I32, m * n, 2, None),
+    ]
+}
+
+/// IndexSelect's UB (`dsv4/index_select.h`): TopK's merge ping-pong, a chunk's indices and
+/// scores and the running best (`dsv4/topk.h`, allocated first); a pass of raw rows as read
+/// and as f32, the c[h] tile, the q_s and w rows, a request's key scales, the top-k row out.
+fn select_buffers(
+    heads: usize,
+    bs: usize,
+    key_rows: usize,
+    stride: usize,
+    topk: usize,
+    chunk: usize,
+) -> Vec<Buffer> {
+    use DType::{F32, I32};
+    use Mem::Ub;
+    let tile = heads * key_rows;
+    vec![
+        row("topk_sort_a", Ub, F32, 2 * chunk, 1, None),
+        row("topk_sort_b", Ub, F32, 2 * chunk, 1, None),
+        row("topk_iota", Ub, I32, chunk, 1, None),
+        row("topk_index", Ub, I32, chunk, 1, None),
+        row("topk_scores", Ub, F32, chunk, 1, None),
+        row("topk_best", Ub, F32, 2 * topk, 1, None),
+        row("raw_i32", Ub, I32, tile, 1, Some(key_rows)),
+        row("raw_f32", Ub, F32, tile, 1, None),
+        row("head_scales", Ub, F32, tile, 1, None),
+        row(
+            "head_rows",
+            Ub,
+            F32,
+            2 * heads.next_multiple_of(8),
+            1,
+            Some(heads),
+        ),
+        row("key_scales", Ub, F32, stride, 1, Some(bs)),
+        row("out", Ub, I32, topk, 1, Some(topk)),
+    ]
 }

@@ -80,7 +80,7 @@ pub const CSA_STAGES: &str = "  - compressor:
       state_block_size: 2
       state_pool_blocks: 64
       key_pool_blocks: 16
-      tiling: { m: 32, n: 128, k: 128, tokens: 8, key_rows: 128 }
+      tiling: { m: 32, n: 128, k: 128, key_rows: 128 }
       unaligned_rows: data_copy_pad
 ";
 
