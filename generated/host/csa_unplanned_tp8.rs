@@ -154,6 +154,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_heads_h16_hd128_rd32_g16_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "qkv_kv_finish_hd128_rd32_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
+    Kernel { name: "matmul_bf16_nk_n256_k512_tile32x128x128_split32x512x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "compressor_r16_ov_hd128_s8_bs4_tw16384_c64_rd32_eps1em6", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
+    Kernel { name: "compressor_commit_r16_ov_hd128_s8", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "positions", "state_slots", "state"] },
     Kernel { name: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k64_grouprows_tile32x64x64_split256x64x64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -175,6 +178,10 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x64x128_split32x512x64", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "wkv", "kv_latent"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd32_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv", "ori_slot_mapping", "kv_cache"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n256_k512_tile32x128x128_split32x512x128", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "cmp_wkv", "compress_kv"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n256_k512_tile32x128x128_split32x512x128", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "cmp_wgate", "compress_score"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r16_ov_hd128_s8_bs4_tw16384_c64_rd32_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"] }),
+    Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_commit_r16_ov_hd128_s8", cores: plan::Cores::Aiv, block_dim: 4, args: &["compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 1, src_slab_rows: 32, dst_slab_rows: 256 },
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64", cores: plan::Cores::Aic, block_dim: 1, args: &["attention_local", "wo_a", "o_latent"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"] }),
@@ -200,6 +207,8 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q", shape: &[Var("t"), Const(16), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(256)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "compress_score", shape: &[Var("t"), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(256), Const(512)], dtype: F32, dir: Out, placement: PerRank },
@@ -212,7 +221,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.
-pub const MISSING: &[&str] = &["compressor", "indexer", "sparse_attention"];
+pub const MISSING: &[&str] = &["indexer", "sparse_attention"];
 
 pub const PLAN: VariantPlan = VariantPlan {
     abi: ABI,

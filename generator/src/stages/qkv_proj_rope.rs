@@ -338,7 +338,7 @@ fn kv_finish_buffers(hd: usize, rd: usize, tile_rows: usize) -> Vec<Buffer> {
 
 /// rope.h's UB for `rd` rope dims: the token's cos and sin rows, [cos | sin | -sin] in
 /// f32, the gather offsets, the interleaved tables and the pair-swapped slice.
-fn rope_buffers(rd: usize) -> [Buffer; 5] {
+pub fn rope_buffers(rd: usize) -> [Buffer; 5] {
     use DType::*;
     [
         row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
