@@ -1,20 +1,27 @@
-//! Stage compressor (HCA, ratio 128, hca_csa.md §4.1–4.3, §4.5) on the CPU model against
-//! `golden::compressor` (projection, APE, state rows, softmax pooling, and the pooled
-//! rows' RMSNorm, RoPE and cmp_kv write as the layer goldens make them).
+//! Stage compressor on the CPU model against `golden::compressor` (projection, APE, state
+//! rows, softmax pooling, and the pooled rows' RMSNorm, RoPE and cmp_kv write as the layer
+//! goldens make them): HCA's ratio 128 (hca_csa.md §4.1–4.3, §4.5) and CSA's overlapping
+//! ratio 4 (§4.4: front halves of the previous window, back halves of the current one;
+//! only the first boundary of a step pooled, §11.1; RoPE row gathered from the full table
+//! at the window start).
 //! compress_state within mapped_pool(state_slot_mapping, 1e-3, 1e-3, ratio 0) and cmp_kv
 //! within mapped_pool(cmp_slot_mapping, 1e-4, 1/128, ratio 0) (hca_csa.md §8.3, standalone
 //! compressor): mapped rows within tolerance, every other row bit-identical (no stray
-//! writes). Inputs: the HCA fixture's weights, block tables, slot mappings and compressed
-//! RoPE rows for starts that do and do not reach a boundary ((p+1) mod 128 == 0 at token
-//! 0, 2, 5, 7 of a request, RoPE at window starts 0 and beyond, and none); the last
-//! boundary with cmp slot −1 (row discarded) and one token with state slot −1 (not written). x_normed and the initial state are seeded
-//! normals (a random history makes the pooling weights matter). Rows of x_normed past the
-//! runtime count are NaN; workspaces are poisoned. Peak on-chip memory of every launch is
-//! asserted within the plan's budget; GM traffic is printed.
+//! writes). Inputs: the layer fixture's weights, block tables, slot mappings and RoPE rows
+//! for starts that do and do not reach a boundary (HCA: (p+1) mod 128 == 0 at token 0, 2,
+//! 5, 7 of a request, RoPE at window starts 0 and beyond, and none; CSA: p0 mod 4 = 0, 1,
+//! 2, 3, two boundaries in a step, and p0 < 4, the first window without its previous
+//! one); the last pooling request's cmp slot −1 (row discarded) and one token with state
+//! slot −1 (not written). x_normed and the initial state are seeded normals (a random
+//! history makes the pooling weights matter; CSA's never-written rows keep their −inf
+//! scores). Rows of x_normed past the runtime count are NaN; workspaces are poisoned. Peak
+//! on-chip memory of every launch is asserted to be the plan's budget; GM traffic is
+//! printed.
 //!
-//! Cross-request aliasing (hca_csa.md §4.7): a bit-exact case whose requests pool pages
-//! their neighbours write in the same step; it also shows that the other two plausible
-//! orders (every write first, own writes only) would fail it.
+//! Cross-request aliasing (hca_csa.md §4.7): bit-exact cases whose requests pool rows
+//! other requests write in the same step (HCA: pages pointed at the neighbours' on
+//! purpose; CSA: the fixture's packed state tables do it by themselves); each also shows
+//! that the other two plausible orders (every write first, own writes only) would fail it.
 
 mod stage_checks;
 mod support;
@@ -26,6 +33,7 @@ use golden::LayerSpec;
 use golden::arith::{narrow, widen};
 use golden::compare::{MappedPool, mapped_pool};
 use golden::compressor::{self, Geometry, StateTable, Weights};
+use golden::fixtures::collisions::cross_request_state_reads;
 use golden::fixtures::random::Draws;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::rope::RopeRows;
@@ -37,10 +45,41 @@ use stage_checks::{assert_pass, check_launches, tensor, tiling};
 const STAGE: &str = "compressor";
 const SEED: u64 = 20_260_819;
 
-/// Starts cycled over the requests, with the boundary token and the compressed row's
+/// HCA starts cycled over the requests, with the boundary token and the compressed row's
 /// RoPE position (window start): 250 (5, 128), 8192 (none), 2045 (2, 1920), 127 (0, 0),
 /// 10 (none), 1016 (7, 896), 255 (0, 128), 1000 (none).
 const STARTS: [i64; 8] = [250, 8192, 2045, 127, 10, 1016, 255, 1000];
+
+/// CSA starts (every request reaches a boundary), with the first boundary token and the
+/// window start: 8 (3 and 7, 8), 2 (1, 0: no previous window), 1001 (2, 1000), 506 (1,
+/// 504), 0 (3 and 7, 0: no previous window), 4087 (0, 4084), 3 (0, 0: no previous
+/// window), 100 (3 and 7, 100).
+const CSA_STARTS: [i64; 8] = [8, 2, 1001, 506, 0, 4087, 3, 100];
+
+/// The starts of the plan's layer.
+fn starts(p: &Plan) -> &'static [i64] {
+    if p.compressor.as_ref().unwrap().overlap {
+        &CSA_STARTS
+    } else {
+        &STARTS
+    }
+}
+
+/// Whether the RoPE rows come from the full table (CSA) rather than per-request rows.
+fn table_rope(p: &Plan) -> bool {
+    p.tensor("cmp_freqs_cos").is_none()
+}
+
+/// The token of each request's first boundary, among the first `t` tokens.
+fn first_boundaries(p: &Plan, positions: &[i32], t: usize) -> Vec<usize> {
+    let (seq, ratio) = (p.shape.decode_seq, p.compressor.as_ref().unwrap().ratio);
+    (0..t / seq)
+        .filter_map(|b| {
+            (b * seq..(b + 1) * seq)
+                .find(|&tok| (positions[tok] as usize + 1).is_multiple_of(ratio))
+        })
+        .collect()
+}
 
 /// The golden's description of one rank of the plan: TP 1 with the rank's request count,
 /// so the fixture's tensors have the rank's capacity shapes.
@@ -54,9 +93,10 @@ fn layer_spec(p: &Plan) -> LayerSpec {
     spec
 }
 
-/// The HCA fixture at capacity with STARTS cycled over the requests.
+/// The layer's fixture at capacity with its starts cycled over the requests.
 fn fixture(p: &Plan, spec: &LayerSpec) -> TensorMap {
-    let starts = (0..p.shape.b).map(|b| STARTS[b % STARTS.len()]).collect();
+    let list = starts(p);
+    let starts = (0..p.shape.b).map(|b| list[b % list.len()]).collect();
     let opts = FixtureOptions {
         seed: SEED,
         starts: StartPositions::List(starts),
@@ -97,20 +137,29 @@ fn case(p: &Plan, spec: &LayerSpec, fx: &TensorMap, draws: &Draws, t: usize) -> 
     let c = p.compressor.as_ref().unwrap();
     let mut x_normed = narrow(&draws.normal("x_normed", cap * hidden, 1.0));
     x_normed[t * hidden..].fill(bf16::NAN);
-    let state_len = values::<f32>(fx, "compress_state").len();
-    let (hd, width) = (c.head_dim, c.state_row_width);
+    let old = values::<f32>(fx, "compress_state");
+    let (out, width) = (c.out_width, c.state_row_width);
+    // Rows no history reached keep their −inf scores (CSA's fixture).
     let state: Vec<f32> = draws
-        .normal("state", state_len, 0.6)
+        .normal("state", old.len(), 0.6)
         .into_iter()
+        .zip(&old)
         .enumerate()
-        .map(|(i, v)| if i % width < hd { v } else { v * 1.2 })
+        .map(|(i, (v, &o))| match () {
+            _ if o.is_infinite() => o,
+            _ if i % width < out => v,
+            _ => v * 1.2,
+        })
         .collect();
     let positions = values::<i32>(fx, "position_ids");
     let mut state_slots = values::<i64>(fx, "state_slot_mapping");
     let mut cmp_slots = values::<i64>(fx, "cmp_slot_mapping");
-    // A token that writes no state row, and the last boundary's row discarded.
+    // A token that writes no state row, and the last pooled row discarded.
     state_slots[3] = -1;
-    let boundaries: Vec<usize> = (0..t).filter(|&i| cmp_slots[i] >= 0).collect();
+    let boundaries: Vec<usize> = first_boundaries(p, &positions, t)
+        .into_iter()
+        .filter(|&i| cmp_slots[i] >= 0)
+        .collect();
     assert!(boundaries.len() >= 2, "the starts reach boundaries");
     cmp_slots[*boundaries.last().unwrap()] = -1;
     // Capacity tails: slot 0 and position 0, so reading them would write row 0.
@@ -128,8 +177,14 @@ fn case(p: &Plan, spec: &LayerSpec, fx: &TensorMap, draws: &Draws, t: usize) -> 
         put(name, fx.get(name).unwrap().clone());
     }
     put("cmp_ape", fx.get("cmp_ape").unwrap().clone());
-    put("cmp_freqs_cos", fx.get("cmp_freqs_cos").unwrap().clone());
-    put("cmp_freqs_sin", fx.get("cmp_freqs_sin").unwrap().clone());
+    let rope = if table_rope(p) {
+        ["freqs_cos", "freqs_sin"]
+    } else {
+        ["cmp_freqs_cos", "cmp_freqs_sin"]
+    };
+    for name in rope {
+        put(name, fx.get(name).unwrap().clone());
+    }
     put("position_ids", tensor(vec![cap], pos));
     put("state_slot_mapping", tensor(vec![cap], state_slots));
     put("cmp_slot_mapping", tensor(vec![cap], cmp_slots));
@@ -147,7 +202,7 @@ fn case(p: &Plan, spec: &LayerSpec, fx: &TensorMap, draws: &Draws, t: usize) -> 
     }
 }
 
-/// The golden's state and cmp_kv for `case` (the HCA layer golden's compressor part).
+/// The golden's state and cmp_kv for `case` (the layer goldens' compressor part).
 fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
     let d = &spec.dims;
     let c = p.compressor.as_ref().unwrap();
@@ -164,7 +219,7 @@ fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
         Geometry {
             ratio: c.ratio,
             head_dim: c.head_dim,
-            overlap: false,
+            overlap: c.overlap,
             state_block: c.state_block_size,
         },
         &widen(&case.x_normed[..t * d.hidden]),
@@ -186,10 +241,27 @@ fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
         ("state_slot_mapping", "compress_state_block_table"),
     )
     .expect("golden compressor");
-    let rope = RopeRows {
-        half: d.rope_dim / 2,
-        cos: f32s("cmp_freqs_cos"),
-        sin: f32s("cmp_freqs_sin"),
+    let half = d.rope_dim / 2;
+    let rope = if table_rope(p) {
+        // The full table's row at each request's window start (hca_csa.md §4.5).
+        let window_starts: Vec<usize> = positions
+            .iter()
+            .step_by(d.seq)
+            .map(|&p0| p0 as usize - p0 as usize % c.ratio)
+            .collect();
+        RopeRows::gather(
+            &bf16s("freqs_cos"),
+            &bf16s("freqs_sin"),
+            d.rope_dim,
+            half,
+            &window_starts,
+        )
+    } else {
+        RopeRows {
+            half,
+            cos: f32s("cmp_freqs_cos"),
+            sin: f32s("cmp_freqs_sin"),
+        }
     };
     let mut cmp_kv = bf16s("cmp_kv");
     assert!(
@@ -212,7 +284,7 @@ fn golden(p: &Plan, spec: &LayerSpec, case: &Case) -> (Vec<f32>, Vec<bf16>) {
 
 fn variant(name: &str) {
     let p = support::plan(name);
-    let c = p.compressor.as_ref().expect("HCA plans a compressor");
+    let c = p.compressor.as_ref().expect("the layer plans a compressor");
     let rt = support::stages(name, &[STAGE]);
     let spec = layer_spec(p);
     let fx = fixture(p, &spec);
@@ -289,10 +361,20 @@ fn hca_small_tp4_matches_the_golden() {
     variant("hca_small_tp4");
 }
 
+#[test]
+fn csa_small_tp1_matches_the_golden() {
+    variant("csa_small_tp1");
+}
+
+#[test]
+fn csa_small_tp2_matches_the_golden() {
+    variant("csa_small_tp2");
+}
+
 /// Exactly representable values for a bit-exact case: x ternary, wkv ternary / 4 (so
 /// every projection is exact in f32), old state kv in quarters; every score 0 (wgate,
-/// APE and old scores zero), so the pooling weights are exactly 1/128 and the pooled row
-/// is an exact mean. What differs between kernel and golden is then only which rows each
+/// APE and old scores zero), so the pooling weights are exactly 1/128 (HCA; CSA 1/8, or
+/// 1/4 in a first window) and the pooled row is an exact mean. What differs between kernel and golden is then only which rows each
 /// request sees.
 fn exact_values(case: &mut Case, p: &Plan, draws: &Draws) {
     let c = p.compressor.as_ref().unwrap();
@@ -315,9 +397,10 @@ fn exact_values(case: &mut Case, p: &Plan, draws: &Draws) {
     }
     let cap = case.x_normed.len() / hidden;
     let x = case.x_normed.clone();
+    let out = c.out_width;
     let weights = |stream: &str, scale: f32| -> Vec<bf16> {
         draws
-            .normal(stream, c.head_dim * hidden, 1.0)
+            .normal(stream, out * hidden, 1.0)
             .into_iter()
             .map(|v| bf16::from_f32(ternary(v) * scale))
             .collect()
@@ -329,18 +412,17 @@ fn exact_values(case: &mut Case, p: &Plan, draws: &Draws) {
     put(
         case,
         "cmp_wkv",
-        tensor(vec![c.head_dim, hidden], weights("exact_wkv", 0.25)),
+        tensor(vec![out, hidden], weights("exact_wkv", 0.25)),
     );
     put(
         case,
         "cmp_wgate",
-        tensor(vec![c.head_dim, hidden], weights("exact_wgate", 0.0)),
+        tensor(vec![out, hidden], weights("exact_wgate", 0.0)),
     );
-    let ape_len = c.ratio * c.head_dim;
     put(
         case,
         "cmp_ape",
-        tensor(vec![c.ratio, c.head_dim], vec![0.0f32; ape_len]),
+        tensor(vec![c.ratio, out], vec![0.0f32; c.ratio * out]),
     );
     let state = &case.inputs["compress_state"];
     let shape = state.shape().to_vec();
@@ -350,7 +432,7 @@ fn exact_values(case: &mut Case, p: &Plan, draws: &Draws) {
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            if i % width < c.head_dim {
+            if i % width < out {
                 (v.round() / 4.0).clamp(-4.0, 4.0)
             } else {
                 0.0
@@ -460,6 +542,96 @@ fn requests_see_the_writes_of_earlier_requests_only() {
         tensor(vec![slots.len()], slots),
     );
     let (_, own_cmp) = golden(p, &spec, &own_only);
+    for (what, other) in [
+        ("every write first", later_cmp),
+        ("own writes only", own_cmp),
+    ] {
+        assert!(
+            first_difference(got_cmp, &tensor(cmp_shape.clone(), other)).is_some(),
+            "the golden with {what} agrees too: the case does not tell the orders apart"
+        );
+    }
+}
+
+/// CSA (hca_csa.md §4.4, §4.7): every request pools at its first boundary, and the
+/// fixture's packed state tables let requests pool rows that other requests write in the
+/// same step (counted here); with exact values compress_state and cmp_kv are
+/// bit-identical to the golden's sequential order. The golden with every write visible
+/// first, or with only each request's own writes visible, differs.
+#[test]
+fn csa_requests_see_the_writes_of_earlier_requests_only() {
+    let name = "csa_small_tp1";
+    let p = support::plan(name);
+    let c = p.compressor.as_ref().unwrap();
+    let seq = p.shape.decode_seq;
+    let rt = support::stages(name, &[STAGE]);
+    let spec = layer_spec(p);
+    let fx = fixture(p, &spec);
+    let draws = Draws::new(SEED);
+    let mut case = case(p, &spec, &fx, &draws, p.shape.local_t);
+    exact_values(&mut case, p, &draws);
+    let ints = |name: &str| case.inputs[name].values::<i64>().unwrap().to_vec();
+    let positions = case.inputs["position_ids"]
+        .values::<i32>()
+        .unwrap()
+        .to_vec();
+    let table = &case.inputs["compress_state_block_table"];
+    let aliased = cross_request_state_reads(
+        &positions,
+        seq,
+        &ints("state_slot_mapping"),
+        &ints("cmp_slot_mapping"),
+        table.values::<i32>().unwrap(),
+        table.shape()[1],
+        c.state_block_size,
+        c.ratio,
+        c.pool_entries,
+    );
+    println!("{name}: {aliased} pooled rows written by another request this step");
+    assert!(aliased > 0, "the fixture's requests pool each other's rows");
+    let (want_state, want_cmp) = golden(p, &spec, &case);
+    let mut tensors = case.inputs.clone();
+    let stats = support::run(rt, &mut tensors, tiling(p, case.t));
+    check_launches(p, &stats);
+    let state_shape = tensors["compress_state"].shape().to_vec();
+    assert_eq!(
+        first_difference(&tensors["compress_state"], &tensor(state_shape, want_state)),
+        None,
+        "compress_state differs from the golden"
+    );
+    let cmp_shape = tensors["cmp_kv"].shape().to_vec();
+    let got_cmp = &tensors["cmp_kv"];
+    assert_eq!(
+        first_difference(got_cmp, &tensor(cmp_shape.clone(), want_cmp)),
+        None,
+        "cmp_kv differs from the golden"
+    );
+
+    // Every write visible before any pooling: the golden again on its own output state.
+    let mut all_first = case.clone();
+    all_first
+        .inputs
+        .insert("compress_state".into(), tensors["compress_state"].clone());
+    let (_, later_cmp) = golden(p, &spec, &all_first);
+    // Own writes only: each request's row from a golden run without the others' writes.
+    let slots = ints("state_slot_mapping");
+    let cmp_slots = ints("cmp_slot_mapping");
+    let hd = c.head_dim;
+    let mut own_cmp = case.inputs["cmp_kv"].values::<bf16>().unwrap().to_vec();
+    for tok in first_boundaries(p, &positions, case.t) {
+        let Ok(row) = usize::try_from(cmp_slots[tok]) else {
+            continue;
+        };
+        let b = tok / seq;
+        let mut own = case.clone();
+        let only: Vec<i64> = (0..slots.len())
+            .map(|i| if i / seq == b { slots[i] } else { -1 })
+            .collect();
+        own.inputs
+            .insert("state_slot_mapping".into(), tensor(vec![only.len()], only));
+        let (_, cmp) = golden(p, &spec, &own);
+        own_cmp[row * hd..(row + 1) * hd].copy_from_slice(&cmp[row * hd..(row + 1) * hd]);
+    }
     for (what, other) in [
         ("every write first", later_cmp),
         ("own writes only", own_cmp),

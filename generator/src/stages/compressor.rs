@@ -1,21 +1,26 @@
-//! Stage compressor. Kernels without overlap (HCA's ratio 128, hca_csa.md §4.1–4.3,
-//! §4.5, §4.7): the two projections on the cube (`gemm`), then two vector kernels
-//! (`dsv4/compressor.h`): per request at a boundary, pool the window as the requests before
-//! it left the state (`dsv4/state_overlay.h`), normalise, rotate and write the cmp_kv row;
-//! then, once every request has pooled, add the APE rows and write this step's state rows.
+//! Stage compressor (hca_csa.md §4.1–4.7): HCA's ratio 128 without overlap and CSA's
+//! overlapping ratio 4 (front and back projection halves pooled over 2·ratio positions).
+//! The two projections on the cube (`gemm`), then two vector kernels
+//! (`dsv4/compressor.h`): per request at its first boundary, pool the window as the
+//! requests before it left the state (`dsv4/state_overlay.h`), normalise, rotate and
+//! write the cmp_kv row; then, once every request has pooled, add the APE rows and write
+//! this step's state rows.
 //!
 //! ```text
 //! x_normed ·cmp_wkvᵀ  → compress_kv f32  ─┐
 //! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ cmp_kv ─CompressorCommit→ compress_state
 //! ```
 //!
-//! The overlapping ratio-4 compressor (CSA) is not supported yet: its stage is marked
-//! missing.
+//! The RoPE angles are the host's per-request rows (`cmp_freqs_*`, `rope.table:
+//! per_token`) or, with `rope.table: positions` (CSA), the full table's row at the window
+//! start, gathered in the kernel (`…_positions`). [`plan_instance`] plans one compressor
+//! over named tensors, so that CSA's index-key compressor can reuse it.
 
 use abi::{DType, Dim};
 use serde::Deserialize;
 
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
+use super::qkv_proj_rope::rope_buffers;
 use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::{Diagnostics, Loc};
@@ -23,7 +28,7 @@ use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
 use crate::plan::{CompressorPlan, Pools};
 use crate::spec::range::{positive, positive_large};
-use crate::spec::{Int, PadPolicy, Sp};
+use crate::spec::{Int, PadPolicy, RopeTable, Sp};
 
 pub struct Compressor;
 
@@ -112,184 +117,245 @@ impl Kind for Compressor {
     }
 
     fn plan(s: &Params, b: &mut Builder) {
-        let p = b.plan;
-        let Some(c) = &p.compressor else {
+        let Some(c) = &b.plan.compressor else {
             unreachable!("a compressor stage has a compressor plan")
         };
-        let (m, seq) = (&p.model, p.shape.decode_seq);
-        let t = &s.tiling;
-        let (tokens, channels) = (t.tokens.value, t.channels.value);
-        let tiles = [t.m.value, t.n.value, t.k.value];
-        let (hd, rd) = (c.head_dim, m.rope_dim);
-        // What dsv4/compressor.h handles: one request per state-update tile, halving trees
-        // over a power-of-two window of whole state pages, channel tiles one repeat wide
-        // (whole f32 blocks), rope rows and slice in whole f32 blocks, bf16 rows in blocks.
-        let unmet = unmet([
-            (
-                !c.overlap,
-                "the overlapping (ratio-4) compressor has no kernels yet".into(),
-            ),
-            (
-                tokens == seq,
-                format!(
-                    "tile tokens {tokens} is not decode_seq {seq} (one request per state-update tile)"
-                ),
-            ),
-            (
-                c.ratio > seq,
-                format!(
-                    "ratio {} is not above decode_seq {seq} (at most one boundary per request)",
-                    c.ratio
-                ),
-            ),
-            (
-                c.ratio.is_power_of_two() && c.ratio <= 128,
-                format!(
-                    "ratio {} is not a power of two up to 128 (the pooling trees halve)",
-                    c.ratio
-                ),
-            ),
-            (
-                c.ratio.is_multiple_of(c.state_block_size),
-                format!(
-                    "ratio {} is not a whole number of state pages of {}",
-                    c.ratio, c.state_block_size
-                ),
-            ),
-            (
-                channels.is_multiple_of(8) && channels <= 64 && hd.is_multiple_of(channels),
-                format!(
-                    "tile channels {channels} is not a multiple of 8, up to 64, dividing head_dim {hd}"
-                ),
-            ),
-            (
-                hd.is_multiple_of(16),
-                format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
-            ),
-            (
-                rd.is_multiple_of(16) && rd <= hd,
-                format!("rope_dim {rd} is not a multiple of 16 up to head_dim {hd}"),
-            ),
-            (p.tensor("cmp_kv").is_some(), "the ABI has no cmp_kv".into()),
-        ]);
-        if let Some(why) = unmet {
-            b.missing(why);
-            return;
-        }
-        let rows = || Dim::Var("t");
-        b.workspace("compress_kv", vec![rows(), Dim::Const(hd)], DType::F32);
-        b.workspace("compress_score", vec![rows(), Dim::Const(hd)], DType::F32);
-        let proj = Matmul::new(
-            Operands::Bf16,
-            BLayout::Nk,
-            Rows::Tokens,
-            p.shape.local_t,
-            hd,
-            m.hidden,
-        );
-        if gemm::launch(b, tiles, &proj, ["x_normed", "cmp_wkv", "compress_kv"]).is_none()
-            || gemm::launch(b, tiles, &proj, ["x_normed", "cmp_wgate", "compress_score"]).is_none()
-        {
-            return;
-        }
-        let kernel = Kernel {
-            name: format!(
-                "compressor_r{}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
-                c.ratio,
-                c.state_block_size,
-                c.state_table_width,
-                float_tag(m.rms_eps)
-            ),
-            doc: "at a boundary softmax pooling of the window as the earlier requests left the \
-                  state, RMSNorm, RoPE, bf16 row into cmp_kv"
-                .into(),
-            block: "compressor.h",
-            class: "Compressor",
-            cores: Cores::Aiv,
-            params: vec![
-                ("HD", u(hd)),
-                ("RATIO", u(c.ratio)),
-                ("SEQ", u(seq)),
-                ("STATE_BS", u(c.state_block_size)),
-                ("TABLE_W", u(c.state_table_width)),
-                ("CH", u(channels)),
-                ("RD", u(rd)),
-                ("EPS", Value::F32(m.rms_eps)),
-                ("INV_HD", Value::F32(1.0 / hd as f32)),
-            ],
-            args: vec![
-                "kvp",
-                "score",
-                "ape",
-                "norm_w",
-                "cos",
-                "sin",
-                "positions",
-                "state_slots",
-                "cmp_slots",
-                "state_table",
-                "state",
-                "cmp_kv",
-            ],
-            buffers: pool_buffers(hd, c.ratio, channels, rd),
-        };
-        let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
-        b.launch(
-            kernel,
-            blocks,
-            &[
-                "compress_kv",
-                "compress_score",
-                "cmp_ape",
-                "cmp_norm_w",
-                "cmp_freqs_cos",
-                "cmp_freqs_sin",
-                "position_ids",
+        let main = Instance {
+            plan: c,
+            projections: ["compress_kv", "compress_score"],
+            weights: ["cmp_wkv", "cmp_wgate", "cmp_ape", "cmp_norm_w"],
+            state: [
                 "state_slot_mapping",
-                "cmp_slot_mapping",
                 "compress_state_block_table",
                 "compress_state",
-                "cmp_kv",
             ],
-        );
-        // A later launch: every request has pooled the state it must see before it changes.
-        let commit = Kernel {
-            name: format!("compressor_commit_r{}_hd{hd}_s{seq}", c.ratio),
-            doc: "APE + this step's state rows, after every request pooled".into(),
-            block: "compressor.h",
-            class: "CompressorCommit",
-            cores: Cores::Aiv,
-            params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
-            args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
-            buffers: commit_buffers(seq, hd),
+            rows: ["cmp_slot_mapping", "cmp_kv"],
+            per_token_rope: ["cmp_freqs_cos", "cmp_freqs_sin"],
+            rope_align: c.ratio,
         };
-        b.launch(
-            commit,
-            blocks,
-            &[
-                "compress_kv",
-                "compress_score",
-                "cmp_ape",
-                "position_ids",
-                "state_slot_mapping",
-                "compress_state",
-            ],
-        );
+        plan_instance(b, &main, &s.tiling);
     }
 }
 
-/// Compressor's UB (`dsv4/compressor.h`): a pooling tile of `ratio` rows × `channels` of
-/// kv, score and the APE of rows this step writes, its column-max tree; the pooled row and
-/// its RMSNorm scratch (squares, ReduceSum's), norm_w widened and as read, the bf16 row
-/// out, inv beside a block of ones; the rope's cos | sin | −sin, gather offsets,
-/// interleaved tables and swapped row.
-fn pool_buffers(hd: usize, ratio: usize, channels: usize, rd: usize) -> Vec<Buffer> {
+/// One compressor of a layer and the tensors it binds: CSA runs two (the main one and the
+/// index-key one), on the same building blocks.
+pub struct Instance<'a> {
+    pub plan: &'a CompressorPlan,
+    /// Workspaces `[t, out_width]` f32 of the kv and score projections.
+    pub projections: [&'static str; 2],
+    /// wkv, wgate `[out_width, hidden]`, ape `[ratio, out_width]`, norm_w `[head_dim]`.
+    pub weights: [&'static str; 4],
+    /// The state: slot mapping (write contract), block table (read contract), pool.
+    pub state: [&'static str; 3],
+    /// Where a pooled row goes: the slot mapping of the boundary token, the bf16 pool.
+    pub rows: [&'static str; 2],
+    /// The host's per-request f32 RoPE rows with `rope.table: per_token`.
+    pub per_token_rope: [&'static str; 2],
+    /// With `rope.table: positions`, a pooled row rotates with the table row p0 rounded
+    /// down to a multiple of this (the ratio: the window start; 1: the step's first position).
+    pub rope_align: usize,
+}
+
+/// Plans compressor `inst`: its two projections on the cube, then (`dsv4/compressor.h`)
+/// the pooling launch and the state commit.
+pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
+    let p = b.plan;
+    let c = inst.plan;
+    let (m, seq) = (&p.model, p.shape.decode_seq);
+    let (tokens, channels) = (t.tokens.value, t.channels.value);
+    let tiles = [t.m.value, t.n.value, t.k.value];
+    let (hd, rd, out) = (c.head_dim, m.rope_dim, c.out_width);
+    let positions = p.rope.table == RopeTable::Positions;
+    // What dsv4/compressor.h handles: one request per state-update tile, halving trees
+    // over a power-of-two window of whole state pages, channel tiles in whole blocks and
+    // whole repeats, rope rows and slice in whole f32 blocks, bf16 rows in blocks.
+    let unmet = unmet([
+        (
+            tokens == seq,
+            format!(
+                "tile tokens {tokens} is not decode_seq {seq} (one request per state-update tile)"
+            ),
+        ),
+        (
+            c.pool_entries.is_power_of_two() && c.pool_entries <= 128,
+            format!(
+                "{} pooled entries per row is not a power of two up to 128 (the pooling trees halve)",
+                c.pool_entries
+            ),
+        ),
+        (
+            c.ratio.is_multiple_of(c.state_block_size),
+            format!(
+                "ratio {} is not a whole number of state pages of {}",
+                c.ratio, c.state_block_size
+            ),
+        ),
+        (
+            channels.is_multiple_of(8)
+                && channels / 8 <= 255
+                && (channels <= 64 || channels.is_multiple_of(64))
+                && hd.is_multiple_of(channels),
+            format!(
+                "tile channels {channels} is not a multiple of 8 in whole 64-lane repeats, \
+                 dividing head_dim {hd}"
+            ),
+        ),
+        (
+            hd.is_multiple_of(16),
+            format!("head_dim {hd} is not a multiple of 16 (whole bf16 blocks)"),
+        ),
+        (
+            rd.is_multiple_of(16) && rd <= hd,
+            format!("rope_dim {rd} is not a multiple of 16 up to head_dim {hd}"),
+        ),
+        (
+            p.tensor(inst.rows[1]).is_some(),
+            format!("the ABI has no {}", inst.rows[1]),
+        ),
+    ]);
+    if let Some(why) = unmet {
+        b.missing(why);
+        return;
+    }
+    let [kv, score] = inst.projections;
+    let [wkv, wgate, ape, norm_w] = inst.weights;
+    let [state_slots, state_table, state] = inst.state;
+    let [row_slots, rows] = inst.rows;
+    let t_rows = || Dim::Var("t");
+    b.workspace(kv, vec![t_rows(), Dim::Const(out)], DType::F32);
+    b.workspace(score, vec![t_rows(), Dim::Const(out)], DType::F32);
+    let proj = Matmul::new(
+        Operands::Bf16,
+        BLayout::Nk,
+        Rows::Tokens,
+        p.shape.local_t,
+        out,
+        m.hidden,
+    );
+    if gemm::launch(b, tiles, &proj, ["x_normed", wkv, kv]).is_none()
+        || gemm::launch(b, tiles, &proj, ["x_normed", wgate, score]).is_none()
+    {
+        return;
+    }
+    // Named after what they are specialised on; HCA's names predate overlap and tables.
+    let ov = if c.overlap { "_ov" } else { "" };
+    let mut kernel = Kernel {
+        name: format!(
+            "compressor_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
+            c.ratio,
+            c.state_block_size,
+            c.state_table_width,
+            float_tag(m.rms_eps)
+        ),
+        doc: "at a boundary softmax pooling of the window as the earlier requests left the \
+              state, RMSNorm, RoPE, bf16 row into cmp_kv"
+            .into(),
+        block: "compressor.h",
+        class: "Compressor",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HD", u(hd)),
+            ("COFF", u(c.coff)),
+            ("RATIO", u(c.ratio)),
+            ("SEQ", u(seq)),
+            ("STATE_BS", u(c.state_block_size)),
+            ("TABLE_W", u(c.state_table_width)),
+            ("CH", u(channels)),
+            ("RD", u(rd)),
+            ("EPS", Value::F32(m.rms_eps)),
+            ("INV_HD", Value::F32(1.0 / hd as f32)),
+            ("POSITIONS", Value::Bool(positions)),
+        ],
+        args: vec![
+            "kvp",
+            "score",
+            "ape",
+            "norm_w",
+            "cos",
+            "sin",
+            "positions",
+            "state_slots",
+            "cmp_slots",
+            "state_table",
+            "state",
+            "cmp_kv",
+        ],
+        buffers: pool_buffers(hd, c.pool_entries, channels, rd, positions),
+    };
+    let rope = if positions {
+        kernel.name.push_str("_positions");
+        if inst.rope_align != c.ratio {
+            kernel.name.push_str(&format!("_a{}", inst.rope_align));
+        }
+        kernel
+            .doc
+            .push_str(", RoPE row gathered from the position table");
+        kernel.params.push(("ROPE_ALIGN", u(inst.rope_align)));
+        ["freqs_cos", "freqs_sin"]
+    } else {
+        inst.per_token_rope
+    };
+    let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
+    b.launch(
+        kernel,
+        blocks,
+        &[
+            kv,
+            score,
+            ape,
+            norm_w,
+            rope[0],
+            rope[1],
+            "position_ids",
+            state_slots,
+            row_slots,
+            state_table,
+            state,
+            rows,
+        ],
+    );
+    // A later launch: every request has pooled the state it must see before it changes.
+    let commit = Kernel {
+        name: format!("compressor_commit_r{}{ov}_hd{hd}_s{seq}", c.ratio),
+        doc: "APE + this step's state rows, after every request pooled".into(),
+        block: "compressor.h",
+        class: "CompressorCommit",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HD", u(hd)),
+            ("COFF", u(c.coff)),
+            ("RATIO", u(c.ratio)),
+            ("SEQ", u(seq)),
+        ],
+        args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
+        buffers: commit_buffers(seq, out),
+    };
+    b.launch(
+        commit,
+        blocks,
+        &[kv, score, ape, "position_ids", state_slots, state],
+    );
+}
+
+/// Compressor's UB (`dsv4/compressor.h`): a pooling tile of `entries` rows × `channels`
+/// of kv, score and the APE of rows this step writes, its column-max tree; the pooled
+/// row and its RMSNorm scratch (squares, ReduceSum's), norm_w widened and as read, the
+/// bf16 row out, inv beside a block of ones; the rope's angles (cos | sin | −sin of the
+/// host's f32 row, or rope.h's bf16 rows and their f32 widening with `positions`), gather
+/// offsets, interleaved tables and swapped row.
+fn pool_buffers(
+    hd: usize,
+    entries: usize,
+    channels: usize,
+    rd: usize,
+    positions: bool,
+) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (tile, half) = (ratio * channels, rd / 2);
+    let (tile, half) = (entries * channels, rd / 2);
     // ReduceSum's scratch for a row: one f32 per 64-lane repeat, in whole blocks.
     let reduce_sum_tmp = hd.div_ceil(64).next_multiple_of(8);
-    vec![
+    let mut v = vec![
         row("pool_kv", Ub, F32, tile, 1, Some(channels)),
         row("pool_score", Ub, F32, tile, 1, Some(channels)),
         row("pool_ape", Ub, F32, tile, 1, Some(channels)),
@@ -301,21 +367,25 @@ fn pool_buffers(hd: usize, ratio: usize, channels: usize, rd: usize) -> Vec<Buff
         row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
         row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
         row("scalars", Ub, F32, 16, 1, None),
-        row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)),
-        row("rope_offsets", Ub, I32, 3 * rd, 1, None),
-        row("rope_tables", Ub, F32, 2 * rd, 1, None),
-        row("rope_swap", Ub, F32, rd, 1, None),
-    ]
+    ];
+    let [rows, trig, rotation @ ..] = rope_buffers(rd);
+    if positions {
+        v.extend([rows, trig]);
+    } else {
+        v.push(row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)));
+    }
+    v.extend(rotation);
+    v
 }
 
-/// CompressorCommit's UB: a request's `seq` token rows of kvp, score and APE.
-fn commit_buffers(seq: usize, hd: usize) -> Vec<Buffer> {
+/// CompressorCommit's UB: a request's `seq` token rows of kvp, score and APE, `out` wide.
+fn commit_buffers(seq: usize, out: usize) -> Vec<Buffer> {
     use DType::F32;
     use Mem::Ub;
     vec![
-        row("kv_rows", Ub, F32, seq * hd, 1, Some(hd)),
-        row("score_rows", Ub, F32, seq * hd, 1, Some(hd)),
-        row("ape_rows", Ub, F32, seq * hd, 1, Some(hd)),
+        row("kv_rows", Ub, F32, seq * out, 1, Some(out)),
+        row("score_rows", Ub, F32, seq * out, 1, Some(out)),
+        row("ape_rows", Ub, F32, seq * out, 1, Some(out)),
     ]
 }
 

@@ -1,19 +1,24 @@
-// The ratio-R compressor without overlap (HCA, hca_csa.md §4.1–4.3, §4.5), vector side.
-// The projections kvp = x·wkvᵀ and sc = x·wgateᵀ come from the cube matmul (f32). Two
-// launches, so that every request sees the state as the requests before it left it
-// (dsv4/state_overlay.h):
-//  Compressor (one request per work item, blocks over requests): if a token of the request
-//     has (p+1) mod R == 0 (the first one: R > SEQ allows at most one) and its
-//     cmp_slot_mapping entry is >= 0, pool the R state rows of positions e−R+1 .. e, read
-//     through the state block table (R / STATE_BS whole pages; a negative page reads as kv 0,
-//     score FP32_NEG_INF) - or, for a row a token t' of requests 0..b writes this step, its
-//     new row [kvp[t'] | sc[t'] + ape[p_t' mod R]]. Per channel c:
+// The ratio-R compressors (hca_csa.md §4.1–4.5), vector side: HCA's (ratio 128, no overlap)
+// and CSA's overlapping ones (ratio 4, COFF = 2 projection streams). The projections
+// kvp = x·wkvᵀ and sc = x·wgateᵀ (OUT = COFF·HD columns each) come from the cube matmul
+// (f32). Two launches, so that every request sees the state as the requests before it left
+// it (dsv4/state_overlay.h):
+//  Compressor (one request per work item, blocks over requests): at the request's first
+//     token with (p+1) mod R == 0 (position e; only the first boundary of a step is pooled,
+//     §4.2, §11.1), if its cmp_slot_mapping entry is >= 0, pool the COFF·R state rows of
+//     positions e−COFF·R+1 .. e, read through the state block table (whole pages; a
+//     negative page or a position before 0 reads as kv 0, score FP32_NEG_INF) - or, for a
+//     row a token t' of requests 0..b writes this step, its new row
+//     [kvp[t'] | sc[t'] + ape[p_t' mod R]]. A state row is [kv | score], each OUT wide; with
+//     overlap each is [front | back] halves of HD: the previous window's positions
+//     (e−7 .. e−4 at R = 4) contribute their front halves, the current window's their back
+//     halves (§4.4). Per channel c, over those entries q:
 //        pooled_c = Σ_q kv_q,c · exp(s_q,c − max_q s_q,c) / Σ_q exp(s_q,c − max_q s_q,c)
-//     in CH-channel tiles (max, exp, products and both sums as halving trees over the R
-//     rows), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
-//     interleaved rotation of the last RD dims with the request's cmp_freqs row, bf16 RNE
-//     into cmp_kv row cmp_slot_mapping[boundary token]. A −1 cmp slot discards the pooled
-//     row, so it is not computed. The state is only read.
+//     in CH-channel tiles (max, exp, products and both sums as halving trees over the
+//     entries), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
+//     interleaved rotation of the last RD dims (CompressedRope), bf16 RNE into cmp_kv row
+//     cmp_slot_mapping[boundary token]. A −1 cmp slot discards the pooled row, so it is not
+//     computed. The state is only read.
 //  CompressorCommit (one request's SEQ tokens per work item): sc[t] += ape[p_t mod R]; if
 //     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
 #pragma once
@@ -25,29 +30,111 @@
 
 namespace dsv4 {
 
-// P: HD (pooled width), RATIO, SEQ (tokens per request), STATE_BS (rows per state page),
-// TABLE_W (state block-table width), CH (channels per pooling tile), RD (rope dims),
-// EPS, INV_HD, and the UB sizes the plan decided (`*_BYTES`, each at least what its use
-// below needs).
+// The rotation of a compressed row's last RD dims (hca_csa.md §4.5). P::POSITIONS false
+// (`rope.table: per_token`, HCA): the host's f32 angles of request b, rows [b, RD/2] of
+// cmp_freqs_cos / _sin. P::POSITIONS true (CSA, §2.3, §3): the row p0 − p0 mod
+// P::ROPE_ALIGN of the full bf16 table [max_positions, RD] (p0 the request's first
+// position: the window start for the main compressor, ROPE_ALIGN = RATIO), gathered here
+// with rope.h's Rope. Fetch starts the loads, Ready (after other vector work) builds the
+// tables, Apply rotates.
+template <class P, bool POSITIONS = P::POSITIONS>
+class CompressedRope;
+
+template <class P>
+class CompressedRope<P, false> {
+    static constexpr uint32_t HALF = P::RD / 2;
+    static_assert(P::CMP_TRIG_BYTES >= 3 * HALF * sizeof(float), "cos | sin | -sin");
+
+public:
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR cos, GM_ADDR sin)
+    {
+        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(cos));
+        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sin));
+        pipe.InitBuffer(trig_, P::CMP_TRIG_BYTES);
+        rot_.Init(pipe, false);
+    }
+
+    __aicore__ inline void Fetch(uint32_t b, uint32_t p0)
+    {
+        (void)p0;
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::DataCopy(trig, cos_[uint64_t(b) * HALF], HALF);
+        AscendC::DataCopy(trig[HALF], sin_[uint64_t(b) * HALF], HALF);
+    }
+
+    __aicore__ inline void Ready()
+    {
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
+        rot_.Tables(trig);
+    }
+
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x) { rot_.Apply(x); }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> trig_;
+    Rotation<P, HALF> rot_;
+    AscendC::GlobalTensor<float> cos_, sin_;
+};
+
+template <class P>
+class CompressedRope<P, true> {
+    static_assert(P::ROPE_ALIGN >= 1, "the row is p0 rounded down to a multiple of ROPE_ALIGN");
+
+public:
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR cos, GM_ADDR sin)
+    {
+        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
+        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
+        rope_.Init(pipe, false);
+    }
+
+    __aicore__ inline void Fetch(uint32_t b, uint32_t p0)
+    {
+        (void)b;
+        row_ = p0 - p0 % P::ROPE_ALIGN;
+    }
+
+    __aicore__ inline void Ready() { rope_.Load(cos_, sin_, row_); }
+
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x) { rope_.Apply(x); }
+
+private:
+    Rope<P> rope_;
+    AscendC::GlobalTensor<bfloat16_t> cos_, sin_;
+    uint32_t row_ = 0;
+};
+
+// P: HD (pooled width), COFF (projection streams: 2 with overlap, else 1), RATIO, SEQ
+// (tokens per request), STATE_BS (rows per state page), TABLE_W (state block-table width),
+// CH (channels per pooling tile), RD (rope dims), EPS, INV_HD, POSITIONS (and ROPE_ALIGN
+// when set; CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least
+// what its use below needs).
 template <class P>
 class Compressor {
     static constexpr uint32_t HD = P::HD;
+    static constexpr uint32_t COFF = P::COFF;
     static constexpr uint32_t R = P::RATIO;
     static constexpr uint32_t SEQ = P::SEQ;
     static constexpr uint32_t BS = P::STATE_BS;
     static constexpr uint32_t CH = P::CH;
     static constexpr uint32_t RD = P::RD;
-    static constexpr uint32_t HALF = RD / 2;
-    static constexpr uint32_t PAGES = R / BS;
-    static constexpr uint32_t WIDTH = 2 * HD;  // a state row: kv then score
-    static constexpr uint32_t TILE = R * CH;   // one pooling tile: R rows of CH channels
+    static constexpr uint32_t OUT = COFF * HD;       // a projected row
+    static constexpr uint32_t WIDTH = 2 * OUT;       // a state row: kv then score
+    static constexpr uint32_t ENTRIES = COFF * R;    // pooled positions
+    static constexpr uint32_t PAGES = ENTRIES / BS;  // whole state pages of the window
+    static constexpr uint32_t FRONT_PAGES = (COFF - 1) * (R / BS);  // the previous window's
+    static constexpr uint32_t TILE = ENTRIES * CH;   // one pooling tile
     static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
+    static constexpr uint32_t REPEAT = 64;           // f32 lanes of one vector repeat
     static constexpr float NEG = -3.4028234663852886e38f;  // FP32_NEG_INF
-    static_assert(R > SEQ, "at most one boundary per request and step");
-    static_assert((R & (R - 1)) == 0 && R <= 255, "halving trees over R rows; one repeat per row");
+    static_assert(COFF == 1 || COFF == 2, "one projection stream, or front and back");
+    static_assert((ENTRIES & (ENTRIES - 1)) == 0 && ENTRIES <= 255, "halving trees over the entries; a repeat each");
     static_assert(R % BS == 0, "a window is whole state pages");
-    static_assert(CH % LANES == 0 && CH <= 64 && HD % CH == 0, "tiles of whole blocks, one repeat wide");
-    static_assert(HALF % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
+    static_assert(CH % LANES == 0 && CH / LANES <= 255 && (CH <= REPEAT || CH % REPEAT == 0) && HD % CH == 0,
+                  "tiles of whole blocks, in whole repeats");
+    static_assert(RD / 2 % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
     static_assert(HD % 16 == 0, "bf16 output rows in whole blocks");
     static_assert(P::POOL_KV_BYTES >= TILE * sizeof(float) && P::POOL_SCORE_BYTES >= TILE * sizeof(float) &&
                       P::POOL_APE_BYTES >= TILE * sizeof(float),
@@ -60,7 +147,6 @@ class Compressor {
                   "norm_w widened, and as read");
     static_assert(P::CMP_OUT_BYTES >= HD * sizeof(bfloat16_t), "the bf16 row out");
     static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
-    static_assert(P::CMP_TRIG_BYTES >= 3 * HALF * sizeof(float), "cos | sin | -sin");
 
 public:
     __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos,
@@ -89,8 +175,6 @@ private:
         kvp_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kvp));
         score_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(score));
         ape_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ape));
-        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(cos));
-        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sin));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         stateSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(stateSlots));
         cmpSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(cmpSlots));
@@ -108,8 +192,7 @@ private:
         pipe_.InitBuffer(normWIn_, P::NORM_W_IN_BYTES);
         pipe_.InitBuffer(out_, P::CMP_OUT_BYTES);
         pipe_.InitBuffer(scalar_, P::SCALARS_BYTES);
-        pipe_.InitBuffer(trig_, P::CMP_TRIG_BYTES);
-        rot_.Init(pipe_, false);
+        rope_.Init(pipe_, cos, sin);
 
         // norm_w widened once.
         AscendC::GlobalTensor<bfloat16_t> w;
@@ -119,7 +202,7 @@ private:
         Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
         AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
-        // The rotation's gather offsets (rot_.Init) before its first tables.
+        // The rotation's gather offsets (rope_.Init) before its first tables.
         ScalarToVector();
     }
 
@@ -140,17 +223,23 @@ private:
         if (cmpSlot < 0) {
             return;
         }
-        const uint32_t first = (static_cast<uint32_t>(pos) + 1 - R) / BS;
+        // The window's first page; pages before position 0 are absent.
+        const int64_t first = int64_t((static_cast<uint32_t>(pos) + 1) / BS) - PAGES;
         int32_t pages[PAGES];
         for (uint32_t p = 0; p < PAGES; ++p) {
-            pages[p] = table_.GetValue(uint64_t(b) * P::TABLE_W + first + p);
+            const int64_t page = first + p;
+            pages[p] = page < 0 ? -1 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(page));
         }
         overlay_.Build(stateSlots_, tok0 + SEQ, pages);
         for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
             PoolTile(pages, c0);
         }
-        Finish(b, static_cast<uint64_t>(cmpSlot));
+        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), static_cast<uint64_t>(cmpSlot));
     }
+
+    // The column of page p's entries within a projected row: front halves for the
+    // previous window's pages, back halves for the current window's.
+    __aicore__ inline static uint32_t Half(uint32_t p) { return p < FRONT_PAGES ? 0 : OUT - HD; }
 
     // Channels [c0, c0 + CH) of the window: pooled_[c0 ..] = Σ kv·e / Σ e.
     __aicore__ inline void PoolTile(const int32_t* pages, uint32_t c0)
@@ -167,10 +256,11 @@ private:
                 AscendC::Duplicate(sc[p * BS * CH], NEG, BS * CH);
                 continue;
             }
-            const uint64_t base = uint64_t(static_cast<uint32_t>(pages[p])) * BS * WIDTH + c0;
+            const uint32_t col = Half(p) + c0;
+            const uint64_t base = uint64_t(static_cast<uint32_t>(pages[p])) * BS * WIDTH + col;
             if (!overlay_.Touched(p)) {
                 AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
-                AscendC::DataCopy(sc[p * BS * CH], state_[base + HD], rows);
+                AscendC::DataCopy(sc[p * BS * CH], state_[base + OUT], rows);
                 continue;
             }
             for (uint32_t r = 0; r < BS; ++r) {
@@ -178,13 +268,13 @@ private:
                 const int32_t w = overlay_.Writer(p, r);
                 if (w < 0) {
                     AscendC::DataCopy(kv[at], state_[base + r * WIDTH], CH);
-                    AscendC::DataCopy(sc[at], state_[base + r * WIDTH + HD], CH);
+                    AscendC::DataCopy(sc[at], state_[base + r * WIDTH + OUT], CH);
                     continue;
                 }
                 const uint32_t apeRow = static_cast<uint32_t>(positions_.GetValue(w)) % R;
-                AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * HD + c0], CH);
-                AscendC::DataCopy(sc[at], score_[uint64_t(w) * HD + c0], CH);
-                AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * HD + c0], CH);
+                AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * OUT + col], CH);
+                AscendC::DataCopy(sc[at], score_[uint64_t(w) * OUT + col], CH);
+                AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * OUT + col], CH);
             }
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
@@ -199,16 +289,19 @@ private:
                 }
             }
         }
-        // Column max: halving tree over the rows.
+        // Column max: halving tree over the entries.
         AscendC::LocalTensor<float> mx = colMax_.Get<float>();
         AscendC::Max(mx, sc, sc[TILE / 2], TILE / 2);
         for (uint32_t n = TILE / 2; n > CH; n /= 2) {
             AscendC::Max(mx, mx, mx[n / 2], n / 2);
         }
-        // e = exp(s − max) row by row (the max row repeated: src1 repeat stride 0).
+        // e = exp(s − max) entry by entry (the max row repeated: src1 repeat stride 0), one
+        // repeat of channels at a time.
         const uint8_t rowBlocks = static_cast<uint8_t>(BlocksOf<float>(CH));
-        AscendC::Sub(sc, sc, mx, CH, static_cast<uint8_t>(R),
-                     AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        for (uint32_t c = 0; c < CH; c += REPEAT) {
+            AscendC::Sub(sc[c], sc[c], mx[c], Min(CH - c, REPEAT), static_cast<uint8_t>(ENTRIES),
+                         AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
+        }
         AscendC::Exp(sc, sc, TILE);
         AscendC::Mul(kv, kv, sc, TILE);
         for (uint32_t n = TILE; n > CH; n /= 2) {
@@ -220,15 +313,14 @@ private:
         Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
-    // RMSNorm, rotation of the rope dims, bf16 row out to cmp_kv row `slot`.
-    __aicore__ inline void Finish(uint32_t b, uint64_t slot)
+    // RMSNorm, rotation of the rope dims (request b, first position p0), bf16 row out to
+    // cmp_kv row `slot`.
+    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint64_t slot)
     {
         AscendC::LocalTensor<float> x = pooled_.Get<float>();
         AscendC::LocalTensor<float> sq = work_.Get<float>();
         AscendC::LocalTensor<float> inv = scalar_.Get<float>();
-        AscendC::LocalTensor<float> trig = trig_.Get<float>();
-        AscendC::DataCopy(trig, cos_[uint64_t(b) * HALF], HALF);
-        AscendC::DataCopy(trig[HALF], sin_[uint64_t(b) * HALF], HALF);
+        rope_.Fetch(b, p0);
         AscendC::Mul(sq, x, x, HD);
         AscendC::ReduceSum(inv, sq, reduceTmp_.Get<float>(), HD);
         AscendC::Muls(inv, inv, P::INV_HD, 1);
@@ -238,10 +330,8 @@ private:
         VectorToScalar();
         AscendC::Muls(x, x, inv.GetValue(0), HD);
         AscendC::Mul(x, x, normW_.Get<float>(), HD);
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
-        rot_.Tables(trig);
-        rot_.Apply(x[HD - RD]);
+        rope_.Ready();
+        rope_.Apply(x[HD - RD]);
         AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
         Handshake<AscendC::HardEvent::V_MTE3>();
@@ -253,24 +343,24 @@ private:
 
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> poolKv_, poolScore_, poolApe_, colMax_, pooled_, work_, reduceTmp_,
-        normW_, normWIn_, out_, scalar_, trig_;
-    Rotation<P, HALF> rot_;
+        normW_, normWIn_, out_, scalar_;
+    CompressedRope<P> rope_;
     StateOverlay<PAGES, BS> overlay_;
-    AscendC::GlobalTensor<float> kvp_, score_, ape_, cos_, sin_, state_;
+    AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
     AscendC::GlobalTensor<int32_t> positions_, table_;
     AscendC::GlobalTensor<int64_t> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
 
-// P: HD, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each at
-// least what its use below needs).
+// P: HD, COFF, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each
+// at least what its use below needs).
 template <class P>
 class CompressorCommit {
-    static constexpr uint32_t HD = P::HD;
+    static constexpr uint32_t OUT = P::COFF * P::HD;  // a projected row
     static constexpr uint32_t SEQ = P::SEQ;
-    static constexpr uint32_t WIDTH = 2 * HD;  // a state row: kv then score
-    static_assert(P::KV_ROWS_BYTES >= SEQ * HD * sizeof(float) && P::SCORE_ROWS_BYTES >= SEQ * HD * sizeof(float) &&
-                      P::APE_ROWS_BYTES >= SEQ * HD * sizeof(float),
+    static constexpr uint32_t WIDTH = 2 * OUT;  // a state row: kv then score
+    static_assert(P::KV_ROWS_BYTES >= SEQ * OUT * sizeof(float) && P::SCORE_ROWS_BYTES >= SEQ * OUT * sizeof(float) &&
+                      P::APE_ROWS_BYTES >= SEQ * OUT * sizeof(float),
                   "a request's rows of kvp, score and APE");
 
 public:
@@ -313,14 +403,14 @@ private:
         AscendC::LocalTensor<float> ape = apeRows_.Get<float>();
         // The previous request's rows are out before these buffers take the next ones.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
-        AscendC::DataCopy(kv, kvp_[uint64_t(tok0) * HD], SEQ * HD);
-        AscendC::DataCopy(sc, score_[uint64_t(tok0) * HD], SEQ * HD);
+        AscendC::DataCopy(kv, kvp_[uint64_t(tok0) * OUT], SEQ * OUT);
+        AscendC::DataCopy(sc, score_[uint64_t(tok0) * OUT], SEQ * OUT);
         for (uint32_t s = 0; s < SEQ; ++s) {
             const uint32_t row = static_cast<uint32_t>(positions_.GetValue(tok0 + s)) % P::RATIO;
-            AscendC::DataCopy(ape[s * HD], ape_[uint64_t(row) * HD], HD);
+            AscendC::DataCopy(ape[s * OUT], ape_[uint64_t(row) * OUT], OUT);
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::Add(sc, sc, ape, SEQ * HD);
+        AscendC::Add(sc, sc, ape, SEQ * OUT);
         Handshake<AscendC::HardEvent::V_MTE3>();
         for (uint32_t s = 0; s < SEQ; ++s) {
             const int64_t slot = stateSlots_.GetValue(tok0 + s);
@@ -328,8 +418,8 @@ private:
                 continue;
             }
             const uint64_t row = static_cast<uint64_t>(slot) * WIDTH;
-            AscendC::DataCopy(state_[row], kv[s * HD], HD);
-            AscendC::DataCopy(state_[row + HD], sc[s * HD], HD);
+            AscendC::DataCopy(state_[row], kv[s * OUT], OUT);
+            AscendC::DataCopy(state_[row + OUT], sc[s * OUT], OUT);
         }
     }
 
