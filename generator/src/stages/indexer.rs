@@ -62,7 +62,7 @@ pub struct Params {
 
 impl Kind for Indexer {
     const NAME: &'static str = "indexer";
-    const NEEDS: &'static [Data] = &[Data::XNormed, Data::Q, Data::Compressed];
+    const NEEDS: &'static [Data] = &[Data::IndexQuery, Data::IndexKeys, Data::Compressed];
     const PRODUCES: &'static [Data] = &[Data::TopK];
     type Spec = Spec;
     type Params = Params;

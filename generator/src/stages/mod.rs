@@ -11,6 +11,7 @@ pub mod compressor;
 pub mod graph;
 pub mod hc_post;
 pub mod hc_pre;
+pub mod index_compressor;
 pub mod index_query;
 pub mod indexer;
 pub mod o_group_all_to_all;
@@ -114,6 +115,7 @@ registry! {
     QkvProjRope => qkv_proj_rope::QkvProjRope,
     CacheInsert => cache_insert::CacheInsert,
     Compressor => compressor::Compressor,
+    IndexCompressor => index_compressor::IndexCompressor,
     IndexQuery => index_query::IndexQuery,
     Indexer => indexer::Indexer,
     SparseAttention => sparse_attention::SparseAttention,

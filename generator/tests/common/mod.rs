@@ -65,7 +65,7 @@ pub const HCA_COMPRESSOR: &str = "  - compressor:
       tiling: { m: 32, n: 128, k: 128, tokens: 8, channels: 32 }
 ";
 
-/// Compressor and indexer a CSA layer adds after cache_insert.
+/// Compressors and indexer stages a CSA layer adds after cache_insert.
 pub const CSA_STAGES: &str = "  - compressor:
       ratio: 4
       overlap: true
@@ -73,6 +73,10 @@ pub const CSA_STAGES: &str = "  - compressor:
       state_pool_blocks: 64
       cmp_pool_blocks: 16
       tiling: { m: 32, n: 128, k: 128, tokens: 8, channels: 64 }
+  - index_compressor:
+      tiling: { m: 32, n: 128, k: 128, tokens: 8, channels: 64 }
+  - index_query:
+      tiling: { m: 32, n: 128, k: 128, tokens: 2 }
   - indexer:
       heads: 4
       head_dim: 128
