@@ -272,7 +272,11 @@ fn csa_ref_tp1_declares_every_tensor_of_the_csa_golden_vectors() {
             for (d, &n) in t.shape.iter().zip(&shape) {
                 match *d {
                     Dim::Const(c) => assert_eq!(c, n, "{name}: {:?} vs {shape:?}", t.shape),
-                    Dim::Var(v) => assert_eq!(*axes.entry(v).or_insert(n), n, "{name}: axis {v}"),
+                    Dim::Var(v) => {
+                        assert_eq!(*axes.entry(v).or_insert(n), n, "{name}: axis {v}");
+                        let max = p.abi.axes.iter().find(|a| a.name == v).unwrap().max;
+                        assert!(n <= max, "{name}: axis {v} = {n} above the plan's {max}");
+                    }
                 }
             }
             let dtype = match entry[1].as_str().unwrap() {

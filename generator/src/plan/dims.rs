@@ -100,7 +100,8 @@ pub struct CompressorPlan {
     /// Physical pages of the compressed-row cache (`cmp_kv` or the index-key cache).
     pub cache_pool_blocks: usize,
     pub cache_pool_rows: usize,
-    /// Compressed rows one request can see: min(max_positions / ratio, cache rows).
+    /// Compressed rows one request can see: max_positions / ratio (the pool's pages may
+    /// alias: a per-request ceiling, not the pool's capacity; hca_csa.md §1.3, §7.4).
     pub max_rows: usize,
     /// Logical cache pages per request: ceil(max_rows / block_size).
     pub cache_table_width: usize,
@@ -117,7 +118,7 @@ pub struct IndexerPlan {
     pub topk: usize,
     /// head_dim^-0.5 · heads^-0.5, computed in f64 and rounded once.
     pub weights_scale: f32,
-    /// Compressed rows a token can select from: rows both caches can hold per request.
+    /// Compressed rows a token can select from: max_positions / ratio (the score row).
     pub candidates: usize,
     /// The index-key compressor: same ratio and overlap as the main one, head_dim wide.
     pub inner: CompressorPlan,

@@ -136,9 +136,11 @@ pub fn axes(a: &AbiInput) -> Vec<Axis> {
                 max: i.inner.cache_pool_blocks,
                 doc: "index-key cache pool blocks",
             },
+            // The indexer reads the columns of a request's visible rows only: the
+            // reference's table is twice as wide as they need (hca_csa.md §1.3).
             Axis {
                 name: "idx_tw",
-                max: i.inner.cache_table_width,
+                max: 2 * i.inner.cache_table_width,
                 doc: "index-key cache block-table width",
             },
         ]);

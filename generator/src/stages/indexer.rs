@@ -119,7 +119,7 @@ impl Kind for Indexer {
                 format!(
                     "indexer topk {topk} is larger than the {candidates} compressed rows a request can have"
                 ),
-                "topk <= min(max_positions / ratio, rows of the cmp_kv and index-key pools)",
+                "topk <= max_positions / ratio",
             );
         }
         parts.indexer = Some(IndexerPlan {

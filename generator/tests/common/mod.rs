@@ -109,6 +109,8 @@ pub fn csa() -> String {
     let t = replace(SWA, "layer: swa", "layer: csa\ndraft: true");
     let t = replace(&t, "    theta: 10000.0\n", YARN);
     let t = replace(&t, "sources: [window]", "sources: [window, indexed]");
+    // The reference snapshot's CSA ceiling.
+    let t = replace(&t, "max_positions: 1048576", "max_positions: 16384");
     insert_after_cache_insert(&t, CSA_STAGES)
 }
 
