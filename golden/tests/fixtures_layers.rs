@@ -183,6 +183,17 @@ fn csa_state_pools_hold_history_below_each_start_and_minus_inf_elsewhere() {
     );
 }
 
+/// hca_csa.md §4.7: in CSA the reference's tables make requests pool state rows another
+/// request writes in the same step at every TP degree, capacity included (FLASH dims).
+#[test]
+fn csa_requests_pool_rows_other_requests_write_at_every_tp() {
+    for tp in [1, 2, 4] {
+        let spec = LayerSpec::flash(Layer::Csa, tp);
+        let f = fixtures::build(&spec, &FixtureOptions::default()).unwrap();
+        assert!(f.state_aliases > 0, "tp {tp}: no cross-request state reads");
+    }
+}
+
 #[test]
 fn csa_default_starts_tile_the_global_batch_across_ranks() {
     let spec = LayerSpec::small(Layer::Csa, 2);
