@@ -314,6 +314,20 @@ fn a_rank_dying_in_the_exchange_leaves_its_peer_to_time_out() {
 }
 
 #[test]
+fn a_rank_failing_to_join_leaves_its_peer_to_time_out() {
+    // The peer waits HCCL_CONNECT_TIMEOUT (3 s here) in HcclCommInitRootInfo.
+    let err = injected("HcclCommInitRootInfo", Some(1), 1, fake_cann::HCCL_INTERNAL);
+    assert_mentions(
+        &err,
+        &[
+            "rank 1 (device 1)",
+            "HcclCommInitRootInfo failed with HCCL error 4 (internal error)",
+            "injected failure",
+        ],
+    );
+}
+
+#[test]
 fn a_rank_dying_after_the_exchange_stops_the_run_without_a_hang() {
     let n = launches_before_the_exchange("swa_small_tp2");
     let err = injected("launch", Some(1), n + 1, fake_cann::PARAM_INVALID);

@@ -147,7 +147,7 @@ impl FakeCann {
         unsafe {
             std::env::set_var("ASCEND_HOME_PATH", &root);
             std::env::set_var("PATH", std::env::join_paths(paths).unwrap());
-            std::env::set_var("HCCL_CONNECT_TIMEOUT", "20");
+            std::env::set_var("HCCL_CONNECT_TIMEOUT", "3");
             std::env::set_var("HCCL_EXEC_TIMEOUT", "20");
         }
         // SAFETY: the fake libraries just built; the backend loads the same paths, so

@@ -299,12 +299,14 @@ impl Kernels for NpuKernels {
 impl Group for NpuGroup<'_> {
     fn enter(&self, rank: usize) -> Result<(), BackendError> {
         let r = &self.ranks[rank];
-        self.k.acl.set_device(r.device)?;
-        if let (Some(h), Some(root)) = (&self.k.hccl, &self.root) {
-            let comm = h.join(self.ranks.len(), root, rank)?;
-            *r.comm.lock().unwrap_or_else(PoisonError::into_inner) = Some(comm);
-        }
-        Ok(())
+        let joined = self.k.acl.set_device(r.device).and_then(|()| {
+            if let (Some(h), Some(root)) = (&self.k.hccl, &self.root) {
+                let comm = h.join(self.ranks.len(), root, rank)?;
+                *r.comm.lock().unwrap_or_else(PoisonError::into_inner) = Some(comm);
+            }
+            Ok(())
+        });
+        joined.map_err(|e| on_rank(rank, r.device, e))
     }
 
     fn launch(
