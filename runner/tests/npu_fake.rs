@@ -16,8 +16,9 @@ use abi::plan::{Step, VariantPlan};
 use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
 use golden::tensor::TensorMap;
 use harness::backend::KernelSources;
-use harness::backend::npu::Npu;
-use harness::runtime::{Runtime, RuntimeOptions};
+use harness::backend::npu::toolkit::Toolkit;
+use harness::backend::npu::{Npu, build};
+use harness::runtime::{Progress, Runtime, RuntimeOptions};
 use runner::variant;
 
 /// Bounds a rank's wait for a peer that failed.
@@ -209,11 +210,64 @@ fn the_call_log_keeps_the_runtimes_rules() {
         "ACL is initialised once per process, not per run"
     );
     assert_eq!(kit.leaks(), "", "leaks after the run");
-    let cmake = kit.cmake_log();
+}
+
+#[test]
+fn the_build_configures_release_with_a_job_count_and_is_cached() {
+    let (kit, _serial) = fake_cann::kit();
+    let plan = plan("swa_small_tp1");
+    let sources = KernelSources::in_repo(&variant::repo_root());
+    let toolkit = Toolkit::locate().unwrap();
+    assert_eq!(toolkit.root, kit.root);
+    let cache = tempfile::tempdir().unwrap();
+    let progress = Progress::quiet();
+    let before = kit.cmake_log().lines().count();
+    let lib = build::build(
+        &toolkit,
+        plan,
+        plan.kernels,
+        &sources,
+        cache.path(),
+        &progress,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let log = kit.cmake_log();
+    let calls: Vec<&str> = log.lines().skip(before).collect();
+    assert_eq!(calls.len(), 2, "{log}");
+    let asc = kit.root.join("compiler/tikcpp/ascendc_kernel_cmake");
     assert!(
-        cmake.contains("-DCMAKE_BUILD_TYPE=Release") || cmake.is_empty(),
-        "{cmake}"
+        calls[0].starts_with("cmake -S ")
+            && calls[0].contains(&format!("-DASC_DIR={}", asc.display()))
+            && calls[0].ends_with("-DCMAKE_BUILD_TYPE=Release"),
+        "{}",
+        calls[0]
     );
+    let jobs = calls[1].rsplit(' ').next().unwrap();
+    assert!(
+        calls[1].contains(" --parallel ") && jobs.parse::<usize>().is_ok_and(|j| j >= 1),
+        "{}",
+        calls[1]
+    );
+    // SAFETY: the library just built; only its symbol table is read.
+    unsafe {
+        let l = libloading::Library::new(&lib).unwrap();
+        for k in plan.kernels {
+            let symbol = build::launcher_symbol(k.name);
+            assert!(l.get::<*const u8>(symbol.as_bytes()).is_ok(), "{symbol}");
+        }
+    }
+    // a second build of the same sources and toolkit is the cached library
+    let again = build::build(
+        &toolkit,
+        plan,
+        plan.kernels,
+        &sources,
+        cache.path(),
+        &progress,
+    )
+    .unwrap();
+    assert_eq!(again, lib);
+    assert_eq!(kit.cmake_log().lines().count(), before + 2);
 }
 
 /// The launches a rank makes before the plan's first collective.
@@ -355,7 +409,7 @@ fn a_20_aic_chip_refuses_the_24_block_mixed_launch() {
 
 #[test]
 fn xtask_run_with_the_npu_backend_runs_a_layer_on_the_fake() {
-    let (kit, _serial) = fake_cann::kit();
+    let (_kit, _serial) = fake_cann::kit();
     // The runner binary is what `cargo xtask run` starts; it inherits the fake's
     // ASCEND_HOME_PATH and PATH.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
@@ -378,11 +432,6 @@ fn xtask_run_with_the_npu_backend_runs_a_layer_on_the_fake() {
             && stdout.contains("x_out  PASS")
             && stdout.contains("kv_cache  PASS"),
         "{stdout}"
-    );
-    assert!(
-        kit.cmake_log().contains("--parallel"),
-        "{}",
-        kit.cmake_log()
     );
 }
 
@@ -470,4 +519,128 @@ fn the_fake_acl_refuses_what_the_runtime_refuses() {
         log.contains("read") && log.contains("not synchronised"),
         "{log}"
     );
+}
+
+/// The fake HCCL, called directly: an all-to-all moves the bytes, and one whose counts do
+/// not pair up fails the rank that sees it, with a message naming both sides.
+#[test]
+fn the_fake_hccl_moves_bytes_and_rejects_mismatched_counts() {
+    use std::ffi::{CStr, c_char};
+    type Init = unsafe extern "C" fn(*const c_char) -> i32;
+    type Device = unsafe extern "C" fn(i32) -> i32;
+    type Malloc = unsafe extern "C" fn(*mut *mut u8, usize, i32) -> i32;
+    type Memcpy = unsafe extern "C" fn(*mut u8, usize, *const u8, usize, i32) -> i32;
+    type CreateStream = unsafe extern "C" fn(*mut *mut u8) -> i32;
+    type Handle = unsafe extern "C" fn(*mut u8) -> i32;
+    type Recent = unsafe extern "C" fn() -> *const c_char;
+    type RootInfo = unsafe extern "C" fn(*mut u8) -> i32;
+    type Join = unsafe extern "C" fn(u32, *const u8, u32, *mut *mut u8) -> i32;
+    type AllToAllV = unsafe extern "C" fn(
+        *const u8,
+        *const u64,
+        *const u64,
+        i32,
+        *const u8,
+        *const u64,
+        *const u64,
+        i32,
+        *mut u8,
+        *mut u8,
+    ) -> i32;
+    let (kit, _serial) = fake_cann::kit();
+    // SAFETY: the fake's own functions, with the signatures of acl.c and hccl.c.
+    unsafe {
+        let acl = libloading::Library::new(kit.root.join("lib64/libascendcl.so")).unwrap();
+        let hccl = libloading::Library::new(kit.root.join("lib64/libhccl.so")).unwrap();
+        let init: libloading::Symbol<Init> = acl.get(b"aclInit\0").unwrap();
+        let set: libloading::Symbol<Device> = acl.get(b"aclrtSetDevice\0").unwrap();
+        let reset: libloading::Symbol<Device> = acl.get(b"aclrtResetDevice\0").unwrap();
+        let malloc: libloading::Symbol<Malloc> = acl.get(b"aclrtMalloc\0").unwrap();
+        let free: libloading::Symbol<Handle> = acl.get(b"aclrtFree\0").unwrap();
+        let memcpy: libloading::Symbol<Memcpy> = acl.get(b"aclrtMemcpy\0").unwrap();
+        let create: libloading::Symbol<CreateStream> = acl.get(b"aclrtCreateStream\0").unwrap();
+        let sync: libloading::Symbol<Handle> = acl.get(b"aclrtSynchronizeStream\0").unwrap();
+        let destroy: libloading::Symbol<Handle> = acl.get(b"aclrtDestroyStream\0").unwrap();
+        let recent: libloading::Symbol<Recent> = acl.get(b"aclGetRecentErrMsg\0").unwrap();
+        let root_info: libloading::Symbol<RootInfo> = hccl.get(b"HcclGetRootInfo\0").unwrap();
+        let join: libloading::Symbol<Join> = hccl.get(b"HcclCommInitRootInfo\0").unwrap();
+        let a2a: libloading::Symbol<AllToAllV> = hccl.get(b"HcclAlltoAllV\0").unwrap();
+        let comm_destroy: libloading::Symbol<Handle> = hccl.get(b"HcclCommDestroy\0").unwrap();
+        init(c"".as_ptr()); // the backend's, if no earlier test made one
+        let mut info = vec![0u8; 4108];
+        assert_eq!(set(6), 0);
+        assert_eq!(root_info(info.as_mut_ptr()), 0);
+        assert_eq!(reset(6), 0);
+        let info = &info;
+        let results: Vec<(Vec<u8>, i32, String)> = std::thread::scope(|s| {
+            let ranks: Vec<_> = (0..2u32)
+                .map(|rank| {
+                    let (set, reset, malloc, free, memcpy) =
+                        (&set, &reset, &malloc, &free, &memcpy);
+                    let (create, sync, destroy, recent) = (&create, &sync, &destroy, &recent);
+                    let (join, a2a, comm_destroy) = (&join, &a2a, &comm_destroy);
+                    s.spawn(move || {
+                        assert_eq!(set(6 + rank as i32), 0);
+                        let mut stream = std::ptr::null_mut();
+                        assert_eq!(create(&mut stream), 0);
+                        let (mut send, mut recv) = (std::ptr::null_mut(), std::ptr::null_mut());
+                        assert_eq!(malloc(&mut send, 32, 0), 0);
+                        assert_eq!(malloc(&mut recv, 32, 0), 0);
+                        let mine = [rank as u8 + 1; 32];
+                        assert_eq!(memcpy(send, 32, mine.as_ptr(), 32, 1), 0);
+                        let mut comm = std::ptr::null_mut();
+                        assert_eq!(join(2, info.as_ptr(), rank, &mut comm), 0);
+                        let (counts, displs) = ([16u64, 16], [0u64, 16]);
+                        let run = |recv_counts: &[u64; 2]| {
+                            let e = a2a(
+                                send,
+                                counts.as_ptr(),
+                                displs.as_ptr(),
+                                0,
+                                recv,
+                                recv_counts.as_ptr(),
+                                displs.as_ptr(),
+                                0,
+                                comm,
+                                stream,
+                            );
+                            assert_eq!(e, 0);
+                            sync(stream)
+                        };
+                        assert_eq!(run(&counts), 0);
+                        let mut got = vec![0u8; 32];
+                        assert_eq!(memcpy(got.as_mut_ptr(), 32, recv, 32, 2), 0);
+                        // Rank 1 now expects 8 bytes from rank 0, which still sends 16.
+                        let expect = if rank == 1 { [8u64, 16] } else { counts };
+                        let status = run(&expect);
+                        let p = recent();
+                        let message = if p.is_null() {
+                            String::new()
+                        } else {
+                            CStr::from_ptr(p).to_string_lossy().into_owned()
+                        };
+                        assert_eq!(comm_destroy(comm), 0);
+                        assert_eq!(free(send), 0);
+                        assert_eq!(free(recv), 0);
+                        assert_eq!(destroy(stream), 0);
+                        assert_eq!(reset(6 + rank as i32), 0);
+                        (got, status, message)
+                    })
+                })
+                .collect();
+            ranks.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, (got, _, _)) in results.iter().enumerate() {
+            // 16 bytes from each rank, rank-major, whatever the receiver
+            assert!(got[..16].iter().all(|&b| b == 1), "rank {rank}: {got:?}");
+            assert!(got[16..].iter().all(|&b| b == 2), "rank {rank}: {got:?}");
+        }
+        let (_, status, message) = &results[1];
+        assert_ne!(*status, 0, "the mismatched all-to-all passed on rank 1");
+        assert!(
+            message.contains("rank 0 sends 16 bytes but rank 1 expects 8"),
+            "{message}"
+        );
+    }
+    assert_eq!(kit.leaks(), "");
 }

@@ -213,4 +213,27 @@ mod tests {
              (GM_ADDR)args[2], (GM_ADDR)args[3], (GM_ADDR)args[4]);"
         ));
     }
+
+    #[test]
+    fn the_cache_key_follows_the_toolkits_path_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = KernelSources {
+            kernels_dir: dir.path().to_path_buf(),
+            include_dir: dir.path().join("include"),
+        };
+        std::fs::create_dir_all(&sources.include_dir).unwrap();
+        let kits = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let kit = |i: usize| Toolkit {
+            root: kits[i].path().to_path_buf(),
+        };
+        let files = [("CMakeLists.txt".to_string(), "project".to_string())];
+        let key_of = |k: &Toolkit| key(k, &files, &[], &sources).unwrap();
+        let first = key_of(&kit(0));
+        assert_eq!(first, key_of(&kit(0)));
+        assert_ne!(first, key_of(&kit(1)), "another toolkit path");
+        let version = kits[0].path().join("compiler/version.info");
+        std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+        std::fs::write(&version, "Version=9.0.1\n").unwrap();
+        assert_ne!(first, key_of(&kit(0)), "another version at the same path");
+    }
 }
