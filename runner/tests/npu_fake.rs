@@ -12,7 +12,7 @@ mod layer_checks;
 
 use std::time::{Duration, Instant};
 
-use abi::plan::{Step, VariantPlan};
+use abi::plan::{Cores, Step, VariantPlan};
 use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
 use golden::tensor::TensorMap;
 use harness::backend::KernelSources;
@@ -159,9 +159,36 @@ fn the_call_log_keeps_the_runtimes_rules() {
         .iter()
         .filter(|s| matches!(s, Step::Launch(_)))
         .count();
+    // What each rank must hand the device, in order: the plan's kernels with their core
+    // type and blockDim (the fake takes the core type from the kernel's marking).
+    let expected: Vec<String> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Launch(l) => Some(format!(
+                "{} blockDim={} {}",
+                l.kernel,
+                l.block_dim,
+                match l.cores {
+                    Cores::Aiv => "vector",
+                    Cores::Aic => "cube",
+                    Cores::Mix => "mix(1, 2)",
+                }
+            )),
+            _ => None,
+        })
+        .collect();
     let mut launches = 0;
     for t in threads {
         let mine: Vec<&Call> = calls.iter().filter(|c| c.thread == t).collect();
+        let handed: Vec<&str> = mine
+            .iter()
+            .filter(|c| c.call == "launch")
+            .map(|c| c.rest.split(" args=").next().unwrap())
+            .collect();
+        if !handed.is_empty() {
+            assert_eq!(handed, expected, "thread {t}");
+        }
         let first_set = mine.iter().position(|c| c.call == "aclrtSetDevice");
         for (i, c) in mine.iter().enumerate() {
             if DEVICE_CALLS.contains(&c.call) {
