@@ -27,6 +27,7 @@ typedef int aclError;
 #define ACL_ERROR_RT_STREAM_CONTEXT 107003
 #define ACL_ERROR_RT_TASK_TIMEOUT 107020
 #define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
+#define ACL_ERROR_RT_NO_STREAM_RESOURCE 207008
 #define ACL_ERROR_RT_AICORE_EXCEPTION 507015
 #define DEVICES 8
 
@@ -345,10 +346,14 @@ aclError aclrtCreateStream(void** out)
         return e;
     }
     INJECT("aclrtCreateStream");
+    pthread_mutex_lock(&mu);
+    if (nstreams == sizeof streams / sizeof streams[0]) {
+        pthread_mutex_unlock(&mu);
+        return fail(ACL_ERROR_RT_NO_STREAM_RESOURCE, "aclrtCreateStream", "the fake's %zu streams are used up", nstreams);
+    }
     struct stream* s = calloc(1, sizeof *s);
     s->dev = cur_dev;
     s->live = 1;
-    pthread_mutex_lock(&mu);
     streams[nstreams++] = s;
     pthread_mutex_unlock(&mu);
     *out = s;

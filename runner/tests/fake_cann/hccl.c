@@ -124,8 +124,12 @@ int HcclGetRootInfo(void* info)
     if (inj) {
         return failed(inj, "HcclGetRootInfo", "%s", "injected failure");
     }
-    struct world* w = calloc(1, sizeof *w);
     pthread_mutex_lock(&mu);
+    if (nworlds == sizeof worlds / sizeof worlds[0]) {
+        pthread_mutex_unlock(&mu);
+        return failed(HCCL_E_PARA, "HcclGetRootInfo", "%s", "the fake's root infos are used up");
+    }
+    struct world* w = calloc(1, sizeof *w);
     w->id = next_id++;
     worlds[nworlds++] = w;
     pthread_mutex_unlock(&mu);
