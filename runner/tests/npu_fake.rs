@@ -366,8 +366,8 @@ fn a_failed_launch_is_seen_after_the_chevrons() {
     assert_mentions(
         &err,
         &[
-            "rank 1 (device 1)",
-            "launching",
+            "rank 1, step ",
+            "device 1: launching",
             "failed with ACL error 107000",
             "injected failure of kernel",
         ],
@@ -387,8 +387,9 @@ fn a_rank_dying_in_the_exchange_leaves_its_peer_to_time_out() {
     assert_mentions(
         &err,
         &[
-            "rank 1 (device 1)",
-            "HcclAlltoAllV failed with HCCL error 4 (internal error)",
+            "rank 1, step ",
+            "(o_group_all_to_all): device 1: \
+             HcclAlltoAllV failed with HCCL error 4 (internal error)",
             "injected failure",
         ],
     );
@@ -401,8 +402,9 @@ fn a_rank_failing_to_join_leaves_its_peer_to_time_out() {
     assert_mentions(
         &err,
         &[
-            "rank 1 (device 1)",
-            "HcclCommInitRootInfo failed with HCCL error 4 (internal error)",
+            "rank 1, step ",
+            "(device setup): device 1: \
+             HcclCommInitRootInfo failed with HCCL error 4 (internal error)",
             "injected failure",
         ],
     );

@@ -220,12 +220,22 @@ struct NpuGroup<'a> {
 // before and after; ACL binds the device per thread (`enter` / `read` set it).
 unsafe impl Sync for NpuGroup<'_> {}
 
-/// `e` as a failure of `rank`'s device.
-fn on_rank(rank: usize, device: u32, e: BackendError) -> BackendError {
+/// `e` prefixed with `whose` device failed.
+fn on(whose: String, e: BackendError) -> BackendError {
     match e {
-        BackendError::Run(m) => BackendError::Run(format!("rank {rank} (device {device}): {m}")),
+        BackendError::Run(m) => BackendError::Run(format!("{whose}: {m}")),
         other => other,
     }
+}
+
+/// `e` as a failure of `rank`'s device, outside the runtime's steps (which name the rank).
+fn on_rank(rank: usize, device: u32, e: BackendError) -> BackendError {
+    on(format!("rank {rank} (device {device})"), e)
+}
+
+/// `e` as a failure of `device` during a step of the runtime.
+fn on_device(device: u32, e: BackendError) -> BackendError {
+    on(format!("device {device}"), e)
 }
 
 impl NpuKernels {
@@ -306,7 +316,7 @@ impl Group for NpuGroup<'_> {
             }
             Ok(())
         });
-        joined.map_err(|e| on_rank(rank, r.device, e))
+        joined.map_err(|e| on_device(r.device, e))
     }
 
     fn launch(
@@ -328,10 +338,10 @@ impl Group for NpuGroup<'_> {
         let status = unsafe { f(launch.block_dim, r.stream, ptrs.as_mut_ptr()) };
         if status != 0 {
             let call = format!("launching {} on {} blocks", launch.kernel, launch.block_dim);
-            return Err(on_rank(rank, r.device, acl.error(&call, status)));
+            return Err(on_device(r.device, acl.error(&call, status)));
         }
         acl.synchronize(r.stream, self.k.timeout)
-            .map_err(|e| on_rank(rank, r.device, e))?;
+            .map_err(|e| on_device(r.device, e))?;
         Ok(None)
     }
 
@@ -358,12 +368,12 @@ impl Group for NpuGroup<'_> {
                 comm,
                 r.stream,
             )
-            .map_err(|e| on_rank(rank, r.device, e))?;
+            .map_err(|e| on_device(r.device, e))?;
         }
         self.k
             .acl
             .synchronize(r.stream, self.k.timeout)
-            .map_err(|e| on_rank(rank, r.device, e))
+            .map_err(|e| on_device(r.device, e))
     }
 
     fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError> {
