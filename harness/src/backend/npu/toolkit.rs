@@ -83,24 +83,42 @@ impl Toolkit {
     }
 
     /// The directory of the CMake package of the Ascend C "ASC" language (asc-devkit
-    /// installs `asc-config.cmake` there): the `.asc` flow arrived with it, so an older
-    /// toolkit is refused here, naming the version needed, instead of failing in cmake.
+    /// installs `asc-config.cmake` in `<arch>-linux/lib64/cmake` and links it from
+    /// `tikcpp/ascendc_kernel_cmake`; the first of [`Toolkit::asc_candidates`] that holds
+    /// it). The `.asc` flow arrived with it, so an older toolkit is refused here, naming the
+    /// version needed, instead of failing in cmake.
     pub fn asc_cmake_dir(&self) -> Result<PathBuf, BackendError> {
-        let dir = self.root.join("compiler/tikcpp/ascendc_kernel_cmake");
-        let config = dir.join("asc-config.cmake");
-        if config.is_file() {
-            return Ok(dir);
+        let candidates = self.asc_candidates();
+        if let Some(dir) = candidates
+            .iter()
+            .find(|d| d.join("asc-config.cmake").is_file())
+        {
+            return Ok(dir.clone());
         }
         let found = self
             .version()
             .map(|v| format!("this toolkit is version {v}"))
             .unwrap_or_else(|| "this toolkit names no version".into());
         Err(BackendError::Unavailable(format!(
-            "backend npu: the CANN toolkit at {} has no ASC package ({} is missing; {found}): \
-             the `.asc` kernel build needs CANN {MIN_CANN} or later; {ADVICE}",
+            "backend npu: the CANN toolkit at {} has no ASC package (no asc-config.cmake in {}; \
+             {found}): the `.asc` kernel build needs CANN {MIN_CANN} or later; {ADVICE}",
             self.root.display(),
-            config.display()
+            candidates[0].display()
         )))
+    }
+
+    /// Where the ASC package config may be, most usual first.
+    pub fn asc_candidates(&self) -> Vec<PathBuf> {
+        let arch = format!("{}-linux", std::env::consts::ARCH);
+        [
+            "compiler/tikcpp/ascendc_kernel_cmake".to_string(),
+            format!("{arch}/tikcpp/ascendc_kernel_cmake"),
+            format!("{arch}/lib64/cmake"),
+            "lib64/cmake".to_string(),
+        ]
+        .iter()
+        .map(|d| self.root.join(d))
+        .collect()
     }
 
     /// The installed version as the toolkit's `version.info` states it (`Version=…`).
@@ -184,7 +202,7 @@ mod tests {
         let e = kit.asc_cmake_dir().unwrap_err().to_string();
         assert!(
             e.contains("has no ASC package")
-                && e.contains("asc-config.cmake is missing")
+                && e.contains("no asc-config.cmake in")
                 && e.contains("this toolkit is version 8.0.0")
                 && e.contains("needs CANN 9.0.0 or later"),
             "{e}"
@@ -196,5 +214,15 @@ mod tests {
         )
         .unwrap();
         assert!(kit.asc_cmake_dir().is_ok());
+        // asc-devkit's own install place is found too
+        let other = tempfile::tempdir().unwrap();
+        let arch_cmake = other
+            .path()
+            .join(format!("{}-linux/lib64/cmake", std::env::consts::ARCH));
+        std::fs::create_dir_all(&arch_cmake).unwrap();
+        std::fs::write(arch_cmake.join("asc-config.cmake"), "").unwrap();
+        let kit =
+            Toolkit::locate_from(Some(other.path().into()), Path::new("/nonexistent")).unwrap();
+        assert_eq!(kit.asc_cmake_dir().unwrap(), arch_cmake);
     }
 }
