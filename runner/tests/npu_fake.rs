@@ -464,6 +464,44 @@ fn xtask_run_with_the_npu_backend_runs_a_layer_on_the_fake() {
     );
 }
 
+#[test]
+fn a_failed_teardown_call_is_reported_and_the_leak_shown_at_finalize() {
+    let (_kit, _serial) = fake_cann::kit();
+    // The first free on device 0 fails: the run's outputs are fine, the failure is reported,
+    // the other buffers are still freed, and aclFinalize at exit reports the one leak.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "run",
+            "--layer",
+            "swa",
+            "--spec",
+            "specs/test/swa_small.yaml",
+        ])
+        .args(["--tp", "1", "--backend", "npu"])
+        .env("FAKE_CANN_FAIL", "aclrtFree:0:1:107000")
+        .current_dir(variant::repo_root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("x_out  PASS"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "backend npu: freeing a run's buffers: rank 0 (device 0): aclrtFree failed with \
+             ACL error 107000: EE9999: aclrtFree failed: injected failure"
+        ),
+        "{stderr}"
+    );
+    let leaks: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("fake ACL: leaks at aclFinalize"))
+        .skip(1)
+        .collect();
+    assert_eq!(leaks.len(), 1, "{stderr}");
+    assert!(leaks[0].starts_with("allocation of "), "{stderr}");
+}
+
 /// The fake's rules, called directly: what the backend passing the tests above kept.
 #[test]
 fn the_fake_acl_refuses_what_the_runtime_refuses() {

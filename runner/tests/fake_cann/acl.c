@@ -231,6 +231,11 @@ aclError aclInit(const char* config)
     int was = state;
     if (was == 0) {
         state = 1;
+        /* A fault for a process the tests cannot reach: FAKE_CANN_FAIL=call:device:nth:code. */
+        const char* f = getenv("FAKE_CANN_FAIL");
+        if (f && sscanf(f, "%63[^:]:%d:%d:%d", fault.call, &fault.dev, &fault.nth, &fault.code) != 4) {
+            memset(&fault, 0, sizeof fault);
+        }
     }
     pthread_mutex_unlock(&mu);
     fake_acl_log("aclInit");
@@ -467,6 +472,7 @@ aclError aclrtMalloc(void** out, size_t size, int policy)
 aclError aclrtFree(void* p)
 {
     fake_acl_log("aclrtFree %p", p);
+    INJECT("aclrtFree");
     pthread_mutex_lock(&mu);
     struct alloc* a = NULL;
     for (size_t i = 0; i < nallocs; ++i) {
