@@ -218,6 +218,41 @@ fn kernel_type_must_match_the_launch_mode() {
 }
 
 #[test]
+fn a_kernel_type_marking_must_match_the_launch_mode() {
+    let launch = |kernel: &str, mode: CoreMode| {
+        let mut x = vec![0f32; 8];
+        lib().launch(kernel, mode, 1, &mut [GmArg::new("x", &mut x)])
+    };
+    for (kernel, marking, mode, wrong, declared) in [
+        (
+            "marked_vector",
+            "__vector__",
+            CoreMode::Aiv,
+            CoreMode::Mix,
+            "KERNEL_TYPE_AIV_ONLY",
+        ),
+        (
+            "marked_cube",
+            "__cube__",
+            CoreMode::Aic,
+            CoreMode::Aiv,
+            "KERNEL_TYPE_AIC_ONLY",
+        ),
+        (
+            "marked_mix",
+            "__mix__(1, 2)",
+            CoreMode::Mix,
+            CoreMode::Aic,
+            "KERNEL_TYPE_MIX_AIC_1_2",
+        ),
+    ] {
+        launch(kernel, mode).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let m = trap(kernel, wrong, 1, &mut [GmArg::new("x", &mut [0f32; 8])]);
+        assert_mentions(&m, &[marking, declared]);
+    }
+}
+
+#[test]
 fn unknown_kernel_and_invalid_launch_are_errors() {
     let err = lib()
         .launch("no_such_kernel", CoreMode::Aiv, 1, &mut [])

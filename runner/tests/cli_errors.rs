@@ -185,6 +185,6 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
     assert_eq!(
         err.trim(),
         "error: backend npu: CANN toolkit not found (ASCEND_HOME_PATH=/nonexistent/cann does not exist); \
-         install CANN 8.x or use --backend sim"
+         install CANN 9.0.0 or later and source its set_env.sh, or use --backend sim"
     );
 }

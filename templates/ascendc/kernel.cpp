@@ -14,9 +14,8 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void {{ k.name }}(
+extern "C" __global__ {{ k.marking() }} void {{ k.name }}(
 {%- for a in k.args %}GM_ADDR {{ a }}, {% endfor %}GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT({{ k.task_type() }});
     dsv4::{{ k.class }}<Params>::Run({% for a in k.args %}{{ a }}, {% endfor %}workspace, tiling);
 }

@@ -37,8 +37,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void attn_compressed_h64_d512_s8_bs32_r128_max8192_ht16_kv128_dk128_ch448(GM_ADDR q, GM_ADDR cmp_kv, GM_ADDR cmp_table, GM_ADDR positions, GM_ADDR kv_seq_lens, GM_ADDR row_max, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __mix__(1, 2) void attn_compressed_h64_d512_s8_bs32_r128_max8192_ht16_kv128_dk128_ch448(GM_ADDR q, GM_ADDR cmp_kv, GM_ADDR cmp_table, GM_ADDR positions, GM_ADDR kv_seq_lens, GM_ADDR row_max, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     dsv4::AttentionCompressed<Params>::Run(q, cmp_kv, cmp_table, positions, kv_seq_lens, row_max, scores, probs, part, o, denom, workspace, tiling);
 }

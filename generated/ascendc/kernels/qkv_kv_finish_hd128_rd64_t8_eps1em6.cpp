@@ -24,8 +24,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void qkv_kv_finish_hd128_rd64_t8_eps1em6(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void qkv_kv_finish_hd128_rd64_t8_eps1em6(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::KvFinish<Params>::Run(latent, gamma, cos, sin, kv, workspace, tiling);
 }

@@ -26,8 +26,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void qkv_q_heads_h16_hd128_rd32_g16_eps1em6(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void qkv_q_heads_h16_hd128_rd32_g16_eps1em6(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::QHeads<Params>::Run(acc, qr_scale, wq_b_scale, cos, sin, q, workspace, tiling);
 }

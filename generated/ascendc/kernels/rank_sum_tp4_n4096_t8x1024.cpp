@@ -14,8 +14,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void rank_sum_tp4_n4096_t8x1024(GM_ADDR window, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void rank_sum_tp4_n4096_t8x1024(GM_ADDR window, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::RankSum<Params>::Run(window, out, workspace, tiling);
 }

@@ -65,12 +65,12 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// `KERNEL_TASK_TYPE_DEFAULT` argument.
-    pub fn task_type(&self) -> &'static str {
+    /// The entry's kernel-type marking, spelled as the `.asc` samples of asc-devkit do.
+    pub fn marking(&self) -> &'static str {
         match self.cores {
-            Cores::Aiv => "KERNEL_TYPE_AIV_ONLY",
-            Cores::Aic => "KERNEL_TYPE_AIC_ONLY",
-            Cores::Mix => "KERNEL_TYPE_MIX_AIC_1_2",
+            Cores::Aiv => "__vector__",
+            Cores::Aic => "__cube__",
+            Cores::Mix => "__mix__(1, 2)",
         }
     }
 }

@@ -289,7 +289,8 @@ void RequireScheduler(const char* api)
                        : t == KERNEL_TYPE_AIV_ONLY ? "declared KERNEL_TYPE_AIV_ONLY"
                                                    : "declared KERNEL_TYPE_AIC_ONLY") +
                       ": the hardware scheduler is only on for mixed kernels (declare "
-                      "KERNEL_TYPE_MIX_AIV_1_0 / KERNEL_TYPE_MIX_AIC_1_0 or a mixed 1:1 / 1:2 type)");
+                      "KERNEL_TYPE_MIX_AIV_1_0 / KERNEL_TYPE_MIX_AIC_1_0 or a mixed 1:1 / 1:2 type, or mark the "
+                      "kernel __mix__(1, 2))");
     }
 }
 } // namespace
@@ -443,7 +444,7 @@ void SyncAllCores(bool aivOnly, const char* api)
     StallUntil(result);
 }
 
-void DeclareKernelType(KernelMetaType t)
+void DeclareKernelType(KernelMetaType t, const char* api)
 {
     CurCore().declared = t;
     CoreMode m = CurCore().launch->mode;
@@ -459,7 +460,7 @@ void DeclareKernelType(KernelMetaType t)
     }
     if (!ok) {
         const char* mode = m == CoreMode::AivOnly ? "AIV-only" : m == CoreMode::AicOnly ? "AIC-only" : "MIX 1:2";
-        Trap("KERNEL_TASK_TYPE_DEFAULT", std::string("kernel declares ") + name + " but was launched " + mode);
+        Trap(api, std::string("kernel declares ") + name + " but was launched " + mode);
     }
 }
 
@@ -505,6 +506,37 @@ constexpr std::array<void (*)(void*, G*), sizeof...(N)> MakeCallers(std::index_s
 // Trampolines by argument count: kernels take a varying number of GM_ADDR arguments.
 constexpr auto kCallers = MakeCallers(std::make_index_sequence<kMaxArgs + 1>{});
 
+// Bounds of the sections the kernel-type markings put entries in (types.h); the linker
+// defines them for the sections this library has.
+extern "C" {
+extern const char __start_sim_kernel_vector[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_sim_kernel_vector[] __attribute__((weak, visibility("hidden")));
+extern const char __start_sim_kernel_cube[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_sim_kernel_cube[] __attribute__((weak, visibility("hidden")));
+extern const char __start_sim_kernel_mix_1_2[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_sim_kernel_mix_1_2[] __attribute__((weak, visibility("hidden")));
+}
+
+// The type an entry's `__vector__` / `__cube__` / `__mix__(1, 2)` marking declares, and the
+// marking's spelling; KERNEL_TYPE_MAX for an unmarked entry.
+std::pair<KernelMetaType, const char*> MarkedKernelType(const void* fn)
+{
+    auto in = [fn](const char* start, const char* stop) {
+        auto p = reinterpret_cast<uintptr_t>(fn);
+        return start != nullptr && reinterpret_cast<uintptr_t>(start) <= p && p < reinterpret_cast<uintptr_t>(stop);
+    };
+    if (in(__start_sim_kernel_vector, __stop_sim_kernel_vector)) {
+        return {KERNEL_TYPE_AIV_ONLY, "__vector__"};
+    }
+    if (in(__start_sim_kernel_cube, __stop_sim_kernel_cube)) {
+        return {KERNEL_TYPE_AIC_ONLY, "__cube__"};
+    }
+    if (in(__start_sim_kernel_mix_1_2, __stop_sim_kernel_mix_1_2)) {
+        return {KERNEL_TYPE_MIX_AIC_1_2, "__mix__(1, 2)"};
+    }
+    return {KERNEL_TYPE_MAX, nullptr};
+}
+
 void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
 {
     tlsCore = &c;
@@ -526,6 +558,10 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
     c.launchHz = L.hazards;
     try {
         HazardCoreBegin();
+        auto marked = MarkedKernelType(fn);
+        if (marked.second != nullptr) {
+            DeclareKernelType(marked.first, marked.second);
+        }
         kCallers[args.size()](fn, args.data());
         HazardCoreEnd(true);
     } catch (const TrapError& e) {

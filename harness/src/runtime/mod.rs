@@ -32,6 +32,7 @@ pub use progress::Progress;
 pub use record::{RunRecord, StageTime, StepKind, StepRecord};
 pub use tiling::Tiling;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::backend::{Backend, BackendError, Group, KernelSources, Kernels};
@@ -294,33 +295,45 @@ impl Runtime {
         let setup = setup_start.elapsed();
 
         let meet = Rendezvous::new(tp);
+        // The order ranks failed in: the first failure is the cause, later ones (a peer
+        // timing out in a collective the failed rank never joined) are its consequences.
+        let failures = AtomicUsize::new(0);
         let start = Instant::now();
-        let results: Vec<Result<Vec<StepRecord>, RankFailure>> = std::thread::scope(|s| {
+        let results: Vec<(usize, Result<Vec<StepRecord>, RankFailure>)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..tp)
                 .map(|rank| {
                     let (group, meet, tiling) = (&*group, &meet, &tilings[rank]);
+                    let failures = &failures;
                     s.spawn(move || {
                         let _guard = AbortOnPanic(meet);
                         let out = self.rank_steps(group, meet, rank, tiling, t, start);
+                        let mut order = usize::MAX;
                         if out.is_err() {
+                            order = failures.fetch_add(1, Ordering::SeqCst);
                             meet.abort();
                         }
-                        out
+                        (order, out)
                     })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or(Err(RankFailure::Panicked)))
+                .map(|h| h.join().unwrap_or((0, Err(RankFailure::Panicked))))
                 .collect()
         });
         let execute = start.elapsed();
+        let first = results
+            .iter()
+            .filter(|(_, r)| matches!(r, Err(RankFailure::Error(_))))
+            .map(|(order, _)| *order)
+            .min();
         let mut records = Vec::new();
         let mut aborted = false;
-        for (rank, r) in results.into_iter().enumerate() {
+        for (rank, (order, r)) in results.into_iter().enumerate() {
             match r {
                 Ok(steps) => records.extend(steps),
-                Err(RankFailure::Error(e)) => return Err(e),
+                Err(RankFailure::Error(e)) if Some(order) == first => return Err(e),
+                Err(RankFailure::Error(_)) => {}
                 Err(RankFailure::Aborted) => aborted = true,
                 Err(RankFailure::Panicked) => {
                     return Err(RuntimeError::Step {

@@ -186,3 +186,8 @@ extern "C" __global__ __aicore__ void trap_mmad_uninit(GM_ADDR x)
     LocalTensor<float> c = co1.Get<float>();
     Mmad(c, a, b, MmadParams(32, 16, 16, 0, false, true));
 }
+
+// Kernel types marked as the `.asc` samples do: the marking is checked against the launch.
+extern "C" __global__ __vector__ void marked_vector(GM_ADDR x) {}
+extern "C" __global__ __cube__ void marked_cube(GM_ADDR x) {}
+extern "C" __global__ __mix__(1, 2) void marked_mix(GM_ADDR x) {}

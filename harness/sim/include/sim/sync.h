@@ -17,7 +17,7 @@ namespace sim {
 void CrossCoreSet(uint8_t mode, pipe_t pipe, uint16_t flagId);
 void CrossCoreWait(uint16_t flagId);
 void SyncAllCores(bool aivOnly, const char* api);
-void DeclareKernelType(KernelMetaType t);
+void DeclareKernelType(KernelMetaType t, const char* api = "KERNEL_TASK_TYPE_DEFAULT");
 } // namespace sim
 
 template <HardEvent event>

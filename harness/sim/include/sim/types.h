@@ -23,6 +23,16 @@
 
 #define GM_ADDR __gm__ uint8_t*
 
+// Kernel types as the `.asc` flow marks them (asc-devkit samples: `__global__ __vector__`,
+// `__global__ __cube__`, `__global__ __mix__(1, 2)`). Each places the entry in its own
+// section, so the sim knows the declared type from the entry's address (runtime.cpp
+// MarkedKernelType) and checks it against the launch mode. Only the 1:2 mix exists on
+// dav-c220 here: any other ratio does not compile.
+#define __vector__ __attribute__((section("sim_kernel_vector")))
+#define __cube__ __attribute__((section("sim_kernel_cube")))
+#define __mix__(cube, vector) SIM_KERNEL_MIX_##cube##_##vector
+#define SIM_KERNEL_MIX_1_2 __attribute__((section("sim_kernel_mix_1_2")))
+
 // Pipes and hardware event ids: global enums in the official intrinsic header.
 enum pipe_t : uint8_t {
     PIPE_S = 0,

@@ -1,8 +1,17 @@
 //! The ACL runtime calls the `npu` backend makes, loaded from `libascendcl.so` at run time
-//! (signatures: ascendc.md §B.3). Every call's status is checked; a failure names the call.
+//! (signatures: ascendc.md §B.3, CANN's acl_rt.h). Every call's status is checked; a failure
+//! names the call, the ACL error code and the runtime's recent-error message
+//! (`aclGetRecentErrMsg`, as the asc-devkit samples print it).
+//!
+//! ACL is initialised once per process and cannot be initialised again after
+//! `aclFinalize` (acl.h), so the library lives in a process-wide [`Acl::get`]: `aclInit`
+//! on first use, `aclFinalize` at process exit, after every kernel library it served has
+//! been closed (each closes with its last run's kernels).
 
-use std::ffi::{CString, c_char, c_void};
-use std::path::Path;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use crate::backend::BackendError;
 
@@ -11,45 +20,100 @@ const MALLOC_HUGE_FIRST: i32 = 0;
 /// `aclrtMemcpyKind`.
 const MEMCPY_HOST_TO_DEVICE: i32 = 1;
 const MEMCPY_DEVICE_TO_HOST: i32 = 2;
+/// `aclrtDevAttr`: AI Core (cube) and vector core counts.
+const DEV_ATTR_AICORE_CORE_NUM: i32 = 101;
+const DEV_ATTR_VECTOR_CORE_NUM: i32 = 201;
 
 pub type Stream = *mut c_void;
 
 type InitFn = unsafe extern "C" fn(*const c_char) -> i32;
 type FinalizeFn = unsafe extern "C" fn() -> i32;
+type RecentErrFn = unsafe extern "C" fn() -> *const c_char;
+type SocNameFn = unsafe extern "C" fn() -> *const c_char;
+type DeviceInfoFn = unsafe extern "C" fn(u32, i32, *mut i64) -> i32;
 type DeviceFn = unsafe extern "C" fn(i32) -> i32;
 type CreateStreamFn = unsafe extern "C" fn(*mut Stream) -> i32;
 type StreamFn = unsafe extern "C" fn(Stream) -> i32;
+type SyncTimeoutFn = unsafe extern "C" fn(Stream, i32) -> i32;
 type MallocFn = unsafe extern "C" fn(*mut *mut c_void, usize, i32) -> i32;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> i32;
 type MemcpyFn = unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, i32) -> i32;
 
 /// The loaded ACL library.
 pub struct Acl {
-    init: InitFn,
+    path: PathBuf,
     finalize: FinalizeFn,
+    recent_err: RecentErrFn,
+    soc_name: SocNameFn,
+    device_info: DeviceInfoFn,
     set_device: DeviceFn,
     reset_device: DeviceFn,
     create_stream: CreateStreamFn,
     destroy_stream: StreamFn,
-    synchronize_stream: StreamFn,
+    synchronize_timeout: SyncTimeoutFn,
     malloc: MallocFn,
     free: FreeFn,
     memcpy: MemcpyFn,
     _lib: libloading::Library,
 }
 
-fn check(call: &str, status: i32) -> Result<(), BackendError> {
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(BackendError::Run(format!(
-            "{call} failed with ACL error {status}"
-        )))
+/// What a device offers a launch, as `aclrtGetSocName` / `aclrtGetDeviceInfo` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceCores {
+    pub soc: String,
+    /// AI Cores: cube cores, one per mixed group.
+    pub aic: u32,
+    pub aiv: u32,
+}
+
+/// The process's ACL, initialised by the first [`Acl::get`].
+static PROCESS: Mutex<Option<&'static Acl>> = Mutex::new(None);
+
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> i32;
+}
+
+extern "C" fn finalize_at_exit() {
+    let acl = *PROCESS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(acl) = acl {
+        // SAFETY: the process is exiting; nothing uses ACL after this.
+        let status = unsafe { (acl.finalize)() };
+        if status != 0 {
+            eprintln!("{}", acl.error("aclFinalize", status));
+        }
     }
 }
 
 impl Acl {
-    pub(crate) fn load(path: &Path) -> Result<Acl, BackendError> {
+    /// The process's ACL from `path`: loaded and initialised on first use (one `aclInit`
+    /// per process; `aclFinalize` runs at exit).
+    pub(crate) fn get(path: &Path) -> Result<&'static Acl, BackendError> {
+        let mut process = PROCESS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(acl) = *process {
+            if acl.path != path {
+                return Err(BackendError::Unavailable(format!(
+                    "backend npu: this process initialised ACL from {}; it cannot switch to {}",
+                    acl.path.display(),
+                    path.display()
+                )));
+            }
+            return Ok(acl);
+        }
+        let (acl, init) = Acl::load(path)?;
+        let none = CString::default();
+        // SAFETY: an empty config path means "no config file".
+        let status = unsafe { init(none.as_ptr()) };
+        if status != 0 {
+            return Err(acl.error("aclInit", status));
+        }
+        let acl: &'static Acl = Box::leak(Box::new(acl));
+        *process = Some(acl);
+        // SAFETY: registers a plain extern "C" function.
+        unsafe { atexit(finalize_at_exit) };
+        Ok(acl)
+    }
+
+    fn load(path: &Path) -> Result<(Acl, InitFn), BackendError> {
         let unavailable = |e: libloading::Error| {
             BackendError::Unavailable(format!("backend npu: cannot load {}: {e}", path.display()))
         };
@@ -63,62 +127,119 @@ impl Acl {
                         .map_err(unavailable)?
                 };
             }
-            Ok(Acl {
-                init: sym!("aclInit"),
+            let init: InitFn = sym!("aclInit");
+            let acl = Acl {
+                path: path.to_path_buf(),
                 finalize: sym!("aclFinalize"),
+                recent_err: sym!("aclGetRecentErrMsg"),
+                soc_name: sym!("aclrtGetSocName"),
+                device_info: sym!("aclrtGetDeviceInfo"),
                 set_device: sym!("aclrtSetDevice"),
                 reset_device: sym!("aclrtResetDevice"),
                 create_stream: sym!("aclrtCreateStream"),
                 destroy_stream: sym!("aclrtDestroyStream"),
-                synchronize_stream: sym!("aclrtSynchronizeStream"),
+                synchronize_timeout: sym!("aclrtSynchronizeStreamWithTimeout"),
                 malloc: sym!("aclrtMalloc"),
                 free: sym!("aclrtFree"),
                 memcpy: sym!("aclrtMemcpy"),
                 _lib: lib,
-            })
+            };
+            Ok((acl, init))
         }
     }
 
-    pub(crate) fn init(&self) -> Result<(), BackendError> {
-        let none = CString::default();
-        // SAFETY: an empty config path means "no config file".
-        check("aclInit", unsafe { (self.init)(none.as_ptr()) })
+    /// The runtime's most recent error message on this thread, if it has one.
+    pub(crate) fn recent_error(&self) -> Option<String> {
+        // SAFETY: returns null or a NUL-terminated string owned by ACL, copied at once.
+        let p = unsafe { (self.recent_err)() };
+        (!p.is_null())
+            .then(|| {
+                unsafe { CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .trim()
+                    .to_string()
+            })
+            .filter(|m| !m.is_empty())
     }
 
-    pub(crate) fn finalize(&self) {
-        // SAFETY: called once after every device is reset; failures at exit are moot.
-        unsafe { (self.finalize)() };
+    /// `call` failed with `status`: the error, with the runtime's message.
+    pub(crate) fn error(&self, call: &str, status: i32) -> BackendError {
+        let detail = self
+            .recent_error()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        BackendError::Run(format!("{call} failed with ACL error {status}{detail}"))
+    }
+
+    fn check(&self, call: &str, status: i32) -> Result<(), BackendError> {
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(self.error(call, status))
+        }
+    }
+
+    /// The SoC and core counts of `device`.
+    pub(crate) fn cores(&self, device: u32) -> Result<DeviceCores, BackendError> {
+        // SAFETY: returns null or a NUL-terminated string owned by ACL.
+        let p = unsafe { (self.soc_name)() };
+        if p.is_null() {
+            return Err(self.error("aclrtGetSocName", -1));
+        }
+        // SAFETY: non-null, NUL-terminated (above).
+        let soc = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        let attr = |attr: i32, call: &str| -> Result<u32, BackendError> {
+            let mut v = 0i64;
+            // SAFETY: ACL writes one i64.
+            self.check(call, unsafe { (self.device_info)(device, attr, &mut v) })?;
+            Ok(u32::try_from(v).unwrap_or(0))
+        };
+        Ok(DeviceCores {
+            soc,
+            aic: attr(
+                DEV_ATTR_AICORE_CORE_NUM,
+                "aclrtGetDeviceInfo(ACL_DEV_ATTR_AICORE_CORE_NUM)",
+            )?,
+            aiv: attr(
+                DEV_ATTR_VECTOR_CORE_NUM,
+                "aclrtGetDeviceInfo(ACL_DEV_ATTR_VECTOR_CORE_NUM)",
+            )?,
+        })
     }
 
     /// Binds the calling thread to `device`.
     pub(crate) fn set_device(&self, device: u32) -> Result<(), BackendError> {
         // SAFETY: plain call with a device id.
-        check("aclrtSetDevice", unsafe {
+        self.check("aclrtSetDevice", unsafe {
             (self.set_device)(device as i32)
         })
     }
 
-    pub(crate) fn reset_device(&self, device: u32) {
-        // SAFETY: plain call with a device id; used on teardown.
-        unsafe { (self.reset_device)(device as i32) };
+    pub(crate) fn reset_device(&self, device: u32) -> Result<(), BackendError> {
+        // SAFETY: plain call with a device id.
+        self.check("aclrtResetDevice", unsafe {
+            (self.reset_device)(device as i32)
+        })
     }
 
     pub(crate) fn create_stream(&self) -> Result<Stream, BackendError> {
         let mut s: Stream = std::ptr::null_mut();
         // SAFETY: ACL writes the new stream handle into `s`.
-        check("aclrtCreateStream", unsafe { (self.create_stream)(&mut s) })?;
+        self.check("aclrtCreateStream", unsafe { (self.create_stream)(&mut s) })?;
         Ok(s)
     }
 
-    pub(crate) fn destroy_stream(&self, s: Stream) {
+    pub(crate) fn destroy_stream(&self, s: Stream) -> Result<(), BackendError> {
         // SAFETY: `s` came from create_stream and is not used afterwards.
-        unsafe { (self.destroy_stream)(s) };
+        self.check("aclrtDestroyStream", unsafe { (self.destroy_stream)(s) })
     }
 
-    pub(crate) fn synchronize(&self, s: Stream) -> Result<(), BackendError> {
+    /// Waits for `s`'s work, at most `timeout`.
+    pub(crate) fn synchronize(&self, s: Stream, timeout: Duration) -> Result<(), BackendError> {
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         // SAFETY: `s` is a live stream of the current device.
-        check("aclrtSynchronizeStream", unsafe {
-            (self.synchronize_stream)(s)
+        self.check("aclrtSynchronizeStreamWithTimeout", unsafe {
+            (self.synchronize_timeout)(s, ms)
         })
     }
 
@@ -126,15 +247,15 @@ impl Acl {
     pub(crate) fn malloc(&self, len: usize) -> Result<*mut c_void, BackendError> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: ACL writes the allocation into `p`.
-        check("aclrtMalloc", unsafe {
+        self.check("aclrtMalloc", unsafe {
             (self.malloc)(&mut p, len.max(1), MALLOC_HUGE_FIRST)
         })?;
         Ok(p)
     }
 
-    pub(crate) fn free(&self, p: *mut c_void) {
+    pub(crate) fn free(&self, p: *mut c_void) -> Result<(), BackendError> {
         // SAFETY: `p` came from malloc and is not used afterwards.
-        unsafe { (self.free)(p) };
+        self.check("aclrtFree", unsafe { (self.free)(p) })
     }
 
     /// Copies host bytes to device memory of at least `src.len()` bytes.
@@ -143,7 +264,7 @@ impl Acl {
             return Ok(());
         }
         // SAFETY: `dst` is a device allocation of at least src.len() bytes.
-        check("aclrtMemcpy (host to device)", unsafe {
+        self.check("aclrtMemcpy (host to device)", unsafe {
             (self.memcpy)(
                 dst,
                 src.len(),
@@ -161,7 +282,7 @@ impl Acl {
             return Ok(out);
         }
         // SAFETY: `src` is a device allocation of at least `len` bytes; `out` holds `len`.
-        check("aclrtMemcpy (device to host)", unsafe {
+        self.check("aclrtMemcpy (device to host)", unsafe {
             (self.memcpy)(
                 out.as_mut_ptr().cast(),
                 len,

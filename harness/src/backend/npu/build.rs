@@ -1,10 +1,14 @@
 //! Building a plan's kernels with CANN's toolchain: a CMake project in the Ascend C "ASC"
 //! language flow (ascendc.md §B.1; bisheng compiles, `--npu-arch=dav-2201` for the
-//! 910B/A3 family) with one launcher source per kernel. A launcher includes the generated
-//! kernel and exports `dsv4_launch_<kernel>(blockDim, stream, args)`, which launches it
-//! with `<<<blockDim, nullptr, stream>>>` on the array of device pointers, so the runtime
-//! binds every kernel through one C signature. Builds are cached by a content hash of the
-//! project, the kernel sources and the building blocks.
+//! 910B/A3 family; a Release build, so optimised) with one launcher source per kernel. A
+//! launcher includes the generated kernel (marked `__vector__`, `__cube__` or
+//! `__mix__(1, 2)` as the asc-devkit `.asc` samples do) and exports
+//! `dsv4_launch_<kernel>(blockDim, stream, args)`, which launches it with
+//! `<<<blockDim, nullptr, stream>>>` on the array of device pointers and returns
+//! `aclrtGetLastError` as the samples check it, so the runtime binds every kernel through
+//! one C signature and sees a launch that failed. Builds are cached by a content hash of
+//! the project, the kernel sources, the building blocks and the toolkit (its path and
+//! version files).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,9 +63,11 @@ fn launcher(k: &Kernel) -> String {
     let args: Vec<String> = (0..n).map(|i| format!("(GM_ADDR)args[{i}]")).collect();
     format!(
         "// Host launcher of {name}.\n\
+         #include \"acl/acl.h\"\n\
          #include \"{name}.cpp\"\n\n\
-         extern \"C\" uint32_t {symbol}(uint32_t block_dim, void* stream, void** args)\n\
-         {{\n    {name}<<<block_dim, nullptr, stream>>>({args});\n    return 0;\n}}\n",
+         extern \"C\" int32_t {symbol}(uint32_t block_dim, void* stream, void** args)\n\
+         {{\n    {name}<<<block_dim, nullptr, stream>>>({args});\n    \
+         return aclrtGetLastError(ACL_RT_THREAD_LEVEL);\n}}\n",
         name = k.name,
         symbol = launcher_symbol(k.name),
         args = args.join(", "),
@@ -78,7 +84,7 @@ pub fn build(
     progress: &Progress,
 ) -> Result<PathBuf, BackendError> {
     let files = project(plan, kernels, sources);
-    let dir = cache.join(key(&files, kernels, sources)?);
+    let dir = cache.join(key(toolkit, &files, kernels, sources)?);
     let lib = dir.join("build").join(LIBRARY);
     if lib.is_file() {
         return Ok(lib);
@@ -98,11 +104,14 @@ pub fn build(
         .arg("-B")
         .arg(&build_dir)
         .arg(format!("-DASC_DIR={}", asc.display()))
+        .arg("-DCMAKE_BUILD_TYPE=Release")
         .env("ASCEND_HOME_PATH", &toolkit.root))?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     run(Command::new("cmake")
         .arg("--build")
         .arg(&build_dir)
         .arg("--parallel")
+        .arg(jobs.to_string())
         .env("ASCEND_HOME_PATH", &toolkit.root))?;
     if lib.is_file() {
         Ok(lib)
@@ -135,13 +144,17 @@ fn run(cmd: &mut Command) -> Result<(), BackendError> {
     }
 }
 
-/// A content hash of the project files, the kernel sources and the building blocks.
+/// A content hash of the toolkit, the project files, the kernel sources and the building
+/// blocks.
 fn key(
+    toolkit: &Toolkit,
     files: &[(String, String)],
     kernels: &[Kernel],
     sources: &KernelSources,
 ) -> Result<String, BackendError> {
     let mut h = Sha256::new();
+    h.update(toolkit.fingerprint());
+    h.update([0]);
     let mut read = |p: &Path| -> Result<(), BackendError> {
         let bytes =
             std::fs::read(p).map_err(|e| BackendError::Build(format!("{}: {e}", p.display())))?;
@@ -192,11 +205,35 @@ mod tests {
         let text = launcher(&k);
         assert!(text.contains("#include \"rms_norm_d64.cpp\""), "{text}");
         assert!(text.contains(
-            "extern \"C\" uint32_t dsv4_launch_rms_norm_d64(uint32_t block_dim, void* stream, void** args)"
+            "extern \"C\" int32_t dsv4_launch_rms_norm_d64(uint32_t block_dim, void* stream, void** args)"
         ));
+        assert!(text.contains("return aclrtGetLastError(ACL_RT_THREAD_LEVEL);"));
         assert!(text.contains(
             "rms_norm_d64<<<block_dim, nullptr, stream>>>((GM_ADDR)args[0], (GM_ADDR)args[1], \
              (GM_ADDR)args[2], (GM_ADDR)args[3], (GM_ADDR)args[4]);"
         ));
+    }
+
+    #[test]
+    fn the_cache_key_follows_the_toolkits_path_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = KernelSources {
+            kernels_dir: dir.path().to_path_buf(),
+            include_dir: dir.path().join("include"),
+        };
+        std::fs::create_dir_all(&sources.include_dir).unwrap();
+        let kits = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let kit = |i: usize| Toolkit {
+            root: kits[i].path().to_path_buf(),
+        };
+        let files = [("CMakeLists.txt".to_string(), "project".to_string())];
+        let key_of = |k: &Toolkit| key(k, &files, &[], &sources).unwrap();
+        let first = key_of(&kit(0));
+        assert_eq!(first, key_of(&kit(0)));
+        assert_ne!(first, key_of(&kit(1)), "another toolkit path");
+        let version = kits[0].path().join("compiler/version.info");
+        std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+        std::fs::write(&version, "Version=9.0.1\n").unwrap();
+        assert_ne!(first, key_of(&kit(0)), "another version at the same path");
     }
 }

@@ -4,12 +4,16 @@
 //! Ranks are threads of this process, one per device: rank 0 creates the root info and
 //! every rank joins the communicator from its own thread. A collective step becomes
 //! `HcclAlltoAllV` calls on raw bytes (int8 elements), built from the same transfer list
-//! the sim executes ([`crate::runtime::Exchange::all`]).
+//! the sim executes ([`crate::runtime::Exchange::all`]). A failure names the call, the
+//! HCCL code and `HcclGetErrorString`'s text, then the runtime's recent-error message.
+//! Joining waits at most `HCCL_CONNECT_TIMEOUT` seconds and a collective at most
+//! `HCCL_EXEC_TIMEOUT` (HCCL's own variables); the backend's stream timeout bounds a
+//! collective too.
 
-use std::ffi::c_void;
+use std::ffi::{CStr, c_char, c_void};
 use std::path::Path;
 
-use super::acl::Stream;
+use super::acl::{Acl, Stream};
 use crate::backend::BackendError;
 
 /// `HCCL_ROOT_INFO_BYTES`.
@@ -39,23 +43,16 @@ type AllToAllVFn = unsafe extern "C" fn(
     Stream,
 ) -> i32;
 type CommDestroyFn = unsafe extern "C" fn(Comm) -> i32;
+type ErrorStringFn = unsafe extern "C" fn(i32) -> *const c_char;
 
 pub struct Hccl {
     get_root_info: GetRootInfoFn,
     init_root_info: InitRootInfoFn,
     all_to_all_v: AllToAllVFn,
     comm_destroy: CommDestroyFn,
+    error_string: ErrorStringFn,
+    acl: &'static Acl,
     _lib: libloading::Library,
-}
-
-fn check(call: &str, status: i32) -> Result<(), BackendError> {
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(BackendError::Run(format!(
-            "{call} failed with HCCL error {status}"
-        )))
-    }
 }
 
 /// One rank's side of an all-to-all: per peer, bytes and byte offsets.
@@ -68,7 +65,8 @@ pub struct AllToAllV {
 }
 
 impl Hccl {
-    pub(crate) fn load(path: &Path) -> Result<Hccl, BackendError> {
+    /// HCCL from `path`; `acl` supplies the runtime's recent-error message.
+    pub(crate) fn load(path: &Path, acl: &'static Acl) -> Result<Hccl, BackendError> {
         let unavailable = |e: libloading::Error| {
             BackendError::Unavailable(format!("backend npu: cannot load {}: {e}", path.display()))
         };
@@ -86,16 +84,40 @@ impl Hccl {
                 init_root_info: sym!("HcclCommInitRootInfo"),
                 all_to_all_v: sym!("HcclAlltoAllV"),
                 comm_destroy: sym!("HcclCommDestroy"),
+                error_string: sym!("HcclGetErrorString"),
+                acl,
                 _lib: lib,
             })
         }
+    }
+
+    fn check(&self, call: &str, status: i32) -> Result<(), BackendError> {
+        if status == 0 {
+            return Ok(());
+        }
+        // SAFETY: returns null or a static NUL-terminated string.
+        let p = unsafe { (self.error_string)(status) };
+        let text = if p.is_null() {
+            "no description".into()
+        } else {
+            // SAFETY: non-null, NUL-terminated.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        };
+        let recent = self
+            .acl
+            .recent_error()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        Err(BackendError::Run(format!(
+            "{call} failed with HCCL error {status} ({text}){recent}"
+        )))
     }
 
     /// Rank 0's root info (its device must be set on the calling thread).
     pub(crate) fn root_info(&self) -> Result<RootInfo, BackendError> {
         let mut info = RootInfo([0; ROOT_INFO_BYTES]);
         // SAFETY: HCCL fills the 4108-byte blob.
-        check("HcclGetRootInfo", unsafe {
+        self.check("HcclGetRootInfo", unsafe {
             (self.get_root_info)(&mut info)
         })?;
         Ok(info)
@@ -110,7 +132,7 @@ impl Hccl {
     ) -> Result<Comm, BackendError> {
         let mut comm: Comm = std::ptr::null_mut();
         // SAFETY: `info` is rank 0's root info; HCCL writes the communicator into `comm`.
-        check("HcclCommInitRootInfo", unsafe {
+        self.check("HcclCommInitRootInfo", unsafe {
             (self.init_root_info)(ranks as u32, info, rank as u32, &mut comm)
         })?;
         Ok(comm)
@@ -127,7 +149,7 @@ impl Hccl {
     ) -> Result<(), BackendError> {
         // SAFETY: the count and displacement arrays hold one u64 per rank of `comm`; the
         // device buffers cover every displacement + count (checked by the runtime's plan).
-        check("HcclAlltoAllV", unsafe {
+        self.check("HcclAlltoAllV", unsafe {
             (self.all_to_all_v)(
                 send,
                 plan.send_counts.as_ptr().cast(),
@@ -143,8 +165,8 @@ impl Hccl {
         })
     }
 
-    pub(crate) fn destroy(&self, comm: Comm) {
+    pub(crate) fn destroy(&self, comm: Comm) -> Result<(), BackendError> {
         // SAFETY: `comm` came from join and is not used afterwards.
-        unsafe { (self.comm_destroy)(comm) };
+        self.check("HcclCommDestroy", unsafe { (self.comm_destroy)(comm) })
     }
 }

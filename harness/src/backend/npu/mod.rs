@@ -6,12 +6,14 @@
 
 pub mod acl;
 pub mod build;
+pub mod cores;
 pub mod hccl;
 pub mod toolkit;
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use acl::{Acl, Stream};
 use hccl::{AllToAllV, Comm, Hccl, RootInfo};
@@ -23,15 +25,28 @@ use abi::tiling::TILING_WORDS;
 
 use crate::runtime::{Exchange, Progress, Tiling};
 
+/// How long a stream synchronisation may take before the rank gives up: a peer that
+/// failed leaves a collective waiting, and this bounds the wait.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Ascend devices, one per TP rank.
 #[derive(Debug, Clone)]
 pub struct Npu {
     devices: Vec<u32>,
+    timeout: Duration,
 }
 
 impl Npu {
     pub fn new(devices: Vec<u32>) -> Npu {
-        Npu { devices }
+        Npu {
+            devices,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Bounds every stream synchronisation by `timeout` instead of [`DEFAULT_TIMEOUT`].
+    pub fn with_timeout(self, timeout: Duration) -> Npu {
+        Npu { timeout, ..self }
     }
 }
 
@@ -72,21 +87,27 @@ impl Backend for Npu {
         }
         let acl_path = toolkit.ascendcl()?;
         let hccl_path = if tp > 1 { Some(toolkit.hccl()?) } else { None };
+        let acl = Acl::get(&acl_path)?;
+        for &d in &self.devices {
+            cores::check(plan, kernels, d, &acl.cores(d)?)?;
+        }
         let lib_path = build::build(&toolkit, plan, kernels, sources, &cache_dir(), progress)?;
-        let acl = Acl::load(&acl_path)?;
-        acl.init()?;
-        let hccl = hccl_path.as_deref().map(Hccl::load).transpose()?;
+        let hccl = hccl_path
+            .as_deref()
+            .map(|p| Hccl::load(p, acl))
+            .transpose()?;
         let launchers = Launchers::load(&lib_path, kernels)?;
         Ok(Box::new(NpuKernels {
             acl,
             hccl,
-            launchers,
+            launchers: Some(launchers),
             devices: self.devices.clone(),
+            timeout: self.timeout,
         }))
     }
 }
 
-type LaunchFn = unsafe extern "C" fn(u32, Stream, *mut *mut c_void) -> u32;
+type LaunchFn = unsafe extern "C" fn(u32, Stream, *mut *mut c_void) -> i32;
 
 /// The `dsv4_launch_<kernel>` entry points of the built library.
 struct Launchers {
@@ -121,15 +142,48 @@ impl Launchers {
 }
 
 struct NpuKernels {
-    acl: Acl,
+    acl: &'static Acl,
     hccl: Option<Hccl>,
-    launchers: Launchers,
+    /// `None` only while dropping: the kernel library closes before the devices reset.
+    launchers: Option<Launchers>,
     devices: Vec<u32>,
+    timeout: Duration,
+}
+
+impl NpuKernels {
+    fn launchers(&self) -> &Launchers {
+        self.launchers.as_ref().expect("closed only on drop")
+    }
+}
+
+/// Reports teardown failures, which have no caller to return to.
+fn report_teardown(what: &str, failures: Vec<BackendError>) {
+    for e in failures {
+        eprintln!("backend npu: {what}: {e}");
+    }
 }
 
 impl Drop for NpuKernels {
     fn drop(&mut self) {
-        self.acl.finalize();
+        // The kernel library first, while the devices and ACL are still up; ACL itself is
+        // finalised at process exit (acl::Acl::get).
+        drop(self.launchers.take());
+        let mut failures = Vec::new();
+        let mut reset = Vec::new();
+        for &d in &self.devices {
+            if reset.contains(&d) {
+                continue;
+            }
+            reset.push(d);
+            if let Err(e) = self
+                .acl
+                .set_device(d)
+                .and_then(|()| self.acl.reset_device(d))
+            {
+                failures.push(e);
+            }
+        }
+        report_teardown("releasing the devices", failures);
     }
 }
 
@@ -139,6 +193,11 @@ struct DevBuf {
     ptr: *mut c_void,
     len: usize,
 }
+
+const NO_BUF: DevBuf = DevBuf {
+    ptr: std::ptr::null_mut(),
+    len: 0,
+};
 
 /// One rank's device state.
 struct RankState {
@@ -161,6 +220,64 @@ struct NpuGroup<'a> {
 // before and after; ACL binds the device per thread (`enter` / `read` set it).
 unsafe impl Sync for NpuGroup<'_> {}
 
+/// `e` prefixed with `whose` device failed.
+fn on(whose: String, e: BackendError) -> BackendError {
+    match e {
+        BackendError::Run(m) => BackendError::Run(format!("{whose}: {m}")),
+        other => other,
+    }
+}
+
+/// `e` as a failure of `rank`'s device, outside the runtime's steps (which name the rank).
+fn on_rank(rank: usize, device: u32, e: BackendError) -> BackendError {
+    on(format!("rank {rank} (device {device})"), e)
+}
+
+/// `e` as a failure of `device` during a step of the runtime.
+fn on_device(device: u32, e: BackendError) -> BackendError {
+    on(format!("device {device}"), e)
+}
+
+impl NpuKernels {
+    /// Allocates and fills `rank`'s buffers on `group`.
+    fn allocate(
+        &self,
+        group: &mut NpuGroup<'_>,
+        device: u32,
+        bufs: &[Vec<u8>],
+    ) -> Result<(), BackendError> {
+        let acl = self.acl;
+        acl.set_device(device)?;
+        group.ranks.push(RankState {
+            device,
+            stream: acl.create_stream()?,
+            bufs: Vec::with_capacity(bufs.len()),
+            workspace: NO_BUF,
+            tiling: NO_BUF,
+            comm: Mutex::new(None),
+        });
+        // Pushed before allocating so Drop frees whatever was allocated on failure.
+        let state = group.ranks.last_mut().expect("just pushed");
+        state.workspace = DevBuf {
+            ptr: acl.malloc(32)?,
+            len: 32,
+        };
+        state.tiling = DevBuf {
+            ptr: acl.malloc(4 * TILING_WORDS)?,
+            len: 4 * TILING_WORDS,
+        };
+        for b in bufs {
+            let buf = DevBuf {
+                ptr: acl.malloc(b.len())?,
+                len: b.len(),
+            };
+            state.bufs.push(buf);
+            acl.upload(buf.ptr, b)?;
+        }
+        Ok(())
+    }
+}
+
 impl Kernels for NpuKernels {
     fn group<'a>(
         &'a self,
@@ -172,47 +289,18 @@ impl Kernels for NpuKernels {
             ranks: Vec::with_capacity(initial.len()),
             root: None,
         };
-        for (rank, bufs) in initial.into_iter().enumerate() {
+        for (rank, bufs) in initial.iter().enumerate() {
             let device = self.devices[rank];
-            self.acl.set_device(device)?;
-            let stream = self.acl.create_stream()?;
-            let mut state = RankState {
-                device,
-                stream,
-                bufs: Vec::with_capacity(bufs.len()),
-                workspace: DevBuf {
-                    ptr: std::ptr::null_mut(),
-                    len: 0,
-                },
-                tiling: DevBuf {
-                    ptr: std::ptr::null_mut(),
-                    len: 0,
-                },
-                comm: Mutex::new(None),
-            };
-            state.workspace = DevBuf {
-                ptr: self.acl.malloc(32)?,
-                len: 32,
-            };
-            state.tiling = DevBuf {
-                ptr: self.acl.malloc(4 * TILING_WORDS)?,
-                len: 4 * TILING_WORDS,
-            };
-            // Pushed before uploading so Drop frees whatever was allocated on failure.
-            group.ranks.push(state);
-            let state = group.ranks.last_mut().expect("just pushed");
-            for b in &bufs {
-                let buf = DevBuf {
-                    ptr: self.acl.malloc(b.len())?,
-                    len: b.len(),
-                };
-                state.bufs.push(buf);
-                self.acl.upload(buf.ptr, b)?;
-            }
+            self.allocate(&mut group, device, bufs)
+                .map_err(|e| on_rank(rank, device, e))?;
         }
         if let Some(h) = &self.hccl {
-            self.acl.set_device(self.devices[0])?;
-            group.root = Some(h.root_info()?);
+            let device = self.devices[0];
+            self.acl
+                .set_device(device)
+                .and_then(|()| h.root_info())
+                .map(|root| group.root = Some(root))
+                .map_err(|e| on_rank(0, device, e))?;
         }
         Ok(Box::new(group))
     }
@@ -221,12 +309,14 @@ impl Kernels for NpuKernels {
 impl Group for NpuGroup<'_> {
     fn enter(&self, rank: usize) -> Result<(), BackendError> {
         let r = &self.ranks[rank];
-        self.k.acl.set_device(r.device)?;
-        if let (Some(h), Some(root)) = (&self.k.hccl, &self.root) {
-            let comm = h.join(self.ranks.len(), root, rank)?;
-            *r.comm.lock().unwrap_or_else(PoisonError::into_inner) = Some(comm);
-        }
-        Ok(())
+        let joined = self.k.acl.set_device(r.device).and_then(|()| {
+            if let (Some(h), Some(root)) = (&self.k.hccl, &self.root) {
+                let comm = h.join(self.ranks.len(), root, rank)?;
+                *r.comm.lock().unwrap_or_else(PoisonError::into_inner) = Some(comm);
+            }
+            Ok(())
+        });
+        joined.map_err(|e| on_device(r.device, e))
     }
 
     fn launch(
@@ -237,22 +327,21 @@ impl Group for NpuGroup<'_> {
         tiling: &Tiling,
     ) -> Result<Option<LaunchCounters>, BackendError> {
         let r = &self.ranks[rank];
-        let acl = &self.k.acl;
+        let acl = self.k.acl;
         acl.upload(r.tiling.ptr, &tiling.to_bytes())?;
         let mut ptrs: Vec<*mut c_void> = args.iter().map(|&a| r.bufs[a].ptr).collect();
         ptrs.push(r.workspace.ptr);
         ptrs.push(r.tiling.ptr);
-        let f = self.k.launchers.get(launch.kernel)?;
+        let f = self.k.launchers().get(launch.kernel)?;
         // SAFETY: `ptrs` holds one device pointer per kernel parameter (the runtime checked
         // the count against the kernel), all live allocations of this rank's device.
         let status = unsafe { f(launch.block_dim, r.stream, ptrs.as_mut_ptr()) };
         if status != 0 {
-            return Err(BackendError::Run(format!(
-                "launching {} failed with status {status}",
-                launch.kernel
-            )));
+            let call = format!("launching {} on {} blocks", launch.kernel, launch.block_dim);
+            return Err(on_device(r.device, acl.error(&call, status)));
         }
-        acl.synchronize(r.stream)?;
+        acl.synchronize(r.stream, self.k.timeout)
+            .map_err(|e| on_device(r.device, e))?;
         Ok(None)
     }
 
@@ -278,39 +367,47 @@ impl Group for NpuGroup<'_> {
                 &round,
                 comm,
                 r.stream,
-            )?;
+            )
+            .map_err(|e| on_device(r.device, e))?;
         }
-        self.k.acl.synchronize(r.stream)
+        self.k
+            .acl
+            .synchronize(r.stream, self.k.timeout)
+            .map_err(|e| on_device(r.device, e))
     }
 
     fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError> {
         let r = &self.ranks[rank];
-        self.k.acl.set_device(r.device)?;
-        self.k.acl.download(r.bufs[id].ptr, r.bufs[id].len)
+        let acl = self.k.acl;
+        acl.set_device(r.device)
+            .and_then(|()| acl.download(r.bufs[id].ptr, r.bufs[id].len))
+            .map_err(|e| on_rank(rank, r.device, e))
     }
 }
 
 impl Drop for NpuGroup<'_> {
     fn drop(&mut self) {
-        let acl = &self.k.acl;
-        for r in &self.ranks {
-            if acl.set_device(r.device).is_err() {
-                continue;
-            }
-            if let (Some(h), Some(c)) = (
-                &self.k.hccl,
-                *r.comm.lock().unwrap_or_else(PoisonError::into_inner),
-            ) {
-                h.destroy(c);
+        let acl = self.k.acl;
+        let mut failures = Vec::new();
+        for (rank, r) in self.ranks.iter().enumerate() {
+            let mut step = |res: Result<(), BackendError>| {
+                if let Err(e) = res {
+                    failures.push(on_rank(rank, r.device, e));
+                }
+            };
+            step(acl.set_device(r.device));
+            let comm = *r.comm.lock().unwrap_or_else(PoisonError::into_inner);
+            if let (Some(h), Some(c)) = (&self.k.hccl, comm) {
+                step(h.destroy(c));
             }
             for b in r.bufs.iter().chain([&r.workspace, &r.tiling]) {
                 if !b.ptr.is_null() {
-                    acl.free(b.ptr);
+                    step(acl.free(b.ptr));
                 }
             }
-            acl.destroy_stream(r.stream);
-            acl.reset_device(r.device);
+            step(acl.destroy_stream(r.stream));
         }
+        report_teardown("freeing a run's buffers", failures);
     }
 }
 
