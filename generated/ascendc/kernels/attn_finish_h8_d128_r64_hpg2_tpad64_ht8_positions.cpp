@@ -29,8 +29,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void attn_finish_h8_d128_r64_hpg2_tpad64_ht8_positions(GM_ADDR o, GM_ADDR denom, GM_ADDR freqs_cos, GM_ADDR freqs_sin, GM_ADDR positions, GM_ADDR packed, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void attn_finish_h8_d128_r64_hpg2_tpad64_ht8_positions(GM_ADDR o, GM_ADDR denom, GM_ADDR freqs_cos, GM_ADDR freqs_sin, GM_ADDR positions, GM_ADDR packed, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::AttentionFinish<Params>::Run(o, denom, freqs_cos, freqs_sin, positions, packed, workspace, tiling);
 }

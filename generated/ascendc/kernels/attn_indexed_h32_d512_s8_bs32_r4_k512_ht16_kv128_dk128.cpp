@@ -38,8 +38,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void attn_indexed_h32_d512_s8_bs32_r4_k512_ht16_kv128_dk128(GM_ADDR q, GM_ADDR cmp_kv, GM_ADDR cmp_table, GM_ADDR positions, GM_ADDR topk_idx, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR row_max, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __mix__(1, 2) void attn_indexed_h32_d512_s8_bs32_r4_k512_ht16_kv128_dk128(GM_ADDR q, GM_ADDR cmp_kv, GM_ADDR cmp_table, GM_ADDR positions, GM_ADDR topk_idx, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR row_max, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     dsv4::AttentionIndexed<Params>::Run(q, cmp_kv, cmp_table, positions, topk_idx, scores, probs, part, o, denom, row_max, workspace, tiling);
 }

@@ -30,8 +30,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void attn_window_softmax_h128_d512_w128_s2_ht16(GM_ADDR scores, GM_ADDR swa_indices, GM_ADDR swa_lens, GM_ADDR attn_sink, GM_ADDR probs, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void attn_window_softmax_h128_d512_w128_s2_ht16(GM_ADDR scores, GM_ADDR swa_indices, GM_ADDR swa_lens, GM_ADDR attn_sink, GM_ADDR probs, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::AttentionSoftmax<Params>::Run(scores, swa_indices, swa_lens, attn_sink, probs, denom, workspace, tiling);
 }

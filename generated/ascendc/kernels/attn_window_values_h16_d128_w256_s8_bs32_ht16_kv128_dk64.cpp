@@ -21,8 +21,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void attn_window_values_h16_d128_w256_s8_bs32_ht16_kv128_dk64(GM_ADDR probs, GM_ADDR kv_cache, GM_ADDR swa_indices, GM_ADDR swa_lens, GM_ADDR o, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void attn_window_values_h16_d128_w256_s8_bs32_ht16_kv128_dk64(GM_ADDR probs, GM_ADDR kv_cache, GM_ADDR swa_indices, GM_ADDR swa_lens, GM_ADDR o, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::AttentionValues<Params>::Run(probs, kv_cache, swa_indices, swa_lens, o, workspace, tiling);
 }

@@ -11,8 +11,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void cache_insert_d512_bs128_t8(GM_ADDR kv, GM_ADDR slots, GM_ADDR kv_cache, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void cache_insert_d512_bs128_t8(GM_ADDR kv, GM_ADDR slots, GM_ADDR kv_cache, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::CacheInsert<Params>::Run(kv, slots, kv_cache, workspace, tiling);
 }

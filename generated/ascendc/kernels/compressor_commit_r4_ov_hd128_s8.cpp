@@ -14,8 +14,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void compressor_commit_r4_ov_hd128_s8(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions, GM_ADDR state_slots, GM_ADDR state, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void compressor_commit_r4_ov_hd128_s8(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions, GM_ADDR state_slots, GM_ADDR state, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::CompressorCommit<Params>::Run(kvp, score, ape, positions, state_slots, state, workspace, tiling);
 }

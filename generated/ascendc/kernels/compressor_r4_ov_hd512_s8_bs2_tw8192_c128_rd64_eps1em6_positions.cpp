@@ -35,8 +35,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void compressor_r4_ov_hd512_s8_bs2_tw8192_c128_rd64_eps1em6_positions(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR norm_w, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR state_slots, GM_ADDR cmp_slots, GM_ADDR state_table, GM_ADDR state, GM_ADDR cmp_kv, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void compressor_r4_ov_hd512_s8_bs2_tw8192_c128_rd64_eps1em6_positions(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR norm_w, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR state_slots, GM_ADDR cmp_slots, GM_ADDR state_table, GM_ADDR state, GM_ADDR cmp_kv, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::Compressor<Params>::Run(kvp, score, ape, norm_w, cos, sin, positions, state_slots, cmp_slots, state_table, state, cmp_kv, workspace, tiling);
 }

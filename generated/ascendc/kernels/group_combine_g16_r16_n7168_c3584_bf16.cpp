@@ -18,8 +18,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void group_combine_g16_r16_n7168_c3584_bf16(GM_ADDR p, GM_ADDR scale, GM_ADDR wo_b_scale, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void group_combine_g16_r16_n7168_c3584_bf16(GM_ADDR p, GM_ADDR scale, GM_ADDR wo_b_scale, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::GroupCombine<Params>::Run(p, scale, wo_b_scale, out, workspace, tiling);
 }

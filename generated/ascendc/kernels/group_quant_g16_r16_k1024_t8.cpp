@@ -18,8 +18,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void group_quant_g16_r16_k1024_t8(GM_ADDR x, GM_ADDR q, GM_ADDR scale, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void group_quant_g16_r16_k1024_t8(GM_ADDR x, GM_ADDR q, GM_ADDR scale, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::GroupQuant<Params>::Run(x, q, scale, workspace, tiling);
 }

@@ -17,8 +17,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void hc_post_hc4_d7168_t8_c256(GM_ADDR attn_out, GM_ADDR x_hc, GM_ADDR post, GM_ADDR comb, GM_ADDR x_out, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void hc_post_hc4_d7168_t8_c256(GM_ADDR attn_out, GM_ADDR x_hc, GM_ADDR post, GM_ADDR comb, GM_ADDR x_out, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::HcPost<Params>::Run(attn_out, x_hc, post, comb, x_out, workspace, tiling);
 }

@@ -29,8 +29,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void hc_pre_mix_hc4_d7168_m16_p23_c1024_it20_rms1em6_hc1em6(GM_ADDR x_hc, GM_ADDR hc_attn_scale, GM_ADDR hc_attn_base, GM_ADDR hc_partials, GM_ADDR x_mixed, GM_ADDR post, GM_ADDR comb, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void hc_pre_mix_hc4_d7168_m16_p23_c1024_it20_rms1em6_hc1em6(GM_ADDR x_hc, GM_ADDR hc_attn_scale, GM_ADDR hc_attn_base, GM_ADDR hc_partials, GM_ADDR x_mixed, GM_ADDR post, GM_ADDR comb, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::HcPreMix<Params>::Run(x_hc, hc_attn_scale, hc_attn_base, hc_partials, x_mixed, post, comb, workspace, tiling);
 }

@@ -19,8 +19,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void hc_pre_proj_hc4_d7168_m16_k128_s10_p23(GM_ADDR x_hc, GM_ADDR hc_attn_fn, GM_ADDR hc_partials, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void hc_pre_proj_hc4_d7168_m16_k128_s10_p23(GM_ADDR x_hc, GM_ADDR hc_attn_fn, GM_ADDR hc_partials, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::HcPreProjection<Params>::Run(x_hc, hc_attn_fn, hc_partials, workspace, tiling);
 }

@@ -22,8 +22,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void index_q_heads_h16_hd128_rd64_g16_s8(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void index_q_heads_h16_hd128_rd64_g16_s8(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::IndexQHeads<Params>::Run(acc, qr_scale, wq_b_scale, cos, sin, positions, q, workspace, tiling);
 }

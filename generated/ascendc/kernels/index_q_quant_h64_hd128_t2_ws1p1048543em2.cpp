@@ -20,8 +20,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void index_q_quant_h64_hd128_t2_ws1p1048543em2(GM_ADDR qh, GM_ADDR head_sums, GM_ADDR q, GM_ADDR q_scale, GM_ADDR weights, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void index_q_quant_h64_hd128_t2_ws1p1048543em2(GM_ADDR qh, GM_ADDR head_sums, GM_ADDR q, GM_ADDR q_scale, GM_ADDR weights, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::IndexQQuant<Params>::Run(qh, head_sums, q, q_scale, weights, workspace, tiling);
 }

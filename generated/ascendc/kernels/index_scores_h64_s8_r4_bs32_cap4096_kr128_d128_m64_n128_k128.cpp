@@ -23,8 +23,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void index_scores_h64_s8_r4_bs32_cap4096_kr128_d128_m64_n128_k128(GM_ADDR q, GM_ADDR kv_seq_lens, GM_ADDR keys, GM_ADDR table, GM_ADDR raw, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void index_scores_h64_s8_r4_bs32_cap4096_kr128_d128_m64_n128_k128(GM_ADDR q, GM_ADDR kv_seq_lens, GM_ADDR keys, GM_ADDR table, GM_ADDR raw, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::IndexScores<Params>::Run(q, kv_seq_lens, keys, table, raw, workspace, tiling);
 }

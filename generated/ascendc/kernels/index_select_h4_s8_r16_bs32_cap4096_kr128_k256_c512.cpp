@@ -28,8 +28,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void index_select_h4_s8_r16_bs32_cap4096_kr128_k256_c512(GM_ADDR raw, GM_ADDR q_scale, GM_ADDR weights, GM_ADDR key_scale, GM_ADDR table, GM_ADDR kv_seq_lens, GM_ADDR positions, GM_ADDR topk, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void index_select_h4_s8_r16_bs32_cap4096_kr128_k256_c512(GM_ADDR raw, GM_ADDR q_scale, GM_ADDR weights, GM_ADDR key_scale, GM_ADDR table, GM_ADDR kv_seq_lens, GM_ADDR positions, GM_ADDR topk, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::IndexSelect<Params>::Run(raw, q_scale, weights, key_scale, table, kv_seq_lens, positions, topk, workspace, tiling);
 }

@@ -17,8 +17,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void k_slice_sum_n64_s4_r256(GM_ADDR parts, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void k_slice_sum_n64_s4_r256(GM_ADDR parts, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::KSliceSum<Params>::Run(parts, out, workspace, tiling);
 }

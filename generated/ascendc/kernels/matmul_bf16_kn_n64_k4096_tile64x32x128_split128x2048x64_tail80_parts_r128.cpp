@@ -34,8 +34,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x64_tail80_parts_r128(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x64_tail80_parts_r128(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::Matmul<Params>::Run(a, b, c, workspace, tiling);
 }

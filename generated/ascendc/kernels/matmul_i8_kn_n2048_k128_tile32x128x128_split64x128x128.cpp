@@ -33,8 +33,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void matmul_i8_kn_n2048_k128_tile32x128x128_split64x128x128(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void matmul_i8_kn_n2048_k128_tile32x128x128_split64x128x128(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::Matmul<Params>::Run(a, b, c, workspace, tiling);
 }

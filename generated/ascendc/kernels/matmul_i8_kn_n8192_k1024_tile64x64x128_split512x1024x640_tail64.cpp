@@ -34,8 +34,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void matmul_i8_kn_n8192_k1024_tile64x64x128_split512x1024x640_tail64(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __cube__ void matmul_i8_kn_n8192_k1024_tile64x64x128_split512x1024x640_tail64(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     dsv4::Matmul<Params>::Run(a, b, c, workspace, tiling);
 }

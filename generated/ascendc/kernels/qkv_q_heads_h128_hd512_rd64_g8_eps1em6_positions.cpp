@@ -27,8 +27,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions(GM_ADDR acc, GM_ADDR qr_scale, GM_ADDR wq_b_scale, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions, GM_ADDR q, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::QHeads<Params>::Run(acc, qr_scale, wq_b_scale, cos, sin, positions, q, workspace, tiling);
 }

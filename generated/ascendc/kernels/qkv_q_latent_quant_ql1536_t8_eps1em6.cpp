@@ -20,8 +20,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void qkv_q_latent_quant_ql1536_t8_eps1em6(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qr_scale, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void qkv_q_latent_quant_ql1536_t8_eps1em6(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qr_scale, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::QLatentQuant<Params>::Run(latent, gamma, qr, qr_scale, workspace, tiling);
 }

@@ -19,8 +19,7 @@ struct Params {
 };
 }  // namespace
 
-extern "C" __global__ __aicore__ void rms_norm_d7168_t2_c1024_eps1em6(GM_ADDR x, GM_ADDR weight, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling)
+extern "C" __global__ __vector__ void rms_norm_d7168_t2_c1024_eps1em6(GM_ADDR x, GM_ADDR weight, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     dsv4::RmsNorm<Params>::Run(x, weight, y, workspace, tiling);
 }
