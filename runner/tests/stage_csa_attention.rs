@@ -16,7 +16,6 @@ mod attention_checks;
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use attention_checks::packed_heads;
 use golden::attention::{KvSources, pack_heads, sparse_attention};
@@ -288,18 +287,15 @@ fn top_k_lists(
 }
 
 /// Runs the stage and checks o_packed_heads, the poisoned padding and the peak memory;
-/// prints each launch's wall time and GM traffic and the process's CPU time over the run
-/// (the machine may be shared); returns the GM bytes the stage's launches moved.
-fn check(variant_name: &str, case: &Case) -> u64 {
+/// prints each launch's GM traffic.
+fn check(variant_name: &str, case: &Case) {
     let p = plan(variant_name);
     let given: TensorMap = case.tensors(p).into_iter().collect();
     let rt = support::stages(variant_name, STAGE);
-    let (cpu0, start) = (cpu_seconds(), Instant::now());
     let out = rt
         .run_stages(&given, &case.tiling())
         .unwrap_or_else(|e| panic!("{e}"));
-    let (elapsed, cpu) = (start.elapsed(), cpu_seconds() - cpu0);
-    let launches: Vec<(String, LaunchStats, Duration)> = out
+    let launches: Vec<(String, LaunchStats)> = out
         .steps
         .iter()
         .map(|s| match &s.kind {
@@ -308,7 +304,6 @@ fn check(variant_name: &str, case: &Case) -> u64 {
             } => (
                 kernel.to_string(),
                 counters.clone().expect("the sim counts every launch").stats,
-                s.wall(),
             ),
             StepKind::Exchange { .. } => unreachable!("a stage run has no collectives"),
         })
@@ -324,40 +319,19 @@ fn check(variant_name: &str, case: &Case) -> u64 {
     );
     let got = out.tensors.values::<bf16>("o_packed_heads").unwrap();
     let worst = packed_heads(variant_name, p, got, &want, t, 0.0);
-    let stats: Vec<(String, LaunchStats)> =
-        launches.iter().map(|(k, s, _)| (k.clone(), *s)).collect();
-    support::check_peaks(&p.variant, &stats);
+    support::check_peaks(&p.variant, &launches);
     println!(
         "{variant_name}, t = {t} ({with_rows} tokens with kept rows, {masked} masked slots): \
-         stage {elapsed:.2?} wall, {cpu:.2} s CPU, max |d| {worst:.2e}"
+         max |d| {worst:.2e}"
     );
-    for (kernel, s, wall) in &launches {
+    for (kernel, s) in &launches {
         println!(
-            "  {kernel}: {wall:.2?}, GM {} B (distinct {} B), scalar GM reads {}",
+            "  {kernel}: GM {} B (distinct {} B), scalar GM reads {}",
             s.gm_bytes(),
             s.gm_distinct_bytes(),
             s.scalar_gm_reads
         );
     }
-    stats.iter().map(|(_, s)| s.gm_bytes()).sum()
-}
-
-/// CPU seconds this process has used (all threads: the sim's cores are threads), from
-/// /proc/self/stat (utime + stime, in the kernel's 100 Hz ticks); 0 where it cannot be read.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // fields after the parenthesised command name; utime and stime are fields 14 and 15
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (tick(11) + tick(12)) / 100.0
 }
 
 #[test]
@@ -380,27 +354,4 @@ fn csa_small_tp2_rank_at_capacity_and_below() {
     let case = Case::new("csa_small_tp2", &STARTS_TP2[..STARTS_TP2.len() - 1], true);
     case.assert_varied();
     check("csa_small_tp2", &case);
-}
-
-/// The FLASH layer's stage at TP 2 (256 tokens per rank, 64 heads of 512, every token
-/// listing 512 visible rows: 640 candidate rows each), against the golden as above; prints
-/// the stage's sim time and GM traffic against the minimum (q, 640 rows per token, out).
-/// Slow on a shared 2-core machine: `cargo test -p runner --test stage_csa_attention --
-/// --ignored --nocapture`.
-#[test]
-#[ignore = "FLASH dims: a measurement, about a minute"]
-fn csa_tp2_flash_rank_full_lists() {
-    let name = "csa_tp2";
-    let p = plan(name);
-    let requests = p.shape.local_t / p.shape.decode_seq;
-    let starts: Vec<i32> = (0..requests as i32).map(|i| 2048 + 397 * i).collect();
-    let case = Case::new(name, &starts, false);
-    let moved = check(name, &case);
-    let d = &case.spec.dims;
-    let rows = d.window + case.topk.len() / case.t;
-    let minimum = case.t * (2 * d.heads * d.head_dim + rows * d.head_dim) * 2;
-    println!(
-        "stage GM {moved} B, minimum (q + {rows} rows per token + out) {minimum} B: {:.2}x",
-        moved as f64 / minimum as f64
-    );
 }
