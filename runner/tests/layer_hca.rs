@@ -7,47 +7,16 @@
 
 mod layer_checks;
 
-use golden::LayerSpec;
-use golden::compare::{Report, compare_layer};
 use golden::fixtures::StartPositions;
 use golden::io;
-use golden::tensor::TensorMap;
-use harness::runtime::Runtime;
-use layer_checks::{assert_pass, runtime, seeded};
+use layer_checks::{judge_repeated, runtime, seeded_case};
 use runner::variant;
 
-/// Runs `inputs` three times: the outputs must be bit-identical (the kernels' parallel
-/// order may not show in the result); the first run's outputs must pass against `want`.
-fn judge(what: &str, rt: &Runtime, spec: &LayerSpec, inputs: &TensorMap, want: &TensorMap) {
-    let first = rt.run(inputs).unwrap_or_else(|e| panic!("{e}"));
-    assert!(first.stray.is_empty(), "{:?}", first.stray);
-    for rep in 2..=3 {
-        let again = rt.run(inputs).unwrap_or_else(|e| panic!("{e}"));
-        for (name, t) in first.outputs.iter() {
-            let other = again.outputs.get(name).expect("same outputs");
-            assert!(
-                t.as_le_bytes() == other.as_le_bytes(),
-                "{what}: {name}: run {rep} differs from run 1"
-            );
-        }
-    }
-    let reports: Vec<Report> = compare_layer(spec, inputs, &first.outputs, want);
-    assert_pass(
-        what,
-        &reports,
-        &["x_out", "compress_state", "kv_cache", "cmp_kv"],
-    );
-}
+const OUTPUTS: [&str; 4] = ["x_out", "compress_state", "kv_cache", "cmp_kv"];
 
-/// One seeded case of `name` against the golden; returns the fixture's count of pooled
-/// state rows another request writes in the same step.
+/// One seeded case, three runs; returns its cross-request state reads.
 fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
-    let rt = runtime(name);
-    let spec = variant::layer_spec(rt.plan()).unwrap();
-    let what = format!("{name} {starts:?} {tokens:?}");
-    let (f, want) = seeded(&spec, starts, tokens);
-    judge(&what, rt, &spec, &f.inputs, &want);
-    f.state_aliases
+    seeded_case(name, (starts, tokens), 3, &OUTPUTS)
 }
 
 /// Default starts at capacity and capacity − 8 tokens; the reference's mixed list (one
@@ -99,11 +68,12 @@ fn the_reference_vectors_replay_through_hca_ref_at_tp1() {
     let saved = io::load_case(&dir).unwrap();
     let rt = runtime("hca_ref_tp1");
     let spec = variant::layer_spec(rt.plan()).unwrap();
-    judge(
+    judge_repeated(
         "reference vectors",
         rt,
         &spec,
-        &saved.inputs,
-        &saved.outputs,
+        (&saved.inputs, &saved.outputs),
+        3,
+        &OUTPUTS,
     );
 }
