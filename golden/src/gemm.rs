@@ -6,10 +6,10 @@
 //! int8 products: the reference accumulates in i32. We multiply the int8 values
 //! as f32 instead, which is exact while every partial sum stays an integer of
 //! magnitude ≤ 2^24: that holds whenever `k · 128² ≤ 2^24` (k ≤ 1024), whatever
-//! the summation order. Longer reductions fall back to an i32 loop.
+//! the summation order. Longer reductions are cut into such K slices, whose
+//! exact integers add in i32 before the one rounding to f32.
 
 use gemm::Parallelism;
-use rayon::prelude::*;
 
 /// Whether a product may use every rayon thread or must stay on the caller's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,34 +152,33 @@ pub fn matmul_i8(a: Mat<i8>, b: Mat<i8>, threads: Threads) -> Vec<f32> {
 }
 
 /// `A · B` of int8 values already widened to f32 (so a large weight is widened
-/// once), with exact i32 semantics: the f32 product when `k ≤ EXACT_I8_K`,
-/// otherwise an i32 loop.
+/// once), with exact i32 semantics and one rounding to f32: the f32 product of
+/// K slices of at most `EXACT_I8_K` (each exact), their integers summed in i32.
 pub fn matmul_int(a: Mat<f32>, b: Mat<f32>, threads: Threads) -> Vec<f32> {
     if a.cols <= EXACT_I8_K {
         return matmul(a, b, threads);
     }
     assert_eq!(a.cols, b.rows, "matmul_int: inner dims differ");
-    a.check("lhs");
-    b.check("rhs");
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    let mut dst = vec![0.0f32; m * n];
-    let row = |i: usize, out: &mut [f32]| {
-        for (j, o) in out.iter_mut().enumerate() {
-            let acc: i32 = (0..k)
-                .map(|p| a.data[i * a.rs + p * a.cs] as i32 * b.data[p * b.rs + j * b.cs] as i32)
-                .sum();
-            *o = acc as f32;
+    let mut acc = vec![0i32; m * n];
+    for k0 in (0..k).step_by(EXACT_I8_K) {
+        let kk = EXACT_I8_K.min(k - k0);
+        let part = matmul(
+            Mat {
+                data: &a.data[k0 * a.cs..],
+                cols: kk,
+                ..a
+            },
+            Mat {
+                data: &b.data[k0 * b.rs..],
+                rows: kk,
+                ..b
+            },
+            threads,
+        );
+        for (s, p) in acc.iter_mut().zip(part) {
+            *s += p as i32;
         }
-    };
-    match threads {
-        Threads::All => dst
-            .par_chunks_mut(n.max(1))
-            .enumerate()
-            .for_each(|(i, out)| row(i, out)),
-        Threads::One => dst
-            .chunks_mut(n.max(1))
-            .enumerate()
-            .for_each(|(i, out)| row(i, out)),
     }
-    dst
+    acc.into_iter().map(|v| v as f32).collect()
 }

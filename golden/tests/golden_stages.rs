@@ -165,7 +165,8 @@ fn int8_quantisation_round_trip_is_within_half_a_step() {
 #[test]
 fn int8_products_are_exact_on_both_paths() {
     let d = Draws::new(11);
-    for k in [EXACT_I8_K, EXACT_I8_K + 16] {
+    // One slice, two, Pro's K = 1536 (sums past 2^24), three slices with a ragged last one.
+    for k in [EXACT_I8_K, EXACT_I8_K + 16, 1536, 3 * EXACT_I8_K + 5] {
         let mut a: Vec<i8> = d
             .uniform("a", 3 * k, -128.0, 128.0)
             .iter()
