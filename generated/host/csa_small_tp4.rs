@@ -70,10 +70,10 @@ pub const AXES: &[AxisBound] = &[
     AxisBound { name: "nb", max: 64 },
     AxisBound { name: "state_nb", max: 64 },
     AxisBound { name: "cmp_nb", max: 16 },
-    AxisBound { name: "cmp_tw", max: 16 },
+    AxisBound { name: "cmp_tw", max: 32 },
     AxisBound { name: "inner_state_nb", max: 64 },
     AxisBound { name: "idx_nb", max: 16 },
-    AxisBound { name: "idx_tw", max: 16 },
+    AxisBound { name: "idx_tw", max: 64 },
 ];
 
 /// The host ABI in the reference's parameter order; shapes are per rank.

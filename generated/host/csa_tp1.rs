@@ -73,7 +73,7 @@ pub const AXES: &[AxisBound] = &[
     AxisBound { name: "cmp_tw", max: 128 },
     AxisBound { name: "inner_state_nb", max: 260 },
     AxisBound { name: "idx_nb", max: 256 },
-    AxisBound { name: "idx_tw", max: 128 },
+    AxisBound { name: "idx_tw", max: 256 },
 ];
 
 /// The host ABI in the reference's parameter order; shapes are per rank.

@@ -105,6 +105,11 @@ pub fn axes(a: &AbiInput) -> Vec<Axis> {
             doc: "raw KV pool blocks",
         },
     ];
+    // The reference's block tables cover every compressed row a request can reach by
+    // position (KV_CMP_MAX_BLOCKS), even past a smaller pool; the index-key table is twice
+    // as wide (IDX_CACHE_MAX_BLOCKS, only its first half reachable; hca_csa.md §1.3).
+    let cmp_table =
+        |c: &CompressorPlan| (a.pools.max_positions / c.ratio).div_ceil(a.pools.block_size);
     if let Some(c) = a.compressor {
         axes.extend([
             Axis {
@@ -119,7 +124,7 @@ pub fn axes(a: &AbiInput) -> Vec<Axis> {
             },
             Axis {
                 name: "cmp_tw",
-                max: c.cache_table_width,
+                max: cmp_table(c),
                 doc: "compressed KV block-table width",
             },
         ]);
@@ -138,7 +143,7 @@ pub fn axes(a: &AbiInput) -> Vec<Axis> {
             },
             Axis {
                 name: "idx_tw",
-                max: i.inner.cache_table_width,
+                max: 2 * cmp_table(&i.inner),
                 doc: "index-key cache block-table width",
             },
         ]);
