@@ -48,6 +48,8 @@ const HC_POST: &str = "  - hc_post:\n      tiling: { tokens: 8, cols: 128 }\n";
 const O_REDUCE_SCATTER: &str = "  - o_reduce_scatter:\n      tiling: { rows: 8, cols: 256 }\n";
 const ATTN_TILING: &str = "tiling: { heads: 8, kv_rows: 128, d: 64 }";
 const INDEX_QUERY: &str = "  - index_query:\n      tiling: { m: 32, n: 128, k: 128, tokens: 2 }\n";
+const INDEX_COMPRESSOR: &str =
+    "  - index_compressor:\n      tiling: { m: 32, n: 128, k: 128, tokens: 8, channels: 64 }\n";
 const QKV_TILING: &str = "tiling: { m: 32, n: 128, k: 128, tokens: 8 }";
 
 fn cases() -> Vec<Case> {
@@ -212,6 +214,10 @@ fn cases() -> Vec<Case> {
             edit(&hca(), &[(common::HCA_COMPRESSOR, &format!("{}{INDEX_QUERY}", common::HCA_COMPRESSOR))]),
             ("- index_query:", "index_query"), "index_query stage without an indexer stage",
             "index queries take their heads and head_dim from the layer's indexer stage"),
+        case("index keys without an indexer",
+            edit(&hca(), &[(common::HCA_COMPRESSOR, &format!("{}{INDEX_COMPRESSOR}", common::HCA_COMPRESSOR))]),
+            ("- index_compressor:", "index_compressor"), "index_compressor stage without an indexer stage",
+            "index keys take their head_dim and pools from the layer's indexer stage"),
         case("yarn band inverted", hca().replace("beta_fast: 32.0", "beta_fast: 0.5"),
             ("yarn:", "0.5"), "yarn beta_fast 0.5 is not larger than beta_slow 1", "beta_fast > beta_slow"),
         // The stage graph.

@@ -1,8 +1,11 @@
 //! The lightning indexer of CSA (hca_csa.md §5): int8 index queries, head
-//! weights, ReLU-weighted int8 scores against the int8 index-key cache, top-k.
+//! weights, the index keys' write (the inner compressor's tail), ReLU-weighted
+//! int8 scores against the int8 index-key cache, top-k.
 
 use super::GoldenError;
 use super::arith::{bf16_round, sum, widen};
+use super::cache_insert::insert_rows;
+use super::compressor::{self, Pooled};
 use super::dims::{CsaDims, Dims};
 use super::gemm::{Mat, Threads, matmul, matmul_i8, matmul_int, widen_i8};
 use super::quant::quantize_row;
@@ -182,4 +185,51 @@ pub fn scores(
         })
         .collect::<Result<_, _>>()?;
     Ok(per_request.concat())
+}
+
+/// The inner compressor's tail (hca_csa.md §4.5, §5.3): norm + RoPE with the
+/// step row, bf16, times the Hadamard matrix, then quant-on-write of the
+/// bf16-rounded row into the int8 index cache and its scale.
+#[allow(clippy::too_many_arguments)]
+pub fn write_index_keys(
+    d: &Dims,
+    c: &CsaDims,
+    pooled: Vec<Pooled>,
+    norm_w: &[bf16],
+    hadamard: &[bf16],
+    step: &RopeRows,
+    idx_slots: &[i64],
+    keys: &mut [i8],
+    scales: &mut [f32],
+) -> Result<(), GoldenError> {
+    let id = c.index_head_dim;
+    let h = widen(hadamard);
+    for mut p in pooled {
+        compressor::normalize_rotate(
+            &mut p.values,
+            norm_w,
+            d.rms_eps,
+            step.cos(p.request),
+            step.sin(p.request),
+        );
+        let rounded: Vec<f32> = p.values.iter().map(|&v| bf16_round(v)).collect();
+        let kf = matmul(
+            Mat::rows(&rounded, 1, id),
+            Mat::rows(&h, id, id),
+            Threads::One,
+        );
+        let row: Vec<f32> = kf.iter().map(|&v| bf16_round(v)).collect();
+        let mut q8 = vec![0i8; id];
+        let scale = quantize_row(&row, &mut q8);
+        let tok = p.request * d.seq + p.boundary;
+        insert_rows(keys, id, &q8, &idx_slots[tok..=tok], "idx_slot_mapping")?;
+        insert_rows(
+            scales,
+            1,
+            &[scale],
+            &idx_slots[tok..=tok],
+            "idx_slot_mapping",
+        )?;
+    }
+    Ok(())
 }

@@ -232,6 +232,8 @@ fn target(
     spec: Option<&Path>,
 ) -> Result<(&'static VariantPlan, LayerSpec), Stop> {
     let plan = variant::select(layer, tp, spec, &cwd()).map_err(Stop::usage)?;
+    // A draft's stages without kernels first: its dims may be ones the golden refuses too.
+    require_kernels(plan)?;
     let spec = variant::layer_spec(plan).map_err(Stop::fail)?;
     Ok((plan, spec))
 }
@@ -261,7 +263,6 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
         golden_data: a.golden_data,
     };
     let source = Source::choose(&spec, plan, &choice)?;
-    require_kernels(plan)?;
     let runtime = prepare(plan, backend, &devices, checks)?;
     let total = cases::count(&source);
     let mut results = Vec::with_capacity(total);
@@ -312,7 +313,6 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
             ..Choice::default()
         },
     )?;
-    require_kernels(plan)?;
     let runtime = prepare(
         plan,
         BackendKind::Sim,
@@ -356,7 +356,6 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
             ..Choice::default()
         },
     )?;
-    require_kernels(plan)?;
     let built = Instant::now();
     let ranks = devices(None, plan.abi.tp)?;
     let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default())?;

@@ -162,17 +162,29 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
             "--layer",
             "csa",
             "--spec",
-            "specs/test/csa_small.yaml",
+            "specs/test/csa_unplanned.yaml",
             "--tp",
-            "1",
+            "8",
             "--start-pos",
             "100",
         ],
-        &["csa_small_tp1: stage", "has no kernels yet", "indexer"],
+        &[
+            "csa_unplanned_tp8: stage",
+            "has no kernels yet",
+            "index_compressor",
+        ],
     );
     refused(
-        &["cost", "--layer", "csa", "--tp", "1"],
-        &["csa_tp1: stage", "has no kernels yet"],
+        &[
+            "cost",
+            "--layer",
+            "csa",
+            "--spec",
+            "specs/test/csa_unplanned.yaml",
+            "--tp",
+            "8",
+        ],
+        &["csa_unplanned_tp8: stage", "has no kernels yet"],
     );
     let out = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(mini("1", &["--backend", "npu"]))

@@ -14,7 +14,8 @@
 //! The RoPE angles are the host's per-request rows (`cmp_freqs_*`, `rope.table:
 //! per_token`) or, with `rope.table: positions` (CSA), the full table's row at the window
 //! start, gathered in the kernel (`…_positions`). [`plan_instance`] plans one compressor
-//! over named tensors, so that CSA's index-key compressor can reuse it.
+//! over named tensors, so that CSA's index-key compressor (`index_compressor`) reuses it,
+//! its pooled rows going to a workspace row per request instead of a pool.
 
 use abi::{DType, Dim};
 use serde::Deserialize;
@@ -130,6 +131,7 @@ impl Kind for Compressor {
                 "compress_state",
             ],
             rows: ["cmp_slot_mapping", "cmp_kv"],
+            to_token: false,
             per_token_rope: ["cmp_freqs_cos", "cmp_freqs_sin"],
             rope_align: c.ratio,
         };
@@ -147,8 +149,12 @@ pub struct Instance<'a> {
     pub weights: [&'static str; 4],
     /// The state: slot mapping (write contract), block table (read contract), pool.
     pub state: [&'static str; 3],
-    /// Where a pooled row goes: the slot mapping of the boundary token, the bf16 pool.
+    /// Where a pooled row goes: the slot mapping of the boundary token (−1: no row), the
+    /// bf16 pool (or, `to_token`, the workspace).
     pub rows: [&'static str; 2],
+    /// The row goes to row b·SEQ (the request's first token) of a `[t, head_dim]` bf16
+    /// workspace, declared here, rather than to the slot's row of a pool.
+    pub to_token: bool,
     /// The host's per-request f32 RoPE rows with `rope.table: per_token`.
     pub per_token_rope: [&'static str; 2],
     /// With `rope.table: positions`, a pooled row rotates with the table row p0 rounded
@@ -157,8 +163,8 @@ pub struct Instance<'a> {
 }
 
 /// Plans compressor `inst`: its two projections on the cube, then (`dsv4/compressor.h`)
-/// the pooling launch and the state commit.
-pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
+/// the pooling launch and the state commit. False when the stage is missing (said why).
+pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool {
     let p = b.plan;
     let c = inst.plan;
     let (m, seq) = (&p.model, p.shape.decode_seq);
@@ -209,13 +215,13 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
             format!("rope_dim {rd} is not a multiple of 16 up to head_dim {hd}"),
         ),
         (
-            p.tensor(inst.rows[1]).is_some(),
+            inst.to_token || p.tensor(inst.rows[1]).is_some(),
             format!("the ABI has no {}", inst.rows[1]),
         ),
     ]);
     if let Some(why) = unmet {
         b.missing(why);
-        return;
+        return false;
     }
     let [kv, score] = inst.projections;
     let [wkv, wgate, ape, norm_w] = inst.weights;
@@ -224,6 +230,9 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
     let t_rows = || Dim::Var("t");
     b.workspace(kv, vec![t_rows(), Dim::Const(out)], DType::F32);
     b.workspace(score, vec![t_rows(), Dim::Const(out)], DType::F32);
+    if inst.to_token {
+        b.workspace(rows, vec![t_rows(), Dim::Const(hd)], DType::Bf16);
+    }
     let proj = Matmul::new(
         Operands::Bf16,
         BLayout::Nk,
@@ -235,10 +244,19 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
     if gemm::launch(b, tiles, &proj, ["x_normed", wkv, kv]).is_none()
         || gemm::launch(b, tiles, &proj, ["x_normed", wgate, score]).is_none()
     {
-        return;
+        return false;
     }
     // Named after what they are specialised on; HCA's names predate overlap and tables.
     let ov = if c.overlap { "_ov" } else { "" };
+    let (class, dest, out_arg) = if inst.to_token {
+        (
+            "CompressorToToken",
+            "to the request's first token row",
+            "rows",
+        )
+    } else {
+        ("Compressor", "into cmp_kv", "cmp_kv")
+    };
     let mut kernel = Kernel {
         name: format!(
             "compressor_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
@@ -247,11 +265,12 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
             c.state_table_width,
             float_tag(m.rms_eps)
         ),
-        doc: "at a boundary softmax pooling of the window as the earlier requests left the \
-              state, RMSNorm, RoPE, bf16 row into cmp_kv"
-            .into(),
+        doc: format!(
+            "at a boundary softmax pooling of the window as the earlier requests left the \
+             state, RMSNorm, RoPE, bf16 row {dest}"
+        ),
         block: "compressor.h",
-        class: "Compressor",
+        class,
         cores: Cores::Aiv,
         params: vec![
             ("HD", u(hd)),
@@ -278,7 +297,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
             "cmp_slots",
             "state_table",
             "state",
-            "cmp_kv",
+            out_arg,
         ],
         buffers: pool_buffers(hd, c.pool_entries, channels, rd, positions),
     };
@@ -295,6 +314,9 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
     } else {
         inst.per_token_rope
     };
+    if inst.to_token {
+        kernel.name.push_str("_to_token");
+    }
     let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
     b.launch(
         kernel,
@@ -335,6 +357,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) {
         blocks,
         &[kv, score, ape, "position_ids", state_slots, state],
     );
+    true
 }
 
 /// Compressor's UB (`dsv4/compressor.h`): a pooling tile of `entries` rows × `channels`

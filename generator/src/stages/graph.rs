@@ -131,6 +131,13 @@ pub fn check<E>(d: &mut Diagnostics, f: &s::SpecFile<E>, stages: &[StageSpec]) {
             "index queries take their heads and head_dim from the layer's indexer stage",
         );
     }
+    if let (Some(loc), false) = (stage_loc("index_compressor"), has("indexer")) {
+        d.error(
+            loc,
+            "index_compressor stage without an indexer stage",
+            "index keys take their head_dim and pools from the layer's indexer stage",
+        );
+    }
     if !has("sparse_attention") && !seen.is_empty() && d.is_clean() {
         d.error(
             Loc::of(&f.stages),

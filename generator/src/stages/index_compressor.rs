@@ -1,14 +1,33 @@
 //! Stage index_compressor: the lightning indexer's own ratio-4 overlapping compressor
-//! (hca_csa.md §4.4, §4.5 end, §5.3), the main compressor's building block with the
+//! (hca_csa.md §4.4, §4.5 end, §5.3), the main compressor's building blocks with the
 //! geometry of the layer's indexer (`IndexerPlan.inner`): its pooled row rotates at the
 //! step's first position p0_b, is rounded to bf16, multiplied by the Hadamard matrix and
 //! quantised to int8 on its write into `idx_kv_cache` / `idx_kv_scale`.
-//! Not planned yet: the stage is marked missing.
+//!
+//! ```text
+//! x_normed ·inner_wkvᵀ  → inner_kv f32   ─┐
+//! x_normed ·inner_wgateᵀ→ inner_score f32 ┴─CompressorToToken→ idx_rows bf16 (row b·SEQ)
+//!     ─CompressorCommit→ inner_compress_state
+//! idx_rows ·hadamard_idx→ idx_kf f32 ─IndexKeyWrite→ idx_kv_cache i8, idx_kv_scale f32
+//! ```
+//!
+//! The pooling and the commit are the main compressor's (`compressor::plan_instance`);
+//! the pooled row of request b goes to workspace row b·SEQ, so the Hadamard product is
+//! one token-row matmul whose other rows are never written nor read. `IndexKeyWrite`
+//! (`dsv4/index_key.h`) rounds kf to bf16 and quantises it into the cache row of the
+//! boundary token's idx slot.
 
-use super::compressor::Tiling;
+use abi::{DType, Dim};
+
+use super::compressor::{Instance, Tiling, plan_instance};
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled};
+use crate::budget::{Buffer, reduce_tmp, row};
+use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::Builder;
+use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernels::{Builder, Cores, Kernel, Value};
+use crate::plan::CompressorPlan;
+use crate::spec::RopeTable;
 
 pub struct IndexCompressor;
 
@@ -24,10 +43,110 @@ impl Kind for IndexCompressor {
     }
 
     fn check(t: &Tiling<Tile>, c: &mut TileCheck) {
-        c.matmul(t.m, t.n, t.k, t.tokens);
+        let Some(i) = c.plan.indexer.clone() else {
+            return; // the graph check reports index_compressor without an indexer
+        };
+        let hidden = c.plan.model.hidden;
+        let (out, hd) = (i.inner.out_width, i.inner.head_dim);
+        let ns = [(out, "the projected width"), (hd, "indexer head_dim")];
+        let ks = [(hidden, "hidden"), (hd, "indexer head_dim")];
+        c.products([t.m, t.n, t.k, t.tokens], &ns, &ks);
+        c.divides(t.channels, "channels", hd, "indexer head_dim");
     }
 
-    fn plan(_: &Tiling<Tile>, b: &mut Builder) {
-        b.missing("the index-key compressor has no kernels yet");
+    fn plan(t: &Tiling<Tile>, b: &mut Builder) {
+        let p = b.plan;
+        let Some(ix) = &p.indexer else {
+            unreachable!("the graph check puts an indexer beside index_compressor")
+        };
+        if p.rope.table != RopeTable::Positions {
+            b.missing(
+                "the index keys gather their step row from the full position table \
+                 (rope.table: positions)",
+            );
+            return;
+        }
+        let c = &ix.inner;
+        let inner = Instance {
+            plan: c,
+            projections: ["inner_kv", "inner_score"],
+            weights: ["inner_wkv", "inner_wgate", "inner_ape", "inner_norm_w"],
+            state: [
+                "inner_state_slot_mapping",
+                "inner_compress_state_block_table",
+                "inner_compress_state",
+            ],
+            rows: ["idx_slot_mapping", "idx_rows"],
+            to_token: true,
+            per_token_rope: ["idx_freqs_cos", "idx_freqs_sin"],
+            // The step's first position p0_b, not the window start (§4.5).
+            rope_align: 1,
+        };
+        if !plan_instance(b, &inner, t) {
+            return;
+        }
+        let hd = c.head_dim;
+        b.workspace("idx_kf", vec![Dim::Var("t"), Dim::Const(hd)], DType::F32);
+        let tiles = [t.m.value, t.n.value, t.k.value];
+        let hadamard = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::Tokens,
+            p.shape.local_t,
+            hd,
+            hd,
+        );
+        if gemm::launch(b, tiles, &hadamard, ["idx_rows", "hadamard_idx", "idx_kf"]).is_none() {
+            return;
+        }
+        b.launch(
+            key_write(c, p.shape.decode_seq),
+            p.chip.aiv_cores.min(p.shape.b) as u32,
+            &[
+                "idx_kf",
+                "position_ids",
+                "idx_slot_mapping",
+                "idx_kv_cache",
+                "idx_kv_scale",
+            ],
+        );
     }
+}
+
+fn u(v: usize) -> Value {
+    Value::U32(u32::try_from(v).expect("model dims fit u32"))
+}
+
+fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
+    let hd = c.head_dim;
+    Kernel {
+        name: format!("index_key_write_r{}_hd{hd}_s{seq}", c.ratio),
+        doc: "the first boundary's Hadamard row of each request rounded to bf16, quantised \
+              to int8 into idx_kv_cache with its scale in idx_kv_scale"
+            .into(),
+        block: "index_key.h",
+        class: "IndexKeyWrite",
+        cores: Cores::Aiv,
+        params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
+        args: vec!["kf", "positions", "idx_slots", "keys", "scales"],
+        buffers: key_write_buffers(hd),
+    }
+}
+
+/// IndexKeyWrite's UB: a kf row in (f32) and its bf16 rounding, quant.h's row scratch
+/// (f32, f16), ReduceMax's result block and scratch, the int8 row out and a block holding
+/// its scale (moved with DataCopyPad).
+fn key_write_buffers(hd: usize) -> Vec<Buffer> {
+    use DType::*;
+    vec![
+        row("kf", Ub, F32, hd, 1, Some(hd)),
+        row("kf_bf16", Ub, Bf16, hd, 1, None),
+        row("work", Ub, F32, hd, 1, None),
+        // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
+        row("f16", Ub, Bf16, hd, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+        row("key_out", Ub, I8, hd, 1, Some(hd)),
+        row("scale_out", Ub, F32, 8, 1, None),
+    ]
 }

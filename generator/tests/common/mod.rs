@@ -104,7 +104,8 @@ pub fn hca() -> String {
     insert_after_cache_insert(&t, HCA_COMPRESSOR)
 }
 
-/// CSA is knowingly incomplete (`draft: true`) until its kernels land.
+/// CSA with token-local RoPE rows is knowingly incomplete (`draft: true`): its index
+/// queries and keys gather their step rows from the full position table.
 pub fn csa() -> String {
     let t = replace(SWA, "layer: swa", "layer: csa\ndraft: true");
     let t = replace(&t, "    theta: 10000.0\n", YARN);

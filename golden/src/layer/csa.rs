@@ -7,16 +7,13 @@ use super::{
     Rank, RankAttention, check_rows, front, output_path, positions, put_stacked, table_rows,
 };
 use crate::GoldenError;
-use crate::arith::{bf16_round, widen};
+use crate::arith::widen;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
-use crate::compressor::{self, Geometry, Pooled, StateTable, Weights};
+use crate::compressor::{self, Geometry, StateTable, Weights};
 use crate::dims::{CsaDims, Dims, LayerKind, LayerSpec};
-use crate::gemm::{Mat, Threads, matmul};
 use crate::indexer::{self, IndexCache};
-use crate::quant::quantize_row;
-use crate::rope::RopeRows;
 use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
@@ -208,7 +205,7 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
     )?;
     let mut idx_kv_cache = r.get::<i8>("idx_kv_cache")?.to_vec();
     let mut idx_kv_scale = r.get::<f32>("idx_kv_scale")?.to_vec();
-    write_index_keys(
+    indexer::write_index_keys(
         d,
         c,
         inner_pooled,
@@ -277,51 +274,4 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
             idx_kv_scale,
         },
     ))
-}
-
-/// The inner compressor's tail (hca_csa.md §4.5, §5.3): norm + RoPE with the
-/// step row, bf16, times the Hadamard matrix, then quant-on-write of the
-/// bf16-rounded row into the int8 index cache and its scale.
-#[allow(clippy::too_many_arguments)]
-fn write_index_keys(
-    d: &Dims,
-    c: &CsaDims,
-    pooled: Vec<Pooled>,
-    norm_w: &[bf16],
-    hadamard: &[bf16],
-    step: &RopeRows,
-    idx_slots: &[i64],
-    keys: &mut [i8],
-    scales: &mut [f32],
-) -> Result<(), GoldenError> {
-    let id = c.index_head_dim;
-    let h = widen(hadamard);
-    for mut p in pooled {
-        compressor::normalize_rotate(
-            &mut p.values,
-            norm_w,
-            d.rms_eps,
-            step.cos(p.request),
-            step.sin(p.request),
-        );
-        let rounded: Vec<f32> = p.values.iter().map(|&v| bf16_round(v)).collect();
-        let kf = matmul(
-            Mat::rows(&rounded, 1, id),
-            Mat::rows(&h, id, id),
-            Threads::One,
-        );
-        let row: Vec<f32> = kf.iter().map(|&v| bf16_round(v)).collect();
-        let mut q8 = vec![0i8; id];
-        let scale = quantize_row(&row, &mut q8);
-        let tok = p.request * d.seq + p.boundary;
-        insert_rows(keys, id, &q8, &idx_slots[tok..=tok], "idx_slot_mapping")?;
-        insert_rows(
-            scales,
-            1,
-            &[scale],
-            &idx_slots[tok..=tok],
-            "idx_slot_mapping",
-        )?;
-    }
-    Ok(())
 }

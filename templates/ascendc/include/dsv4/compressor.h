@@ -18,7 +18,10 @@
 //     entries), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
 //     interleaved rotation of the last RD dims (CompressedRope), bf16 RNE into cmp_kv row
 //     cmp_slot_mapping[boundary token]. A −1 cmp slot discards the pooled row, so it is not
-//     computed. The state is only read.
+//     computed. The state is only read. CompressorToToken (the index-key compressor, §4.5
+//     end) writes the bf16 row instead to row b·SEQ (the request's first token) of a
+//     [t, HD] workspace, for the Hadamard product that follows on the cube; the slot
+//     mapping (idx_slot_mapping) still decides whether there is a row.
 //  CompressorCommit (one request's SEQ tokens per work item): sc[t] += ape[p_t mod R]; if
 //     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
 #pragma once
@@ -110,8 +113,9 @@ private:
 // (tokens per request), STATE_BS (rows per state page), TABLE_W (state block-table width),
 // CH (channels per pooling tile), RD (rope dims), EPS, INV_HD, POSITIONS (and ROPE_ALIGN
 // when set; CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least
-// what its use below needs).
-template <class P>
+// what its use below needs). TO_TOKEN: the row goes to row b·SEQ of `cmpKv` (a [t, HD]
+// workspace) rather than to the slot's row.
+template <class P, bool TO_TOKEN = false>
 class Compressor {
     static constexpr uint32_t HD = P::HD;
     static constexpr uint32_t COFF = P::COFF;
@@ -234,7 +238,8 @@ private:
         for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
             PoolTile(pages, c0);
         }
-        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), static_cast<uint64_t>(cmpSlot));
+        const uint64_t row = TO_TOKEN ? uint64_t(tok0) : static_cast<uint64_t>(cmpSlot);
+        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), row);
     }
 
     // The column of page p's entries within a projected row: front halves for the
@@ -314,8 +319,8 @@ private:
     }
 
     // RMSNorm, rotation of the rope dims (request b, first position p0), bf16 row out to
-    // cmp_kv row `slot`.
-    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint64_t slot)
+    // row `row` of cmpKv.
+    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint64_t row)
     {
         AscendC::LocalTensor<float> x = pooled_.Get<float>();
         AscendC::LocalTensor<float> sq = work_.Get<float>();
@@ -335,7 +340,7 @@ private:
         AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(cmpKv_[slot * HD], out, HD);
+        AscendC::DataCopy(cmpKv_[row * HD], out, HD);
         // The next request's trig loads and vector work reuse these buffers.
         Handshake<AscendC::HardEvent::MTE3_V>();
         Handshake<AscendC::HardEvent::V_MTE2>();
@@ -351,6 +356,10 @@ private:
     AscendC::GlobalTensor<int64_t> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
+
+// The index-key compressor's pooling: Compressor with its rows at the requests' first tokens.
+template <class P>
+using CompressorToToken = Compressor<P, true>;
 
 // P: HD, COFF, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each
 // at least what its use below needs).
