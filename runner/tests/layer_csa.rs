@@ -1,0 +1,79 @@
+//! The CSA layer end to end on the sim: the generated plans of csa_small at TP 1, 2 and 4
+//! against the golden with the reference's comparators (x_out, compress_state,
+//! inner_compress_state, kv_cache, cmp_kv, idx_kv_cache, idx_kv_scale; hca_csa.md §8.3) at
+//! the default starts at capacity and capacity − 8 tokens (the CSA fixture's state tables
+//! make requests pool rows other requests write in the same step at every TP, §4.7), a mixed
+//! list, and starts at the 16,384-position ceiling; every case twice with identical bits.
+//! The reference's own vectors replay through csa_ref.
+
+mod layer_checks;
+
+use golden::fixtures::StartPositions;
+use golden::io;
+use layer_checks::{judge_repeated, runtime, seeded_case};
+use runner::variant;
+
+const OUTPUTS: [&str; 7] = [
+    "x_out",
+    "compress_state",
+    "inner_compress_state",
+    "kv_cache",
+    "cmp_kv",
+    "idx_kv_cache",
+    "idx_kv_scale",
+];
+
+/// One seeded case, two runs; returns its cross-request state reads.
+fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
+    seeded_case(name, (starts, tokens), 2, &OUTPUTS)
+}
+
+/// Default starts at capacity and capacity − 8 tokens; a mixed list (a fresh request, one
+/// at a boundary, two far apart); the largest legal start alone and beside a short one.
+fn every_start_set(name: &str) -> usize {
+    let cap = variant::by_name(name).unwrap().deployment.local_t;
+    let mut aliases = case(name, StartPositions::Default, Some(cap));
+    aliases += case(name, StartPositions::Default, Some(cap - 8));
+    case(
+        name,
+        StartPositions::List(vec![4096, 8192, 12288, 16376]),
+        None,
+    );
+    case(name, StartPositions::Scalar(16_376), None);
+    case(name, StartPositions::List(vec![3, 16_376, 100]), None);
+    aliases
+}
+
+#[test]
+fn csa_small_tp1_passes_the_golden() {
+    let aliases = every_start_set("csa_small_tp1");
+    assert!(aliases > 0, "csa_small_tp1: no cross-request state reads");
+}
+
+#[test]
+fn csa_small_tp2_passes_the_golden() {
+    let aliases = every_start_set("csa_small_tp2");
+    assert!(aliases > 0, "csa_small_tp2: no cross-request state reads");
+}
+
+#[test]
+fn csa_small_tp4_passes_the_golden() {
+    let aliases = every_start_set("csa_small_tp4");
+    assert!(aliases > 0, "csa_small_tp4: no cross-request state reads");
+}
+
+#[test]
+fn the_reference_vectors_replay_through_csa_ref_at_tp1() {
+    let dir = variant::repo_root().join("../shared/golden-vectors/csa_small_tp1");
+    let saved = io::load_case(&dir).unwrap();
+    let rt = runtime("csa_ref_tp1");
+    let spec = variant::layer_spec(rt.plan()).unwrap();
+    judge_repeated(
+        "reference vectors",
+        rt,
+        &spec,
+        (&saved.inputs, &saved.outputs),
+        2,
+        &OUTPUTS,
+    );
+}
