@@ -17,19 +17,16 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use attention_checks::packed_heads;
-use golden::attention::{KvSources, pack_heads, sparse_attention};
+use attention_checks::{CompressedCase, packed_heads};
+use golden::LayerKind;
 use golden::candidates;
 use golden::fixtures::random::Draws;
-use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::rope::RopeRows;
 use golden::tensor::{Tensor, TensorMap};
-use golden::{LayerKind, LayerSpec};
 use half::bf16;
-use harness::runtime::{StepKind, Tiling};
+use harness::runtime::StepKind;
 use harness::sim::LaunchStats;
 use kernelgen::plan::Plan;
-use runner::variant;
 use support::plan;
 
 const STAGE: &[&str] = &["sparse_attention"];
@@ -44,28 +41,16 @@ const STARTS_TP1: [i32; 16] = [
 ];
 const STARTS_TP2: [i32; 8] = [0, 100, 255, 130, 1000, 2040, 60, 1500];
 
-/// One rank's stage inputs for `starts`, built by the CSA fixture at TP 1 (the stage runs
-/// per rank; a rank's inputs have the same shapes at every TP).
+/// One rank's stage inputs for `starts` ([`CompressedCase`]: the CSA fixture) and the
+/// top-k lists.
 struct Case {
-    spec: LayerSpec,
-    t: usize,
-    inputs: TensorMap,
-    q: Vec<bf16>,
-    sink: Vec<f32>,
+    base: CompressedCase,
     topk: Vec<i32>,
 }
 
 impl Case {
     fn new(variant_name: &str, starts: &[i32], vary: bool) -> Case {
-        let plan = variant::by_name(variant_name).unwrap();
-        let mut spec = variant::layer_spec(plan).unwrap();
-        spec.dims.tp = 1;
-        let opts = FixtureOptions {
-            seed: SEED,
-            starts: StartPositions::List(starts.iter().map(|&s| i64::from(s)).collect()),
-            tokens: None,
-        };
-        let mut f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{starts:?}: {e}"));
+        let mut base = CompressedCase::new(variant_name, starts, SEED);
         // The fixture's table maps every position of the RoPE table (4096 / 4 rows); the
         // plan's only the rows the compressed pool can hold per request: its first pages.
         let width = support::plan(variant_name)
@@ -73,148 +58,87 @@ impl Case {
             .as_ref()
             .unwrap()
             .cache_table_width;
-        narrow_table(&mut f.inputs, "cmp_block_table", width);
-        let d = &spec.dims;
-        let t = starts.len() * d.seq;
-        let draws = Draws::new(SEED + 1);
-        let q = draws
-            .normal("q", t * d.heads * d.head_dim, 1.0)
-            .into_iter()
-            .map(bf16::from_f32)
-            .collect();
-        let sink = draws.normal("attn_sink", d.heads, 1.0);
-        let LayerKind::Csa(c) = &spec.kind else {
+        narrow_table(&mut base.inputs, "cmp_block_table", width);
+        let LayerKind::Csa(c) = &base.spec.kind else {
             unreachable!("a CSA variant")
         };
-        let positions = f.inputs.values::<i32>("position_ids").unwrap();
-        let topk = top_k_lists(&draws, positions, d.seq, c.ratio, c.index_topk, vary);
-        Case {
-            t,
-            inputs: f.inputs,
-            q,
-            sink,
-            topk,
-            spec,
-        }
-    }
-
-    fn get<T: golden::tensor::Element>(&self, name: &str) -> &[T] {
-        self.inputs.values::<T>(name).unwrap()
-    }
-
-    fn width(&self, name: &str) -> usize {
-        self.inputs.get(name).unwrap().shape()[1]
-    }
-
-    fn cmp_pool_blocks(&self) -> usize {
-        self.inputs.get("cmp_kv").unwrap().shape()[0]
+        let draws = Draws::new(SEED + 1);
+        let positions = base.get::<i32>("position_ids");
+        let topk = top_k_lists(
+            &draws,
+            positions,
+            base.spec.dims.seq,
+            c.ratio,
+            c.index_topk,
+            vary,
+        );
+        Case { base, topk }
     }
 
     /// The golden o_packed_heads `[o_groups · t_pad, o_group_in]` (padding rows zero); with
     /// `window_only` the compressed tiles are left out (to show the case depends on them).
     fn expected(&self, t_pad: usize, window_only: bool) -> Vec<bf16> {
-        let d = &self.spec.dims;
-        let LayerKind::Csa(c) = &self.spec.kind else {
+        let c = &self.base;
+        let d = &c.spec.dims;
+        let LayerKind::Csa(csa) = &c.spec.kind else {
             unreachable!("a CSA variant")
         };
         let mut tiles = candidates::csa(
             d,
-            c,
-            self.get("window_swa_indices"),
-            self.get("position_ids"),
+            csa,
+            c.get("window_swa_indices"),
+            c.get("position_ids"),
             &self.topk,
-            self.get("cmp_block_table"),
-            self.width("cmp_block_table"),
-            self.cmp_pool_blocks(),
+            c.get("cmp_block_table"),
+            c.width("cmp_block_table"),
+            c.cmp_pool_blocks(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         if window_only {
             tiles.iter_mut().for_each(|t| t.truncate(1));
         }
-        let kv = KvSources {
-            raw: self.get("kv_cache"),
-            compressed: self.get("cmp_kv"),
-            width: d.head_dim,
-        };
-        let rows: Vec<usize> = self
+        let rows: Vec<usize> = c
             .get::<i32>("position_ids")
             .iter()
             .map(|&p| usize::try_from(p).unwrap())
             .collect();
         let rope = RopeRows::gather(
-            self.get("freqs_cos"),
-            self.get("freqs_sin"),
+            c.get("freqs_cos"),
+            c.get("freqs_sin"),
             d.rope_dim,
             d.half_rope(),
             &rows,
         );
-        let o = sparse_attention(d, &self.q, &tiles, kv, &self.sink, &rope);
-        pack_heads(d, &o, t_pad)
+        c.attend(&tiles, &rope, t_pad)
     }
 
-    /// Kernel inputs by name; q (NaN) and topk_idx (row 0) at capacity, with rows past t
-    /// that are never to be read.
+    /// Kernel inputs by name ([`CompressedCase::tensors`]) and topk_idx at capacity, with
+    /// rows (0) past t that are never to be read.
     fn tensors(&self, p: &Plan) -> BTreeMap<String, Tensor> {
-        let d = &self.spec.dims;
-        let (h, hd, cap) = (d.heads, d.head_dim, p.shape.local_t);
-        let k = self.topk.len() / self.t;
-        let mut q = self.q.clone();
-        q.resize(cap * h * hd, bf16::NAN);
+        let k = self.topk.len() / self.base.t;
         let mut topk = self.topk.clone();
-        topk.resize(cap * k, 0);
-        let mut out = BTreeMap::new();
-        out.insert(
-            "q".to_string(),
-            Tensor::from_vec(vec![cap, h, hd], q).unwrap(),
-        );
+        topk.resize(p.shape.local_t * k, 0);
+        let mut out = self.base.tensors(p, &[]);
         out.insert(
             "topk_idx".to_string(),
-            Tensor::from_vec(vec![cap, k], topk).unwrap(),
+            Tensor::from_vec(vec![p.shape.local_t, k], topk).unwrap(),
         );
-        out.insert(
-            "attn_sink".to_string(),
-            Tensor::from_vec(vec![h], self.sink.clone()).unwrap(),
-        );
-        for name in [
-            "kv_cache",
-            "window_swa_indices",
-            "window_swa_lens",
-            "freqs_cos",
-            "freqs_sin",
-            "cmp_kv",
-            "cmp_block_table",
-            "position_ids",
-        ] {
-            out.insert(name.to_string(), self.inputs.get(name).unwrap().clone());
-        }
         out
-    }
-
-    fn tiling(&self) -> Tiling {
-        let d = &self.spec.dims;
-        support::tiling(&[
-            ("t", self.t),
-            ("b", self.t / d.seq),
-            ("nb", d.kv_pool_blocks),
-            ("group_t", self.t),
-            ("cmp_nb", self.cmp_pool_blocks()),
-            ("cmp_tw", self.width("cmp_block_table")),
-        ])
     }
 
     /// The case has tokens with and without kept rows and slots listed but not kept.
     fn assert_varied(&self) {
         let (with_rows, masked) = self.counts();
         assert!(
-            with_rows > 0 && with_rows < self.t && masked > 0,
+            with_rows > 0 && with_rows < self.base.t && masked > 0,
             "{with_rows} of {} tokens with kept rows, {masked} masked slots",
-            self.t
+            self.base.t
         );
     }
 
     /// Tokens whose list keeps at least one row, and slots listed but not kept.
     fn counts(&self) -> (usize, usize) {
-        let LayerKind::Csa(c) = &self.spec.kind else {
+        let LayerKind::Csa(c) = &self.base.spec.kind else {
             unreachable!("a CSA variant")
         };
         let k = c.index_topk;
@@ -222,7 +146,7 @@ impl Case {
         for (list, &p) in self
             .topk
             .chunks_exact(k)
-            .zip(self.get::<i32>("position_ids"))
+            .zip(self.base.get::<i32>("position_ids"))
         {
             let bound = (p + 1) / c.ratio as i32;
             let kept = list.iter().filter(|&&j| (0..bound).contains(&j)).count();
@@ -293,7 +217,7 @@ fn check(variant_name: &str, case: &Case) {
     let given: TensorMap = case.tensors(p).into_iter().collect();
     let rt = support::stages(variant_name, STAGE);
     let out = rt
-        .run_stages(&given, &case.tiling())
+        .run_stages(&given, &case.base.tiling())
         .unwrap_or_else(|e| panic!("{e}"));
     let launches: Vec<(String, LaunchStats)> = out
         .steps
@@ -309,7 +233,7 @@ fn check(variant_name: &str, case: &Case) {
         })
         .collect();
 
-    let (t, t_pad) = (case.t, p.shape.t_pad);
+    let (t, t_pad) = (case.base.t, p.shape.t_pad);
     let (with_rows, masked) = case.counts();
     let want = case.expected(t_pad, false);
     assert_ne!(
@@ -337,7 +261,7 @@ fn check(variant_name: &str, case: &Case) {
 #[test]
 fn csa_small_tp1_window_and_indexed_rows_at_capacity_and_below() {
     let case = Case::new("csa_small_tp1", &STARTS_TP1, true);
-    assert_eq!(case.t, plan("csa_small_tp1").shape.local_t);
+    assert_eq!(case.base.t, plan("csa_small_tp1").shape.local_t);
     case.assert_varied();
     check("csa_small_tp1", &case);
     let case = Case::new("csa_small_tp1", &STARTS_TP1[..STARTS_TP1.len() - 1], true);
@@ -348,7 +272,7 @@ fn csa_small_tp1_window_and_indexed_rows_at_capacity_and_below() {
 #[test]
 fn csa_small_tp2_rank_at_capacity_and_below() {
     let case = Case::new("csa_small_tp2", &STARTS_TP2, true);
-    assert_eq!(case.t, plan("csa_small_tp2").shape.local_t);
+    assert_eq!(case.base.t, plan("csa_small_tp2").shape.local_t);
     case.assert_varied();
     check("csa_small_tp2", &case);
     let case = Case::new("csa_small_tp2", &STARTS_TP2[..STARTS_TP2.len() - 1], true);

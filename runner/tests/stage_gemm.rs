@@ -215,6 +215,23 @@ impl Case {
     }
 }
 
+const I8_KN_WIDE_LDB: Case = Case {
+    name: "i8_kn_wide_ldb",
+    int8: true,
+    b_nk: false,
+    max_rows: 32,
+    n: 64,
+    k: 128,
+    batch: 1,
+    lda: 128,
+    ldb: 65_600,
+    ldc: 64,
+    strides: [0, 0, 0],
+    tile: [32, 64, 64],
+    split: [32, 128, 64],
+    tail: 0,
+};
+
 const CASES: &[Case] = &[
     // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
     // rows per copy, ragged N ranges (128, 64).
@@ -305,37 +322,12 @@ const CASES: &[Case] = &[
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
     // 1536 x 65,536): past the 16-bit ND2NZ stride, B is copied row by row.
-    Case {
-        name: "i8_kn_wide_ldb",
-        int8: true,
-        b_nk: false,
-        max_rows: 32,
-        n: 64,
-        k: 128,
-        batch: 1,
-        lda: 128,
-        ldb: 65_600,
-        ldc: 64,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
-        split: [32, 128, 64],
-        tail: 0,
-    },
+    I8_KN_WIDE_LDB,
     Case {
         name: "bf16_kn_wide_ldb",
         int8: false,
-        b_nk: false,
-        max_rows: 32,
-        n: 64,
-        k: 128,
-        batch: 1,
-        lda: 128,
         ldb: 65_552,
-        ldc: 64,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
-        split: [32, 128, 64],
-        tail: 0,
+        ..I8_KN_WIDE_LDB
     },
     // bf16, B [K, N]: k slices of 192 = a 160-column panel (k steps 64, 64, 32) and a
     // 32-column L0A tail; the last slice (128) fits the panel and has no tail. Two row

@@ -9,13 +9,14 @@
 //! Every token of a request rotates with the request's step row (p0_b): the same idx_q
 //! must fail against a golden that rotates each token at its own position.
 
+mod stage_checks;
 mod support;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use golden::arith::{narrow, widen};
-use golden::compare::{Report, ratio_allclose};
+use golden::compare::ratio_allclose;
 use golden::fixtures::random::Draws;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::indexer::{IndexQuery, head_weights, index_query};
@@ -25,6 +26,7 @@ use golden::{CsaDims, Dims, LayerKind};
 use half::bf16;
 use harness::runtime::Tiling;
 use kernelgen::plan::Plan;
+use stage_checks::{expect, tensor, valid_rows};
 use support::plan;
 
 const STAGE: &[&str] = &["index_query"];
@@ -91,10 +93,6 @@ fn case(p: &Plan, starts: &[i64], seed: u64) -> Case {
     }
 }
 
-fn tensor<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Tensor {
-    Tensor::from_vec(shape, values).expect("values fill the shape")
-}
-
 fn values<T: Element>(c: &Case, name: &str) -> Vec<T> {
     c.inputs[name].values::<T>().unwrap().to_vec()
 }
@@ -128,24 +126,6 @@ fn golden_query(c: &Case, seq: usize, at: &[usize]) -> IndexQuery {
         &values::<bf16>(c, "hadamard_idx"),
         &rows,
     )
-}
-
-/// The first `rows` rows of a capacity-sized output as a `[rows, width]` tensor; the
-/// rest must still be poisoned (0xFF bytes).
-fn valid_rows(name: &str, t: &Tensor, rows: usize) -> Tensor {
-    let width = t.numel() / t.shape()[0];
-    let bytes = t.as_le_bytes();
-    let cut = rows * width * t.dtype().size();
-    assert!(
-        bytes[cut..].iter().all(|&b| b == 0xFF),
-        "{name}: a row >= t was written"
-    );
-    Tensor::from_le_bytes(t.dtype(), vec![rows, width], &bytes[..cut]).unwrap()
-}
-
-fn expect(report: Report) {
-    println!("  {report}");
-    assert!(report.pass, "{}", report.detail());
 }
 
 fn check_stage(p: &Plan, c: &Case) {
@@ -208,15 +188,7 @@ fn check_stage(p: &Plan, c: &Case) {
     );
     println!("  against each token's own RoPE row: {r}");
     assert!(!r.pass, "idx_q also matches per-token rows: {}", r.detail());
-    support::check_peaks(&p.variant, &stats);
-    for (kernel, s) in &stats {
-        println!(
-            "  {kernel}: GM {} B moved / {} B distinct = {:.3}",
-            s.gm_bytes(),
-            s.gm_distinct_bytes(),
-            s.gm_bytes() as f64 / s.gm_distinct_bytes().max(1) as f64
-        );
-    }
+    stage_checks::check_launches(p, &stats);
 }
 
 fn tiling(p: &Plan, t: usize) -> Tiling {

@@ -24,7 +24,6 @@ use std::collections::BTreeMap;
 
 use golden::compare::topk_sets;
 use golden::fixtures::random::Draws;
-use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::indexer::{self, IndexCache, IndexQuery};
 use golden::quant::quantize_row;
 use golden::tensor::{Element, Tensor, TensorMap};
@@ -57,14 +56,7 @@ struct Case {
 
 impl Case {
     fn new(p: &Plan, starts: &[i32]) -> Case {
-        let mut spec = support::layer_spec(p);
-        spec.dims.tp = 1;
-        let opts = FixtureOptions {
-            seed: SEED,
-            starts: StartPositions::List(starts.iter().map(|&s| i64::from(s)).collect()),
-            tokens: None,
-        };
-        let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{starts:?}: {e}"));
+        let (spec, inputs) = support::rank_fixture(p, starts, SEED);
         let LayerKind::Csa(c) = &spec.kind else {
             unreachable!("a CSA variant")
         };
@@ -83,7 +75,7 @@ impl Case {
         Case {
             spec,
             t,
-            inputs: f.inputs,
+            inputs,
             query: IndexQuery { q, scale },
             weights,
             table_width,

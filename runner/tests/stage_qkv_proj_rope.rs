@@ -14,11 +14,12 @@
 //! --ignored --nocapture`) runs the stage at FLASH dims, t = 256, and prints wall time
 //! and GM bytes per kernel.
 
+mod stage_checks;
 mod support;
 
 use std::collections::BTreeMap;
 
-use golden::compare::{Report, ratio_allclose};
+use golden::compare::ratio_allclose;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::qkv::{QkvWeights, qkv_proj_rope};
 use golden::rope::RopeRows;
@@ -29,6 +30,7 @@ use harness::runtime::{Runtime, Tiling};
 use kernelgen::plan::Plan;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use stage_checks::{expect, valid_rows};
 use support::plan;
 
 const STAGE: &[&str] = &["qkv_proj_rope"];
@@ -180,24 +182,6 @@ fn golden_with(c: &Case, rope: &RopeRows) -> golden::qkv::Qkv {
     )
 }
 
-/// The first `rows` rows of a capacity-sized output as a `[rows, width]` tensor; the
-/// rest must still be poisoned (0xFF bytes).
-fn valid_rows(name: &str, t: &Tensor, rows: usize) -> Tensor {
-    let width = t.numel() / t.shape()[0];
-    let bytes = t.as_le_bytes();
-    let cut = rows * width * t.dtype().size();
-    assert!(
-        bytes[cut..].iter().all(|&b| b == 0xFF),
-        "{name}: a row >= t was written"
-    );
-    Tensor::from_le_bytes(t.dtype(), vec![rows, width], &bytes[..cut]).unwrap()
-}
-
-fn expect(report: Report) {
-    println!("  {report}");
-    assert!(report.pass, "{}", report.detail());
-}
-
 /// Runs the stage for `c` and checks every output against the golden.
 fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
     let want = golden(c);
@@ -268,16 +252,7 @@ fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
         5e-3,
         0.005,
     ));
-    support::check_peaks(&p.variant, &stats);
-    for (kernel, s) in &stats {
-        println!(
-            "{} t={t} {kernel}: GM {} B moved / {} B distinct = {:.3}",
-            p.variant,
-            s.gm_bytes(),
-            s.gm_distinct_bytes(),
-            s.gm_bytes() as f64 / s.gm_distinct_bytes().max(1) as f64
-        );
-    }
+    stage_checks::check_launches(p, &stats);
 }
 
 fn tiling(t: usize) -> Tiling {

@@ -18,7 +18,7 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use super::qkv_proj_rope::{heads_per_item, rope_buffers};
+use super::qkv_proj_rope::{head_group_buffers, heads_per_item, rope_buffers};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
@@ -235,18 +235,10 @@ fn q_quant(ix: &IndexerPlan, tile_rows: usize) -> Kernel {
     }
 }
 
-/// IndexQHeads' UB: a token's row of `per_item` heads in (i32) and out (bf16), its f32
-/// values and the group's idx_wq_b_scale, 8 tokens' qr_scale, and rope.h's buffers.
+/// IndexQHeads' UB: qkv_proj_rope's [`head_group_buffers`] (the group's idx_wq_b_scale as
+/// `wq_b_scale`) and rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
-    use DType::*;
-    let w = per_item * hd;
-    let mut v = vec![
-        row("acc_in", Ub, I32, w, 2, Some(w)),
-        row("q_out", Ub, Bf16, w, 2, Some(w)),
-        row("x", Ub, F32, w, 1, None),
-        row("wq_b_scale", Ub, F32, w, 1, Some(w)),
-        row("qr_scale", Ub, F32, 8, 1, None),
-    ];
+    let mut v = head_group_buffers(hd, per_item);
     v.extend(rope_buffers(rd));
     v
 }

@@ -297,24 +297,33 @@ fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
     ]
 }
 
-/// QHeads' UB: a token's row of `per_item` heads in (i32) and out (bf16), its f32 values
-/// and the group's wq_b_scale, 8 tokens' qr_scale, a head's scratch, a block of scalars,
-/// the ReduceSum scratch and rope.h's buffers.
+/// QHeads' UB: [`head_group_buffers`], a head's scratch, a block of scalars, the
+/// ReduceSum scratch and rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     use DType::*;
+    let mut v = head_group_buffers(hd, per_item);
+    v.extend([
+        row("work", Ub, F32, hd, 1, None),
+        row("slot", Ub, F32, 8, 1, None),
+        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+    ]);
+    v.extend(rope_buffers(rd));
+    v
+}
+
+/// The UB every dequant of a head-group product has (QHeads, index_query's IndexQHeads):
+/// a token's row of `per_item` heads in (i32) and out (bf16), its f32 values and the
+/// group's wq_b_scale, 8 tokens' qr_scale.
+pub fn head_group_buffers(hd: usize, per_item: usize) -> Vec<Buffer> {
+    use DType::*;
     let w = per_item * hd;
-    let mut v = vec![
+    vec![
         row("acc_in", Ub, I32, w, 2, Some(w)),
         row("q_out", Ub, Bf16, w, 2, Some(w)),
         row("x", Ub, F32, w, 1, None),
         row("wq_b_scale", Ub, F32, w, 1, Some(w)),
         row("qr_scale", Ub, F32, 8, 1, None),
-        row("work", Ub, F32, hd, 1, None),
-        row("slot", Ub, F32, 8, 1, None),
-        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
-    ];
-    v.extend(rope_buffers(rd));
-    v
+    ]
 }
 
 /// KvFinish's UB: tiles of `tile_rows` kv latent rows in (f32) and out (bf16), gamma_ckv

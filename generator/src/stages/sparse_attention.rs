@@ -191,11 +191,6 @@ impl Kind for SparseAttention {
         let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
         let (seq, t_pad) = (p.shape.decode_seq, p.shape.t_pad);
         let union = union_rows(window, seq);
-        let per_token = |dims: &[usize]| {
-            let mut v = vec![Dim::Var("t")];
-            v.extend(dims.iter().map(|&n| Dim::Const(n)));
-            v
-        };
         b.workspace("q", per_token(&[heads, hd]), DType::Bf16);
         b.workspace("attn_scores", per_token(&[heads, union]), DType::F32);
         b.workspace("attn_probs", per_token(&[heads, union]), DType::Bf16);
@@ -380,17 +375,11 @@ fn indexed_launch(b: &mut Builder, ratio: usize, head_tile: usize, kv_tile: usiz
     let p = b.plan;
     let m = &p.model;
     let (heads, hd, seq, topk) = (m.heads, m.head_dim, p.shape.decode_seq, p.attention.topk);
-    let per_token = |dims: &[usize]| {
-        let mut v = vec![Dim::Var("t")];
-        v.extend(dims.iter().map(|&n| Dim::Const(n)));
-        v
-    };
     b.workspace("topk_idx", per_token(&[topk]), DType::I32);
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
     b.workspace("attn_idx_scores", per_token(&[heads, kv_tile]), DType::F32);
     b.workspace("attn_idx_probs", per_token(&[heads, kv_tile]), DType::Bf16);
     b.workspace("attn_idx_part", per_token(&[heads, hd]), DType::F32);
-    let u32 = |v: usize| Value::U32(v as u32);
     let kernel = Kernel {
         name: format!(
             "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
@@ -402,18 +391,7 @@ fn indexed_launch(b: &mut Builder, ratio: usize, head_tile: usize, kv_tile: usiz
         block: "attention_indexed.h",
         class: "AttentionIndexed",
         cores: Cores::Mix,
-        params: vec![
-            ("HEADS", u32(heads)),
-            ("HEAD_DIM", u32(hd)),
-            ("SEQ", u32(seq)),
-            ("BLOCK_SIZE", u32(p.pools.block_size)),
-            ("RATIO", u32(ratio)),
-            ("TOPK", u32(topk)),
-            ("HEAD_TILE", u32(head_tile)),
-            ("KV_TILE", u32(kv_tile)),
-            ("D_TILE", u32(d_tile)),
-            ("SCALE", Value::F32(m.softmax_scale)),
-        ],
+        params: further_params(p, ratio, ("TOPK", topk), [head_tile, kv_tile, d_tile], &[]),
         args: vec![
             "q",
             "cmp_kv",
@@ -494,15 +472,16 @@ fn indexed_cube_buffers(
 ) -> Vec<Buffer> {
     use DType::*;
     use Mem::*;
-    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
-    vec![
-        row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
-        row("rows", L1, Bf16, kv_tile * head_dim, 1, None),
-        row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
-        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
-        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
-        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    let m_pad = head_tile.next_multiple_of(16);
+    [
+        vec![
+            row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
+            row("rows", L1, Bf16, kv_tile * head_dim, 1, None),
+            row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
+        ],
+        head_tile_l0(head_tile, kv_tile, d_tile),
     ]
+    .concat()
 }
 
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
@@ -520,23 +499,23 @@ fn indexed_vector_buffers(
     let (hd, tile) = (head_dim, 8 * kv_tile);
     let stats = (heads / 8).div_ceil(2) * 8;
     let slots = 8.max(topk.div_ceil(kv_tile));
-    vec![
-        row("index_row", Ub, I32, topk, 1, Some(topk)),
-        row("valid", Ub, F32, topk, 1, None),
-        row("bias", Ub, F32, topk, 1, None),
-        row("scores", Ub, F32, tile, 1, Some(tile)),
-        row("probs", Ub, Bf16, tile, 1, Some(tile)),
-        row("reduce_tmp", Ub, F32, kv_tile, 1, None),
-        row("row_stats", Ub, F32, slots * 8, 1, None),
-        row("run_max", Ub, F32, stats, 1, Some(8)),
-        row("run_denom", Ub, F32, stats, 1, Some(8)),
-        row("tile_max", Ub, F32, stats, 1, None),
-        row("tile_sum", Ub, F32, stats, 1, None),
-        row("alpha", Ub, F32, stats, 1, None),
-        row("beta", Ub, F32, stats, 1, None),
-        row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
-        row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
+    [
+        vec![
+            row("index_row", Ub, I32, topk, 1, Some(topk)),
+            row("valid", Ub, F32, topk, 1, None),
+            row("bias", Ub, F32, topk, 1, None),
+            row("scores", Ub, F32, tile, 1, Some(tile)),
+            row("probs", Ub, Bf16, tile, 1, Some(tile)),
+            row("reduce_tmp", Ub, F32, kv_tile, 1, None),
+            row("row_stats", Ub, F32, slots * 8, 1, None),
+        ],
+        running_stats(stats, 8),
+        vec![
+            row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
+            row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
+        ],
     ]
+    .concat()
 }
 
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
@@ -562,16 +541,10 @@ fn compressed_launch(
         p.attention.max_compressed_rows,
         p.chip,
     );
-    let per_token = |dims: &[usize]| {
-        let mut v = vec![Dim::Var("t")];
-        v.extend(dims.iter().map(|&n| Dim::Const(n)));
-        v
-    };
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
     b.workspace("attn_cmp_scores", per_token(&[heads, chunk]), DType::F32);
     b.workspace("attn_cmp_probs", per_token(&[heads, chunk]), DType::Bf16);
     b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
-    let u32 = |v: usize| Value::U32(v as u32);
     let kernel = Kernel {
         name: format!(
             "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}",
@@ -583,19 +556,13 @@ fn compressed_launch(
         block: "attention_compressed.h",
         class: "AttentionCompressed",
         cores: Cores::Mix,
-        params: vec![
-            ("HEADS", u32(heads)),
-            ("HEAD_DIM", u32(hd)),
-            ("SEQ", u32(seq)),
-            ("BLOCK_SIZE", u32(p.pools.block_size)),
-            ("RATIO", u32(ratio)),
-            ("MAX_ROWS", u32(max_rows)),
-            ("HEAD_TILE", u32(head_tile)),
-            ("KV_TILE", u32(kv_tile)),
-            ("D_TILE", u32(d_tile)),
-            ("CHUNK", u32(chunk)),
-            ("SCALE", Value::F32(m.softmax_scale)),
-        ],
+        params: further_params(
+            p,
+            ratio,
+            ("MAX_ROWS", max_rows),
+            [head_tile, kv_tile, d_tile],
+            &[("CHUNK", chunk)],
+        ),
         args: vec![
             "q",
             "cmp_kv",
@@ -715,14 +682,15 @@ fn cube_buffers(
     use DType::*;
     use Mem::*;
     let (name, rows) = operand;
-    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
-    vec![
-        row(name, L1, Bf16, rows * head_dim, 1, None),
-        row("a_tile", L1, Bf16, m_pad * head_dim.max(rows), 2, None),
-        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
-        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
-        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    let m_pad = head_tile.next_multiple_of(16);
+    [
+        vec![
+            row(name, L1, Bf16, rows * head_dim, 1, None),
+            row("a_tile", L1, Bf16, m_pad * head_dim.max(rows), 2, None),
+        ],
+        head_tile_l0(head_tile, kv_tile, d_tile),
     ]
+    .concat()
 }
 
 /// `attention_softmax.h`'s UB: a tile of head rows over the union lanes in and out, one
@@ -794,21 +762,87 @@ fn compressed_vector_buffers(
     use DType::*;
     use Mem::Ub;
     let (hd, tile, stats) = (head_dim, 8 * chunk, seq / 2 * heads);
+    [
+        vec![
+            row("scores", Ub, F32, tile, 1, Some(tile)),
+            row("probs", Ub, Bf16, tile, 1, Some(tile)),
+            row("lane", Ub, F32, chunk, 1, None),
+            row("bias", Ub, F32, chunk, 1, None),
+            row("reduce_tmp", Ub, F32, chunk, 1, None),
+            row("row_stats", Ub, F32, 8 * 8, 1, None),
+        ],
+        running_stats(stats, stats),
+        vec![
+            row("o_row", Ub, F32, hd, 1, Some(hd)),
+            row("part_row", Ub, F32, hd, 1, Some(hd)),
+        ],
+    ]
+    .concat()
+}
+
+/// Per-token workspace dims: `[t, dims...]`.
+fn per_token(dims: &[usize]) -> Vec<Dim> {
+    let mut v = vec![Dim::Var("t")];
+    v.extend(dims.iter().map(|&n| Dim::Const(n)));
+    v
+}
+
+/// The parameters of a further source's mixed kernel (`attention_compressed.h`,
+/// `attention_indexed.h`): the dims, its bound on the rows it reads (`rows`), the tiles
+/// `[heads, kv_rows, d]`, its own `extra` and the softmax scale.
+fn further_params(
+    p: &Plan,
+    ratio: usize,
+    rows: (&'static str, usize),
+    tiles: [usize; 3],
+    extra: &[(&'static str, usize)],
+) -> Vec<(&'static str, Value)> {
+    let u32 = |v: usize| Value::U32(v as u32);
+    let m = &p.model;
+    let [head_tile, kv_tile, d_tile] = tiles;
+    let mut params = vec![
+        ("HEADS", u32(m.heads)),
+        ("HEAD_DIM", u32(m.head_dim)),
+        ("SEQ", u32(p.shape.decode_seq)),
+        ("BLOCK_SIZE", u32(p.pools.block_size)),
+        ("RATIO", u32(ratio)),
+        (rows.0, u32(rows.1)),
+        ("HEAD_TILE", u32(head_tile)),
+        ("KV_TILE", u32(kv_tile)),
+        ("D_TILE", u32(d_tile)),
+    ];
+    params.extend(extra.iter().map(|&(name, v)| (name, u32(v))));
+    params.push(("SCALE", Value::F32(m.softmax_scale)));
+    params
+}
+
+/// The L0 tiles of `HeadTileMmad` (`dsv4/head_tile_mmad.h`): k chunks of `d` or `kv_rows`
+/// over a head tile padded to a fractal.
+fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
     vec![
-        row("scores", Ub, F32, tile, 1, Some(tile)),
-        row("probs", Ub, Bf16, tile, 1, Some(tile)),
-        row("lane", Ub, F32, chunk, 1, None),
-        row("bias", Ub, F32, chunk, 1, None),
-        row("reduce_tmp", Ub, F32, chunk, 1, None),
-        row("row_stats", Ub, F32, 8 * 8, 1, None),
-        row("run_max", Ub, F32, stats, 1, Some(stats)),
-        row("run_denom", Ub, F32, stats, 1, Some(stats)),
+        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
+        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    ]
+}
+
+/// The running statistics a further source merges with `OnlineRescale`
+/// (`dsv4/online_softmax.h`), a value per head of the AIV (`stats` of them): max and
+/// denominator (copied in and out `copy` values at a time), the tile's max and sum, alpha
+/// and beta.
+fn running_stats(stats: usize, copy: usize) -> Vec<Buffer> {
+    use DType::F32;
+    use Mem::Ub;
+    vec![
+        row("run_max", Ub, F32, stats, 1, Some(copy)),
+        row("run_denom", Ub, F32, stats, 1, Some(copy)),
         row("tile_max", Ub, F32, stats, 1, None),
         row("tile_sum", Ub, F32, stats, 1, None),
         row("alpha", Ub, F32, stats, 1, None),
         row("beta", Ub, F32, stats, 1, None),
-        row("o_row", Ub, F32, hd, 1, Some(hd)),
-        row("part_row", Ub, F32, hd, 1, Some(hd)),
     ]
 }
 

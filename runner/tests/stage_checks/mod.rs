@@ -1,5 +1,5 @@
 //! Shared pieces of the stage tests (hc_pre, rms_norm, cache_insert, hc_post,
-//! compressor, o_proj): the golden dims of a plan, the runtime tiling of a token count,
+//! compressor, o_proj, qkv_proj_rope, index_query): the golden dims of a plan, the runtime tiling of a token count,
 //! typed tensors, and the checks every stage test makes — peak on-chip use
 //! within the plan's budget, GM traffic printed, rows past the runtime extent
 //! still poisoned — and the run of one case at capacity and capacity − 8 tokens.
@@ -55,6 +55,21 @@ pub fn assert_unwritten(what: &str, t: &Tensor, from: usize) {
 
 pub fn assert_pass(r: &Report) {
     assert!(r.pass, "{}", r.detail());
+}
+
+/// Prints `report` and requires it to pass.
+pub fn expect(report: Report) {
+    println!("  {report}");
+    assert_pass(&report);
+}
+
+/// The first `rows` rows of a capacity-sized output as a `[rows, width]` tensor; the
+/// rest must still be poisoned.
+pub fn valid_rows(name: &str, t: &Tensor, rows: usize) -> Tensor {
+    let width = t.numel() / t.shape()[0];
+    assert_unwritten(name, t, rows * width);
+    let cut = rows * width * t.dtype().size();
+    Tensor::from_le_bytes(t.dtype(), vec![rows, width], &t.as_le_bytes()[..cut]).unwrap()
 }
 
 /// Peak on-chip use of every launch exactly its kernel's budget; GM traffic printed

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use abi::plan::VariantPlan;
+use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::tensor::{Tensor, TensorMap};
 use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
@@ -89,6 +90,21 @@ pub fn host(name: &str) -> &'static VariantPlan {
 /// (`runner::variant::layer_spec`), from the same variant's generated host plan.
 pub fn layer_spec(p: &Plan) -> golden::LayerSpec {
     variant::layer_spec(host(&p.variant)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One rank's inputs for `starts` (one request each): the seeded fixture of `p`'s layer at
+/// TP 1 (a stage runs per rank, and a rank's inputs have the same shapes at every TP), and
+/// that layer.
+pub fn rank_fixture(p: &Plan, starts: &[i32], seed: u64) -> (golden::LayerSpec, TensorMap) {
+    let mut spec = layer_spec(p);
+    spec.dims.tp = 1;
+    let opts = FixtureOptions {
+        seed,
+        starts: StartPositions::List(starts.iter().map(|&s| i64::from(s)).collect()),
+        tokens: None,
+    };
+    let f = fixtures::build(&spec, &opts).unwrap_or_else(|e| panic!("{starts:?}: {e}"));
+    (spec, f.inputs)
 }
 
 /// The runtime of `stages` of `variant` on the sim (from `generated/`, which must be

@@ -23,6 +23,7 @@
 
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
+#include "dsv4/online_softmax.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -112,30 +113,22 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
-        // the group: an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group
-        uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        if ASCEND_IS_AIV {
-            block /= 2;
-        }
-        const uint32_t base = td.b / num, extra = td.b % num;
-        const uint32_t begin = block * base + Min(block, extra);
-        const uint32_t end = begin + base + (block < extra ? 1u : 0u);
-        if (begin >= end) {
+        const Share share = GroupShare(td.b);
+        if (share.begin >= share.end) {
             return;
         }
         AttentionCompressed op;
         op.Bind(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, o, denom);
         if ASCEND_IS_AIC {
             op.InitCube();
-            for (uint32_t b = begin; b < end; ++b) {
+            for (uint32_t b = share.begin; b < share.end; ++b) {
                 op.CubeRequest(b, td);
             }
         }
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
-            for (uint32_t b = begin; b < end; ++b) {
+            for (uint32_t b = share.begin; b < share.end; ++b) {
                 op.VectorRequest(b, s0);
             }
         }
@@ -304,7 +297,8 @@ private:
                     Softmax(t, s, h0, valid, lanes);
                 }
             }
-            Rescale();
+            OnlineRescale(m, den, tileMax_.Get<float>(), tileSum_.Get<float>(), alpha_.Get<float>(), beta_.Get<float>(),
+                          STATS);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
             for (uint32_t s = 0; s < TOKENS; ++s) {
@@ -356,57 +350,16 @@ private:
             AscendC::DataCopy(z, scores_[at], len);
             scoresQ_.EnQue(z);
             z = scoresQ_.DeQue<float>();
-            AscendC::LocalTensor<float> bias = bias_.Get<float>();
-            AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
-            AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
-            AscendC::Muls(z, z, P::SCALE, len);
-            for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Add(z[h * lanes], z[h * lanes], bias, lanes);
-                AscendC::ReduceMax(stats[h * SLOT], z[h * lanes], tmp, lanes);
-            }
-            VectorToScalar();
-            for (uint32_t h = 0; h < VH; ++h) {
-                const float mi = stats.GetValue(h * SLOT);
-                tileMax.SetValue(s * P::HEADS + h0 + h, mi);
-                AscendC::Adds(z[h * lanes], z[h * lanes], -mi, lanes);
-            }
-            AscendC::Exp(z, z, len);
-            for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::ReduceSum(stats[h * SLOT], z[h * lanes], tmp, lanes);
-            }
+            ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
+                        tileMax, s * P::HEADS + h0);
             AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
             scoresQ_.FreeTensor(z);
-            VectorToScalar();
-            for (uint32_t h = 0; h < VH; ++h) {
-                tileSum.SetValue(s * P::HEADS + h0 + h, stats.GetValue(h * SLOT));
-            }
+            RowSums<VH>(rowStats_.Get<float>(), tileSum, s * P::HEADS + h0);
         }
         probsQ_.EnQue(p);
         p = probsQ_.DeQue<bfloat16_t>();
         AscendC::DataCopy(probs_[at], p, len);
         probsQ_.FreeTensor(p);
-    }
-
-    // m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'), denom' = alpha*denom + beta*l_i.
-    __aicore__ inline void Rescale()
-    {
-        ScalarToVector();
-        AscendC::LocalTensor<float> m = runMax_.Get<float>();
-        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
-        AscendC::LocalTensor<float> mi = tileMax_.Get<float>();
-        AscendC::LocalTensor<float> li = tileSum_.Get<float>();
-        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
-        AscendC::LocalTensor<float> beta = beta_.Get<float>();
-        AscendC::Max(alpha, m, mi, STATS);  // m'
-        AscendC::Sub(beta, mi, alpha, STATS);
-        AscendC::Exp(beta, beta, STATS);
-        AscendC::Sub(mi, m, alpha, STATS);
-        AscendC::Adds(m, alpha, 0.0f, STATS);
-        AscendC::Exp(alpha, mi, STATS);
-        AscendC::Mul(den, den, alpha, STATS);
-        AscendC::Mul(li, li, beta, STATS);
-        AscendC::Add(den, den, li, STATS);
-        VectorToScalar();
     }
 
     // o = alpha * o + beta * part for head h of token t (local index s), in place.

@@ -23,6 +23,7 @@
 
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
+#include "dsv4/online_softmax.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -80,30 +81,22 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
-        // the group: an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group
-        uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        if ASCEND_IS_AIV {
-            block /= 2;
-        }
-        const uint32_t base = td.t / num, extra = td.t % num;
-        const uint32_t begin = block * base + Min(block, extra);
-        const uint32_t end = begin + base + (block < extra ? 1u : 0u);
-        if (begin >= end) {
+        const Share share = GroupShare(td.t);
+        if (share.begin >= share.end) {
             return;
         }
         AttentionIndexed op;
         op.Bind(q, cmpKv, cmpTable, positions, topkIdx, scores, probs, part, o, denom, rowMax);
         if ASCEND_IS_AIC {
             op.InitCube();
-            for (uint32_t t = begin; t < end; ++t) {
+            for (uint32_t t = share.begin; t < share.end; ++t) {
                 op.CubeToken(t, td);
             }
         }
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
-            for (uint32_t t = begin; t < end; ++t) {
+            for (uint32_t t = share.begin; t < share.end; ++t) {
                 op.VectorToken(t, sub);
             }
         }
@@ -312,7 +305,8 @@ private:
                 Softmax(t, sub + 2 * i, i, j);
             }
             if (heads > 0) {
-                Rescale(heads);
+                OnlineRescale(runMax_.Get<float>(), runDenom_.Get<float>(), tileMax_.Get<float>(), tileSum_.Get<float>(),
+                              alpha_.Get<float>(), beta_.Get<float>(), heads);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
@@ -399,26 +393,8 @@ private:
         AscendC::DataCopy(z, scores_[at], len);
         scoresQ_.EnQue(z);
         z = scoresQ_.DeQue<float>();
-        AscendC::LocalTensor<float> bias = bias_.Get<float>()[j * TILE];
-        AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
-        AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
-        AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
-        AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
-        AscendC::Muls(z, z, P::SCALE, len);
-        for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::Add(z[h * lanes], z[h * lanes], bias, lanes);
-            AscendC::ReduceMax(stats[h * SLOT], z[h * lanes], tmp, lanes);
-        }
-        VectorToScalar();
-        for (uint32_t h = 0; h < VH; ++h) {
-            const float mi = stats.GetValue(h * SLOT);
-            tileMax.SetValue(i * VH + h, mi);
-            AscendC::Adds(z[h * lanes], z[h * lanes], -mi, lanes);
-        }
-        AscendC::Exp(z, z, len);
-        for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::ReduceSum(stats[h * SLOT], z[h * lanes], tmp, lanes);
-        }
+        ExpRows<VH>(z, bias_.Get<float>()[j * TILE], P::SCALE, lanes, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
+                    tileMax_.Get<float>(), i * VH);
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
         scoresQ_.FreeTensor(z);
@@ -426,32 +402,7 @@ private:
         p = probsQ_.DeQue<bfloat16_t>();
         AscendC::DataCopy(probs_[at], p, len);
         probsQ_.FreeTensor(p);
-        VectorToScalar();
-        for (uint32_t h = 0; h < VH; ++h) {
-            tileSum.SetValue(i * VH + h, stats.GetValue(h * SLOT));
-        }
-    }
-
-    // m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'), denom' = alpha*denom + beta*l_i.
-    __aicore__ inline void Rescale(uint32_t n)
-    {
-        ScalarToVector();
-        AscendC::LocalTensor<float> m = runMax_.Get<float>();
-        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
-        AscendC::LocalTensor<float> mi = tileMax_.Get<float>();
-        AscendC::LocalTensor<float> li = tileSum_.Get<float>();
-        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
-        AscendC::LocalTensor<float> beta = beta_.Get<float>();
-        AscendC::Max(alpha, m, mi, n);  // m'
-        AscendC::Sub(beta, mi, alpha, n);
-        AscendC::Exp(beta, beta, n);
-        AscendC::Sub(mi, m, alpha, n);
-        AscendC::Adds(m, alpha, 0.0f, n);
-        AscendC::Exp(alpha, mi, n);
-        AscendC::Mul(den, den, alpha, n);
-        AscendC::Mul(li, li, beta, n);
-        AscendC::Add(den, den, li, n);
-        VectorToScalar();
+        RowSums<VH>(rowStats_.Get<float>(), tileSum_.Get<float>(), i * VH);
     }
 
     // o = alpha * o + beta * part for group g (local index i) of token t.

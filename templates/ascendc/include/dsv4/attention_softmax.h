@@ -13,6 +13,7 @@
 #pragma once
 
 #include "dsv4/attention_window.h"
+#include "dsv4/online_softmax.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -207,25 +208,8 @@ private:
         AscendC::DataCopy(z, scores_[row * N], TILE);
         scoresQ_.EnQue(z);
         z = scoresQ_.DeQue<float>();
-        AscendC::LocalTensor<float> bias = bias_.Get<float>();
-        AscendC::LocalTensor<float> stats = rowStats_.Get<float>();
-        AscendC::LocalTensor<float> tmp = reduceTmp_.Get<float>();
-        AscendC::Muls(z, z, P::SCALE, TILE);
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            AscendC::Add(z[h * N], z[h * N], bias, N);
-            AscendC::ReduceMax(stats[h * SLOT], z[h * N], tmp, N);
-        }
-        VectorToScalar();
-        AscendC::LocalTensor<float> rowMax = rowMax_.Get<float>();
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            const float m = stats.GetValue(h * SLOT);
-            rowMax.SetValue(h0 + h, m);
-            AscendC::Adds(z[h * N], z[h * N], -m, N);
-        }
-        AscendC::Exp(z, z, TILE);
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            AscendC::ReduceSum(stats[h * SLOT], z[h * N], tmp, N);
-        }
+        ExpRows<P::HEAD_TILE>(z, bias_.Get<float>(), P::SCALE, N, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
+                              rowMax_.Get<float>(), h0);
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, TILE);
         scoresQ_.FreeTensor(z);
@@ -233,11 +217,7 @@ private:
         p = probsQ_.DeQue<bfloat16_t>();
         AscendC::DataCopy(probs_[row * N], p, TILE);
         probsQ_.FreeTensor(p);
-        VectorToScalar();
-        AscendC::LocalTensor<float> rowSum = rowSum_.Get<float>();
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            rowSum.SetValue(h0 + h, stats.GetValue(h * SLOT));
-        }
+        RowSums<P::HEAD_TILE>(rowStats_.Get<float>(), rowSum_.Get<float>(), h0);
     }
 
     // denom = l + exp(sink - m) for every head of token t.

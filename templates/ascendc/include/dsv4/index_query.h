@@ -48,13 +48,9 @@ private:
     __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
                                    GM_ADDR positions, GM_ADDR q, uint32_t t)
     {
-        const uint32_t idx = GetBlockIdx(), blocks = GetBlockNum();
-        const uint32_t group = idx % GROUPS, ranges = blocks / GROUPS;
-        if (idx / GROUPS >= ranges) {
-            return;
-        }
-        const RowRun run = BlockRows(t, 8, idx / GROUPS, ranges);
-        if (run.first == run.end) {
+        uint32_t group = 0;
+        RowRun run{};
+        if (!HeadGroupRows(t, GROUPS, group, run)) {
             return;
         }
         GlobalTensor<int32_t> gAcc, gPos;

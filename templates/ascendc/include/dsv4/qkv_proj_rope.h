@@ -53,6 +53,19 @@ __aicore__ inline RowRun BlockRows(uint32_t rows, uint32_t unit, uint32_t idx, u
     return RowRun{first * unit, end * unit};
 }
 
+// The head group and 8-row token run of this block in a grid of `groups` head groups x
+// token ranges (blockDim / groups of them); false if it has no rows.
+__aicore__ inline bool HeadGroupRows(uint32_t t, uint32_t groups, uint32_t& group, RowRun& run)
+{
+    const uint32_t idx = GetBlockIdx(), ranges = GetBlockNum() / groups;
+    if (idx / groups >= ranges) {
+        return false;
+    }
+    group = idx % groups;
+    run = BlockRows(t, 8, idx / groups, ranges);
+    return run.first != run.end;
+}
+
 // Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL, and the UB sizes
 // LATENT_IN, QR_OUT, QR_SCALES, GAMMA_IN, GAMMA, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
 template <typename P>
@@ -183,13 +196,9 @@ private:
     __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
                                    GM_ADDR positions, GM_ADDR q, uint32_t t)
     {
-        const uint32_t idx = GetBlockIdx(), blocks = GetBlockNum();
-        const uint32_t group = idx % GROUPS, ranges = blocks / GROUPS;
-        if (idx / GROUPS >= ranges) {
-            return;
-        }
-        const RowRun run = BlockRows(t, 8, idx / GROUPS, ranges);
-        if (run.first == run.end) {
+        uint32_t group = 0;
+        RowRun run{};
+        if (!HeadGroupRows(t, GROUPS, group, run)) {
             return;
         }
         GlobalTensor<int32_t> gAcc;

@@ -31,14 +31,29 @@ struct Share {
     uint32_t end;
 };
 
-__aicore__ inline Share BlockShare(uint32_t total)
+// Share idx of num sharers (BlockShare: this block of the launch).
+__aicore__ inline Share ShareOf(uint32_t total, uint32_t idx, uint32_t num)
 {
-    const uint32_t num = static_cast<uint32_t>(AscendC::GetBlockNum());
-    const uint32_t idx = static_cast<uint32_t>(AscendC::GetBlockIdx());
     const uint32_t base = total / num;
     const uint32_t extra = total % num;
     const uint32_t begin = idx * base + Min(idx, extra);
     return Share{begin, begin + base + (idx < extra ? 1u : 0u)};
+}
+
+__aicore__ inline Share BlockShare(uint32_t total)
+{
+    return ShareOf(total, static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()));
+}
+
+// The same in a mixed kernel, per group (1 AIC + 2 AIV), which both AIVs of a group share:
+// an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group.
+__aicore__ inline Share GroupShare(uint32_t total)
+{
+    uint32_t group = static_cast<uint32_t>(AscendC::GetBlockIdx());
+    if ASCEND_IS_AIV {
+        group /= 2;
+    }
+    return ShareOf(total, group, static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
 // This block's share of BATCHES x m rows, as runs of at most maxRows consecutive rows that
