@@ -454,12 +454,6 @@ impl LayerSpec {
                 if c.ratio == 0 || c.state_block == 0 || c.index_topk == 0 {
                     return fail("CSA ratio, state block and index_topk must be positive".into());
                 }
-                if c.ratio > d.seq {
-                    return fail(format!(
-                        "CSA ratio={} must not exceed seq={} (the first boundary falls in every step)",
-                        c.ratio, d.seq
-                    ));
-                }
                 if !c.index_head_dim.is_power_of_two() || c.index_head_dim < d.rope_dim {
                     return fail(format!(
                         "index_head_dim={} must be a power of two (Hadamard) and at least rope_dim={}",
