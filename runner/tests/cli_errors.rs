@@ -117,6 +117,11 @@ fn token_counts_and_start_positions_are_checked() {
             "largest legal start 1048568",
         ],
     );
+    // CSA's ceiling in the reference snapshot: start + 8 <= 16,384, at FLASH dims.
+    refused(
+        &["run", "--layer", "csa", "--tp", "2", "--start-pos", "16377"],
+        &["16377", "MAX_SEQ_LEN=16384", "largest legal start 16376"],
+    );
     refused(
         &mini("1", &["--start-pos", "1,x"]),
         &["`x` is not an integer"],
