@@ -492,7 +492,7 @@ fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
 
 fn kernel(mm: &Matmul, split: &Split) -> Kernel {
     let t = &split.tiles;
-    let u = |v: usize| Value::U32(u32::try_from(v).expect("matmul sizes fit u32"));
+    let u = Value::u32;
     let layout = match mm.b_layout {
         BLayout::Kn => "kn",
         BLayout::Nk => "nk",
@@ -624,7 +624,7 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
 /// C as the vector launches around a split-K matmul see it: the kernel name's suffix and
 /// the parameters GROUP_ROWS, N, LD, BATCH, STRIDE.
 fn c_rows(mm: &Matmul) -> (String, Vec<(&'static str, Value)>) {
-    let u = |v: usize| Value::U32(u32::try_from(v).expect("matmul sizes fit u32"));
+    let u = Value::u32;
     let mut suffix = String::new();
     if mm.ldc != mm.n {
         suffix.push_str(&format!("_ld{}", mm.ldc));
@@ -689,7 +689,7 @@ pub fn zero_buffers(tile: usize) -> Vec<Buffer> {
 /// into its C, in slice order.
 fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
     let (suffix, mut params) = c_rows(mm);
-    let u = |v: usize| Value::U32(u32::try_from(v).expect("matmul sizes fit u32"));
+    let u = Value::u32;
     let tile = row_tile(mm.n, budget::K_SUM_TILE);
     params.extend([
         ("SLICES", u(slices)),

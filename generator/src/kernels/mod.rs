@@ -32,6 +32,11 @@ pub enum Value {
 }
 
 impl Value {
+    /// A count or size as a `uint32_t` parameter (the spec's bounds keep them in range).
+    pub fn u32(v: usize) -> Value {
+        Value::U32(u32::try_from(v).expect("kernel sizes fit u32"))
+    }
+
     /// C++ type and literal.
     pub fn cpp(self) -> (&'static str, String) {
         match self {

@@ -273,14 +273,14 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         class,
         cores: Cores::Aiv,
         params: vec![
-            ("HD", u(hd)),
-            ("COFF", u(c.coff)),
-            ("RATIO", u(c.ratio)),
-            ("SEQ", u(seq)),
-            ("STATE_BS", u(c.state_block_size)),
-            ("TABLE_W", u(c.state_table_width)),
-            ("CH", u(channels)),
-            ("RD", u(rd)),
+            ("HD", Value::u32(hd)),
+            ("COFF", Value::u32(c.coff)),
+            ("RATIO", Value::u32(c.ratio)),
+            ("SEQ", Value::u32(seq)),
+            ("STATE_BS", Value::u32(c.state_block_size)),
+            ("TABLE_W", Value::u32(c.state_table_width)),
+            ("CH", Value::u32(channels)),
+            ("RD", Value::u32(rd)),
             ("EPS", Value::F32(m.rms_eps)),
             ("INV_HD", Value::F32(1.0 / hd as f32)),
             ("POSITIONS", Value::Bool(positions)),
@@ -309,7 +309,9 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         kernel
             .doc
             .push_str(", RoPE row gathered from the position table");
-        kernel.params.push(("ROPE_ALIGN", u(inst.rope_align)));
+        kernel
+            .params
+            .push(("ROPE_ALIGN", Value::u32(inst.rope_align)));
         ["freqs_cos", "freqs_sin"]
     } else {
         inst.per_token_rope
@@ -344,10 +346,10 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         class: "CompressorCommit",
         cores: Cores::Aiv,
         params: vec![
-            ("HD", u(hd)),
-            ("COFF", u(c.coff)),
-            ("RATIO", u(c.ratio)),
-            ("SEQ", u(seq)),
+            ("HD", Value::u32(hd)),
+            ("COFF", Value::u32(c.coff)),
+            ("RATIO", Value::u32(c.ratio)),
+            ("SEQ", Value::u32(seq)),
         ],
         args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
         buffers: commit_buffers(seq, out),
@@ -444,8 +446,4 @@ pub fn cache_compressor(
         max_rows,
         cache_table_width: max_rows.div_ceil(pools.block_size),
     }
-}
-
-fn u(v: usize) -> Value {
-    Value::U32(u32::try_from(v).expect("model dims fit u32"))
 }

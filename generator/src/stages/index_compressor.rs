@@ -113,10 +113,6 @@ impl Kind for IndexCompressor {
     }
 }
 
-fn u(v: usize) -> Value {
-    Value::U32(u32::try_from(v).expect("model dims fit u32"))
-}
-
 fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
     let hd = c.head_dim;
     Kernel {
@@ -127,7 +123,11 @@ fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
         block: "index_key.h",
         class: "IndexKeyWrite",
         cores: Cores::Aiv,
-        params: vec![("HD", u(hd)), ("RATIO", u(c.ratio)), ("SEQ", u(seq))],
+        params: vec![
+            ("HD", Value::u32(hd)),
+            ("RATIO", Value::u32(c.ratio)),
+            ("SEQ", Value::u32(seq)),
+        ],
         args: vec!["kf", "positions", "idx_slots", "keys", "scales"],
         buffers: key_write_buffers(hd),
     }

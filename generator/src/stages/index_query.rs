@@ -176,10 +176,6 @@ impl Kind for IndexQuery {
     }
 }
 
-fn u(v: usize) -> Value {
-    Value::U32(u32::try_from(v).expect("model dims fit u32"))
-}
-
 fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize) -> Kernel {
     let (heads, hd, rd) = (ix.heads, ix.head_dim, ix.rope_dim);
     Kernel {
@@ -191,11 +187,11 @@ fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize) -> Kernel {
         class: "IndexQHeads",
         cores: Cores::Aiv,
         params: vec![
-            ("H", u(heads)),
-            ("HD", u(hd)),
-            ("RD", u(rd)),
-            ("HG", u(per_item)),
-            ("SEQ", u(seq)),
+            ("H", Value::u32(heads)),
+            ("HD", Value::u32(hd)),
+            ("RD", Value::u32(rd)),
+            ("HG", Value::u32(per_item)),
+            ("SEQ", Value::u32(seq)),
         ],
         args: vec![
             "acc",
@@ -225,9 +221,9 @@ fn q_quant(ix: &IndexerPlan, tile_rows: usize) -> Kernel {
         class: "IndexQQuant",
         cores: Cores::Aiv,
         params: vec![
-            ("H", u(heads)),
-            ("HD", u(hd)),
-            ("TILE_ROWS", u(tile_rows)),
+            ("H", Value::u32(heads)),
+            ("HD", Value::u32(hd)),
+            ("TILE_ROWS", Value::u32(tile_rows)),
             ("WEIGHTS_SCALE", Value::F32(scale)),
         ],
         args: vec!["qh", "head_sums", "q", "q_scale", "weights"],

@@ -172,10 +172,6 @@ pub fn heads_per_item(heads: usize, head_dim: usize) -> usize {
         .unwrap_or(1)
 }
 
-fn u(v: usize) -> Value {
-    Value::U32(u32::try_from(v).expect("model dims fit u32"))
-}
-
 fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
     Kernel {
         name: format!(
@@ -188,8 +184,8 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
         class: "QLatentQuant",
         cores: Cores::Aiv,
         params: vec![
-            ("QL", u(ql)),
-            ("TILE_ROWS", u(tile_rows)),
+            ("QL", Value::u32(ql)),
+            ("TILE_ROWS", Value::u32(tile_rows)),
             ("EPS", Value::F32(eps)),
             ("INV_QL", Value::F32(1.0 / ql as f32)),
         ],
@@ -217,10 +213,10 @@ fn q_heads(
         class: "QHeads",
         cores: Cores::Aiv,
         params: vec![
-            ("H", u(heads)),
-            ("HD", u(hd)),
-            ("RD", u(rd)),
-            ("HG", u(per_item)),
+            ("H", Value::u32(heads)),
+            ("HD", Value::u32(hd)),
+            ("RD", Value::u32(rd)),
+            ("HG", Value::u32(per_item)),
             ("EPS", Value::F32(eps)),
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
@@ -244,9 +240,9 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32, positions: bool) 
         class: "KvFinish",
         cores: Cores::Aiv,
         params: vec![
-            ("HD", u(hd)),
-            ("RD", u(rd)),
-            ("TILE_ROWS", u(tile_rows)),
+            ("HD", Value::u32(hd)),
+            ("RD", Value::u32(rd)),
+            ("TILE_ROWS", Value::u32(tile_rows)),
             ("EPS", Value::F32(eps)),
             ("INV_HD", Value::F32(1.0 / hd as f32)),
         ],
