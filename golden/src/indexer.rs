@@ -110,13 +110,19 @@ pub fn select(
     cache: IndexCache,
 ) -> Result<Vec<i32>, GoldenError> {
     let rows = scores(d, c, query, weights, positions, kv_seq_lens, cache)?;
+    Ok(top_k_rows(c, &rows))
+}
+
+/// Each token's `index_topk` best rows of `rows` (one score row per token), best first,
+/// padded with −1. Returns `[t, index_topk]`.
+pub fn top_k_rows(c: &CsaDims, rows: &[Vec<f32>]) -> Vec<i32> {
     let mut out = vec![-1i32; rows.len() * c.index_topk];
-    for (row, scores) in out.chunks_exact_mut(c.index_topk).zip(&rows) {
+    for (row, scores) in out.chunks_exact_mut(c.index_topk).zip(rows) {
         for (o, j) in row.iter_mut().zip(top_k(scores, c.index_topk)) {
             *o = j as i32;
         }
     }
-    Ok(out)
+    out
 }
 
 /// The scores (§5.4) of every token's visible compressed rows j < V_t, one row per token.

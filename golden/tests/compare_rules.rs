@@ -1,11 +1,11 @@
 //! The comparators' reference semantics, including the cases that must fail.
 
 use golden::compare::{
-    MappedPool, Rule, allowance, compare_layer, mapped_pool, ratio_allclose, ratio_reldiff,
-    topk_sets,
+    MappedPool, Rule, allowance, compare_layer, judge_layer, mapped_pool, ratio_allclose,
+    ratio_reldiff, topk_sets,
 };
 use golden::fixtures::{self, FixtureOptions};
-use golden::tensor::Tensor;
+use golden::tensor::{Tensor, TensorMap};
 use golden::{self, Layer, LayerSpec};
 use half::bf16;
 
@@ -331,4 +331,164 @@ fn layer_comparison_passes_a_golden_against_itself_and_catches_a_stray_write() {
         !cmp_report.pass && cmp_report.reason.as_deref().unwrap().contains("rank 1"),
         "{cmp_report}"
     );
+}
+
+/// A CSA case's traced golden and its own top-k lists `[t, k]`.
+fn csa_case() -> (LayerSpec, TensorMap, golden::Traced, Vec<i32>, usize) {
+    let spec = LayerSpec::small(Layer::Csa, 1);
+    let inputs = fixtures::build(&spec, &FixtureOptions::default())
+        .unwrap()
+        .inputs;
+    let traced = golden::run_traced(&spec, &inputs).unwrap();
+    let own = traced.trace.values::<i32>("topk_idx").unwrap().to_vec();
+    let k = traced.trace.get("topk_idx").unwrap().shape()[1];
+    (spec, inputs, traced, own, k)
+}
+
+/// A device's probes: the golden's index queries with `weights` as head weights, and
+/// `lists` as top-k.
+fn probes(traced: &golden::Traced, weights: Vec<f32>, lists: Vec<i32>, k: usize) -> TensorMap {
+    let mut m = TensorMap::new();
+    for name in ["idx_q", "idx_q_scale"] {
+        m.insert(name, traced.trace.get(name).unwrap().clone());
+    }
+    let shape = traced.trace.get("idx_weights").unwrap().shape().to_vec();
+    m.insert("idx_weights", Tensor::from_vec(shape, weights).unwrap());
+    m.insert(
+        "topk_idx",
+        Tensor::from_vec(vec![lists.len() / k, k], lists).unwrap(),
+    );
+    m
+}
+
+#[test]
+fn a_csa_layer_is_judged_by_the_devices_exact_top_k_of_its_own_queries() {
+    let (spec, inputs, traced, own, k) = csa_case();
+    let golden::LayerKind::Csa(c) = &spec.kind else {
+        unreachable!()
+    };
+    // A device whose head weights differ from the golden's in one element by 0.1 %
+    // (within idx_weights' thresholds) selects another row for some token, one that
+    // changes its x_out (not an order swap, not a key duplicated on an aliased page).
+    let weights = traced.trace.values::<f32>("idx_weights").unwrap().to_vec();
+    let (weights, choice) = (0..weights.len())
+        .flat_map(|i| [1.001f32, 0.999].map(|f| (i, f)))
+        .find_map(|(i, f)| {
+            let mut w = weights.clone();
+            w[i] *= f;
+            let device = probes(&traced, w.clone(), Vec::new(), k);
+            let rows = golden::csa_device_scores(&spec, &inputs, &device, &traced.outputs).unwrap();
+            let choice = golden::indexer::top_k_rows(c, &rows);
+            let sets = |l: &[i32]| -> Vec<Vec<i32>> {
+                l.chunks_exact(k)
+                    .map(|r| {
+                        let mut r = r.to_vec();
+                        r.sort();
+                        r
+                    })
+                    .collect()
+            };
+            if sets(&choice) == sets(&own) {
+                return None;
+            }
+            let device = golden::run_given(&spec, &inputs, &choice).unwrap();
+            compare_layer(&spec, &inputs, &device, &traced.outputs)
+                .iter()
+                .any(|r| r.output == "x_out" && r.max_abs > 0.0)
+                .then_some((w, choice))
+        })
+        .expect("some head weight moves a boundary row");
+    let differ = choice
+        .chunks_exact(k)
+        .zip(own.chunks_exact(k))
+        .filter(|(a, b)| a != b)
+        .count();
+    let device = golden::run_given(&spec, &inputs, &choice).unwrap();
+    let judged = judge_layer(
+        &spec,
+        &inputs,
+        (
+            &device,
+            &probes(&traced, weights.clone(), choice.clone(), k),
+        ),
+        &traced,
+    )
+    .unwrap();
+    assert!(
+        judged.reports.iter().all(|r| r.pass),
+        "{:?}",
+        judged.reports
+    );
+    let names: Vec<&str> = judged.reports.iter().map(|r| r.output.as_str()).collect();
+    assert_eq!(
+        names[names.len() - 4..],
+        ["idx_q", "idx_q_scale", "idx_weights", "topk_idx"]
+    );
+    assert!(
+        judged
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("{differ} of"))),
+        "{:?}",
+        judged.notes
+    );
+    // The device's choice with the golden's own weights is not the exact top-k.
+    let judged = judge_layer(
+        &spec,
+        &inputs,
+        (
+            &device,
+            &probes(
+                &traced,
+                traced.trace.values::<f32>("idx_weights").unwrap().to_vec(),
+                choice,
+                k,
+            ),
+        ),
+        &traced,
+    )
+    .unwrap();
+    let topk = judged
+        .reports
+        .iter()
+        .find(|r| r.output == "topk_idx")
+        .unwrap();
+    assert!(!topk.pass, "{}", topk.detail());
+}
+
+#[test]
+fn a_csa_layer_fails_on_a_top_k_that_is_not_its_exact_choice() {
+    let (spec, inputs, traced, own, k) = csa_case();
+    let weights = traced.trace.values::<f32>("idx_weights").unwrap().to_vec();
+    // Token 0's best row replaced by a visible row it did not select.
+    let other = (0..).find(|j| !own[..k].contains(j)).unwrap();
+    let mut choice = own.clone();
+    choice[0] = other;
+    let device = golden::run_given(&spec, &inputs, &choice).unwrap();
+    let judged = judge_layer(
+        &spec,
+        &inputs,
+        (&device, &probes(&traced, weights, choice, k)),
+        &traced,
+    )
+    .unwrap();
+    let topk = judged
+        .reports
+        .iter()
+        .find(|r| r.output == "topk_idx")
+        .unwrap();
+    assert!(!topk.pass, "{}", topk.detail());
+    assert!(judged.notes.is_empty(), "{:?}", judged.notes);
+    // Without its intermediates probed, a CSA run cannot pass.
+    let judged = judge_layer(
+        &spec,
+        &inputs,
+        (&traced.outputs, &TensorMap::new()),
+        &traced,
+    )
+    .unwrap();
+    for name in ["idx_q", "idx_q_scale", "idx_weights", "topk_idx"] {
+        let r = judged.reports.iter().find(|r| r.output == name).unwrap();
+        assert!(!r.pass, "{}", r.detail());
+    }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use abi::plan::VariantPlan;
 use clap::{Args, Parser, Subcommand};
-use golden::compare::compare_layer;
+use golden::compare::{judge_layer, layer_probes};
 use golden::io;
 use golden::{self, LayerSpec};
 use harness::backend::{BackendKind, KernelSources};
@@ -205,9 +205,11 @@ fn prepare(
     checks: Checks,
 ) -> Result<Runtime, Stop> {
     let backend = backend.create(devices, checks);
+    let spec = variant::layer_spec(plan).map_err(Stop::usage)?;
     let options = RuntimeOptions {
         progress: Progress::stderr(plan.name()),
         group_base: devices.first().copied().unwrap_or(0),
+        probes: layer_probes(&spec),
     };
     let sources = KernelSources::in_repo(&variant::repo_root());
     Ok(Runtime::prepare(plan, backend.as_ref(), &sources, options)?)
@@ -281,7 +283,7 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
                 Some(t) if total > 1 => dir.join(format!("t{t}")),
                 _ => dir.clone(),
             };
-            io::save_case(&dir, &case.inputs, &want, &case.metadata)
+            io::save_case(&dir, &case.inputs, &want.outputs, &case.metadata)
                 .map_err(|e| Stop::usage(format!("--save-data: {e}")))?;
             println!("  saved to {}", dir.display());
         }
@@ -392,17 +394,19 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
         unchecked.run(&case.inputs)?;
         bare.push(start.elapsed());
         let start = Instant::now();
-        let want =
-            golden::run(&spec, &case.inputs).map_err(|e| Stop::fail(format!("golden: {e}")))?;
+        let want = golden::run_traced(&spec, &case.inputs)
+            .map_err(|e| Stop::fail(format!("golden: {e}")))?;
         gold.push(start.elapsed());
         if rep == 0 {
+            let judged = judge_layer(&spec, &case.inputs, (&out.outputs, &out.probes), &want)
+                .map_err(|e| Stop::fail(format!("golden: {e}")))?;
             verdict = Some(CaseResult {
                 label: case.label.clone(),
-                reports: compare_layer(&spec, &case.inputs, &out.outputs, &want),
+                reports: judged.reports,
                 stray: out.stray,
                 record: out.record,
                 golden: Some(gold[0]),
-                notes: case.notes.clone(),
+                notes: [case.notes.clone(), judged.notes].concat(),
             });
         }
     }

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use golden::compare::{Report, compare_layer};
+use golden::compare::{Report, judge_layer};
 use golden::tensor::TensorMap;
-use golden::{self, LayerSpec};
+use golden::{self, LayerSpec, Traced};
 use harness::runtime::{RunRecord, Runtime};
 
 use crate::cases::Case;
@@ -31,17 +31,26 @@ impl CaseResult {
     }
 }
 
-/// The expected outputs of `case`: saved, or the golden's (timed).
-pub fn expected(spec: &LayerSpec, case: &Case) -> Result<(TensorMap, Option<Duration>), Stop> {
+/// The expected outputs of `case`: saved (with no trace), or the golden's (timed).
+pub fn expected(spec: &LayerSpec, case: &Case) -> Result<(Traced, Option<Duration>), Stop> {
     match &case.expected {
-        Some(saved) => Ok((saved.clone(), None)),
+        Some(saved) => Ok((
+            Traced {
+                outputs: saved.clone(),
+                trace: TensorMap::new(),
+            },
+            None,
+        )),
         None => {
             let start = Instant::now();
-            let out =
-                golden::run(spec, &case.inputs).map_err(|e| Stop::fail(format!("golden: {e}")))?;
+            let out = golden::run_traced(spec, &case.inputs).map_err(golden_failed)?;
             Ok((out, Some(start.elapsed())))
         }
     }
+}
+
+fn golden_failed(e: golden::GoldenError) -> Stop {
+    Stop::fail(format!("golden: {e}"))
 }
 
 /// Runs `case` on `runtime` and compares with `want`.
@@ -49,18 +58,19 @@ pub fn judge(
     runtime: &Runtime,
     spec: &LayerSpec,
     case: &Case,
-    want: &TensorMap,
+    want: &Traced,
     golden: Option<Duration>,
 ) -> Result<CaseResult, Stop> {
     let out = runtime.run(&case.inputs)?;
-    let reports = compare_layer(spec, &case.inputs, &out.outputs, want);
+    let judged = judge_layer(spec, &case.inputs, (&out.outputs, &out.probes), want)
+        .map_err(golden_failed)?;
     Ok(CaseResult {
         label: case.label.clone(),
-        reports,
+        reports: judged.reports,
         stray: out.stray,
         record: out.record,
         golden,
-        notes: case.notes.clone(),
+        notes: [case.notes.clone(), judged.notes].concat(),
     })
 }
 

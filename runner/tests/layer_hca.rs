@@ -72,7 +72,7 @@ fn the_reference_vectors_replay_through_hca_ref_at_tp1() {
         "reference vectors",
         rt,
         &spec,
-        (&saved.inputs, &saved.outputs),
+        (&saved.inputs, &layer_checks::saved(&saved.outputs)),
         3,
         &OUTPUTS,
     );

@@ -30,7 +30,7 @@ fn case(name: &str, starts: StartPositions, tokens: Option<usize>) {
     let spec = variant::layer_spec(rt.plan()).unwrap();
     let what = format!("{name} {starts:?} {tokens:?}");
     let (f, want) = seeded(&spec, starts, tokens);
-    assert_pass(&what, &judge(rt, &spec, &f.inputs, &want), &OUTPUTS);
+    assert_pass(&what, &judge(rt, &spec, &f.inputs, &want.outputs), &OUTPUTS);
 }
 
 /// The starts of a run at capacity − 8 tokens. At TP > 1 the reference's default set

@@ -10,7 +10,7 @@ mod report;
 mod topk;
 
 pub use elementwise::{ratio_allclose, ratio_reldiff};
-pub use layer::{Check, compare_layer, layer_checks};
+pub use layer::{Check, Judged, compare_layer, judge_layer, layer_checks, layer_probes};
 pub use mapped_pool::{MappedPool, mapped_pool};
 pub use report::{Report, Rule, Worst};
 pub use topk::topk_sets;

@@ -13,25 +13,73 @@ use crate::cache_insert::insert_rows;
 use crate::candidates;
 use crate::compressor::{self, Geometry, StateTable, Weights};
 use crate::dims::{CsaDims, Dims, LayerKind, LayerSpec};
-use crate::indexer::{self, IndexCache};
+use crate::indexer::{self, IndexCache, IndexQuery};
 use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
 
-pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenError> {
+/// The layer's outputs, and its trace: the golden's index queries `idx_q` `[t, heads ·
+/// head_dim]` i8, `idx_q_scale` and head weights `idx_weights` `[t, heads]`, and its own
+/// top-k lists `topk_idx` `[t, index_topk]`, stacked like the outputs. With `given`
+/// (`topk_idx` stacked like the inputs) attention reads those rows instead of the
+/// golden's own choice.
+pub fn run(
+    spec: &LayerSpec,
+    inputs: &TensorMap,
+    given: Option<&[i32]>,
+) -> Result<(TensorMap, TensorMap), GoldenError> {
     let LayerKind::Csa(c) = &spec.kind else {
         unreachable!("golden::run dispatches CSA specs here")
     };
     let d = &spec.dims;
     let t = check_inputs(spec, inputs)?.tokens;
+    if let Some(g) = given
+        && g.len() != d.tp * t * c.index_topk
+    {
+        return Err(GoldenError::Contract(format!(
+            "the given topk_idx holds {} indices, not tp x t x index_topk = {}",
+            g.len(),
+            d.tp * t * c.index_topk
+        )));
+    }
     let mut attention = Vec::with_capacity(d.tp);
     let mut out_pools = RankPools::default();
+    let mut choices = Vec::new();
     for rank in 0..d.tp {
         let r = Rank::new(inputs, rank, d.tp);
-        let (a, p) = rank_front(d, c, &r)?;
+        let rank_given = given.map(|g| &g[rank * t * c.index_topk..(rank + 1) * t * c.index_topk]);
+        let (a, p, choice) = rank_front(d, c, &r, rank_given)?;
         attention.push(a);
         out_pools.push(p);
+        choices.push(choice);
     }
+    let (ih, width) = (c.index_heads, c.index_heads * c.index_head_dim);
+    let mut trace = TensorMap::new();
+    let mut put = |name, shape: &[usize], f: &dyn Fn(&Choice) -> Vec<f32>| {
+        put_stacked(
+            &mut trace,
+            name,
+            d.tp,
+            shape,
+            choices.iter().map(f).collect(),
+        );
+    };
+    put("idx_q_scale", &[t, ih], &|ch| ch.query.scale.clone());
+    put("idx_weights", &[t, ih], &|ch| ch.weights.clone());
+    put_stacked(
+        &mut trace,
+        "idx_q",
+        d.tp,
+        &[t, width],
+        choices.iter().map(|ch| ch.query.q.clone()).collect(),
+    );
+    put_stacked(
+        &mut trace,
+        "topk_idx",
+        d.tp,
+        &[t, c.index_topk],
+        choices.into_iter().map(|ch| ch.own).collect(),
+    );
     let x_out = output_path(d, inputs, &attention, t)?;
     let shape = |name| Rank::new(inputs, 0, d.tp).shape(name);
     let mut out = TensorMap::new();
@@ -72,7 +120,57 @@ pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenErro
         shape("idx_kv_scale")?,
         out_pools.idx_kv_scale,
     );
-    Ok(out)
+    Ok((out, trace))
+}
+
+/// One rank's indexer: its queries and head weights, and its own top-k lists.
+struct Choice {
+    query: IndexQuery,
+    weights: Vec<f32>,
+    own: Vec<i32>,
+}
+
+/// The index scores `[t, visible rows]` per token (all ranks in order) of the device's
+/// index queries `idx_q`, `idx_q_scale` and head weights `idx_weights` (in `queries`)
+/// against its index cache `idx_kv_cache`, `idx_kv_scale` (in `pools`), each stacked
+/// like the outputs: what the device's top-k must select from exactly.
+pub fn device_scores(
+    spec: &LayerSpec,
+    inputs: &TensorMap,
+    queries: &TensorMap,
+    pools: &TensorMap,
+) -> Result<Vec<Vec<f32>>, GoldenError> {
+    let LayerKind::Csa(c) = &spec.kind else {
+        unreachable!("only CSA has an indexer")
+    };
+    let d = &spec.dims;
+    let mut rows = Vec::new();
+    for rank in 0..d.tp {
+        let (r, q, p) = (
+            Rank::new(inputs, rank, d.tp),
+            Rank::new(queries, rank, d.tp),
+            Rank::new(pools, rank, d.tp),
+        );
+        let query = IndexQuery {
+            q: q.get::<i8>("idx_q")?.to_vec(),
+            scale: q.get::<f32>("idx_q_scale")?.to_vec(),
+        };
+        rows.extend(indexer::scores(
+            d,
+            c,
+            &query,
+            q.get("idx_weights")?,
+            r.get("position_ids")?,
+            r.get("kv_seq_lens")?,
+            IndexCache {
+                keys: p.get("idx_kv_cache")?,
+                scales: p.get("idx_kv_scale")?,
+                table: r.get("idx_block_table")?,
+                width: r.shape("idx_block_table")?[1],
+            },
+        )?);
+    }
+    Ok(rows)
 }
 
 /// One rank's updated pools.
@@ -107,7 +205,12 @@ impl RankPools {
     }
 }
 
-fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools), GoldenError> {
+fn rank_front(
+    d: &Dims,
+    c: &CsaDims,
+    r: &Rank,
+    given: Option<&[i32]>,
+) -> Result<(RankAttention, Pools, Choice), GoldenError> {
     let hd = d.head_dim;
     let position_ids = r.get::<i32>("position_ids")?;
     let positions = positions(d, r)?;
@@ -217,7 +320,7 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
         &mut idx_kv_scale,
     )?;
     let weights = indexer::head_weights(&x, d.hidden, r.get("weights_proj")?, c.weights_scale());
-    let topk = indexer::select(
+    let score_rows = indexer::scores(
         d,
         c,
         &query,
@@ -231,6 +334,8 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
             width: r.shape("idx_block_table")?[1],
         },
     )?;
+    let own = indexer::top_k_rows(c, &score_rows);
+    let topk = given.unwrap_or(&own);
 
     // Raw write-back, then attention over the window and the selected rows.
     let mut kv_cache = r.get::<bf16>("kv_cache")?.to_vec();
@@ -248,7 +353,7 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
         c,
         indices,
         position_ids,
-        &topk,
+        topk,
         r.get("cmp_block_table")?,
         r.shape("cmp_block_table")?[1],
         cmp_kv.len() / (hd * d.block_size),
@@ -272,6 +377,11 @@ fn rank_front(d: &Dims, c: &CsaDims, r: &Rank) -> Result<(RankAttention, Pools),
             cmp_kv,
             idx_kv_cache,
             idx_kv_scale,
+        },
+        Choice {
+            query,
+            weights,
+            own,
         },
     ))
 }

@@ -84,11 +84,23 @@ impl Layout {
         self.specs.is_empty()
     }
 
-    /// Ids of the buffers a run reads back: outputs and pools.
-    pub fn results(&self) -> Vec<usize> {
-        (0..self.specs.len())
+    /// Ids of the buffers a run reads back: outputs and pools, then the workspaces named
+    /// in `probes`.
+    pub fn results(&self, probes: &[&str]) -> Result<Vec<usize>, RuntimeError> {
+        let mut ids: Vec<usize> = (0..self.specs.len())
             .filter(|&i| matches!(self.specs[i].role, Role::Output | Role::InOut))
-            .collect()
+            .collect();
+        for &name in probes {
+            match self.id(name) {
+                Some(id) if self.specs[id].role == Role::Workspace => ids.push(id),
+                _ => {
+                    return Err(RuntimeError::Plan(format!(
+                        "probe `{name}` is not a workspace of the plan"
+                    )));
+                }
+            }
+        }
+        Ok(ids)
     }
 }
 
@@ -349,23 +361,27 @@ pub fn for_stages(
 pub struct Collected {
     /// Every output at its runtime extent and every pool.
     pub outputs: TensorMap,
+    /// The probed workspaces at their runtime extent.
+    pub probes: TensorMap,
     /// Outputs a kernel wrote beyond the runtime extent (rows ≥ t must stay poisoned),
     /// as `"x_out on rank 1: 4096 bytes"`.
     pub stray: Vec<String>,
 }
 
-/// Assembles the outputs from each rank's read-back buffers (`(id, bytes)` of
-/// [`Layout::results`]).
+/// Assembles the outputs and probes from each rank's read-back buffers (`(id, bytes)` of
+/// the `ids` of [`Layout::results`]).
 pub fn collect(
     plan: &VariantPlan,
     layout: &Layout,
     extents: &Extents,
+    ids: &[usize],
     per_rank: Vec<Vec<(usize, Vec<u8>)>>,
 ) -> Result<Collected, RuntimeError> {
     let tp = plan.abi.tp;
     let mut outputs = TensorMap::new();
+    let mut probes = TensorMap::new();
     let mut stray = Vec::new();
-    for id in layout.results() {
+    for &id in ids {
         let s = layout.spec(id);
         let shape = extents.shape(s.decl);
         let es = s.decl.dtype.size();
@@ -386,7 +402,8 @@ pub fn collect(
             copy_block(data, &cap, &shape, es, &mut bytes);
             let written = |b: &[u8]| b.iter().filter(|&&x| x != POISON).count();
             let outside = written(data) - written(&bytes[start..]);
-            if outside > 0 {
+            // A workspace may hold rows past the extent (scratch); an output may not.
+            if outside > 0 && s.role == Role::Output {
                 stray.push(format!(
                     "{} on rank {rank}: {outside} byte(s) written beyond the runtime extent {shape:?}",
                     s.decl.name
@@ -397,9 +414,16 @@ pub fn collect(
         full.extend(&shape);
         let tensor = Tensor::from_le_bytes(s.decl.dtype, full, &bytes)
             .map_err(|e| RuntimeError::Plan(format!("{}: {e}", s.decl.name)))?;
-        outputs.insert(s.decl.name, tensor);
+        match s.role {
+            Role::Workspace => probes.insert(s.decl.name, tensor),
+            _ => outputs.insert(s.decl.name, tensor),
+        };
     }
-    Ok(Collected { outputs, stray })
+    Ok(Collected {
+        outputs,
+        probes,
+        stray,
+    })
 }
 
 /// Appends the leading `run` block of a row-major `cap`-shaped buffer to `out`.

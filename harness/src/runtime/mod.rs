@@ -12,7 +12,8 @@
 //! 3. runs one thread per TP rank; each executes the plan's steps in order, launching
 //!    kernels, and meets the other ranks at each collective, which moves rows between the
 //!    ranks' workspaces (see [`collectives`]);
-//! 4. reads the outputs back at their runtime extent, noting any written beyond it.
+//! 4. reads the outputs (and any probed workspaces) back at their runtime extent, noting
+//!    any output written beyond it.
 //!
 //! Stage tests run single stages instead: [`Runtime::prepare_stages`] builds only the
 //! kernels those stages launch, and [`Runtime::run_stages`] executes their launches on one
@@ -110,6 +111,9 @@ enum Resolved {
 pub struct RunOutput {
     /// Outputs at their runtime extent and the updated pools, stacked like the inputs.
     pub outputs: TensorMap,
+    /// The workspaces named in [`RuntimeOptions::probes`], at their runtime extent and
+    /// stacked like the outputs.
+    pub probes: TensorMap,
     /// Outputs written beyond their runtime extent (a kernel bug), one line each.
     pub stray: Vec<String>,
     pub record: RunRecord,
@@ -131,6 +135,9 @@ pub struct RuntimeOptions {
     pub progress: Progress,
     /// Global device index of TP rank 0 (the tiling's `group_base`).
     pub group_base: u32,
+    /// Workspaces [`Runtime::run`] reads back besides the outputs: intermediates a
+    /// comparator needs (the CSA's top-k, see `golden::compare::layer_probes`).
+    pub probes: Vec<&'static str>,
 }
 
 impl Default for RuntimeOptions {
@@ -138,6 +145,7 @@ impl Default for RuntimeOptions {
         RuntimeOptions {
             progress: Progress::quiet(),
             group_base: 0,
+            probes: Vec::new(),
         }
     }
 }
@@ -352,7 +360,7 @@ impl Runtime {
         }
 
         let read_start = Instant::now();
-        let results = self.layout.results();
+        let results = self.layout.results(&self.options.probes)?;
         let per_rank = (0..tp)
             .map(|rank| {
                 results
@@ -361,10 +369,11 @@ impl Runtime {
                     .collect::<Result<Vec<_>, BackendError>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let collected = buffers::collect(plan, &self.layout, &extents, per_rank)?;
+        let collected = buffers::collect(plan, &self.layout, &extents, &results, per_rank)?;
         let readback = read_start.elapsed();
         Ok(RunOutput {
             outputs: collected.outputs,
+            probes: collected.probes,
             stray: collected.stray,
             record: RunRecord {
                 tp,

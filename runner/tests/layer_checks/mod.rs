@@ -7,10 +7,10 @@
 use std::sync::{Mutex, OnceLock};
 
 use abi::plan::VariantPlan;
-use golden::compare::{Report, compare_layer};
+use golden::compare::{Report, judge_layer, layer_probes};
 use golden::fixtures::{self, DEFAULT_SEED, Fixture, FixtureOptions, StartPositions};
 use golden::tensor::TensorMap;
-use golden::{self, LayerSpec};
+use golden::{self, LayerSpec, Traced};
 use harness::backend::{KernelSources, sim::Sim};
 use harness::runtime::{Runtime, RuntimeOptions};
 use runner::variant;
@@ -28,26 +28,31 @@ pub fn runtime(name: &str) -> &'static Runtime {
     rt
 }
 
-/// A runtime for `plan` on the sim with the repo's kernel sources.
+/// A runtime for `plan` on the sim with the repo's kernel sources, probing what the
+/// layer's comparison needs.
 pub fn prepare(plan: &'static VariantPlan) -> Runtime {
     let sources = KernelSources::in_repo(&variant::repo_root());
-    Runtime::prepare(plan, &Sim::default(), &sources, RuntimeOptions::default())
-        .unwrap_or_else(|e| panic!("{e}"))
+    let spec = variant::layer_spec(plan).unwrap();
+    let options = RuntimeOptions {
+        probes: layer_probes(&spec),
+        ..RuntimeOptions::default()
+    };
+    Runtime::prepare(plan, &Sim::default(), &sources, options).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The seeded fixture of `spec` for `starts` and `tokens`, and the golden's outputs.
+/// The seeded fixture of `spec` for `starts` and `tokens`, and the golden's traced run.
 pub fn seeded(
     spec: &LayerSpec,
     starts: StartPositions,
     tokens: Option<usize>,
-) -> (Fixture, TensorMap) {
+) -> (Fixture, Traced) {
     let opts = FixtureOptions {
         seed: DEFAULT_SEED,
         starts,
         tokens,
     };
     let f = fixtures::build(spec, &opts).unwrap_or_else(|e| panic!("{opts:?}: {e}"));
-    let want = golden::run(spec, &f.inputs).unwrap();
+    let want = golden::run_traced(spec, &f.inputs).unwrap();
     (f, want)
 }
 
@@ -63,17 +68,26 @@ pub fn assert_pass(what: &str, reports: &[Report], outputs: &[&str]) {
     assert_eq!(names, outputs, "{what}");
 }
 
+/// Saved outputs as the expected side (no trace).
+pub fn saved(outputs: &TensorMap) -> Traced {
+    Traced {
+        outputs: outputs.clone(),
+        trace: TensorMap::new(),
+    }
+}
+
 /// Runs `inputs` `runs` times: the outputs must be bit-identical (the kernels' parallel
 /// order may not show in the result) and nothing written past its extent; the first run's
-/// outputs must pass against `want`, covering exactly `outputs`.
+/// outputs must pass against `want`, covering exactly `outputs`. Returns the judgement's
+/// notes.
 pub fn judge_repeated(
     what: &str,
     rt: &Runtime,
     spec: &LayerSpec,
-    (inputs, want): (&TensorMap, &TensorMap),
+    (inputs, want): (&TensorMap, &Traced),
     runs: usize,
     outputs: &[&str],
-) {
+) -> Vec<String> {
     let first = rt.run(inputs).unwrap_or_else(|e| panic!("{e}"));
     assert!(first.stray.is_empty(), "{:?}", first.stray);
     for rep in 2..=runs {
@@ -86,8 +100,9 @@ pub fn judge_repeated(
             );
         }
     }
-    let reports = compare_layer(spec, inputs, &first.outputs, want);
-    assert_pass(what, &reports, outputs);
+    let judged = judge_layer(spec, inputs, (&first.outputs, &first.probes), want).unwrap();
+    assert_pass(what, &judged.reports, outputs);
+    judged.notes
 }
 
 /// One seeded case of the variant `name` against the golden, judged over `runs` runs;
