@@ -556,3 +556,35 @@ fn stage_runs_refuse_collectives_and_tensors_that_do_not_fit() {
         .to_string();
     assert!(e.contains("tiling field `tokens`: no such field"), "{e}");
 }
+
+#[test]
+fn a_probed_workspace_is_read_back_and_a_probe_of_anything_else_is_refused() {
+    let with = |probes| {
+        let options = RuntimeOptions {
+            probes,
+            ..RuntimeOptions::default()
+        };
+        Runtime::prepare(&PLAN, &Sim::default(), &sources(), options).unwrap()
+    };
+    let t = 8;
+    let out = with(vec!["groups"]).run(&inputs(t)).unwrap();
+    assert!(
+        out.outputs.get("groups").is_err(),
+        "a probe is not an output"
+    );
+    let groups = out.probes.get("groups").unwrap();
+    assert_eq!(groups.shape(), &[TP, 4 * CAP, W]);
+    let g = groups.values::<f32>().unwrap();
+    for rank in 0..TP {
+        for row in 0..4 * CAP {
+            let got = g[(rank * 4 * CAP + row) * W + 3];
+            match group_row(rank, row, 3, t) {
+                Some(want) => assert_eq!(got, want, "rank {rank} row {row}"),
+                None => assert!(got.is_nan(), "rank {rank} row {row}: {got}"),
+            }
+        }
+    }
+    assert!(with(Vec::new()).run(&inputs(t)).unwrap().probes.is_empty());
+    let e = with(vec!["x"]).run(&inputs(t)).err().unwrap().to_string();
+    assert!(e.contains("probe `x` is not a workspace"), "{e}");
+}
