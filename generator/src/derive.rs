@@ -47,7 +47,8 @@ pub fn for_tp(
         if tp == 1 && st.params.collective() {
             continue;
         }
-        st.params.check(&mut TileCheck::new(d, &plan, name));
+        st.params
+            .check(&mut TileCheck::new(d, &plan, &base.model_locs, name));
         stages.push(StagePlan {
             params: st.params.clone(),
             pad_unaligned: st.pad_unaligned,

@@ -10,7 +10,7 @@ use crate::plan::{
 };
 use crate::spec::range::{positive, positive_f, positive_large};
 use crate::spec::{self as s, Int, LayerKind, Sp};
-use crate::stages::kind::LayerParts;
+use crate::stages::kind::{LayerParts, ModelLocs};
 use crate::stages::{Spec, StageSpec, graph};
 
 /// Everything of a valid spec that is the same at every TP degree.
@@ -29,6 +29,8 @@ pub struct Validated {
     pub indexer: Option<IndexerPlan>,
     pub attention: AttentionPlan,
     pub stages: Vec<StageSpec>,
+    /// Where the model dims that a stage's kernel limits depend on are written.
+    pub model_locs: ModelLocs,
     /// `draft: true` where it is written: stages without kernels are allowed.
     pub draft: Option<Loc>,
 }
@@ -155,6 +157,9 @@ pub fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Validated> {
         indexer,
         attention: attention?,
         stages,
+        model_locs: ModelLocs {
+            hidden: Loc::of(&m.hidden),
+        },
     })
 }
 

@@ -108,6 +108,12 @@ fn cases() -> Vec<Case> {
             ("- qkv_proj_rope", "qkv_proj_rope"),
             "stage qkv_proj_rope has no kernels at TP 1: wq_a: 65536 rows do not fit the 16-bit ND2NZ row count",
             "a knowingly incomplete spec says `draft: true`") },
+        // A dim past an API field that no split plans around: hc_pre copies each token's
+        // hc_mult x hidden floats with one ND2NZ, whose source row length is 16 bits.
+        case("x_hc row past the 16-bit ND2NZ source row", swa(&[("hidden: 512", "hidden: 16384")]),
+            ("hidden: 16384", "16384"),
+            "hc_pre: an x_hc row of hc_mult x hidden = 4 x 16384 = 65536 floats is longer than one ND2NZ source row",
+            "Nd2NzParams.srcDValue is at most 65535: hc_mult x hidden <= 65535"),
         case("complete draft", swa(&[("layer: swa", "layer: swa\ndraft: true")]), ("draft", "true"),
             "the spec is marked draft but every stage has kernels", "`draft: true` marks a spec"),
         case("epsilon not positive", swa(&[("rms_eps: 1.0e-6", "rms_eps: 0.0")]), ("rms_eps", "0.0"),

@@ -49,6 +49,18 @@ impl Kind for HcPre {
         // The gates run with one f32 lane per token in a 32-byte block.
         c.equals(t.tokens, "tokens", GROUP);
         c.divides(t.cols, "cols", hidden, "hidden");
+        // The projection copies x_hc tiles to L1 with ND2NZ, whose source row length
+        // (srcDValue) is 16 bits: one token's hc_mult x hidden floats must fit it.
+        if hc_dim > usize::from(u16::MAX) {
+            c.limit(
+                c.model.hidden,
+                format!(
+                    "an x_hc row of hc_mult x hidden = {} x {hidden} = {hc_dim} floats is longer than one ND2NZ source row",
+                    m.hc_mult
+                ),
+                "Nd2NzParams.srcDValue is at most 65535: hc_mult x hidden <= 65535",
+            );
+        }
     }
 
     fn plan(t: &Tiling<Tile>, b: &mut Builder) {

@@ -60,6 +60,12 @@ pub struct LayerParts<'a> {
     pub attention: Option<AttentionPlan>,
 }
 
+/// Where the model dims that a stage's kernel limits depend on are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLocs {
+    pub hidden: Loc,
+}
+
 /// What flows between stages; a stage may only use what an earlier stage made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Data {
@@ -156,12 +162,33 @@ pub(crate) use tiling;
 pub struct TileCheck<'a, 'd> {
     pub d: &'a mut Diagnostics<'d>,
     pub plan: &'a Plan,
+    /// Where the model dims are written, for limits a dim exceeds.
+    pub model: &'a ModelLocs,
     pub stage: &'static str,
 }
 
 impl<'a, 'd> TileCheck<'a, 'd> {
-    pub fn new(d: &'a mut Diagnostics<'d>, plan: &'a Plan, stage: &'static str) -> Self {
-        TileCheck { d, plan, stage }
+    pub fn new(
+        d: &'a mut Diagnostics<'d>,
+        plan: &'a Plan,
+        model: &'a ModelLocs,
+        stage: &'static str,
+    ) -> Self {
+        TileCheck {
+            d,
+            plan,
+            model,
+            stage,
+        }
+    }
+
+    /// A value at `loc` that exceeds a field of the Ascend C API a kernel of this stage
+    /// sets from it; reported once per value (not again at another TP degree).
+    pub fn limit(&mut self, loc: Loc, message: String, rule: &'static str) {
+        if !self.d.has_error_at(loc) {
+            self.d
+                .error(loc, format!("{}: {message}", self.stage), rule);
+        }
     }
 
     /// Whether `t` is still unreported (at this or another TP degree).

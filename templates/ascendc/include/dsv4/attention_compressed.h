@@ -86,6 +86,8 @@ class AttentionCompressed {
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    static_assert(HD <= 65535 && CHUNK <= 16384 && M_PAD <= 16384,
+                  "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     // AIC
     static_assert(P::CHUNK_BYTES >= CHUNK * HD * sizeof(bfloat16_t), "chunk holds a chunk of compressed rows");
     static_assert(P::A_TILE_BYTES >= M_PAD * A_COLS * sizeof(bfloat16_t), "a_tile holds a tile of q or probs rows");

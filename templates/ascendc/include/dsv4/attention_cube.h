@@ -33,6 +33,8 @@ public:
     static_assert(P::HEAD_DIM % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::KV_TILE % FRACTAL == 0, "KV_TILE: whole fractals");
     static_assert(P::HEADS % P::HEAD_TILE == 0, "HEAD_TILE divides HEADS");
+    static_assert(P::HEAD_DIM <= 65535 && P::UNION_ROWS <= 16384 && M_PAD <= 16384,
+                  "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     static_assert(P::UNION_BYTES >= P::UNION_ROWS * P::HEAD_DIM * sizeof(bfloat16_t), "union holds the union rows");
     static_assert(P::A_TILE_BYTES >= M_PAD * A_COLS * sizeof(bfloat16_t), "a_tile holds a tile of q or probs rows");
     static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&

@@ -51,6 +51,8 @@ class AttentionIndexed {
     static_assert(TILE % FRACTAL == 0 && P::TOPK % FRACTAL == 0, "KV_TILE and TOPK: whole fractals");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    static_assert(HD <= 65535 && TILE <= 16384 && M_PAD <= 16384,
+                  "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     // AIC
     static_assert(P::Q_BYTES >= HEAD_TILES * M_PAD * HD * sizeof(bfloat16_t), "q holds a token's head tiles");
     static_assert(P::ROWS_BYTES >= TILE * HD * sizeof(bfloat16_t), "rows holds a tile of selected rows");

@@ -136,6 +136,8 @@ class Compressor {
     static_assert(COFF == 1 || COFF == 2, "one projection stream, or front and back");
     static_assert((ENTRIES & (ENTRIES - 1)) == 0 && ENTRIES <= 255, "halving trees over the entries; a repeat each");
     static_assert(R % BS == 0, "a window is whole state pages");
+    static_assert(BS <= 4095 && (WIDTH - CH) * sizeof(float) / BLOCK_BYTES <= 65535,
+                  "a DataCopy of a state page's channels: at most 4095 rows, a 16-bit gap in blocks");
     static_assert(CH % LANES == 0 && CH / LANES <= 255 && (CH <= REPEAT || CH % REPEAT == 0) && HD % CH == 0,
                   "tiles of whole blocks, in whole repeats");
     static_assert(RD / 2 % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");

@@ -37,6 +37,7 @@ class GroupCombine {
     static constexpr uint32_t TILE_N = P::TILE_N;
     static_assert(N % TILE_N == 0, "column tiles must divide N");
     static_assert(TILE_N % 16 == 0, "tiles are whole 32-byte blocks in bf16 and f32");
+    static_assert(GROUPS >= 1 && GROUPS <= 4095, "one DataCopyPad of the groups' scales: at most 4095 blocks");
     static_assert(P::PRODUCTS_BYTES >= TILE_N * sizeof(int32_t), "products holds a group's tile");
     static_assert(P::SCALES_BYTES >= GROUPS * 32, "scales holds one block per group");
     static_assert(P::OUT_BYTES >= TILE_N * sizeof(Out), "out holds a tile");

@@ -23,6 +23,8 @@ class HcPost {
     static constexpr uint32_t CHUNKS = D / COLS;
     static_assert(D % COLS == 0, "COLS divides HIDDEN");
     static_assert(COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "chunks are whole 32-byte blocks");
+    static_assert(T * HC <= 4095 && (D - COLS) * sizeof(float) / BLOCK_BYTES <= 65535,
+                  "a DataCopy of an item's stream rows: at most 4095 rows, a 16-bit gap in blocks");
     // post and comb of one token group, each region starting on a block.
     static constexpr uint32_t POST_LEN = AlignUp(T * HC, BLOCK_BYTES / sizeof(float));
     static constexpr uint32_t COMB_LEN = AlignUp(T * HC * HC, BLOCK_BYTES / sizeof(float));

@@ -53,6 +53,7 @@ class HcPreProjection {
     static constexpr uint32_t FN_AT = P::M_TILE * P::K_CHUNK;  // fn^T after x^T in an L0B slot
     static_assert(S::K % P::K_CHUNK == 0 && P::K_CHUNK % 16 == 0, "K_CHUNK is whole fractals and divides K");
     static_assert(S::K <= 0xffff, "ND2NZ addresses source rows with 16 bits");
+    static_assert(P::M_TILE <= 16384 && MIX_PAD <= 16384, "ND2NZ: at most 16384 rows and NZ row stride");
     static_assert(KF * (P::M_TILE / 16) <= 255 && KF * MIX_F <= 255, "one LoadData per operand and chunk");
     static_assert(P::FN_L1_BYTES >= MIX_PAD * SPAN * sizeof(float), "fn_l1 holds the block's fn slice");
     static_assert(P::X_L1_BYTES >= P::M_TILE * SPAN * sizeof(float), "x_l1 holds a tile over the block's span");
@@ -186,6 +187,8 @@ class HcPreMix {
     static_assert(S::MIX % G == 0, "the logits are whole repeats");
     static_assert(P::M_TILE % G == 0, "a token group lies in one projection tile");
     static_assert(D % COLS == 0 && COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "COLS divides HIDDEN in blocks");
+    static_assert(HC <= 4095 && (D - COLS) * sizeof(float) / BLOCK_BYTES <= 65535,
+                  "a DataCopy of the streams: at most 4095 rows, a 16-bit gap in blocks");
     static_assert(P::PARTIALS_BYTES >= G * S::ROW * sizeof(float), "partials holds a group's partials rows");
     static_assert(P::X_IN_BYTES >= HC * COLS * sizeof(float), "x_in holds a chunk of every stream");
     static_assert(P::X_MIXED_BYTES >= COLS * sizeof(bfloat16_t), "x_mixed holds a mixed chunk");

@@ -38,6 +38,8 @@ class IndexScores {
     static_assert(P::TILE_N % 16 == 0 && P::KEY_ROWS % P::TILE_N == 0, "TILE_N: whole fractals dividing KEY_ROWS");
     static_assert(P::KEY_ROWS % P::BLOCK_SIZE == 0 && P::BLOCK_SIZE % 16 == 0, "key loads are whole pages");
     static_assert(P::STRIDE % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP, "raw rows hold CAP in whole pages");
+    static_assert(P::HEAD_DIM <= 65535 && ROWS_PAD <= 16384 && P::KEY_ROWS <= 16384,
+                  "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     static_assert(P::Q_L1_BYTES >= ROWS_PAD * P::HEAD_DIM, "q_l1 holds a request's query rows");
     static_assert(P::KEYS_L1_BYTES >= P::KEY_ROWS * P::HEAD_DIM, "keys_l1 holds KEY_ROWS keys");
     static_assert(P::A_L0_BYTES >= P::TILE_M * P::TILE_K && P::B_L0_BYTES >= P::TILE_K * P::TILE_N &&

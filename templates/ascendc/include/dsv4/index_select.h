@@ -36,6 +36,8 @@ class IndexSelect {
     static_assert(P::STRIDE % KR == 0 && KR % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP,
                   "raw rows hold CAP in whole passes of whole pages");
     static_assert(P::TOPK % 8 == 0, "top-k rows in whole 32-byte blocks");
+    static_assert(P::HEADS <= 4095 && (P::STRIDE - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535,
+                  "a DataCopy of a pass of raw rows: at most 4095 rows, a 16-bit gap in blocks");
     static_assert(P::RAW_I32_BYTES >= P::HEADS * KR * sizeof(int32_t) &&
                       P::RAW_F32_BYTES >= P::HEADS * KR * sizeof(float) &&
                       P::HEAD_SCALES_BYTES >= P::HEADS * KR * sizeof(float),

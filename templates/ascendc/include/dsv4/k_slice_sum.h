@@ -22,6 +22,8 @@ class KSliceSum {
     static constexpr uint32_t SLICE = P::BATCH * P::ROWS * P::N;  // elements of one slice's partials
     static_assert(P::SLICES >= 2, "one k slice writes C itself");
     static_assert(PIECE % 8 == 0 && P::N % PIECE == 0 && P::LD % 8 == 0, "rows move in whole 32-byte blocks");
+    static_assert(ROWS_PER_COPY <= 4095 && (ROWS_PER_COPY == 1 || (P::LD - PIECE) * sizeof(float) / 32 <= 65535),
+                  "a DataCopy of rows: at most 4095, a 16-bit gap in blocks");
     static_assert(P::PARTS_IN_BYTES >= P::TILE * sizeof(float) && P::SUMS_BYTES >= P::TILE * sizeof(float),
                   "parts_in and sums hold a tile");
 

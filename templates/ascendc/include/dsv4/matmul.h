@@ -57,6 +57,8 @@ class Matmul {
     static constexpr uint32_t MAX_ND2NZ_STRIDE = 65535;  // Nd2NzParams' 16-bit srcDValue
     static_assert(P::LDA <= MAX_ND2NZ_STRIDE && (P::LDB <= MAX_ND2NZ_STRIDE || !P::B_NK),
                   "a leading dimension past 16 bits only for B [K, N] (copied row by row)");
+    static_assert(RANGE_M_PAD <= 16384 && P::TILE_K <= 16384 && P::TILE_N <= 16384,
+                  "ND2NZ: at most 16384 rows and NZ row stride");
     static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % C0 == 0 && P::TAIL_K % C0 == 0,
                   "K tiles are whole fractals");
     static_assert(P::TAIL_K <= P::TILE_K && P::TAIL_K <= PANEL_K,

@@ -26,6 +26,8 @@ class RankSum {
     static_assert(8 % TILE_ROWS == 0, "row tiles must divide the runtime row granularity 8");
     static_assert(N % TILE_N == 0, "column tiles must divide N");
     static_assert(TILE_N % 16 == 0, "tile rows are whole 32-byte blocks in bf16 and f32");
+    static_assert(TILE_ROWS <= 4095 && (N - TILE_N) * sizeof(float) / 32 <= 65535,
+                  "a DataCopy of a tile: at most 4095 rows, a 16-bit gap in blocks");
     static_assert(P::ROWS_IN_BYTES >= TILE * sizeof(float), "rows_in holds a source rank's tile");
     static_assert(P::ROWS_OUT_BYTES >= TILE * sizeof(bfloat16_t), "rows_out holds the bf16 tile");
     static_assert(P::ACC_BYTES >= TILE * sizeof(float), "acc holds the f32 sum of a tile");

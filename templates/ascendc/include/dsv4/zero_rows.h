@@ -22,6 +22,8 @@ class ZeroRows {
     static_assert(PIECE * sizeof(T) % 32 == 0 && P::N % PIECE == 0 && P::LD * sizeof(T) % 32 == 0,
                   "rows move in whole 32-byte blocks");
     static_assert(P::ZERO_TILE_BYTES >= TILE * sizeof(T), "zero_tile holds the zero tile");
+    static_assert(ROWS_PER_COPY <= 4095 && (ROWS_PER_COPY == 1 || (P::LD - PIECE) * sizeof(T) / 32 <= 65535),
+                  "a DataCopy of rows: at most 4095, a 16-bit gap in blocks");
 
 public:
     __aicore__ static inline void Run(GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
