@@ -1,7 +1,8 @@
 //! The SWA layer end to end on the sim: the generated plans of the small specs at TP 1, 2
-//! and 4 (and 3 and 6, six output groups) against the golden with the reference's comparators, at default, mixed and
-//! near-1M start positions, at capacity and capacity − 8 tokens; the reference's own
-//! vectors replayed; and a corrupted plan that must fail.
+//! and 4 (and 3 and 6, six output groups; and Pro's wide dims at TP 1) against the golden
+//! with the reference's comparators, at default, mixed and near-1M start positions, at
+//! capacity and capacity − 8 tokens; the reference's own vectors replayed; and a corrupted
+//! plan that must fail.
 
 mod layer_checks;
 
@@ -101,6 +102,16 @@ fn swa_d896_at_tp1_2_4_passes_the_golden() {
         let (starts, tokens) = below_capacity(name);
         case(name, starts, tokens);
     }
+}
+
+/// Pro's wide dims at a small hidden size: wq_b's 65,536 columns (one past any 16-bit
+/// stride, copied row by row), int8 sums over q_lora = 1536 past 2^24 (exact in int32),
+/// 128 heads in 16 output groups, two tokens per request on 128-row pages.
+#[test]
+fn swa_wide_tp1_passes_the_golden() {
+    let name = "swa_wide_tp1";
+    case(name, StartPositions::Default, None);
+    case(name, StartPositions::List(vec![3, 127, 8190, 16382]), None);
 }
 
 #[test]
