@@ -1,8 +1,8 @@
 //! The comparators' reference semantics, including the cases that must fail.
 
 use golden::compare::{
-    MappedPool, Rule, allowance, compare_layer, judge_layer, mapped_pool, ratio_allclose,
-    ratio_reldiff, topk_sets,
+    Judged, MappedPool, Report, Rule, allowance, compare_layer, judge_layer, mapped_pool,
+    ratio_allclose, ratio_reldiff, topk_sets,
 };
 use golden::fixtures::{self, FixtureOptions};
 use golden::tensor::{Tensor, TensorMap};
@@ -345,6 +345,10 @@ fn csa_case() -> (LayerSpec, TensorMap, golden::Traced, Vec<i32>, usize) {
     (spec, inputs, traced, own, k)
 }
 
+fn named<'a>(judged: &'a Judged, output: &str) -> &'a Report {
+    judged.reports.iter().find(|r| r.output == output).unwrap()
+}
+
 /// A device's probes: the golden's index queries with `weights` as head weights, and
 /// `lists` as top-k.
 fn probes(traced: &golden::Traced, weights: Vec<f32>, lists: Vec<i32>, k: usize) -> TensorMap {
@@ -448,11 +452,7 @@ fn a_csa_layer_is_judged_by_the_devices_exact_top_k_of_its_own_queries() {
         &traced,
     )
     .unwrap();
-    let topk = judged
-        .reports
-        .iter()
-        .find(|r| r.output == "topk_idx")
-        .unwrap();
+    let topk = named(&judged, "topk_idx");
     assert!(!topk.pass, "{}", topk.detail());
 }
 
@@ -472,11 +472,7 @@ fn a_csa_layer_fails_on_a_top_k_that_is_not_its_exact_choice() {
         &traced,
     )
     .unwrap();
-    let topk = judged
-        .reports
-        .iter()
-        .find(|r| r.output == "topk_idx")
-        .unwrap();
+    let topk = named(&judged, "topk_idx");
     assert!(!topk.pass, "{}", topk.detail());
     assert!(judged.notes.is_empty(), "{:?}", judged.notes);
     // Without its intermediates probed, a CSA run cannot pass.
@@ -488,7 +484,7 @@ fn a_csa_layer_fails_on_a_top_k_that_is_not_its_exact_choice() {
     )
     .unwrap();
     for name in ["idx_q", "idx_q_scale", "idx_weights", "topk_idx"] {
-        let r = judged.reports.iter().find(|r| r.output == name).unwrap();
+        let r = named(&judged, name);
         assert!(!r.pass, "{}", r.detail());
     }
 }

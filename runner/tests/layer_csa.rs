@@ -16,21 +16,7 @@ use golden::io;
 use layer_checks::{judge_repeated, runtime, seeded, seeded_case};
 use runner::variant;
 
-const OUTPUTS: [&str; 11] = [
-    "x_out",
-    "compress_state",
-    "inner_compress_state",
-    "kv_cache",
-    "cmp_kv",
-    "idx_kv_cache",
-    "idx_kv_scale",
-    "idx_q",
-    "idx_q_scale",
-    "idx_weights",
-    "topk_idx",
-];
-
-/// Saved outputs carry no top-k to judge.
+/// The outputs the reference validates (saved cases carry no more).
 const SAVED_OUTPUTS: [&str; 7] = [
     "x_out",
     "compress_state",
@@ -41,9 +27,18 @@ const SAVED_OUTPUTS: [&str; 7] = [
     "idx_kv_scale",
 ];
 
+/// Everything a seeded case judges: those, and the indexer's intermediates.
+fn outputs() -> Vec<&'static str> {
+    [
+        &SAVED_OUTPUTS[..],
+        &["idx_q", "idx_q_scale", "idx_weights", "topk_idx"],
+    ]
+    .concat()
+}
+
 /// One seeded case, two runs; returns its cross-request state reads.
 fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
-    seeded_case(name, (starts, tokens), 2, &OUTPUTS)
+    seeded_case(name, (starts, tokens), 2, &outputs())
 }
 
 /// Default starts at capacity and capacity − 8 tokens; a mixed list (a fresh request, one
@@ -113,7 +108,7 @@ fn csa_ref_judges_x_out_by_the_kernels_admissible_top_k() {
         &spec,
         (&f.inputs, &want),
         2,
-        &OUTPUTS,
+        &outputs(),
     );
     assert!(
         notes
