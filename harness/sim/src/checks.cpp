@@ -90,6 +90,20 @@ uint8_t* GmAccessRef(const void* addr, int gm, const char* api, const char* role
     return buf.base + s;
 }
 
+void FitTrap(const char* type, const char* field, Wide v, const char* fieldType, uint64_t max, uint64_t truncated)
+{
+    Trap(type, std::string(field) + " " + std::to_string(v) + " does not fit its " + fieldType + " field [0, " +
+                   std::to_string(max) + "]: the device would silently truncate it to " + std::to_string(truncated));
+}
+
+void InRange(const char* api, const char* field, uint64_t v, uint64_t lo, uint64_t hi)
+{
+    if (v < lo || v > hi) {
+        Trap(api, std::string(field) + " " + std::to_string(v) + " outside its documented range [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+}
+
 void RequireCoreKind(const char* api, CoreKind want)
 {
     if (CurCore().kind != want) {

@@ -9,8 +9,9 @@ namespace AscendC {
 
 struct BrcbRepeatParams {
     __aicore__ BrcbRepeatParams() {}
-    __aicore__ BrcbRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t dstRepStrideIn)
-        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn)
+    __aicore__ BrcbRepeatParams(const sim::Wide dstBlkStrideIn, const sim::Wide dstRepStrideIn)
+        : dstRepStride(sim::Fit<uint16_t>("BrcbRepeatParams", "dstRepStride", dstRepStrideIn)),
+          dstBlkStride(sim::Fit<uint16_t>("BrcbRepeatParams", "dstBlkStride", dstBlkStrideIn))
     {}
     uint32_t blockNumber = DEFAULT_BLK_NUM;
     uint16_t dstRepStride = DEFAULT_REPEAT_STRIDE;
