@@ -292,7 +292,7 @@ fn a_value_truncated_by_a_narrow_constructor_field() {
         &m,
         &[
             "DataCopyParams: ",
-            "blockLen 70000 does not fit its uint16_t field [0, 65535]",
+            "blockLen 70000 does not fit its uint16_t [0, 65535]",
             "truncate it to 4464",
         ],
     );
@@ -330,7 +330,7 @@ fn load_data_repeat_times_that_do_not_fit_their_field() {
         &m,
         &[
             "LoadData2DParams: ",
-            "repeatTimes 256 does not fit its uint8_t field [0, 255]",
+            "repeatTimes 256 does not fit its uint8_t [0, 255]",
             "truncate it to 0",
         ],
     );
@@ -361,4 +361,17 @@ fn mmad_k_past_its_documented_range() {
         &mut [GmArg::new("x", &mut x)],
     );
     assert_mentions(&m, &["Mmad: ", "k 4096", "documented range [0, 4095]"]);
+}
+
+#[test]
+fn a_vector_repeat_time_that_does_not_fit_its_parameter() {
+    let m = trap("trap_vector_repeat_time", CoreMode::Aiv, 1, &mut []);
+    assert_mentions(
+        &m,
+        &[
+            "Adds: ",
+            "repeatTime 300 does not fit its uint8_t [0, 255]",
+            "truncate it to 44",
+        ],
+    );
 }

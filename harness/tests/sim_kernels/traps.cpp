@@ -255,3 +255,14 @@ extern "C" __global__ __aicore__ void trap_mmad_k(GM_ADDR x)
     pipe.InitBuffer(co1, 256 * sizeof(float));
     Mmad(co1.Get<float>(), a2.Get<half>(), b2.Get<half>(), MmadParams(16, 16, 4096, 0, false, true));
 }
+
+// A level-0 repeatTime of 300 does not fit its uint8_t parameter: the device would run 44.
+extern "C" __global__ __aicore__ void trap_vector_repeat_time()
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 300 * 256);
+    LocalTensor<float> t = buf.Get<float>();
+    const uint32_t repeats = 300;
+    Adds(t, t, 1.0f, 64, repeats, UnaryRepeatParams(1, 1, 8, 8));
+}

@@ -25,7 +25,8 @@ constexpr const char* FieldTypeName()
     return std::is_same_v<F, uint8_t> ? "uint8_t" : (std::is_same_v<F, uint16_t> ? "uint16_t" : "uint32_t");
 }
 
-// `v` as field `field` (of type F) of struct `type`: traps unless it fits.
+// `v` as field `field` (of type F) of struct `type`, or as a narrow scalar parameter
+// `field` of API `type` (the level-0 repeatTime, ...): traps unless it fits.
 template <typename F>
 inline F Fit(const char* type, const char* field, Wide v)
 {

@@ -151,8 +151,8 @@ struct LanePlan {
 // level-0 ReduceSum, which leave an internal pattern (MaskLeftBy): a later isSetMask =
 // false call before the kernel sets the mask again traps.
 // Implemented in harness/sim/src/checks.cpp.
-LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask);
-LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask);
+LanePlan PlanFromCount(const char* api, uint64_t mask, Wide repeatTime, uint32_t lanes, bool isSetMask);
+LanePlan PlanFromBits(const char* api, const uint64_t mask[], Wide repeatTime, uint32_t lanes, bool isSetMask);
 inline void CountFormDone()
 {
     Core& c = CurCore();
