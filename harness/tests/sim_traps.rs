@@ -275,7 +275,11 @@ fn data_copy_block_count_past_its_documented_range() {
     );
     assert_mentions(
         &m,
-        &["DataCopy: ", "blockCount 4096", "documented range [0, 4095]"],
+        &[
+            "DataCopy: ",
+            "blockCount 4096",
+            "documented range [0, 4095]",
+        ],
     );
 }
 
