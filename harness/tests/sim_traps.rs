@@ -263,3 +263,119 @@ fn unknown_kernel_and_invalid_launch_are_errors() {
         .unwrap_err();
     assert!(matches!(err, SimError::InvalidLaunch { .. }), "{err}");
 }
+
+#[test]
+fn data_copy_block_count_past_its_documented_range() {
+    let mut x = vec![0f32; 4096 * 8];
+    let m = trap(
+        "trap_copy_block_count",
+        CoreMode::Aiv,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &[
+            "DataCopy: ",
+            "blockCount 4096",
+            "documented range [0, 4095]",
+        ],
+    );
+}
+
+#[test]
+fn a_value_truncated_by_a_narrow_constructor_field() {
+    let mut x = vec![0f32; 8];
+    let m = trap(
+        "trap_copy_block_len_truncated",
+        CoreMode::Aiv,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &[
+            "DataCopyParams: ",
+            "blockLen 70000 does not fit its uint16_t [0, 65535]",
+            "truncate it to 4464",
+        ],
+    );
+}
+
+#[test]
+fn nd2nz_n_value_past_its_documented_range() {
+    let mut x = vec![0u16; 256];
+    let m = trap(
+        "trap_nd2nz_n_value",
+        CoreMode::Aic,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &[
+            "DataCopy(Nd2Nz): ",
+            "nValue 16385",
+            "documented range [0, 16384]",
+        ],
+    );
+}
+
+#[test]
+fn load_data_repeat_times_that_do_not_fit_their_field() {
+    let mut x = vec![0u16; 256];
+    let m = trap(
+        "trap_load_data_repeat_times",
+        CoreMode::Aic,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &[
+            "LoadData2DParams: ",
+            "repeatTimes 256 does not fit its uint8_t [0, 255]",
+            "truncate it to 0",
+        ],
+    );
+}
+
+#[test]
+fn fixpipe_n_size_past_its_documented_range() {
+    let mut x = vec![0f32; 256];
+    let m = trap(
+        "trap_fixpipe_n_size",
+        CoreMode::Aic,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &["Fixpipe: ", "nSize 4096", "documented range [0, 4095]"],
+    );
+}
+
+#[test]
+fn mmad_k_past_its_documented_range() {
+    let mut x = vec![0f32; 8];
+    let m = trap(
+        "trap_mmad_k",
+        CoreMode::Aic,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(&m, &["Mmad: ", "k 4096", "documented range [0, 4095]"]);
+}
+
+#[test]
+fn a_vector_repeat_time_that_does_not_fit_its_parameter() {
+    let m = trap("trap_vector_repeat_time", CoreMode::Aiv, 1, &mut []);
+    assert_mentions(
+        &m,
+        &[
+            "Adds: ",
+            "repeatTime 300 does not fit its uint8_t [0, 255]",
+            "truncate it to 44",
+        ],
+    );
+}

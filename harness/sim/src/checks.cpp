@@ -90,6 +90,20 @@ uint8_t* GmAccessRef(const void* addr, int gm, const char* api, const char* role
     return buf.base + s;
 }
 
+void FitTrap(const char* type, const char* field, Wide v, const char* fieldType, uint64_t max, uint64_t truncated)
+{
+    Trap(type, std::string(field) + " " + std::to_string(v) + " does not fit its " + fieldType + " [0, " +
+                   std::to_string(max) + "]: the device would silently truncate it to " + std::to_string(truncated));
+}
+
+void InRange(const char* api, const char* field, uint64_t v, uint64_t lo, uint64_t hi)
+{
+    if (v < lo || v > hi) {
+        Trap(api, std::string(field) + " " + std::to_string(v) + " outside its documented range [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+}
+
 void RequireCoreKind(const char* api, CoreKind want)
 {
     if (CurCore().kind != want) {
@@ -109,7 +123,7 @@ void RequireKnownMask(const char* api)
 }
 } // namespace
 
-LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask)
+LanePlan PlanFromCount(const char* api, uint64_t mask, Wide repeatTime, uint32_t lanes, bool isSetMask)
 {
     Core& c = CurCore();
     LanePlan p;
@@ -129,10 +143,9 @@ LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint
         p.lastLanes = static_cast<uint32_t>(count - uint64_t(p.repeats == 0 ? 0 : p.repeats - 1) * lanes);
         return p;
     }
-    if (repeatTime > MAX_REPEAT_TIMES) {
-        Trap(api, "repeatTime " + std::to_string(repeatTime) + " exceeds 255");
-    }
-    p.repeats = repeatTime;
+    // level-0 repeatTime [0, 255] (docs 基础API/Memory矢量计算/SIMD计算说明/高维切分.md); its
+    // uint8_t parameter is widened (sim/fields.h) so a larger value is seen, not truncated
+    p.repeats = Fit<uint8_t>(api, "repeatTime", repeatTime);
     if (!isSetMask) {
         p.lo = c.maskLow;
         p.hi = c.maskHigh;
@@ -150,7 +163,7 @@ LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint
     return p;
 }
 
-LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask)
+LanePlan PlanFromBits(const char* api, const uint64_t mask[], Wide repeatTime, uint32_t lanes, bool isSetMask)
 {
     Core& c = CurCore();
     if (!isSetMask) {
@@ -170,10 +183,9 @@ LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTim
         p.lastLanes = static_cast<uint32_t>(count - uint64_t(p.repeats == 0 ? 0 : p.repeats - 1) * lanes);
         return p;
     }
-    if (repeatTime > MAX_REPEAT_TIMES) {
-        Trap(api, "repeatTime " + std::to_string(repeatTime) + " exceeds 255");
-    }
-    p.repeats = repeatTime;
+    // level-0 repeatTime [0, 255] (docs 基础API/Memory矢量计算/SIMD计算说明/高维切分.md); its
+    // uint8_t parameter is widened (sim/fields.h) so a larger value is seen, not truncated
+    p.repeats = Fit<uint8_t>(api, "repeatTime", repeatTime);
     p.lo = c.maskLow;
     p.hi = c.maskHigh;
     return p;

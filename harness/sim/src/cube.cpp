@@ -6,6 +6,16 @@
 namespace AscendC {
 namespace sim {
 
+namespace {
+// unitFlag takes 0, 2 or 3 (docs 基础API/矩阵计算（ISASI）/Mmad计算/Mmad.md, 矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）.md)
+void CheckUnitFlag(const char* api, uint8_t unitFlag)
+{
+    if (unitFlag != 0 && unitFlag != 2 && unitFlag != 3) {
+        Trap(api, "unitFlag " + std::to_string(unitFlag) + " is not one of the documented values 0, 2, 3");
+    }
+}
+} // namespace
+
 void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, const LoadData2DParams& p)
 {
     const char* api = "LoadData";
@@ -21,6 +31,9 @@ void LoadData2D(const TensorRef& dst, const TensorRef& src, uint32_t elemSize, c
     if (p.addrMode != 0) {
         Trap(api, "addrMode 1 is only supported on the GM -> L1 path");
     }
+    // startIndex, srcStride, dstGap [0, 65535] and repeatTimes [0, 255] (0: NOP) are the
+    // whole range of their fields (docs 基础API/矩阵计算（ISASI）/矩阵计算的搬入/LoadData_2D.md):
+    // the LoadData2DParams constructor traps on a value that does not fit (sim/fields.h).
     if (p.repeatTimes == 0) {
         return;
     }
@@ -186,6 +199,11 @@ void MmadTyped(const TensorRef& dst, const TensorRef& fm, const TensorRef& filte
     if (p.cmatrixSource || p.isBias) {
         Trap(api, "bias-table initialisation (cmatrixSource / isBias) is not modelled by the sim");
     }
+    // m, n, k [0, 4095], 0 a NOP (docs 基础API/矩阵计算（ISASI）/Mmad计算/Mmad.md)
+    InRange(api, "m", p.m, 0, 4095);
+    InRange(api, "n", p.n, 0, 4095);
+    InRange(api, "k", p.k, 0, 4095);
+    CheckUnitFlag(api, p.unitFlag);
     if (p.m == 0 || p.n == 0 || p.k == 0) {
         return;
     }
@@ -339,6 +357,15 @@ void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const
     if (bs.mem != Mem::L0C) {
         Trap(api, "Fixpipe source must be in L0C (CO1)");
     }
+    // FixpipeParamsV220 ranges (docs 基础API/矩阵计算（ISASI）/矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）.md):
+    // nSize [0, 4095]; mSize [0, 8192] with NZ2ND, else [0, 65535]; dstStride not 0;
+    // srcNdStride [0, 512]; srcStride, ndNum and dstNdStride [0, 65535] are their uint16_t
+    // fields. A zero nSize, mSize or ndNum is a NOP.
+    InRange(api, "nSize", p.nSize, 0, 4095);
+    InRange(api, "mSize", p.mSize, 0, nd ? 8192 : 65535);
+    InRange(api, "dstStride", p.dstStride, 1, UINT32_MAX);
+    InRange(api, "srcNdStride", p.srcNdStride, 0, 512);
+    CheckUnitFlag(api, p.unitFlag);
     if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) {
         return;
     }

@@ -34,6 +34,21 @@ const BufDesc& LocalOn(const char* api, const char* role, const TensorRef& t, Me
     }
     return b;
 }
+
+// DataCopyParams ranges: blockCount [0, 4095]; blockLen, srcGap and dstGap [0, 65535] are
+// their uint16_t fields (docs 基础API/Memory矢量计算/数据搬运/DataCopy（GM与UB高维切分数据搬运）.md,
+// DataCopy（UBToUB高维切分数据搬运）.md, 基础API/矩阵计算（ISASI）/矩阵计算的搬入/
+// DataCopy（GMToL1高维切分数据搬运）.md). 0 blocks is a documented NOP.
+void CheckCopyParams(const char* api, const DataCopyParams& p) { InRange(api, "blockCount", p.blockCount, 0, 4095); }
+
+// DataCopyExtParams ranges for DataCopyPad: blockCount [0, 4095], blockLen [0, 2097151]
+// bytes; the strides span their uint32_t fields (docs 基础API/Memory矢量计算/数据搬运/
+// DataCopyPad（GMToUB非对齐数据搬运）.md, DataCopyPad（UBToGM非对齐数据搬运）.md).
+void CheckPadParams(const char* api, uint16_t blockCount, uint32_t blockLen)
+{
+    InRange(api, "blockCount", blockCount, 0, 4095);
+    InRange(api, "blockLen", blockLen, 0, 2097151);
+}
 } // namespace
 
 void GmStore(const char* api, ElemKind kind, int gm, uint8_t* dst, const uint8_t* src, uint64_t bytes)
@@ -86,6 +101,7 @@ void CopyGmToLocal(const char* api, const TensorRef& dst, const void* gm, int gm
     } else {
         Trap(api, std::string("unsupported path GM -> ") + kMemName[static_cast<int>(b.mem)]);
     }
+    CheckCopyParams(api, p);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
     }
@@ -106,6 +122,7 @@ void CopyLocalToGm(const char* api, ElemKind kind, void* gm, int gmIdx, const Te
     Op op(api, Pipe::MTE3);
     const BufDesc& b = LocalOn(api, "src", src, Mem::UB);
     RequireCoreKind(api, CoreKind::AIV);
+    CheckCopyParams(api, p);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
     }
@@ -125,6 +142,7 @@ void CopyUbToUb(const char* api, const TensorRef& dst, const TensorRef& src, con
     Op op(api, Pipe::V); // copy_ubuf_to_ubuf runs on the vector unit
     LocalOn(api, "dst", dst, Mem::UB);
     LocalOn(api, "src", src, Mem::UB);
+    CheckCopyParams(api, p);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
     }
@@ -142,6 +160,15 @@ void CopyNd2Nz(const TensorRef& dst, const void* gm, int gmIdx, uint32_t es, con
     Op op(api, Pipe::MTE2);
     RequireCoreKind(api, CoreKind::AIC);
     LocalOn(api, "dst", dst, Mem::L1);
+    // Nd2NzParams ranges (docs 基础API/矩阵计算（ISASI）/矩阵计算的搬入/DataCopy（GMToL1随路转换-ND2NZ搬运）.md);
+    // dValue and srcNdMatrixStride [0, 65535] are their uint16_t fields. A zero ndNum,
+    // nValue or dValue is a documented NOP.
+    InRange(api, "ndNum", p.ndNum, 0, 4095);
+    InRange(api, "nValue", p.nValue, 0, 16384);
+    InRange(api, "srcDValue", p.srcDValue, 1, 65535);
+    InRange(api, "dstNzC0Stride", p.dstNzC0Stride, 1, 16384);
+    InRange(api, "dstNzNStride", p.dstNzNStride, 1, 16384);
+    InRange(api, "dstNzMatrixStride", p.dstNzMatrixStride, 0, 16384);
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
         return;
     }
@@ -175,6 +202,7 @@ void PadGmToUb(const char* api, const TensorRef& dst, const void* gm, int gmIdx,
     Op op(api, Pipe::MTE2);
     RequireCoreKind(api, CoreKind::AIV);
     LocalOn(api, "dst", dst, Mem::UB);
+    CheckPadParams(api, blockCount, blockLen);
     if (blockLen % es != 0) {
         Trap(api, "blockLen " + std::to_string(blockLen) + " is not a multiple of the element size " +
                       std::to_string(es));
@@ -220,6 +248,7 @@ void PadUbToGm(const char* api, ElemKind kind, uint32_t es, void* gm, int gmIdx,
     Op op(api, Pipe::MTE3);
     RequireCoreKind(api, CoreKind::AIV);
     LocalOn(api, "src", src, Mem::UB);
+    CheckPadParams(api, blockCount, blockLen);
     if (blockLen % es != 0) {
         Trap(api, "blockLen " + std::to_string(blockLen) + " is not a multiple of the element size " +
                       std::to_string(es));

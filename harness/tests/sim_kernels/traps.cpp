@@ -191,3 +191,78 @@ extern "C" __global__ __aicore__ void trap_mmad_uninit(GM_ADDR x)
 extern "C" __global__ __vector__ void marked_vector(GM_ADDR x) {}
 extern "C" __global__ __cube__ void marked_cube(GM_ADDR x) {}
 extern "C" __global__ __mix__(1, 2) void marked_mix(GM_ADDR x) {}
+
+// Parameter fields (sim/fields.h): a field outside its documented range traps at the API
+// call that consumes the struct; a value that does not fit its narrow field (the device
+// would truncate it) traps in the struct's constructor.
+
+// DataCopyParams.blockCount 4096 fits its uint16_t but the documented range is [0, 4095].
+extern "C" __global__ __aicore__ void trap_copy_block_count(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 4096 * 32);
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    DataCopy(buf.Get<float>(), g, DataCopyParams(4096, 1, 0, 0));
+}
+
+// 70000 blocks do not fit DataCopyParams.blockLen (uint16_t): the device would copy 4464.
+extern "C" __global__ __aicore__ void trap_copy_block_len_truncated(GM_ADDR x)
+{
+    const uint32_t blocks = 70000;
+    DataCopyParams p(1, blocks, 0, 0);
+}
+
+// Nd2NzParams.nValue 16385 fits its uint16_t but the documented range is [0, 16384].
+extern "C" __global__ __aicore__ void trap_nd2nz_n_value(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::A1> a1;
+    pipe.InitBuffer(a1, 512 * sizeof(half));
+    GlobalTensor<half> g;
+    g.SetGlobalBuffer((__gm__ half*)x);
+    DataCopy(a1.Get<half>(), g, Nd2NzParams(1, 16385, 16, 0, 16, 16, 1, 0));
+}
+
+// 256 fractals do not fit LoadData2DParams.repeatTimes (uint8_t): the device would load none.
+extern "C" __global__ __aicore__ void trap_load_data_repeat_times(GM_ADDR x)
+{
+    const uint32_t fractals = 256;
+    LoadData2DParams p(0, fractals, 1, 0, 0, false, 0);
+}
+
+// FixpipeParamsV220.nSize 4096 fits its uint16_t but the documented range is [0, 4095].
+extern "C" __global__ __aicore__ void trap_fixpipe_n_size(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::CO1> co1;
+    pipe.InitBuffer(co1, 256 * sizeof(float));
+    GlobalTensor<float> g;
+    g.SetGlobalBuffer((__gm__ float*)x);
+    Fixpipe(g, co1.Get<float>(), FixpipeParamsV220(4096, 16, 16, 4096, false));
+}
+
+// MmadParams.k 4096 fits its uint16_t but the documented range is [0, 4095].
+extern "C" __global__ __aicore__ void trap_mmad_k(GM_ADDR x)
+{
+    TPipe pipe;
+    TBuf<TPosition::A2> a2;
+    TBuf<TPosition::B2> b2;
+    TBuf<TPosition::CO1> co1;
+    pipe.InitBuffer(a2, 512 * sizeof(half));
+    pipe.InitBuffer(b2, 512 * sizeof(half));
+    pipe.InitBuffer(co1, 256 * sizeof(float));
+    Mmad(co1.Get<float>(), a2.Get<half>(), b2.Get<half>(), MmadParams(16, 16, 4096, 0, false, true));
+}
+
+// A level-0 repeatTime of 300 does not fit its uint8_t parameter: the device would run 44.
+extern "C" __global__ __aicore__ void trap_vector_repeat_time()
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 300 * 256);
+    LocalTensor<float> t = buf.Get<float>();
+    const uint32_t repeats = 300;
+    Adds(t, t, 1.0f, 64, repeats, UnaryRepeatParams(1, 1, 8, 8));
+}

@@ -31,16 +31,16 @@ namespace AscendC {
 using LoadData2dParams = struct LoadData2DParams;
 struct LoadData2DParams {
     __aicore__ LoadData2DParams() {}
-    __aicore__ LoadData2DParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn, const uint16_t srcStrideIn,
-                                const uint8_t sidIn, const uint16_t dstGapIn, const bool ifTransposeIn,
-                                const uint8_t addrModeIn)
-        : startIndex(startIndexIn),
-          dstGap(dstGapIn),
-          srcStride(srcStrideIn),
+    __aicore__ LoadData2DParams(const sim::Wide startIndexIn, const sim::Wide repeatTimesIn,
+                                const sim::Wide srcStrideIn, const sim::Wide sidIn, const sim::Wide dstGapIn,
+                                const bool ifTransposeIn, const sim::Wide addrModeIn)
+        : startIndex(sim::Fit<uint16_t>("LoadData2DParams", "startIndex", startIndexIn)),
+          dstGap(sim::Fit<uint16_t>("LoadData2DParams", "dstGap", dstGapIn)),
+          srcStride(sim::Fit<uint16_t>("LoadData2DParams", "srcStride", srcStrideIn)),
           ifTranspose(ifTransposeIn),
-          repeatTimes(repeatTimesIn),
-          sid(sidIn),
-          addrMode(addrModeIn)
+          repeatTimes(sim::Fit<uint8_t>("LoadData2DParams", "repeatTimes", repeatTimesIn)),
+          sid(sim::Fit<uint8_t>("LoadData2DParams", "sid", sidIn)),
+          addrMode(sim::Fit<uint8_t>("LoadData2DParams", "addrMode", addrModeIn))
     {}
     uint16_t startIndex = 0;
     uint16_t dstGap = 0;
@@ -53,24 +53,21 @@ struct LoadData2DParams {
 
 struct LoadData2dTransposeParams {
     __aicore__ LoadData2dTransposeParams() {}
-    __aicore__ LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn,
-                                         const uint16_t srcStrideIn, const uint16_t dstGapIn,
-                                         const uint16_t dstfracGapIn, const uint8_t addrModeIn)
-        : startIndex(startIndexIn),
-          repeatTimes(repeatTimesIn),
-          srcStride(srcStrideIn),
-          dstGap(dstGapIn),
-          dstFracGap(dstfracGapIn),
-          addrMode(addrModeIn)
-    {}
-    __aicore__ LoadData2dTransposeParams(const uint16_t startIndexIn, const uint8_t repeatTimesIn,
-                                         const uint16_t srcStrideIn, const uint16_t dstGapIn,
-                                         const uint16_t dstfracGapIn)
-        : startIndex(startIndexIn),
-          repeatTimes(repeatTimesIn),
-          srcStride(srcStrideIn),
-          dstGap(dstGapIn),
-          dstFracGap(dstfracGapIn)
+    __aicore__ LoadData2dTransposeParams(const sim::Wide startIndexIn, const sim::Wide repeatTimesIn,
+                                         const sim::Wide srcStrideIn, const sim::Wide dstGapIn,
+                                         const sim::Wide dstfracGapIn, const sim::Wide addrModeIn)
+        : LoadData2dTransposeParams(startIndexIn, repeatTimesIn, srcStrideIn, dstGapIn, dstfracGapIn)
+    {
+        addrMode = sim::Fit<uint8_t>("LoadData2dTransposeParams", "addrMode", addrModeIn);
+    }
+    __aicore__ LoadData2dTransposeParams(const sim::Wide startIndexIn, const sim::Wide repeatTimesIn,
+                                         const sim::Wide srcStrideIn, const sim::Wide dstGapIn,
+                                         const sim::Wide dstfracGapIn)
+        : startIndex(sim::Fit<uint16_t>("LoadData2dTransposeParams", "startIndex", startIndexIn)),
+          repeatTimes(sim::Fit<uint8_t>("LoadData2dTransposeParams", "repeatTimes", repeatTimesIn)),
+          srcStride(sim::Fit<uint16_t>("LoadData2dTransposeParams", "srcStride", srcStrideIn)),
+          dstGap(sim::Fit<uint16_t>("LoadData2dTransposeParams", "dstGap", dstGapIn)),
+          dstFracGap(sim::Fit<uint16_t>("LoadData2dTransposeParams", "dstFracGap", dstfracGapIn))
     {}
     uint16_t startIndex = 0;
     uint8_t repeatTimes = 0;
@@ -82,21 +79,26 @@ struct LoadData2dTransposeParams {
 
 struct MmadParams {
     __aicore__ MmadParams() {}
-    __aicore__ MmadParams(const uint16_t mIn, const uint16_t nIn, const uint16_t kIn, const bool isBiasIn,
+    __aicore__ MmadParams(const sim::Wide mIn, const sim::Wide nIn, const sim::Wide kIn, const bool isBiasIn,
                           const int32_t fmOffsetIn, const bool enSsparseIn, const bool enWinogradAIn,
                           const bool enWinogradBIn)
-        : m(mIn),
-          n(nIn),
-          k(kIn),
+        : m(sim::Fit<uint16_t>("MmadParams", "m", mIn)),
+          n(sim::Fit<uint16_t>("MmadParams", "n", nIn)),
+          k(sim::Fit<uint16_t>("MmadParams", "k", kIn)),
           isBias(isBiasIn),
           fmOffset(fmOffsetIn),
           enSsparse(enSsparseIn),
           enWinogradA(enWinogradAIn),
           enWinogradB(enWinogradBIn)
     {}
-    __aicore__ MmadParams(const uint16_t mIn, const uint16_t nIn, const uint16_t kIn, const uint8_t unitFlagIn,
+    __aicore__ MmadParams(const sim::Wide mIn, const sim::Wide nIn, const sim::Wide kIn, const sim::Wide unitFlagIn,
                           const bool cmatrixSourceIn, const bool cmatrixInitValIn)
-        : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn), cmatrixInitVal(cmatrixInitValIn)
+        : m(sim::Fit<uint16_t>("MmadParams", "m", mIn)),
+          n(sim::Fit<uint16_t>("MmadParams", "n", nIn)),
+          k(sim::Fit<uint16_t>("MmadParams", "k", kIn)),
+          unitFlag(sim::Fit<uint8_t>("MmadParams", "unitFlag", unitFlagIn)),
+          cmatrixSource(cmatrixSourceIn),
+          cmatrixInitVal(cmatrixInitValIn)
     {}
     uint16_t m = 0;
     uint16_t n = 0;
@@ -135,12 +137,15 @@ constexpr bool MmadTypesOk()
 template <typename T>
 struct InitConstValueParams {
     __aicore__ InitConstValueParams() {}
-    __aicore__ InitConstValueParams(const uint16_t repeatTimesIn, const uint16_t blockNumIn, const uint16_t dstGapIn,
-                                    const T initValueIn)
-        : repeatTimes(repeatTimesIn), blockNum(blockNumIn), dstGap(dstGapIn), initValue(initValueIn)
+    __aicore__ InitConstValueParams(const sim::Wide repeatTimesIn, const sim::Wide blockNumIn,
+                                    const sim::Wide dstGapIn, const T initValueIn)
+        : repeatTimes(sim::Fit<uint16_t>("InitConstValueParams", "repeatTimes", repeatTimesIn)),
+          blockNum(sim::Fit<uint16_t>("InitConstValueParams", "blockNum", blockNumIn)),
+          dstGap(sim::Fit<uint16_t>("InitConstValueParams", "dstGap", dstGapIn)),
+          initValue(initValueIn)
     {}
-    __aicore__ InitConstValueParams(const uint16_t repeatTimesIn, const T initValueIn)
-        : repeatTimes(repeatTimesIn), initValue(initValueIn)
+    __aicore__ InitConstValueParams(const sim::Wide repeatTimesIn, const T initValueIn)
+        : repeatTimes(sim::Fit<uint16_t>("InitConstValueParams", "repeatTimes", repeatTimesIn)), initValue(initValueIn)
     {}
     uint16_t repeatTimes = 0;
     uint16_t blockNum = 0;
@@ -162,6 +167,10 @@ __aicore__ inline void Fill(const LocalTensor<T>& dst, const InitConstValueParam
     }
     // Fill.md: PIPE_MTE2 into L1, PIPE_MTE1 into L0A / L0B
     sim::Op op_(api, m == sim::Mem::L1 ? sim::Pipe::MTE2 : sim::Pipe::MTE1);
+    // ranges [0, 32767] (docs 基础API/矩阵计算（ISASI）/矩阵搬入辅助配置接口/Fill.md); 0 repeats or blocks is a NOP
+    sim::InRange(api, "repeatTimes", p.repeatTimes, 0, 32767);
+    sim::InRange(api, "blockNum", p.blockNum, 0, 32767);
+    sim::InRange(api, "dstGap", p.dstGap, 0, 32767);
     if (p.repeatTimes == 0 || p.blockNum == 0) {
         return;
     }

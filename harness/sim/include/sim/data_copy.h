@@ -21,9 +21,12 @@ namespace AscendC {
 
 struct DataCopyParams {
     __aicore__ DataCopyParams() {}
-    __aicore__ DataCopyParams(const uint16_t count, const uint16_t len, const uint16_t srcStrideIn,
-                              const uint16_t dstStrideIn)
-        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn)
+    __aicore__ DataCopyParams(const sim::Wide count, const sim::Wide len, const sim::Wide srcStrideIn,
+                              const sim::Wide dstStrideIn)
+        : blockCount(sim::Fit<uint16_t>("DataCopyParams", "blockCount", count)),
+          blockLen(sim::Fit<uint16_t>("DataCopyParams", "blockLen", len)),
+          srcStride(sim::Fit<uint16_t>("DataCopyParams", "srcStride", srcStrideIn)),
+          dstStride(sim::Fit<uint16_t>("DataCopyParams", "dstStride", dstStrideIn))
     {}
     uint16_t blockCount = 1;
     uint16_t blockLen = 0;
@@ -39,9 +42,13 @@ struct DataCopyParams {
 
 struct DataCopyExtParams {
     __aicore__ DataCopyExtParams() {}
-    __aicore__ DataCopyExtParams(const uint16_t count, const uint32_t len, const uint32_t srcStrideIn,
-                                 const uint32_t dstStrideIn, const uint32_t rsvIn)
-        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn)
+    __aicore__ DataCopyExtParams(const sim::Wide count, const sim::Wide len, const sim::Wide srcStrideIn,
+                                 const sim::Wide dstStrideIn, const sim::Wide rsvIn)
+        : blockCount(sim::Fit<uint16_t>("DataCopyExtParams", "blockCount", count)),
+          blockLen(sim::Fit<uint32_t>("DataCopyExtParams", "blockLen", len)),
+          srcStride(sim::Fit<uint32_t>("DataCopyExtParams", "srcStride", srcStrideIn)),
+          dstStride(sim::Fit<uint32_t>("DataCopyExtParams", "dstStride", dstStrideIn)),
+          rsv(sim::Fit<uint32_t>("DataCopyExtParams", "rsv", rsvIn))
     {}
     uint16_t blockCount = 1;
     uint32_t blockLen = 0;
@@ -53,9 +60,12 @@ struct DataCopyExtParams {
 template <typename T>
 struct DataCopyPadExtParams {
     __aicore__ DataCopyPadExtParams() {}
-    __aicore__ DataCopyPadExtParams(const bool isPadValue, const uint8_t leftPadValue, const uint8_t rightPadValue,
-                                    T padValue)
-        : isPad(isPadValue), leftPadding(leftPadValue), rightPadding(rightPadValue), paddingValue(padValue)
+    __aicore__ DataCopyPadExtParams(const bool isPadValue, const sim::Wide leftPadValue,
+                                    const sim::Wide rightPadValue, T padValue)
+        : isPad(isPadValue),
+          leftPadding(sim::Fit<uint8_t>("DataCopyPadExtParams", "leftPadding", leftPadValue)),
+          rightPadding(sim::Fit<uint8_t>("DataCopyPadExtParams", "rightPadding", rightPadValue)),
+          paddingValue(padValue)
     {}
     bool isPad = false;
     uint8_t leftPadding = 0;
@@ -65,9 +75,12 @@ struct DataCopyPadExtParams {
 
 struct DataCopyPadParams {
     __aicore__ DataCopyPadParams() {}
-    __aicore__ DataCopyPadParams(const bool isPadValue, const uint8_t leftPadValue, const uint8_t rightPadValue,
+    __aicore__ DataCopyPadParams(const bool isPadValue, const sim::Wide leftPadValue, const sim::Wide rightPadValue,
                                  const uint64_t padValue)
-        : isPad(isPadValue), leftPadding(leftPadValue), rightPadding(rightPadValue), paddingValue(padValue)
+        : isPad(isPadValue),
+          leftPadding(sim::Fit<uint8_t>("DataCopyPadParams", "leftPadding", leftPadValue)),
+          rightPadding(sim::Fit<uint8_t>("DataCopyPadParams", "rightPadding", rightPadValue)),
+          paddingValue(padValue)
     {}
     bool isPad = false;
     uint8_t leftPadding = 0;
@@ -77,18 +90,18 @@ struct DataCopyPadParams {
 
 struct Nd2NzParams {
     __aicore__ Nd2NzParams() {}
-    __aicore__ Nd2NzParams(const uint16_t ndNumIn, const uint16_t nValueIn, const uint16_t dValueIn,
-                           const uint16_t srcNdMatrixStrideIn, const uint16_t srcDValueIn,
-                           const uint16_t dstNzC0StrideIn, const uint16_t dstNzNStrideIn,
-                           const uint16_t dstNzMatrixStrideIn)
-        : ndNum(ndNumIn),
-          nValue(nValueIn),
-          dValue(dValueIn),
-          srcNdMatrixStride(srcNdMatrixStrideIn),
-          srcDValue(srcDValueIn),
-          dstNzC0Stride(dstNzC0StrideIn),
-          dstNzNStride(dstNzNStrideIn),
-          dstNzMatrixStride(dstNzMatrixStrideIn)
+    __aicore__ Nd2NzParams(const sim::Wide ndNumIn, const sim::Wide nValueIn, const sim::Wide dValueIn,
+                           const sim::Wide srcNdMatrixStrideIn, const sim::Wide srcDValueIn,
+                           const sim::Wide dstNzC0StrideIn, const sim::Wide dstNzNStrideIn,
+                           const sim::Wide dstNzMatrixStrideIn)
+        : ndNum(sim::Fit<uint16_t>("Nd2NzParams", "ndNum", ndNumIn)),
+          nValue(sim::Fit<uint16_t>("Nd2NzParams", "nValue", nValueIn)),
+          dValue(sim::Fit<uint16_t>("Nd2NzParams", "dValue", dValueIn)),
+          srcNdMatrixStride(sim::Fit<uint16_t>("Nd2NzParams", "srcNdMatrixStride", srcNdMatrixStrideIn)),
+          srcDValue(sim::Fit<uint16_t>("Nd2NzParams", "srcDValue", srcDValueIn)),
+          dstNzC0Stride(sim::Fit<uint16_t>("Nd2NzParams", "dstNzC0Stride", dstNzC0StrideIn)),
+          dstNzNStride(sim::Fit<uint16_t>("Nd2NzParams", "dstNzNStride", dstNzNStrideIn)),
+          dstNzMatrixStride(sim::Fit<uint16_t>("Nd2NzParams", "dstNzMatrixStride", dstNzMatrixStrideIn))
     {}
     uint16_t ndNum = 0;
     uint16_t nValue = 0;

@@ -28,26 +28,27 @@ inline constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR};
 
 struct FixpipeParamsV220 {
     __aicore__ FixpipeParamsV220() {}
-    __aicore__ FixpipeParamsV220(const uint16_t nSizeIn, const uint16_t mSizeIn, const uint16_t srcStrideIn,
-                                 const uint32_t dstStrideIn, const bool reluEnIn)
-        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn)
+    __aicore__ FixpipeParamsV220(const sim::Wide nSizeIn, const sim::Wide mSizeIn, const sim::Wide srcStrideIn,
+                                 const sim::Wide dstStrideIn, const bool reluEnIn)
+        : nSize(sim::Fit<uint16_t>("FixpipeParamsV220", "nSize", nSizeIn)),
+          mSize(sim::Fit<uint16_t>("FixpipeParamsV220", "mSize", mSizeIn)),
+          srcStride(sim::Fit<uint16_t>("FixpipeParamsV220", "srcStride", srcStrideIn)),
+          dstStride(sim::Fit<uint32_t>("FixpipeParamsV220", "dstStride", dstStrideIn)),
+          reluEn(reluEnIn)
     {}
-    __aicore__ FixpipeParamsV220(const uint16_t nSizeIn, const uint16_t mSizeIn, const uint16_t srcStrideIn,
-                                 const uint32_t dstStrideIn, const bool reluEnIn, const QuantMode_t quantPreIn,
-                                 const int64_t deqScalarIn, const uint16_t ndNumIn, const uint16_t srcNdStrideIn,
-                                 const uint16_t dstNdStrideIn, const uint8_t unitFlagIn)
-        : nSize(nSizeIn),
-          mSize(mSizeIn),
-          srcStride(srcStrideIn),
-          dstStride(dstStrideIn),
-          quantPre(quantPreIn),
-          deqScalar(deqScalarIn),
-          ndNum(ndNumIn),
-          srcNdStride(srcNdStrideIn),
-          dstNdStride(dstNdStrideIn),
-          reluEn(reluEnIn),
-          unitFlag(unitFlagIn)
-    {}
+    __aicore__ FixpipeParamsV220(const sim::Wide nSizeIn, const sim::Wide mSizeIn, const sim::Wide srcStrideIn,
+                                 const sim::Wide dstStrideIn, const bool reluEnIn, const QuantMode_t quantPreIn,
+                                 const int64_t deqScalarIn, const sim::Wide ndNumIn, const sim::Wide srcNdStrideIn,
+                                 const sim::Wide dstNdStrideIn, const sim::Wide unitFlagIn)
+        : FixpipeParamsV220(nSizeIn, mSizeIn, srcStrideIn, dstStrideIn, reluEnIn)
+    {
+        quantPre = quantPreIn;
+        deqScalar = deqScalarIn;
+        ndNum = sim::Fit<uint16_t>("FixpipeParamsV220", "ndNum", ndNumIn);
+        srcNdStride = sim::Fit<uint16_t>("FixpipeParamsV220", "srcNdStride", srcNdStrideIn);
+        dstNdStride = sim::Fit<uint16_t>("FixpipeParamsV220", "dstNdStride", dstNdStrideIn);
+        unitFlag = sim::Fit<uint8_t>("FixpipeParamsV220", "unitFlag", unitFlagIn);
+    }
     uint16_t nSize = 0;
     uint16_t mSize = 0;
     uint16_t srcStride = 0;

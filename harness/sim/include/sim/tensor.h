@@ -3,6 +3,7 @@
 // the buffer, address alignment, and reads of never-written local memory.
 #pragma once
 
+#include "fields.h"
 #include "hazard.h"
 
 namespace AscendC {

@@ -73,7 +73,7 @@ struct MinOp {
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
-                                uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams)     \
+                                uint64_t mask, const sim::Wide repeatTime, const BinaryRepeatParams& repeatParams)   \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
@@ -82,7 +82,7 @@ struct MinOp {
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,  \
-                                const uint64_t mask[], const uint8_t repeatTime,                                      \
+                                const uint64_t mask[], const sim::Wide repeatTime,                                    \
                                 const BinaryRepeatParams& repeatParams)                                               \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
@@ -119,7 +119,7 @@ SIM_BINARY_OP(Min, MinOp, int16_t, half, int32_t, float)
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,          \
-                                uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)      \
+                                uint64_t mask, const sim::Wide repeatTime, const UnaryRepeatParams& repeatParams)    \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, int16_t, half, int32_t, float>, #NAME ": element type not supported on dav-c220"); \
@@ -131,7 +131,7 @@ SIM_BINARY_OP(Min, MinOp, int16_t, half, int32_t, float)
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,          \
-                                const uint64_t mask[], const uint8_t repeatTime,                                      \
+                                const uint64_t mask[], const sim::Wide repeatTime,                                    \
                                 const UnaryRepeatParams& repeatParams)                                                \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \

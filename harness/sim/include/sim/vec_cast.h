@@ -223,7 +223,7 @@ __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src
 
 template <typename T, typename U, bool isSetMask = true>
 __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
-                            const uint64_t mask, const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)
+                            const uint64_t mask, const sim::Wide repeatTime, const UnaryRepeatParams& repeatParams)
 {
     sim::Op op_("Cast", sim::Pipe::V);
     sim::CheckCastMode<T, U>(roundMode);
@@ -236,7 +236,7 @@ __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src
 
 template <typename T, typename U, bool isSetMask = true>
 __aicore__ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
-                            const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)
+                            const uint64_t mask[], const sim::Wide repeatTime, const UnaryRepeatParams& repeatParams)
 {
     sim::Op op_("Cast", sim::Pipe::V);
     sim::CheckCastMode<T, U>(roundMode);

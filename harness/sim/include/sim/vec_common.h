@@ -17,15 +17,15 @@ namespace AscendC {
 
 struct BinaryRepeatParams {
     __aicore__ BinaryRepeatParams() {}
-    __aicore__ BinaryRepeatParams(const uint8_t dstBlkStrideIn, const uint8_t src0BlkStrideIn,
-                                  const uint8_t src1BlkStrideIn, const uint8_t dstRepStrideIn,
-                                  const uint8_t src0RepStrideIn, const uint8_t src1RepStrideIn)
-        : dstBlkStride(dstBlkStrideIn),
-          src0BlkStride(src0BlkStrideIn),
-          src1BlkStride(src1BlkStrideIn),
-          dstRepStride(dstRepStrideIn),
-          src0RepStride(src0RepStrideIn),
-          src1RepStride(src1RepStrideIn)
+    __aicore__ BinaryRepeatParams(const sim::Wide dstBlkStrideIn, const sim::Wide src0BlkStrideIn,
+                                  const sim::Wide src1BlkStrideIn, const sim::Wide dstRepStrideIn,
+                                  const sim::Wide src0RepStrideIn, const sim::Wide src1RepStrideIn)
+        : dstBlkStride(sim::Fit<uint8_t>("BinaryRepeatParams", "dstBlkStride", dstBlkStrideIn)),
+          src0BlkStride(sim::Fit<uint8_t>("BinaryRepeatParams", "src0BlkStride", src0BlkStrideIn)),
+          src1BlkStride(sim::Fit<uint8_t>("BinaryRepeatParams", "src1BlkStride", src1BlkStrideIn)),
+          dstRepStride(sim::Fit<uint8_t>("BinaryRepeatParams", "dstRepStride", dstRepStrideIn)),
+          src0RepStride(sim::Fit<uint8_t>("BinaryRepeatParams", "src0RepStride", src0RepStrideIn)),
+          src1RepStride(sim::Fit<uint8_t>("BinaryRepeatParams", "src1RepStride", src1RepStrideIn))
     {}
     uint32_t blockNumber = DEFAULT_BLK_NUM;
     uint8_t dstBlkStride = DEFAULT_BLK_STRIDE;
@@ -40,12 +40,12 @@ struct BinaryRepeatParams {
 
 struct UnaryRepeatParams {
     __aicore__ UnaryRepeatParams() {}
-    __aicore__ UnaryRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t srcBlkStrideIn,
-                                 const uint8_t dstRepStrideIn, const uint8_t srcRepStrideIn)
-        : dstBlkStride(dstBlkStrideIn),
-          srcBlkStride(srcBlkStrideIn),
-          dstRepStride(dstRepStrideIn),
-          srcRepStride(srcRepStrideIn)
+    __aicore__ UnaryRepeatParams(const sim::Wide dstBlkStrideIn, const sim::Wide srcBlkStrideIn,
+                                 const sim::Wide dstRepStrideIn, const sim::Wide srcRepStrideIn)
+        : dstBlkStride(sim::Fit<uint16_t>("UnaryRepeatParams", "dstBlkStride", dstBlkStrideIn)),
+          srcBlkStride(sim::Fit<uint16_t>("UnaryRepeatParams", "srcBlkStride", srcBlkStrideIn)),
+          dstRepStride(sim::Fit<uint8_t>("UnaryRepeatParams", "dstRepStride", dstRepStrideIn)),
+          srcRepStride(sim::Fit<uint8_t>("UnaryRepeatParams", "srcRepStride", srcRepStrideIn))
     {}
     uint32_t blockNumber = DEFAULT_BLK_NUM;
     uint16_t dstBlkStride = DEFAULT_BLK_STRIDE;
@@ -151,8 +151,8 @@ struct LanePlan {
 // level-0 ReduceSum, which leave an internal pattern (MaskLeftBy): a later isSetMask =
 // false call before the kernel sets the mask again traps.
 // Implemented in harness/sim/src/checks.cpp.
-LanePlan PlanFromCount(const char* api, uint64_t mask, uint32_t repeatTime, uint32_t lanes, bool isSetMask);
-LanePlan PlanFromBits(const char* api, const uint64_t mask[], uint32_t repeatTime, uint32_t lanes, bool isSetMask);
+LanePlan PlanFromCount(const char* api, uint64_t mask, Wide repeatTime, uint32_t lanes, bool isSetMask);
+LanePlan PlanFromBits(const char* api, const uint64_t mask[], Wide repeatTime, uint32_t lanes, bool isSetMask);
 inline void CountFormDone()
 {
     Core& c = CurCore();

@@ -9,8 +9,9 @@ namespace AscendC {
 
 struct BrcbRepeatParams {
     __aicore__ BrcbRepeatParams() {}
-    __aicore__ BrcbRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t dstRepStrideIn)
-        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn)
+    __aicore__ BrcbRepeatParams(const sim::Wide dstBlkStrideIn, const sim::Wide dstRepStrideIn)
+        : dstRepStride(sim::Fit<uint16_t>("BrcbRepeatParams", "dstRepStride", dstRepStrideIn)),
+          dstBlkStride(sim::Fit<uint16_t>("BrcbRepeatParams", "dstBlkStride", dstBlkStrideIn))
     {}
     uint32_t blockNumber = DEFAULT_BLK_NUM;
     uint16_t dstRepStride = DEFAULT_REPEAT_STRIDE;
@@ -67,29 +68,33 @@ __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue
 }
 template <typename T, bool isSetMask = true>
 __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask,
-                                 const uint8_t repeatTime, const uint16_t dstBlockStride,
-                                 const uint8_t dstRepeatStride)
+                                 const sim::Wide repeatTime, const sim::Wide dstBlockStride,
+                                 const sim::Wide dstRepeatStride)
 {
     sim::Op op_("Duplicate", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Duplicate: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromCount("Duplicate", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
-    sim::Duplicate0("Duplicate", dst, scalarValue, p, dstBlockStride, dstRepeatStride);
+    sim::Duplicate0("Duplicate", dst, scalarValue, p, sim::Fit<uint16_t>("Duplicate", "dstBlockStride", dstBlockStride),
+                    sim::Fit<uint8_t>("Duplicate", "dstRepeatStride", dstRepeatStride));
 }
 template <typename T, bool isSetMask = true>
 __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const uint64_t mask[],
-                                 const uint8_t repeatTime, const uint16_t dstBlockStride,
-                                 const uint8_t dstRepeatStride)
+                                 const sim::Wide repeatTime, const sim::Wide dstBlockStride,
+                                 const sim::Wide dstRepeatStride)
 {
     sim::Op op_("Duplicate", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Duplicate: element type not supported on dav-c220");
     sim::LanePlan p = sim::PlanFromBits("Duplicate", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
-    sim::Duplicate0("Duplicate", dst, scalarValue, p, dstBlockStride, dstRepeatStride);
+    sim::Duplicate0("Duplicate", dst, scalarValue, p, sim::Fit<uint16_t>("Duplicate", "dstBlockStride", dstBlockStride),
+                    sim::Fit<uint8_t>("Duplicate", "dstRepeatStride", dstRepeatStride));
 }
 
 template <typename T>
-__aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint8_t repeatTime,
+__aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const sim::Wide repeatTimeIn,
                             const BrcbRepeatParams& repeatParams)
 {
+    // repeatTime [0, 255] (docs 基础API/Memory矢量计算/数据填充/Brcb.md), a uint8_t parameter widened
+    const uint8_t repeatTime = sim::Fit<uint8_t>("Brcb", "repeatTime", repeatTimeIn);
     sim::Op op_("Brcb", sim::Pipe::V);
     static_assert(sim::kDupTypes<T>, "Brcb: element type not supported on dav-c220");
     const char* api = "Brcb";

@@ -49,10 +49,10 @@ constexpr int32_t MRG_SORT_ELEMENT_LEN = 4;
 struct MrgSort4Info {
     __aicore__ MrgSort4Info() {}
     __aicore__ MrgSort4Info(const uint16_t elementLengthsIn[MRG_SORT_ELEMENT_LEN], const bool ifExhaustedSuspensionIn,
-                            const uint16_t validBitIn, const uint16_t repeatTimesIn)
+                            const sim::Wide validBitIn, const sim::Wide repeatTimesIn)
         : ifExhaustedSuspension(ifExhaustedSuspensionIn),
-          validBit(validBitIn),
-          repeatTimes(static_cast<uint8_t>(repeatTimesIn))
+          validBit(sim::Fit<uint16_t>("MrgSort4Info", "validBit", validBitIn)),
+          repeatTimes(sim::Fit<uint8_t>("MrgSort4Info", "repeatTimes", repeatTimesIn))
     {
         for (int32_t i = 0; i < MRG_SORT_ELEMENT_LEN; ++i) {
             elementLengths[i] = elementLengthsIn[i];
@@ -87,12 +87,12 @@ const GatherMaskMode defaultGatherMaskMode = GatherMaskMode::VERSION_V2;
 
 struct GatherMaskParams {
     __aicore__ GatherMaskParams() {}
-    __aicore__ GatherMaskParams(const uint8_t src0BlockStrideIn, const uint16_t repeatTimesIn,
-                                const uint16_t src0RepeatStrideIn, const uint8_t src1RepeatStrideIn)
-        : src0BlockStride(src0BlockStrideIn),
-          repeatTimes(repeatTimesIn),
-          src0RepeatStride(src0RepeatStrideIn),
-          src1RepeatStride(src1RepeatStrideIn)
+    __aicore__ GatherMaskParams(const sim::Wide src0BlockStrideIn, const sim::Wide repeatTimesIn,
+                                const sim::Wide src0RepeatStrideIn, const sim::Wide src1RepeatStrideIn)
+        : src0BlockStride(sim::Fit<uint8_t>("GatherMaskParams", "src0BlockStride", src0BlockStrideIn)),
+          repeatTimes(sim::Fit<uint16_t>("GatherMaskParams", "repeatTimes", repeatTimesIn)),
+          src0RepeatStride(sim::Fit<uint16_t>("GatherMaskParams", "src0RepeatStride", src0RepeatStrideIn)),
+          src1RepeatStride(sim::Fit<uint8_t>("GatherMaskParams", "src1RepeatStride", src1RepeatStrideIn))
     {}
     uint8_t src0BlockStride = DEFAULT_BLK_STRIDE;
     uint16_t repeatTimes = 0;

@@ -55,7 +55,7 @@ struct ReluOp {
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,                 \
-                                const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)                      \
+                                const sim::Wide repeatTime, const UnaryRepeatParams& repeatParams)                    \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \
@@ -65,7 +65,7 @@ struct ReluOp {
     }                                                                                                                 \
     template <typename T, bool isSetMask = true>                                                                      \
     __aicore__ inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],         \
-                                const uint8_t repeatTime, const UnaryRepeatParams& repeatParams)                      \
+                                const sim::Wide repeatTime, const UnaryRepeatParams& repeatParams)                    \
     {                                                                                                                 \
     sim::Op op_(#NAME, sim::Pipe::V);                                                                                 \
         static_assert(sim::OneOf<T, __VA_ARGS__>, #NAME ": element type not supported on dav-c220");                 \

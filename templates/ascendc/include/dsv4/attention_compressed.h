@@ -207,9 +207,9 @@ private:
         const uint32_t n = Min(CHUNK, rows - r0);
         if (n < lanes) {
             // rows n .. lanes of every column block (CHUNK rows high)
-            AscendC::Fill(u[n * FRACTAL], AscendC::InitConstValueParams<bfloat16_t>(
-                                              static_cast<uint16_t>(HD / FRACTAL), static_cast<uint16_t>(lanes - n),
-                                              static_cast<uint16_t>(CHUNK - lanes + n), bfloat16_t(0.0f)));
+            AscendC::Fill(u[n * FRACTAL],
+                          AscendC::InitConstValueParams<bfloat16_t>(HD / FRACTAL, lanes - n, CHUNK - lanes + n,
+                                                                    bfloat16_t(0.0f)));
         }
         for (uint32_t k = 0; k < n; k += P::BLOCK_SIZE) {
             const uint32_t logical = (r0 + k) / P::BLOCK_SIZE;
@@ -222,7 +222,7 @@ private:
                            b, logical, page, td.cmp_nb);
             const uint32_t run = Min(P::BLOCK_SIZE, n - k);
             AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(page) * P::BLOCK_SIZE * HD],
-                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), HD, 0, HD, CHUNK, 1, 0));
+                              AscendC::Nd2NzParams(1, run, HD, 0, HD, CHUNK, 1, 0));
         }
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
     }

@@ -64,14 +64,12 @@ public:
         AscendC::LocalTensor<bfloat16_t> u = union_.Get<bfloat16_t>();
         // Rows past the union take part in whole fractals: zeros, so 0 x garbage cannot occur.
         AscendC::Fill(u[w.count * FRACTAL],
-                      AscendC::InitConstValueParams<bfloat16_t>(
-                          static_cast<uint16_t>(P::HEAD_DIM / FRACTAL), static_cast<uint16_t>(P::UNION_ROWS - w.count),
-                          static_cast<uint16_t>(w.count), bfloat16_t(0.0f)));
+                      AscendC::InitConstValueParams<bfloat16_t>(P::HEAD_DIM / FRACTAL, P::UNION_ROWS - w.count, w.count,
+                                                                bfloat16_t(0.0f)));
         for (uint32_t k = 0; k < w.count;) {
             const uint32_t run = w.RunAt(k);
             AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(w.rows[k]) * P::HEAD_DIM],
-                              AscendC::Nd2NzParams(1, static_cast<uint16_t>(run), P::HEAD_DIM, 0, P::HEAD_DIM,
-                                                   P::UNION_ROWS, 1, 0));
+                              AscendC::Nd2NzParams(1, run, P::HEAD_DIM, 0, P::HEAD_DIM, P::UNION_ROWS, 1, 0));
             k += run;
         }
         Handshake<AscendC::HardEvent::MTE2_MTE1>();

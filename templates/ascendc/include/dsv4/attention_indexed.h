@@ -171,8 +171,7 @@ private:
             for (uint32_t m = 0; m < HEAD_TILES; ++m) {
                 AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
                 AscendC::DataCopy(a, probs_[slab + m * P::HEAD_TILE * lanes],
-                                  AscendC::Nd2NzParams(1, P::HEAD_TILE, static_cast<uint16_t>(lanes), 0,
-                                                       static_cast<uint16_t>(lanes), M_PAD, 1, 0));
+                                  AscendC::Nd2NzParams(1, P::HEAD_TILE, lanes, 0, lanes, M_PAD, 1, 0));
                 aTile_.EnQue(a);
                 a = aTile_.DeQue<bfloat16_t>();
                 const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + m * P::HEAD_TILE;
@@ -240,15 +239,13 @@ private:
                     ++n;
                 }
                 AscendC::Fill(u[k * FRACTAL],
-                              AscendC::InitConstValueParams<bfloat16_t>(static_cast<uint16_t>(HD / FRACTAL),
-                                                                        static_cast<uint16_t>(n),
-                                                                        static_cast<uint16_t>(TILE - n), bfloat16_t(0.0f)));
+                              AscendC::InitConstValueParams<bfloat16_t>(HD / FRACTAL, n, TILE - n, bfloat16_t(0.0f)));
             } else {
                 while (k + n < lanes && rows[k + n] == rows[k] + static_cast<int32_t>(n)) {
                     ++n;
                 }
                 AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(rows[k]) * HD],
-                                  AscendC::Nd2NzParams(1, static_cast<uint16_t>(n), HD, 0, HD, TILE, 1, 0));
+                                  AscendC::Nd2NzParams(1, n, HD, 0, HD, TILE, 1, 0));
             }
             k += n;
         }

@@ -304,9 +304,9 @@ private:
         }
         // e = exp(s − max) entry by entry (the max row repeated: src1 repeat stride 0), one
         // repeat of channels at a time.
-        const uint8_t rowBlocks = static_cast<uint8_t>(BlocksOf<float>(CH));
+        const uint32_t rowBlocks = BlocksOf<float>(CH);
         for (uint32_t c = 0; c < CH; c += REPEAT) {
-            AscendC::Sub(sc[c], sc[c], mx[c], Min(CH - c, REPEAT), static_cast<uint8_t>(ENTRIES),
+            AscendC::Sub(sc[c], sc[c], mx[c], Min(CH - c, REPEAT), ENTRIES,
                          AscendC::BinaryRepeatParams(1, 1, 1, rowBlocks, rowBlocks, 0));
         }
         AscendC::Exp(sc, sc, TILE);

@@ -31,16 +31,14 @@ __aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const Ascen
         // L0A: fractals (m block, k block) row-major; the L1 tile holds them column-major.
         for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
             AscendC::LoadData(a2[mb * kBlocks * FRACTAL_ELEMS], a,
-                              AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * M_BLOCKS + mb),
-                                                        static_cast<uint8_t>(kBlocks), M_BLOCKS, 0, 0, false, 0));
+                              AscendC::LoadData2DParams(kb0 * M_BLOCKS + mb, kBlocks, M_BLOCKS, 0, 0, false, 0));
         }
         // L0B: fractals (k block, n block) row-major, each 16 n-rows of 16 k-values. The
         // rows' fractal (row block r, column block d) sits at d * ROW_BLOCKS + r.
         for (uint32_t kb = 0; kb < kBlocks; ++kb) {
             const uint32_t start = VALUES ? nb0 * ROW_BLOCKS + kb0 + kb : (kb0 + kb) * ROW_BLOCKS + nb0;
             AscendC::LoadData(b2[kb * nBlocks * FRACTAL_ELEMS], rows,
-                              AscendC::LoadData2DParams(static_cast<uint16_t>(start), static_cast<uint8_t>(nBlocks),
-                                                        VALUES ? ROW_BLOCKS : 1, 0, 0, VALUES, 0));
+                              AscendC::LoadData2DParams(start, nBlocks, VALUES ? ROW_BLOCKS : 1, 0, 0, VALUES, 0));
         }
         aL0.EnQue(a2);
         bL0.EnQue(b2);
@@ -49,15 +47,13 @@ __aicore__ inline void HeadTileMmad(QueA& aL0, QueB& bL0, QueC& cL0, const Ascen
         if (k0 > 0) {
             BeforeAccumulatingMmad(HEAD_TILE, nLen);
         }
-        AscendC::Mmad(c, a2, b2,
-                      AscendC::MmadParams(HEAD_TILE, static_cast<uint16_t>(nLen), static_cast<uint16_t>(kLen), 0, false,
-                                          k0 == 0));
+        AscendC::Mmad(c, a2, b2, AscendC::MmadParams(HEAD_TILE, nLen, kLen, 0, false, k0 == 0));
         aL0.FreeTensor(a2);
         bL0.FreeTensor(b2);
     }
     cL0.EnQue(c);
     c = cL0.template DeQue<float>();
-    AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), HEAD_TILE, M_PAD, dstStride, false));
+    AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(nLen, HEAD_TILE, M_PAD, dstStride, false));
     cL0.FreeTensor(c);
 }
 

@@ -142,14 +142,14 @@ private:
             // L0A: (m block, k block) fractals row-major; L1 holds them column-major.
             for (uint32_t mb = 0; mb < M_BLOCKS; ++mb) {
                 AscendC::LoadData(a2[mb * K_BLOCKS * FRAC], q,
-                                  AscendC::LoadData2DParams(static_cast<uint16_t>(kb0 * ROW_BLOCKS + m0 / 16 + mb),
-                                                            K_BLOCKS, ROW_BLOCKS, 0, 0, false, 0));
+                                  AscendC::LoadData2DParams(kb0 * ROW_BLOCKS + m0 / 16 + mb, K_BLOCKS, ROW_BLOCKS, 0, 0,
+                                                            false, 0));
             }
             // L0B: k block kb's nBlocks fractals of key rows, consecutive in L1.
             for (uint32_t kb = 0; kb < K_BLOCKS; ++kb) {
                 AscendC::LoadData(b2[kb * nBlocks * FRAC], k,
-                                  AscendC::LoadData2DParams(static_cast<uint16_t>((kb0 + kb) * KEY_BLOCKS + n0 / 16),
-                                                            static_cast<uint8_t>(nBlocks), 1, 0, 0, false, 0));
+                                  AscendC::LoadData2DParams((kb0 + kb) * KEY_BLOCKS + n0 / 16, nBlocks, 1, 0, 0, false,
+                                                            0));
             }
             aL0_.EnQue(a2);
             bL0_.EnQue(b2);
@@ -158,15 +158,13 @@ private:
             if (k0 > 0) {
                 BeforeAccumulatingMmad(P::TILE_M, nLen);
             }
-            AscendC::Mmad(c, a2, b2,
-                          AscendC::MmadParams(P::TILE_M, static_cast<uint16_t>(nLen), P::TILE_K, 0, false, k0 == 0));
+            AscendC::Mmad(c, a2, b2, AscendC::MmadParams(P::TILE_M, nLen, P::TILE_K, 0, false, k0 == 0));
             aL0_.FreeTensor(a2);
             bL0_.FreeTensor(b2);
         }
         cL0_.EnQue(c);
         c = cL0_.DeQue<int32_t>();
-        AscendC::Fixpipe(dst, c,
-                         AscendC::FixpipeParamsV220(static_cast<uint16_t>(nLen), P::TILE_M, P::TILE_M, P::STRIDE, true));
+        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(nLen, P::TILE_M, P::TILE_M, P::STRIDE, true));
         cL0_.FreeTensor(c);
     }
 

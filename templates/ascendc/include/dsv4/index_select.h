@@ -145,8 +145,8 @@ private:
             const uint32_t base = c0 / P::SORT_CHUNK * P::SORT_CHUNK;
             Handshake<AscendC::HardEvent::V_MTE2>();  // the previous pass has read rawI
             AscendC::DataCopy(rawI, raw_[row + c0],
-                              AscendC::DataCopyParams(static_cast<uint16_t>(P::HEADS), BlocksOf<int32_t>(KR),
-                                                      static_cast<uint16_t>(BlocksOf<int32_t>(P::STRIDE - KR)), 0));
+                              AscendC::DataCopyParams(P::HEADS, BlocksOf<int32_t>(KR),
+                                                      BlocksOf<int32_t>(P::STRIDE - KR), 0));
             Handshake<AscendC::HardEvent::MTE2_V>();
             AscendC::Cast(rawF, rawI, AscendC::RoundMode::CAST_NONE, static_cast<int32_t>(P::HEADS * KR));
             AscendC::Mul(rawF, rawF, c, static_cast<int32_t>(P::HEADS * KR));
