@@ -4,11 +4,12 @@
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
 //!   per copy), int8 ones added atomically, ragged slices and N ranges, panels whose last
-//!   columns stay in L0A (a tail), with and without a tail per slice;
+//!   columns stay in L0A (a tail), with and without a tail per slice; several rows per
+//!   token (M = t × r: whole, k slices summed, k slices added atomically);
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
-//! Runtime rows at capacity and capacity − 8. A's buffer ends with the last valid row, so
-//! reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
+//! Runtime tokens t at capacity and capacity − 8 (M = t, or t × r). A's buffer ends with
+//! the last valid row, so reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
 //! products are exact int32 (also past 2^24, K = 1536, where f32 would round); bf16 ones
 //! within f32 accumulation error. Every launch's peak L1/L0 use equals the buffers the
 //! planner gives its split (`gemm::buffers`).
@@ -43,6 +44,9 @@ struct Case {
     name: &'static str,
     int8: bool,
     b_nk: bool,
+    /// Rows per token: M = t × per_token (ROWS_PER_TOKEN; 1 for M = t).
+    per_token: usize,
+    /// Row capacity: the token capacity × per_token.
     max_rows: usize,
     n: usize,
     k: usize,
@@ -61,6 +65,16 @@ struct Case {
 }
 
 impl Case {
+    /// The token capacity.
+    fn max_tokens(&self) -> usize {
+        self.max_rows / self.per_token
+    }
+
+    /// The runtime rows M at `t` tokens.
+    fn rows(&self, t: usize) -> usize {
+        t * self.per_token
+    }
+
     fn slices(&self) -> usize {
         self.k.div_ceil(self.split[1])
     }
@@ -97,7 +111,10 @@ impl Case {
                 Operands::Bf16
             },
             b_layout: if self.b_nk { BLayout::Nk } else { BLayout::Kn },
-            rows: Rows::Tokens,
+            rows: match self.per_token {
+                1 => Rows::Tokens,
+                r => Rows::TokensTimes(r),
+            },
             max_rows: self.max_rows,
             n: self.n,
             k: self.k,
@@ -135,6 +152,7 @@ impl Case {
                 ("INT8", Value::Bool(self.int8)),
                 ("B_NK", Value::Bool(self.b_nk)),
                 ("GROUP_ROWS", Value::Bool(false)),
+                ("ROWS_PER_TOKEN", u(self.per_token)),
                 ("N", u(self.n)),
                 ("K", u(self.k)),
                 ("BATCH", u(self.batch)),
@@ -164,6 +182,7 @@ impl Case {
         let u = |v: usize| Value::U32(v as u32);
         vec![
             ("GROUP_ROWS", Value::Bool(false)),
+            ("ROWS_PER_TOKEN", u(self.per_token)),
             ("N", u(self.n)),
             ("LD", u(self.ldc)),
             ("BATCH", u(self.batch)),
@@ -219,6 +238,7 @@ const I8_KN_WIDE_LDB: Case = Case {
     name: "i8_kn_wide_ldb",
     int8: true,
     b_nk: false,
+    per_token: 1,
     max_rows: 32,
     n: 64,
     k: 128,
@@ -239,6 +259,7 @@ const CASES: &[Case] = &[
         name: "bf16_kn_split",
         int8: false,
         b_nk: false,
+        per_token: 1,
         max_rows: 96,
         n: 192,
         k: 320,
@@ -256,6 +277,7 @@ const CASES: &[Case] = &[
         name: "bf16_nk_batch",
         int8: false,
         b_nk: true,
+        per_token: 1,
         max_rows: 48,
         n: 64,
         k: 96,
@@ -273,6 +295,7 @@ const CASES: &[Case] = &[
         name: "i8_kn",
         int8: true,
         b_nk: false,
+        per_token: 1,
         max_rows: 64,
         n: 128,
         k: 256,
@@ -290,6 +313,7 @@ const CASES: &[Case] = &[
         name: "i8_nk_atomic",
         int8: true,
         b_nk: true,
+        per_token: 1,
         max_rows: 32,
         n: 96,
         k: 192,
@@ -308,6 +332,7 @@ const CASES: &[Case] = &[
         name: "i8_kn_long_k",
         int8: true,
         b_nk: false,
+        per_token: 1,
         max_rows: 32,
         n: 64,
         k: 1536,
@@ -336,6 +361,7 @@ const CASES: &[Case] = &[
         name: "bf16_kn_tail",
         int8: false,
         b_nk: false,
+        per_token: 1,
         max_rows: 96,
         n: 192,
         k: 320,
@@ -354,6 +380,7 @@ const CASES: &[Case] = &[
         name: "i8_nk_tail",
         int8: true,
         b_nk: true,
+        per_token: 1,
         max_rows: 48,
         n: 64,
         k: 192,
@@ -372,6 +399,7 @@ const CASES: &[Case] = &[
         name: "i8_kn_tail",
         int8: true,
         b_nk: false,
+        per_token: 1,
         max_rows: 64,
         n: 128,
         k: 320,
@@ -383,6 +411,64 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [32, 192, 64],
         tail: 64,
+    },
+    // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
+    // [t, heads, head_dim] operand read as [t · heads, head_dim]): M = 5t, two row
+    // ranges at capacity (64, 16), one of 40 rows (not whole fractals) at t = 8.
+    Case {
+        name: "bf16_kn_token_rows",
+        int8: false,
+        b_nk: false,
+        per_token: 5,
+        max_rows: 80,
+        n: 64,
+        k: 64,
+        batch: 1,
+        lda: 64,
+        ldb: 64,
+        ldc: 64,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [64, 64, 64],
+        tail: 0,
+    },
+    // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
+    // over M = 3t rows (48 at capacity, 24 at t = 8).
+    Case {
+        name: "bf16_nk_token_rows_split",
+        int8: false,
+        b_nk: true,
+        per_token: 3,
+        max_rows: 48,
+        n: 32,
+        k: 128,
+        batch: 1,
+        lda: 128,
+        ldb: 128,
+        ldc: 32,
+        strides: [0, 0, 0],
+        tile: [16, 32, 64],
+        split: [48, 64, 32],
+        tail: 0,
+    },
+    // int8, B [K, N], 6 rows per token: two k slices added atomically into a C the zero
+    // fill clears over M = 6t rows (72 at capacity: ranges of 48 and 24; 24 at t = 4).
+    Case {
+        name: "i8_kn_token_rows_atomic",
+        int8: true,
+        b_nk: false,
+        per_token: 6,
+        max_rows: 72,
+        n: 64,
+        k: 256,
+        batch: 1,
+        lda: 256,
+        ldb: 64,
+        ldc: 64,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        split: [48, 128, 64],
+        tail: 0,
     },
 ];
 
@@ -648,12 +734,12 @@ fn prepare(plan: &'static VariantPlan, sources: &KernelSources, stages: &[&str])
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Runs `products` (the stages `rt` was prepared with) at `rows` rows, each with its
-/// operands `(A, B)`: each product's C and its matmul's counters.
+/// Runs `products` (the stages `rt` was prepared with) at `t` tokens (t = group_t), each
+/// with its operands `(A, B)`: each product's C and its matmul's counters.
 fn run(
     rt: &Runtime,
     products: &[Product],
-    rows: usize,
+    t: usize,
     operands: &[(Vec<f32>, Vec<f32>)],
 ) -> Vec<(Tensor, LaunchStats)> {
     let mut given = TensorMap::new();
@@ -661,7 +747,7 @@ fn run(
         given.insert(format!("{}.a", p.case.name), input(&p.case, af));
         given.insert(format!("{}.b", p.case.name), input(&p.case, bf));
     }
-    let tiling = support::tiling(&[("t", rows), ("group_t", rows)]);
+    let tiling = support::tiling(&[("t", t), ("group_t", t)]);
     let out = rt
         .run_stages(&given, &tiling)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -699,6 +785,12 @@ fn building_block_cases_match_the_reference() {
         }
     }
     assert!(CASES.iter().any(Case::atomic) && CASES.iter().any(Case::partials));
+    assert!(
+        [Case::atomic, Case::partials, |c: &Case| c.slices() == 1]
+            .iter()
+            .all(|kind| CASES.iter().any(|c| c.per_token > 1 && kind(c))),
+        "rows per token with each way of making C"
+    );
     let (sources, kernels) = render(kernels);
     let name = |k: Kernel| -> &'static str { k.name.leak() };
     let products: Vec<Product> = CASES
@@ -716,12 +808,13 @@ fn building_block_cases_match_the_reference() {
     for (ci, p) in products.iter().enumerate() {
         let c = &p.case;
         let rt = prepare(gemm_plan, &sources, &[c.name]);
-        for rows in [c.max_rows, c.max_rows - 8] {
+        for t in [c.max_tokens(), c.max_tokens() - 8] {
+            let rows = c.rows(t);
             let (af, bf) = operands(c, rows, 300 + ci as u64);
             let want: Vec<Vec<f64>> = (0..c.batch)
                 .map(|bi| reference(c, &af, &bf, bi, rows))
                 .collect();
-            let [(out, stats)] = &run(&rt, std::slice::from_ref(p), rows, &[(af, bf)])[..] else {
+            let [(out, stats)] = &run(&rt, std::slice::from_ref(p), t, &[(af, bf)])[..] else {
                 unreachable!("one product")
             };
             check_c(c.name, c, out, &want, rows);
@@ -805,11 +898,13 @@ fn planned_qkv_matmuls_match_the_reference() {
                 Some((sum, _)) => (param(kernel(sum), "LD"), param(kernel(sum), "STRIDE")),
                 None => (param(k, "LDC"), param(k, "STRIDE_C")),
             };
+            let per_token = param(k, "ROWS_PER_TOKEN");
             let case = Case {
                 name: format!("product{}", products.len()).leak(),
                 int8: param(k, "INT8") == 1,
                 b_nk: param(k, "B_NK") == 1,
-                max_rows: cap,
+                per_token,
+                max_rows: cap * per_token,
                 n: param(k, "N"),
                 k: param(k, "K"),
                 batch: param(k, "BATCH"),
@@ -842,16 +937,17 @@ fn planned_qkv_matmuls_match_the_reference() {
         let plan = products_plan(&products, kernels);
         let stages: Vec<&str> = products.iter().map(|p| p.case.name).collect();
         let rt = prepare(plan, &KernelSources::in_repo(&repo_root()), &stages);
-        for rows in [cap, cap - 8] {
+        for t in [cap, cap - 8] {
             let operands: Vec<(Vec<f32>, Vec<f32>)> = products
                 .iter()
                 .enumerate()
-                .map(|(i, p)| operands(&p.case, rows, 401 + i as u64))
+                .map(|(i, p)| operands(&p.case, p.case.rows(t), 401 + i as u64))
                 .collect();
-            let results = run(&rt, &products, rows, &operands);
+            let results = run(&rt, &products, t, &operands);
             for ((product, (af, bf)), (out, stats)) in products.iter().zip(&operands).zip(&results)
             {
                 let (c, name) = (&product.case, product.launches.matmul.0);
+                let rows = c.rows(t);
                 let want = vec![reference(c, af, bf, 0, rows)];
                 check_c(name, c, out, &want, rows);
                 support::check_peaks(variant, &[(name.to_string(), *stats)]);

@@ -1,8 +1,8 @@
 //! The cube matmul the projection stages share (`dsv4/matmul.h`): C = A·B for `batch`
 //! problems, bf16 × bf16 → f32 or int8 × int8 → i32, A row-major, B stored `[K, N]` or
-//! `[N, K]`, M the runtime token count. Stages describe a product with [`Matmul`] and
-//! call [`launch`]; this module picks the Mmad tiles and the work split and names the
-//! kernel after them.
+//! `[N, K]`, M a runtime row count ([`Rows`]: the rank's tokens, the TP group's, or r
+//! rows per token). Stages describe a product with [`Matmul`] and call [`launch`]; this
+//! module picks the Mmad tiles and the work split and names the kernel after them.
 //!
 //! The split is planned for the row capacity so that GM traffic stays near the minimum
 //! (A, B and C each moved once). A work item keeps an A panel (a range of rows × a slice
@@ -90,6 +90,34 @@ pub enum Rows {
     Tokens,
     /// `TilingData::group_t`: the tokens of the TP group.
     GroupTokens,
+    /// `t · r` (r ≥ 2): r rows per token of the rank, a token-major `[t, r, w]` tensor
+    /// read as `[t · r, w]`. r problems that share B become one product whose B is read
+    /// once per row range, not once per problem (the index queries' Hadamard product, r
+    /// the heads). [`Matmul::max_rows`] is then the token capacity × r.
+    TokensTimes(usize),
+}
+
+impl Rows {
+    /// The kernels' row knobs: M = (GROUP_ROWS ? group_t : t) · ROWS_PER_TOKEN.
+    fn params(self) -> [(&'static str, Value); 2] {
+        let per_token = match self {
+            Rows::TokensTimes(r) => r,
+            Rows::Tokens | Rows::GroupTokens => 1,
+        };
+        [
+            ("GROUP_ROWS", Value::Bool(self == Rows::GroupTokens)),
+            ("ROWS_PER_TOKEN", Value::u32(per_token)),
+        ]
+    }
+
+    /// The kernel-name suffix (none for the rank's tokens).
+    fn tag(self) -> String {
+        match self {
+            Rows::Tokens => String::new(),
+            Rows::GroupTokens => "_grouprows".into(),
+            Rows::TokensTimes(r) => format!("_tokx{r}"),
+        }
+    }
 }
 
 /// One matmul: `batch` problems C[b] = A[b] · B[b], strides in elements.
@@ -98,7 +126,8 @@ pub struct Matmul {
     pub operands: Operands,
     pub b_layout: BLayout,
     pub rows: Rows,
-    /// Capacity of the runtime rows: the split is planned for it.
+    /// Capacity of the runtime rows (`TokensTimes(r)`: the token capacity × r): the split
+    /// is planned for it.
     pub max_rows: usize,
     pub n: usize,
     pub k: usize,
@@ -497,10 +526,13 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         BLayout::Kn => "kn",
         BLayout::Nk => "nk",
     };
-    let mut name = format!("matmul_{}_{layout}_n{}_k{}", mm.operands.name(), mm.n, mm.k);
-    if mm.rows == Rows::GroupTokens {
-        name.push_str("_grouprows");
-    }
+    let mut name = format!(
+        "matmul_{}_{layout}_n{}_k{}{}",
+        mm.operands.name(),
+        mm.n,
+        mm.k,
+        mm.rows.tag()
+    );
     let default_ldb = match mm.b_layout {
         BLayout::Kn => mm.n,
         BLayout::Nk => mm.k,
@@ -557,10 +589,13 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         block: "matmul.h",
         class: "Matmul",
         cores: Cores::Aic,
-        params: vec![
+        params: [
             ("INT8", Value::Bool(mm.operands == Operands::I8)),
             ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
-            ("GROUP_ROWS", Value::Bool(mm.rows == Rows::GroupTokens)),
+        ]
+        .into_iter()
+        .chain(mm.rows.params())
+        .chain([
             ("N", u(mm.n)),
             ("K", u(mm.k)),
             ("BATCH", u(mm.batch)),
@@ -585,7 +620,8 @@ fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                     _ => 0,
                 }),
             ),
-        ],
+        ])
+        .collect(),
         args: vec!["a", "b", "c"],
         buffers: buffers(mm, split),
     }
@@ -622,7 +658,7 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
 }
 
 /// C as the vector launches around a split-K matmul see it: the kernel name's suffix and
-/// the parameters GROUP_ROWS, N, LD, BATCH, STRIDE.
+/// the parameters GROUP_ROWS, ROWS_PER_TOKEN, N, LD, BATCH, STRIDE.
 fn c_rows(mm: &Matmul) -> (String, Vec<(&'static str, Value)>) {
     let u = Value::u32;
     let mut suffix = String::new();
@@ -632,16 +668,14 @@ fn c_rows(mm: &Matmul) -> (String, Vec<(&'static str, Value)>) {
     if mm.batch > 1 {
         suffix.push_str(&format!("_b{}_s{}", mm.batch, mm.stride_c));
     }
-    if mm.rows == Rows::GroupTokens {
-        suffix.push_str("_grouprows");
-    }
-    let params = vec![
-        ("GROUP_ROWS", Value::Bool(mm.rows == Rows::GroupTokens)),
+    suffix.push_str(&mm.rows.tag());
+    let mut params = mm.rows.params().to_vec();
+    params.extend([
         ("N", u(mm.n)),
         ("LD", u(mm.ldc)),
         ("BATCH", u(mm.batch)),
         ("STRIDE", u(mm.stride_c)),
-    ];
+    ]);
     (suffix, params)
 }
 
@@ -873,6 +907,31 @@ mod tests {
             }
         );
         assert!(ratio(&mm, &s) <= 1.25);
+    }
+
+    #[test]
+    fn rows_per_token_read_the_shared_matrix_once_per_row_range() {
+        // Pro's index queries at TP 1: 8 tokens x 64 heads of 128 against one 128 x 128
+        // Hadamard matrix, as 512 rows: B once (a batch of 64 heads read it 64 times).
+        let mm = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::TokensTimes(64),
+            8 * 64,
+            128,
+            128,
+        );
+        let s = plan(&mm, [16, 128, 128]);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (512, 128, KSum::Whole));
+        assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
+        let k = kernel(&mm, &s);
+        assert!(k.name.contains("_tokx64_"), "{}", k.name);
+        for knob in [
+            ("GROUP_ROWS", Value::Bool(false)),
+            ("ROWS_PER_TOKEN", Value::U32(64)),
+        ] {
+            assert!(k.params.contains(&knob), "{knob:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! IndexQHeads dequantises (acc · qr_scale[t] · idx_wq_b_scale[col]), rotates each head's
 //! last rope dims with the request's step row (row p0_b of the full table: every token of
 //! a request rotates at its first position, §5.1, §11.6) and rounds to bf16. The Hadamard
-//! product runs per head as a batch of `[t, head_dim]` problems over the token-major rows.
+//! product is one `[t · heads, head_dim]` problem: the token-major `[t, heads, head_dim]`
+//! rows read as `t · heads` rows (`Rows::TokensTimes(heads)`), so the matrix all heads
+//! share is read once per row range, not once per head.
 //! IndexQQuant quantises each (token, head) row to int8 and scales the head sums by
 //! `weights_scale`.
 
@@ -131,16 +133,15 @@ impl Kind for IndexQuery {
                 "idx_q_rot",
             ],
         );
-        // Per head h: rows idx_q_rot[:, h, :] · hadamard_idx → idx_qh[:, h, :].
-        let hadamard = Matmul {
-            batch: heads,
-            lda: width,
-            ldc: width,
-            stride_a: hd,
-            stride_b: 0,
-            stride_c: hd,
-            ..Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, t_cap, hd, hd)
-        };
+        // Every (token, head) row: idx_q_rot[t, h, :] · hadamard_idx → idx_qh[t, h, :].
+        let hadamard = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::TokensTimes(heads),
+            t_cap * heads,
+            hd,
+            hd,
+        );
         if gemm::launch(b, tiles, &hadamard, ["idx_q_rot", "hadamard_idx", "idx_qh"]).is_none() {
             return;
         }
