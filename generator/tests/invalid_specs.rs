@@ -101,12 +101,13 @@ fn cases() -> Vec<Case> {
             ("- hc_post", "hc_post"),
             "stage hc_post has no kernels at TP 1, 2, 4: tile cols 8 is not a multiple of 16",
             "a knowingly incomplete spec says `draft: true`"),
-        // A product taller than one copy's 16-bit row count, which the matmul does not split
-        // (B [K, N]'s leading dimension past 16 bits it does: stage_gemm's wide_ldb cases).
+        // A product taller than the matmul planner's bound on runtime rows (each copy moves
+        // one row range, which L0C keeps far below the 16-bit ND2NZ row count; the bound
+        // keeps the planner's search over row ranges short and untested sizes out).
         Case { count: 2, ..case("matmul rows past 16 bits",
             swa(&[("tp: [1, 2, 4]", "tp: [1]"), ("decode_batch: 16", "decode_batch: 8192")]),
             ("- qkv_proj_rope", "qkv_proj_rope"),
-            "stage qkv_proj_rope has no kernels at TP 1: wq_a: 65536 rows do not fit the 16-bit ND2NZ row count",
+            "stage qkv_proj_rope has no kernels at TP 1: wq_a: 65536 rows are more than the 65,535 a matmul's split is planned for",
             "a knowingly incomplete spec says `draft: true`") },
         // A dim past an API field that no split plans around: hc_pre copies each token's
         // hc_mult x hidden floats with one ND2NZ, whose source row length is 16 bits.

@@ -456,9 +456,9 @@ const K_PARTIALS: &str = "k_partials";
 
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
 /// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
-/// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -
-/// and offsets in 32 bits. (Halved tiles
-/// stay whole fractals.)
+/// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -,
+/// at most 65,535 runtime rows (the bound the split search is planned and tested for) and
+/// offsets in 32 bits. (Halved tiles stay whole fractals.)
 fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
     let c0 = 32 / mm.operands.bytes();
     let u16_max = usize::from(u16::MAX);
@@ -504,7 +504,10 @@ fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
         ),
         (
             mm.max_rows <= u16_max,
-            format!("{} rows do not fit the 16-bit ND2NZ row count", mm.max_rows),
+            format!(
+                "{} rows are more than the 65,535 a matmul's split is planned for",
+                mm.max_rows
+            ),
         ),
         (
             [
