@@ -239,11 +239,7 @@ private:
                                     const AscendC::LocalTensor<In>& b, uint32_t mt, uint32_t rows, uint32_t nLen,
                                     uint32_t kLen, bool first)
     {
-        AscendC::MmadParams mp;
-        mp.m = rows;
-        mp.n = nLen;
-        mp.k = kLen;
-        mp.cmatrixInitVal = first;
+        const AscendC::MmadParams mp(rows, nLen, kLen, 0, false, first);
         if (!first) {
             BeforeAccumulatingMmad(rows, nLen);
         }
