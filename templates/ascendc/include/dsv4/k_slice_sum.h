@@ -4,8 +4,8 @@
 // fixed order makes every run repeat bit for bit.
 //   parts: [SLICES][BATCH][ROWS][N] f32, dense (ROWS the row capacity);
 //   out:   BATCH matrices of N f32 columns, row stride LD, batch stride STRIDE.
-// Only the first M rows (runtime t, or group_t when GROUP_ROWS, x ROWS_PER_TOKEN: as the
-// matmul's M) are read or written.
+// Only the first M rows (the matmul's M, ProductRows in dsv4/tiling_data.h) are read or
+// written.
 // Blocks take consecutive runs of rows; a copy moves whole rows when they fit TILE, else
 // TILE-element pieces of one row. The UB sizes are the plan's PARTS_IN_BYTES and
 // SUMS_BYTES, each at least TILE f32.
@@ -22,7 +22,6 @@ class KSliceSum {
     static constexpr uint32_t ROWS_PER_COPY = P::N <= P::TILE ? P::TILE / P::N : 1;
     static constexpr uint32_t SLICE = P::BATCH * P::ROWS * P::N;  // elements of one slice's partials
     static_assert(P::SLICES >= 2, "one k slice writes C itself");
-    static_assert(P::ROWS_PER_TOKEN >= 1 && P::ROWS_PER_TOKEN <= 65535, "as the matmul's rows: t x r fits 32 bits");
     static_assert(PIECE % 8 == 0 && P::N % PIECE == 0 && P::LD % 8 == 0, "rows move in whole 32-byte blocks");
     static_assert(ROWS_PER_COPY <= 4095 && (ROWS_PER_COPY == 1 || (P::LD - PIECE) * sizeof(float) / 32 <= 65535),
                   "a DataCopy of rows: at most 4095, a 16-bit gap in blocks");
@@ -42,7 +41,7 @@ private:
     __aicore__ inline void Init(GM_ADDR parts, GM_ADDR out, GM_ADDR tiling)
     {
         TilingData td = LoadTiling(tiling);
-        m_ = (P::GROUP_ROWS ? td.group_t : td.t) * P::ROWS_PER_TOKEN;
+        m_ = ProductRows<P>(td);
         parts_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(parts));
         out_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(out));
         pipe_.InitBuffer(in_, 2, P::PARTS_IN_BYTES);

@@ -2,9 +2,9 @@
 //   C[m, n] = sum_k A[m, k] * B[k, n]     bf16 x bf16 -> f32, or int8 x int8 -> int32,
 // A row-major with leading dimension LDA; B row-major [K, N] (B_NK false: weights stored
 // in x out) or [N, K] (B_NK true: out x in), leading dimension LDB; C row-major, LDC.
-// M is the runtime row count (TilingData t, or group_t when GROUP_ROWS) x ROWS_PER_TOKEN
-// (a token-major [t, r, w] operand read as [t x r, w]); rows >= M are never read (ND2NZ
-// moves only valid rows) and never written.
+// M is the runtime row count (ProductRows in dsv4/tiling_data.h: t, or group_t when
+// GROUP_ROWS, x ROWS_PER_TOKEN); rows >= M are never read (ND2NZ moves only valid rows)
+// and never written.
 //
 // Work split (chosen by generator/src/kernels/gemm.rs from the capacity, see there for the
 // GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
@@ -58,8 +58,6 @@ class Matmul {
     static constexpr uint32_t MAX_ND2NZ_STRIDE = 65535;  // Nd2NzParams' 16-bit srcDValue
     static_assert(P::LDA <= MAX_ND2NZ_STRIDE && (P::LDB <= MAX_ND2NZ_STRIDE || !P::B_NK),
                   "a leading dimension past 16 bits only for B [K, N] (copied row by row)");
-    static_assert(P::ROWS_PER_TOKEN >= 1 && P::ROWS_PER_TOKEN <= 65535,
-                  "t x ROWS_PER_TOKEN fits 32 bits (gen bounds the row capacity to 16 bits)");
     static_assert(RANGE_M_PAD <= 16384 && P::TILE_K <= 16384 && P::TILE_N <= 16384,
                   "ND2NZ: at most 16384 rows and NZ row stride");
     static_assert(P::K % C0 == 0 && P::TILE_K % C0 == 0 && P::SLICE_K % C0 == 0 && P::TAIL_K % C0 == 0,
@@ -93,7 +91,7 @@ private:
     __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling)
     {
         TilingData td = LoadTiling(tiling);
-        m_ = (P::GROUP_ROWS ? td.group_t : td.t) * P::ROWS_PER_TOKEN;
+        m_ = ProductRows<P>(td);
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
         c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));

@@ -54,4 +54,16 @@ __aicore__ inline TilingData LoadTiling(GM_ADDR tiling)
     return d;
 }
 
+// The runtime rows M of a product and the launches around it (matmul.h, k_slice_sum.h,
+// zero_rows.h), from their knobs GROUP_ROWS and ROWS_PER_TOKEN: the rank's tokens t, or
+// the TP group's group_t, times the rows per token (a token-major [t, r, w] operand read as
+// [t x r, w]).
+template <typename P>
+__aicore__ inline uint32_t ProductRows(const TilingData& td)
+{
+    static_assert(P::ROWS_PER_TOKEN >= 1 && P::ROWS_PER_TOKEN <= 65535,
+                  "t x ROWS_PER_TOKEN fits 32 bits (gen bounds the row capacity to 16 bits)");
+    return (P::GROUP_ROWS ? td.group_t : td.t) * P::ROWS_PER_TOKEN;
+}
+
 }  // namespace dsv4

@@ -1,7 +1,8 @@
-// Zeroes the first M rows (runtime t, or group_t when GROUP_ROWS, x ROWS_PER_TOKEN: as the
-// matmul's M) of BATCH matrices of N 4-byte elements (f32 or i32: zero has the same bits)
-// with row stride LD, batch stride STRIDE (AIV only): the accumulator a split-K matmul
-// (dsv4/matmul.h, ATOMIC) adds its partial sums into. Rows >= M are not touched. Blocks take consecutive runs of rows; one zeroed UB tile is copied out
+// Zeroes the first M rows (the matmul's M, ProductRows in dsv4/tiling_data.h) of BATCH
+// matrices of N 4-byte elements (f32 or i32: zero has the same bits) with row stride LD,
+// batch stride STRIDE (AIV only): the accumulator a split-K matmul (dsv4/matmul.h, ATOMIC)
+// adds its partial sums into. Rows >= M are not touched. Blocks take consecutive runs of
+// rows; one zeroed UB tile is copied out
 // repeatedly, ROWS_PER_COPY rows per DataCopy (the whole row when it fits, else in
 // TILE-element pieces). The zero tile's UB size is the plan's ZERO_TILE_BYTES, at least
 // TILE elements.
@@ -21,7 +22,6 @@ class ZeroRows {
     static_assert(PIECE * sizeof(T) % 32 == 0 && P::N % PIECE == 0 && P::LD * sizeof(T) % 32 == 0,
                   "rows move in whole 32-byte blocks");
     static_assert(P::ZERO_TILE_BYTES >= TILE * sizeof(T), "zero_tile holds the zero tile");
-    static_assert(P::ROWS_PER_TOKEN >= 1 && P::ROWS_PER_TOKEN <= 65535, "as the matmul's rows: t x r fits 32 bits");
     static_assert(ROWS_PER_COPY <= 4095 && (ROWS_PER_COPY == 1 || (P::LD - PIECE) * sizeof(T) / 32 <= 65535),
                   "a DataCopy of rows: at most 4095, a 16-bit gap in blocks");
 
@@ -30,7 +30,7 @@ public:
     {
         (void)workspace;
         TilingData td = LoadTiling(tiling);
-        const uint32_t m = (P::GROUP_ROWS ? td.group_t : td.t) * P::ROWS_PER_TOKEN;
+        const uint32_t m = ProductRows<P>(td);
         AscendC::GlobalTensor<T> g;
         g.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
         AscendC::TPipe pipe;
