@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use abi::plan::VariantPlan;
 use clap::{Args, Parser, Subcommand};
-use golden::compare::{judge_layer, layer_probes};
+use golden::compare::layer_probes;
 use golden::io;
 use golden::{self, LayerSpec};
 use harness::backend::{BackendKind, KernelSources};
@@ -393,21 +393,10 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
         let start = Instant::now();
         unchecked.run(&case.inputs)?;
         bare.push(start.elapsed());
-        let start = Instant::now();
-        let want = golden::run_traced(&spec, &case.inputs)
-            .map_err(|e| Stop::fail(format!("golden: {e}")))?;
-        gold.push(start.elapsed());
+        let (want, golden) = layer::expected(&spec, &case)?;
+        gold.push(golden.expect("a bench case is a fixture: the golden runs"));
         if rep == 0 {
-            let judged = judge_layer(&spec, &case.inputs, (&out.outputs, &out.probes), &want)
-                .map_err(|e| Stop::fail(format!("golden: {e}")))?;
-            verdict = Some(CaseResult {
-                label: case.label.clone(),
-                reports: judged.reports,
-                stray: out.stray,
-                record: out.record,
-                golden: Some(gold[0]),
-                notes: [case.notes.clone(), judged.notes].concat(),
-            });
+            verdict = Some(layer::verdict(&spec, &case, out, &want, golden)?);
         }
     }
     let line = |name: &str, v: &[Duration]| {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use golden::compare::{Report, judge_layer};
 use golden::tensor::TensorMap;
 use golden::{self, LayerSpec, Traced};
-use harness::runtime::{RunRecord, Runtime};
+use harness::runtime::{RunOutput, RunRecord, Runtime};
 
 use crate::cases::Case;
 use crate::stop::Stop;
@@ -61,7 +61,17 @@ pub fn judge(
     want: &Traced,
     golden: Option<Duration>,
 ) -> Result<CaseResult, Stop> {
-    let out = runtime.run(&case.inputs)?;
+    verdict(spec, case, runtime.run(&case.inputs)?, want, golden)
+}
+
+/// The judgement of one run of `case` against `want`.
+pub fn verdict(
+    spec: &LayerSpec,
+    case: &Case,
+    out: RunOutput,
+    want: &Traced,
+    golden: Option<Duration>,
+) -> Result<CaseResult, Stop> {
     let judged = judge_layer(spec, &case.inputs, (&out.outputs, &out.probes), want)
         .map_err(golden_failed)?;
     Ok(CaseResult {
