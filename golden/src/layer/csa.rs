@@ -44,42 +44,24 @@ pub fn run(
     }
     let mut attention = Vec::with_capacity(d.tp);
     let mut out_pools = RankPools::default();
-    let mut choices = Vec::new();
+    let (mut q, mut q_scale, mut weights, mut own) = (vec![], vec![], vec![], vec![]);
     for rank in 0..d.tp {
         let r = Rank::new(inputs, rank, d.tp);
         let rank_given = given.map(|g| &g[rank * t * c.index_topk..(rank + 1) * t * c.index_topk]);
-        let (a, p, choice) = rank_front(d, c, &r, rank_given)?;
+        let (a, p, ch) = rank_front(d, c, &r, rank_given)?;
         attention.push(a);
         out_pools.push(p);
-        choices.push(choice);
+        q.push(ch.query.q);
+        q_scale.push(ch.query.scale);
+        weights.push(ch.weights);
+        own.push(ch.own);
     }
     let (ih, width) = (c.index_heads, c.index_heads * c.index_head_dim);
     let mut trace = TensorMap::new();
-    let mut put = |name, shape: &[usize], f: &dyn Fn(&Choice) -> Vec<f32>| {
-        put_stacked(
-            &mut trace,
-            name,
-            d.tp,
-            shape,
-            choices.iter().map(f).collect(),
-        );
-    };
-    put("idx_q_scale", &[t, ih], &|ch| ch.query.scale.clone());
-    put("idx_weights", &[t, ih], &|ch| ch.weights.clone());
-    put_stacked(
-        &mut trace,
-        "idx_q",
-        d.tp,
-        &[t, width],
-        choices.iter().map(|ch| ch.query.q.clone()).collect(),
-    );
-    put_stacked(
-        &mut trace,
-        "topk_idx",
-        d.tp,
-        &[t, c.index_topk],
-        choices.into_iter().map(|ch| ch.own).collect(),
-    );
+    put_stacked(&mut trace, "idx_q", d.tp, &[t, width], q);
+    put_stacked(&mut trace, "idx_q_scale", d.tp, &[t, ih], q_scale);
+    put_stacked(&mut trace, "idx_weights", d.tp, &[t, ih], weights);
+    put_stacked(&mut trace, "topk_idx", d.tp, &[t, c.index_topk], own);
     let x_out = output_path(d, inputs, &attention, t)?;
     let shape = |name| Rank::new(inputs, 0, d.tp).shape(name);
     let mut out = TensorMap::new();
