@@ -1,6 +1,6 @@
 //! Stage indexer (CSA's lightning indexer scores and top-k, hca_csa.md §5.4–5.5) on the CPU
 //! model against `golden::indexer::select`: topk_idx compared per token as sets with
-//! score-tie tolerance (`golden::compare::topk_sets`, the reference's topk_pair_compare
+//! score-tie tolerance (`golden::compare::topk_rows`, the reference's topk_pair_compare
 //! generalised: an index in one list but not the other must score within tolerance of the
 //! boundary score, the list must be in descending score order, −1 padding past V_t must
 //! match, an index past V_t scores −inf and fails). Inputs: the CSA fixture's int8
@@ -22,7 +22,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use golden::compare::topk_sets;
+use golden::compare::topk_rows;
 use golden::fixtures::random::Draws;
 use golden::indexer::{self, IndexCache, IndexQuery};
 use golden::quant::quantize_row;
@@ -242,17 +242,7 @@ fn check(name: &str, case: &Case, exact: bool) {
     support::check_peaks(&p.variant, &stats);
     stage_checks::assert_unwritten("topk_idx", &tensors["topk_idx"], case.t * topk);
     let got = &tensors["topk_idx"].values::<i32>().unwrap()[..case.t * topk];
-    // Scores [t, width], −inf past each token's visible rows (an index there fails).
-    let width = scores.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let mut flat = vec![f32::NEG_INFINITY; case.t * width];
-    for (row, s) in flat.chunks_exact_mut(width).zip(&scores) {
-        row[..s.len()].copy_from_slice(s);
-    }
-    let scale = flat
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0f32, |m, v| m.max(v.abs()));
-    let report = topk_sets("topk_idx", got, &want, topk, &flat, 1e-5 * scale, 1e-5);
+    let report = topk_rows("topk_idx", got, &want, topk, &scores, 1e-5);
     let visible: Vec<usize> = scores.iter().map(Vec::len).collect();
     println!(
         "{name} t={}: V_t in [{}, {}], {}",

@@ -4,7 +4,7 @@
 use super::mapped_pool::{MappedPool, mapped_pool};
 use super::ratio_reldiff;
 use super::report::{Report, Rule};
-use super::{ratio_allclose, topk_sets};
+use super::{ratio_allclose, topk_rows};
 use crate::signature::pool_mapping;
 use crate::tensor::TensorMap;
 use crate::{GoldenError, LayerKind, LayerSpec, Traced};
@@ -183,7 +183,7 @@ pub struct Judged {
 /// token's attention output far past x_out's cap. So the chain is judged link by link:
 /// the device's index queries and head weights against the golden's; its top-k lists
 /// against the exact top-k of the scores its own queries and index cache give
-/// ([`crate::csa_device_scores`], [`topk_sets`]); and, where a token chose other rows
+/// ([`crate::csa_device_scores`], [`topk_rows`]); and, where a token chose other rows
 /// than the golden did, x_out against the golden recomputed with the device's choice
 /// ([`crate::run_given`]).
 pub fn judge_layer(
@@ -210,24 +210,7 @@ pub fn judge_layer(
             (Ok(got), Ok(rows)) => {
                 let k = c.index_topk;
                 let exact = crate::indexer::top_k_rows(c, &rows);
-                let width = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
-                let mut scores = vec![f32::NEG_INFINITY; rows.len() * width];
-                for (dst, row) in scores.chunks_exact_mut(width).zip(&rows) {
-                    dst[..row.len()].copy_from_slice(row);
-                }
-                let scale = scores
-                    .iter()
-                    .filter(|s| s.is_finite())
-                    .fold(0.0f32, |m, s| m.max(s.abs()));
-                let report = topk_sets(
-                    "topk_idx",
-                    got,
-                    &exact,
-                    k,
-                    &scores,
-                    TOPK_TOL * scale,
-                    TOPK_TOL,
-                );
+                let report = topk_rows("topk_idx", got, &exact, k, &rows, TOPK_TOL);
                 let differ = got
                     .chunks_exact(k)
                     .zip(own.chunks_exact(k))

@@ -70,6 +70,29 @@ pub fn topk_sets(
     }
 }
 
+/// [`topk_sets`] against one score row per token over its visible candidates (an index
+/// past a row's end scores −inf and fails), ties within `tol` of the largest |score|
+/// plus `tol` of the boundary score.
+pub fn topk_rows(
+    output: &str,
+    got: &[i32],
+    want: &[i32],
+    k: usize,
+    rows: &[Vec<f32>],
+    tol: f32,
+) -> Report {
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let mut scores = vec![f32::NEG_INFINITY; rows.len() * width];
+    for (dst, row) in scores.chunks_exact_mut(width).zip(rows) {
+        dst[..row.len()].copy_from_slice(row);
+    }
+    let scale = scores
+        .iter()
+        .filter(|s| s.is_finite())
+        .fold(0.0f32, |m, s| m.max(s.abs()));
+    topk_sets(output, got, want, k, &scores, tol * scale, tol)
+}
+
 /// Ok(the largest score gap a tolerated swap needed), or Err(first bad position).
 fn row_mismatch(
     got: &[i32],
