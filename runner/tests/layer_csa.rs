@@ -13,7 +13,7 @@ mod layer_checks;
 
 use golden::fixtures::StartPositions;
 use golden::io;
-use layer_checks::{judge_repeated, runtime, seeded, seeded_case};
+use layer_checks::{judge_repeated, runtime, seeded, start_sets};
 use runner::variant;
 
 /// The outputs the reference validates (saved cases carry no more).
@@ -36,25 +36,16 @@ fn outputs() -> Vec<&'static str> {
     .concat()
 }
 
-/// One seeded case, two runs; returns its cross-request state reads.
-fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
-    seeded_case(name, (starts, tokens), 2, &outputs())
-}
-
 /// Default starts at capacity and capacity − 8 tokens; a mixed list (a fresh request, one
-/// at a boundary, two far apart); the largest legal start alone and beside a short one.
+/// at a boundary, two far apart); the largest legal start alone and beside a short one;
+/// two runs each.
 fn every_start_set(name: &str) -> usize {
-    let cap = variant::by_name(name).unwrap().deployment.local_t;
-    let mut aliases = case(name, StartPositions::Default, Some(cap));
-    aliases += case(name, StartPositions::Default, Some(cap - 8));
-    case(
-        name,
+    let others = vec![
         StartPositions::List(vec![4096, 8192, 12288, 16376]),
-        None,
-    );
-    case(name, StartPositions::Scalar(16_376), None);
-    case(name, StartPositions::List(vec![3, 16_376, 100]), None);
-    aliases
+        StartPositions::Scalar(16_376),
+        StartPositions::List(vec![3, 16_376, 100]),
+    ];
+    start_sets(name, others, 2, &outputs())
 }
 
 #[test]

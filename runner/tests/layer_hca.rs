@@ -9,31 +9,22 @@ mod layer_checks;
 
 use golden::fixtures::StartPositions;
 use golden::io;
-use layer_checks::{judge_repeated, runtime, seeded_case};
+use layer_checks::{judge_repeated, runtime, start_sets};
 use runner::variant;
 
 const OUTPUTS: [&str; 4] = ["x_out", "compress_state", "kv_cache", "cmp_kv"];
 
-/// One seeded case, three runs; returns its cross-request state reads.
-fn case(name: &str, starts: StartPositions, tokens: Option<usize>) -> usize {
-    seeded_case(name, (starts, tokens), 3, &OUTPUTS)
-}
-
 /// Default starts at capacity and capacity − 8 tokens; the reference's mixed list (one
 /// request each at 16384, 16384, 131072 and 524288); the largest legal start alone (8192
-/// compressed rows fill the 256-block pool) and beside two requests without compressed rows.
+/// compressed rows fill the 256-block pool) and beside two requests without compressed
+/// rows; three runs each.
 fn every_start_set(name: &str) -> usize {
-    let cap = variant::by_name(name).unwrap().deployment.local_t;
-    let mut aliases = case(name, StartPositions::Default, Some(cap));
-    aliases += case(name, StartPositions::Default, Some(cap - 8));
-    case(
-        name,
+    let others = vec![
         StartPositions::List(vec![16384, 16384, 131072, 524288]),
-        None,
-    );
-    case(name, StartPositions::Scalar(1_048_568), None);
-    case(name, StartPositions::List(vec![10, 1_048_568, 100]), None);
-    aliases
+        StartPositions::Scalar(1_048_568),
+        StartPositions::List(vec![10, 1_048_568, 100]),
+    ];
+    start_sets(name, others, 3, &OUTPUTS)
 }
 
 // At TP 1 and 2 the batches below capacity (15 and 7 requests) pool rows that other

@@ -120,3 +120,21 @@ pub fn seeded_case(
     judge_repeated(&what, rt, &spec, (&f.inputs, &want), runs, outputs);
     f.state_aliases
 }
+
+/// The variant `name` at the default starts at capacity and capacity − 8 tokens, then at
+/// each of `others` (one request per entry), each judged over `runs` runs; returns the
+/// default runs' count of pooled state rows another request writes in the same step.
+pub fn start_sets(name: &str, others: Vec<StartPositions>, runs: usize, outputs: &[&str]) -> usize {
+    let cap = variant::by_name(name).unwrap().deployment.local_t;
+    let mut aliases = seeded_case(name, (StartPositions::Default, Some(cap)), runs, outputs);
+    aliases += seeded_case(
+        name,
+        (StartPositions::Default, Some(cap - 8)),
+        runs,
+        outputs,
+    );
+    for starts in others {
+        seeded_case(name, (starts, None), runs, outputs);
+    }
+    aliases
+}
