@@ -6,6 +6,7 @@
 //! a subprocess.
 
 mod codegen;
+mod headers;
 mod layers;
 mod style;
 
@@ -71,6 +72,30 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Type-check every generated kernel against the public Ascend C headers.
+    ///
+    /// Compiles each kernel in generated/ascendc/kernels with `-fsyntax-only` in CPU-debug
+    /// mode (dav-c220) once per core type its marking implies (__vector__: aiv, __cube__:
+    /// aic, __mix__: both), and again with the device's spelling of ASCEND_IS_AIV/AIC
+    /// (npu-aiv, npu-aic); also holds the sim's name table (harness/sim/api_scope.cpp)
+    /// against the headers. Prints PASS/FAIL per kernel with the first error. Run it before
+    /// every submission that touches a kernel, a building block or the sim. Without both
+    /// directories it prints why it skipped and exits 0. Exit codes: 0 pass or skipped,
+    /// 1 a kernel or the table failed, 2 bad directories or headers that do not compile.
+    CheckHeaders {
+        /// A checkout of mirror-cann/asc-devkit (never committed here).
+        #[arg(long, value_name = "DIR")]
+        devkit: Option<PathBuf>,
+        /// A checkout of hicann/asc-tools (its cpudebug/ stubs).
+        #[arg(long, value_name = "DIR")]
+        tools: Option<PathBuf>,
+        /// Check only the kernels whose file name contains this text.
+        #[arg(long, value_name = "TEXT")]
+        kernel: Option<String>,
+        /// Parallel compiles (default: the number of cores).
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<usize>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -87,6 +112,20 @@ fn main() -> ExitCode {
         Command::Run { args } => layers::forward(&root, "run", &args),
         Command::Cost { args } => layers::forward(&root, "cost", &args),
         Command::Bench { args } => layers::forward(&root, "bench", &args),
+        Command::CheckHeaders {
+            devkit,
+            tools,
+            kernel,
+            jobs,
+        } => headers::check_headers_command(
+            &root,
+            &headers::Options {
+                devkit,
+                tools,
+                filter: kernel,
+                jobs,
+            },
+        ),
     };
     ExitCode::from(code)
 }

@@ -8,7 +8,7 @@
 template <AscendC::HardEvent E>
 __aicore__ inline void Sync()
 {
-    const int32_t id = AscendC::GetTPipePtr()->FetchEventID<E>();
+    const int32_t id = GetTPipePtr()->FetchEventID<E>();
     AscendC::SetFlag<E>(id);
     AscendC::WaitFlag<E>(id);
 }

@@ -13,7 +13,7 @@ namespace dsv4 {
 template <AscendC::HardEvent EVENT>
 __aicore__ inline void Handshake()
 {
-    const int32_t id = AscendC::GetTPipePtr()->FetchEventID<EVENT>();
+    const int32_t id = GetTPipePtr()->FetchEventID<EVENT>();
     AscendC::SetFlag<EVENT>(id);
     AscendC::WaitFlag<EVENT>(id);
 }

@@ -92,9 +92,13 @@ private:
 namespace sim {
 extern thread_local TPipe* tlsPipe;
 }
+} // namespace AscendC
 
-__aicore__ inline TPipe* GetTPipePtr() { return sim::tlsPipe; }
+// At global scope, as include/basic_api/kernel_common.h declares it (GetTPipePtr.md calls it
+// unqualified): `AscendC::GetTPipePtr()` does not compile on the device.
+__aicore__ inline AscendC::TPipe* GetTPipePtr() { return AscendC::sim::tlsPipe; }
 
+namespace AscendC {
 namespace sim {
 // The events a queue from `src` to `dst` synchronises with (GetPhyType / GetQueEvt for
 // dav-c220): forward (EnQue to DeQue) and backward (FreeTensor to the slot's next

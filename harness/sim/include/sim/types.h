@@ -1,7 +1,8 @@
 // Scalar types, qualifiers and enums of the Ascend C API (dav-c220 subset), with the
 // same names as the official headers so that kernel sources compile unchanged.
 // Names that the official toolchain declares globally (pipe_t, event_t, QuantMode_t,
-// KernelMetaType) are global here too, and re-exported into AscendC.
+// KernelMetaType) are global here too, and only there: `AscendC::pipe_t` does not compile on
+// the device.
 #pragma once
 
 #include <cmath>
@@ -174,10 +175,6 @@ namespace AscendC {
 __aicore__ inline bfloat16_t ToBfloat16(const float& f) { return bfloat16_t(f); }
 __aicore__ inline float ToFloat(const bfloat16_t& b) { return static_cast<float>(b); }
 
-using ::event_t;
-using ::KernelMetaType;
-using ::pipe_t;
-using ::QuantMode_t;
 using TEventID = int8_t;
 
 // impl/basic_api/common_types.h
@@ -285,7 +282,6 @@ constexpr uint32_t TOTAL_L1_SIZE = 512 * 1024;
 constexpr uint32_t TOTAL_L0A_SIZE = 64 * 1024;
 constexpr uint32_t TOTAL_L0B_SIZE = 64 * 1024;
 constexpr uint32_t TOTAL_L0C_SIZE = 128 * 1024;
-constexpr uint32_t TOTAL_BT_SIZE = 1024;
 
 template <typename T, typename U>
 struct IsSameType {
