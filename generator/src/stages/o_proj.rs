@@ -122,13 +122,14 @@ impl Kind for OProj {
         };
         // The vector kernels split their tiles of the capacity rows over the AIV cores.
         let aiv = |tiles: usize| p.chip.aiv_cores.min(tiles) as u32;
-        let row_tiles = groups * max_rows / tile_rows;
+        // group_quant's blocks own whole 8-row units (its o_scale rows in whole 32-byte blocks)
+        let row_units = groups * max_rows / 8;
         if gemm::launch(b, tiles, &wo_a, [input, "wo_a", "o_latent"]).is_none() {
             return;
         }
         b.launch(
             quant(groups, rows, lora, tile_rows),
-            aiv(row_tiles),
+            aiv(row_units),
             &["o_latent", "o_i8", "o_scale"],
         );
         if gemm::launch(b, tiles, &wo_b, ["o_i8", "wo_b", "o_acc"]).is_none() {

@@ -99,7 +99,9 @@ impl Kind for QkvProjRope {
         b.workspace("kv", vec![t(), Dim::Const(hd)], DType::Bf16);
 
         let aiv = p.chip.aiv_cores;
-        let row_blocks = aiv.min(t_cap / tile_rows) as u32;
+        // blocks own whole 8-row units (TokenRows): a per-token scale row of 4 bytes is
+        // written in whole 32-byte blocks whatever the pass tile
+        let row_blocks = aiv.min(t_cap / 8) as u32;
         let eps = m.rms_eps;
 
         let wq_a = Matmul::new(

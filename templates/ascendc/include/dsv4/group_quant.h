@@ -6,7 +6,7 @@
 // Params: GROUPS, ROWS, K, TILE_ROWS (rows per UB tile; a divisor of 8, so the runtime row
 // count, a multiple of 8, is always whole tiles), and the UB sizes the plan decided
 // (X_IN, Q_OUT, SCALES, WORK, F16, SLOT, REDUCE_TMP `_BYTES`, each at least what its use
-// below needs). Work is split over blocks by tile.
+// below needs). Work is split over blocks by 8-row unit.
 #pragma once
 
 #include "kernel_operator.h"
@@ -56,16 +56,21 @@ private:
         pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
     }
 
+    // Blocks take whole 8-row units (the runtime row granularity) and walk each in passes of
+    // TILE_ROWS: what a block writes of o_scale (8 f32 a unit) then starts and ends on a
+    // 32-byte boundary, so no two cores write parts of one GM block.
     __aicore__ inline void Process()
     {
-        const uint32_t tilesPerGroup = rows_ / TILE_ROWS;
-        const uint32_t tiles = P::GROUPS * tilesPerGroup;
-        for (uint32_t i = GetBlockIdx(); i < tiles; i += GetBlockNum()) {
-            // Row offset of the tile in the [GROUPS · ROWS] row space.
-            const uint32_t row = (i / tilesPerGroup) * P::ROWS + (i % tilesPerGroup) * TILE_ROWS;
-            CopyIn(row);
-            Compute();
-            CopyOut(row);
+        const uint32_t unitsPerGroup = rows_ / 8;
+        const uint32_t units = P::GROUPS * unitsPerGroup;
+        for (uint32_t i = GetBlockIdx(); i < units; i += GetBlockNum()) {
+            // Row offset of the unit in the [GROUPS · ROWS] row space.
+            const uint32_t unit = (i / unitsPerGroup) * P::ROWS + (i % unitsPerGroup) * 8;
+            for (uint32_t row = unit; row < unit + 8; row += TILE_ROWS) {
+                CopyIn(row);
+                Compute();
+                CopyOut(row, row != unit);
+            }
         }
     }
 
@@ -91,7 +96,7 @@ private:
         scaleQ_.EnQue(scale);
     }
 
-    __aicore__ inline void CopyOut(uint32_t row)
+    __aicore__ inline void CopyOut(uint32_t row, bool sharesBlock)
     {
         LocalTensor<int8_t> q = qQ_.DeQue<int8_t>();
         DataCopy(qGm_[uint64_t(row) * K], q, TILE);
@@ -99,6 +104,13 @@ private:
         LocalTensor<float> scale = scaleQ_.DeQue<float>();
         // The scales were written by the scalar unit.
         Handshake<HardEvent::S_MTE3>();
+        if constexpr (TILE_ROWS * sizeof(float) % 32 != 0) {
+            // a part of the 32-byte block the previous pass wrote (the MTE writes whole
+            // blocks, read-modify-write): that write first
+            if (sharesBlock) {
+                PipeBarrier<PIPE_MTE3>();
+            }
+        }
         DataCopyPad(scaleGm_[row], scale, DataCopyExtParams(1, TILE_ROWS * sizeof(float), 0, 0, 0));
         // The next tile's scalar writes must not overtake this copy.
         Handshake<HardEvent::MTE3_S>();

@@ -53,6 +53,11 @@ __aicore__ inline RowRun BlockRows(uint32_t rows, uint32_t unit, uint32_t idx, u
     return RowRun{first * unit, end * unit};
 }
 
+// This block's rows in whole 8-row units (the runtime token granularity), which its passes
+// of TILE_ROWS (a divisor of 8) walk: every per-token output a block writes then starts and
+// ends on a 32-byte boundary (8 f32 scales), so no two cores share a GM block.
+__aicore__ inline RowRun TokenRows(uint32_t t) { return BlockRows(t, 8, GetBlockIdx(), GetBlockNum()); }
+
 // The head group and 8-row token run of this block in a grid of `groups` head groups x
 // token ranges (blockDim / groups of them); false if it has no rows.
 __aicore__ inline bool HeadGroupRows(uint32_t t, uint32_t groups, uint32_t& group, RowRun& run)
@@ -81,6 +86,7 @@ public:
 
 private:
     static constexpr uint32_t QL = P::QL, TR = P::TILE_ROWS;
+    static_assert(8 % TR == 0, "passes of TILE_ROWS walk a block's 8-row units");
     static_assert(P::LATENT_IN_BYTES >= TR * QL * sizeof(float), "latent_in holds a tile of rows");
     static_assert(P::QR_OUT_BYTES >= TR * QL * sizeof(int8_t), "qr_out holds a tile of rows");
     static_assert(P::QR_SCALES_BYTES >= 8 * sizeof(float), "qr_scales holds a tile's scales");
@@ -99,7 +105,7 @@ private:
         gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
         gQr.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(qr));
         gScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
-        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        const RowRun run = TokenRows(t);
         if (run.first == run.end) {
             return;
         }
@@ -140,6 +146,13 @@ private:
             q = out_.DeQue<int8_t>();
             s = scales_.DeQue<float>();
             DataCopy(gQr[row * QL], q, TR * QL);
+            if constexpr (TR * sizeof(float) % 32 != 0) {
+                // passes of fewer than 8 rows write parts of one 32-byte block of scales,
+                // which the MTE writes whole (read-modify-write): the previous part first
+                if (row != run.first) {
+                    PipeBarrier<PIPE_MTE3>();
+                }
+            }
             DataCopyPad(gScale[row], s, DataCopyExtParams(1, TR * sizeof(float), 0, 0, 0));
             out_.FreeTensor(q);
             scales_.FreeTensor(s);
@@ -266,7 +279,7 @@ private:
 
 // Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take
 // position_ids), and the UB sizes LATENT_IN, KV_OUT, GAMMA_IN, GAMMA, WORK, SLOT,
-// REDUCE_TMP (`*_BYTES`). Blocks take runs of TILE_ROWS-row tiles.
+// REDUCE_TMP (`*_BYTES`). Blocks take runs of 8 rows (TokenRows), in passes of TILE_ROWS.
 template <typename P>
 class KvFinish {
 public:
@@ -291,6 +304,7 @@ public:
 
 private:
     static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, NOPE = P::HD - P::RD;
+    static_assert(8 % TR == 0, "passes of TILE_ROWS walk a block's 8-row units");
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
     static_assert(P::LATENT_IN_BYTES >= TR * HD * sizeof(float), "latent_in holds a tile of rows");
     static_assert(P::KV_OUT_BYTES >= TR * HD * sizeof(bfloat16_t), "kv_out holds a tile of rows");
@@ -304,7 +318,7 @@ private:
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
                                    GM_ADDR kv, uint32_t t)
     {
-        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        const RowRun run = TokenRows(t);
         if (run.first == run.end) {
             return;
         }
