@@ -69,7 +69,9 @@ fn global_only_names_are_not_in_namespace_ascendc() {
     for (i, n) in globals.iter().enumerate() {
         let at = format!("probe.cpp:{}:", i + 2);
         assert!(
-            errors.lines().any(|l| l.contains(&at) && l.contains("error")),
+            errors
+                .lines()
+                .any(|l| l.contains(&at) && l.contains("error")),
             "AscendC::{n} compiles against the sim, but the public headers declare it only at global scope:\n{errors}"
         );
     }
@@ -134,8 +136,9 @@ fn sim_public_names(include: &Path) -> BTreeSet<String> {
     for f in files {
         let text = strip_comments(&std::fs::read_to_string(&f).unwrap());
         // SIM_BINARY_OP(Add, …) lines define the op NAME; their arguments are no declarations
-        let (ops, rest): (Vec<&str>, Vec<&str>) =
-            text.lines().partition(|l| l.starts_with("SIM_") && l.contains('('));
+        let (ops, rest): (Vec<&str>, Vec<&str>) = text
+            .lines()
+            .partition(|l| l.starts_with("SIM_") && l.contains('('));
         for op in ops {
             let args = op.split_once('(').unwrap().1;
             names.insert(args.split([',', ')']).next().unwrap().trim().to_string());
@@ -198,7 +201,9 @@ fn walk(text: &str, names: &mut BTreeSet<String>) {
     let mut stack: Vec<Scope> = Vec::new();
     let mut head = String::new();
     let public = |stack: &[Scope]| {
-        stack.iter().all(|s| matches!(s, Scope::Namespace(n) if n != "sim"))
+        stack
+            .iter()
+            .all(|s| matches!(s, Scope::Namespace(n) if n != "sim"))
     };
     for c in text.chars() {
         match c {
@@ -240,8 +245,14 @@ fn declared_name(head: &str, names: &mut BTreeSet<String>) {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     // class / struct / enum NAME [: base]
     for kw in ["enum class ", "class ", "struct ", "enum ", "union "] {
-        if let Some(pos) = h.find(kw).filter(|&p| p == 0 || !is_ident(h.as_bytes()[p - 1] as char)) {
-            let name: String = h[pos + kw.len()..].chars().take_while(|&c| is_ident(c)).collect();
+        if let Some(pos) = h
+            .find(kw)
+            .filter(|&p| p == 0 || !is_ident(h.as_bytes()[p - 1] as char))
+        {
+            let name: String = h[pos + kw.len()..]
+                .chars()
+                .take_while(|&c| is_ident(c))
+                .collect();
             if !name.is_empty() && !h[..pos].contains('(') {
                 names.insert(name);
                 return;
@@ -250,7 +261,11 @@ fn declared_name(head: &str, names: &mut BTreeSet<String>) {
     }
     // using NAME = …; using ::NAME;
     if let Some(rest) = h.strip_prefix("using ") {
-        let name = rest.split(['=', ' ']).next().unwrap().trim_start_matches("::");
+        let name = rest
+            .split(['=', ' '])
+            .next()
+            .unwrap()
+            .trim_start_matches("::");
         if !name.contains("::") {
             names.insert(name.to_string());
         }
@@ -261,7 +276,11 @@ fn declared_name(head: &str, names: &mut BTreeSet<String>) {
         Some(p) => &h[..p],
         None => h.split('=').next().unwrap(),
     };
-    let name = decl.trim_end().rsplit([' ', '*', '&', '>']).next().unwrap_or("");
+    let name = decl
+        .trim_end()
+        .rsplit([' ', '*', '&', '>'])
+        .next()
+        .unwrap_or("");
     if name.contains("::") || name.starts_with("operator") || name.is_empty() {
         return; // a member defined out of line, or an operator
     }
