@@ -165,8 +165,7 @@ impl Kind for IndexQuery {
         }
         b.launch(
             q_quant(ix, tile_rows),
-            // whole 8-row units per block (TokenRows): scales in whole 32-byte blocks
-            p.chip.aiv_cores.min(t_cap / 8) as u32,
+            p.chip.aiv_cores.min(t_cap / tile_rows) as u32,
             &[
                 "idx_qh",
                 "idx_head_sums",

@@ -104,13 +104,7 @@ private:
         LocalTensor<float> scale = scaleQ_.DeQue<float>();
         // The scales were written by the scalar unit.
         Handshake<HardEvent::S_MTE3>();
-        if constexpr (TILE_ROWS * sizeof(float) % 32 != 0) {
-            // a part of the 32-byte block the previous pass wrote (the MTE writes whole
-            // blocks, read-modify-write): that write first
-            if (sharesBlock) {
-                PipeBarrier<PIPE_MTE3>();
-            }
-        }
+        BeforeContinuedBlock<TILE_ROWS * sizeof(float)>(sharesBlock);
         DataCopyPad(scaleGm_[row], scale, DataCopyExtParams(1, TILE_ROWS * sizeof(float), 0, 0, 0));
         // The next tile's scalar writes must not overtake this copy.
         Handshake<HardEvent::MTE3_S>();

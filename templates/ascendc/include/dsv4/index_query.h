@@ -130,7 +130,6 @@ public:
 
 private:
     static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, ROW = P::H * P::HD;
-    static_assert(8 % TR == 0, "passes of TILE_ROWS walk a block's 8-row units (TokenRows)");
     static constexpr uint32_t HEAD_ROWS = TR * P::H;  // (token, head) rows per tile
     static_assert(8 % TR == 0, "token tiles divide the runtime token granularity 8");
     static_assert(P::H * sizeof(float) % 32 == 0, "a token's scales and weights are whole 32-byte blocks");
@@ -146,7 +145,7 @@ private:
 
     __aicore__ inline void Process(GM_ADDR qh, GM_ADDR sums, GM_ADDR q, GM_ADDR qScale, GM_ADDR weights, uint32_t t)
     {
-        const RowRun run = TokenRows(t);
+        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
         if (run.first == run.end) {
             return;
         }

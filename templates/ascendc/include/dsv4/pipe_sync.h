@@ -22,6 +22,19 @@ __aicore__ inline void Handshake()
 __aicore__ inline void VectorToScalar() { Handshake<AscendC::HardEvent::V_S>(); }
 __aicore__ inline void ScalarToVector() { Handshake<AscendC::HardEvent::S_V>(); }
 
+// Before an MTE3 write of BYTES to GM that continues the 32-byte block this core's previous
+// MTE3 write left partial (`continues`): the MTE writes whole blocks (read-modify-write), so
+// the earlier part must land first. Nothing to order when BYTES is whole blocks.
+template <uint32_t BYTES>
+__aicore__ inline void BeforeContinuedBlock(bool continues)
+{
+    if constexpr (BYTES % 32 != 0) {
+        if (continues) {
+            AscendC::PipeBarrier<PIPE_MTE3>();
+        }
+    }
+}
+
 // A K-accumulating Mmad reads the L0C tile the previous Mmad wrote. Mmad.md: from 10 output
 // fractals ((m / 16) * (n / 16) >= 10) the cube orders that read after the write itself;
 // below, a PipeBarrier<PIPE_M> must separate the two.

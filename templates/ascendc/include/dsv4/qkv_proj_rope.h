@@ -146,13 +146,8 @@ private:
             q = out_.DeQue<int8_t>();
             s = scales_.DeQue<float>();
             DataCopy(gQr[row * QL], q, TR * QL);
-            if constexpr (TR * sizeof(float) % 32 != 0) {
-                // passes of fewer than 8 rows write parts of one 32-byte block of scales,
-                // which the MTE writes whole (read-modify-write): the previous part first
-                if (row != run.first) {
-                    PipeBarrier<PIPE_MTE3>();
-                }
-            }
+            // passes of fewer than 8 rows write parts of one 32-byte block of scales
+            BeforeContinuedBlock<TR * sizeof(float)>(row != run.first);
             DataCopyPad(gScale[row], s, DataCopyExtParams(1, TR * sizeof(float), 0, 0, 0));
             out_.FreeTensor(q);
             scales_.FreeTensor(s);
