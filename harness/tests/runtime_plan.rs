@@ -166,7 +166,7 @@ const PLAN: VariantPlan = VariantPlan {
 fn sources() -> KernelSources {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     KernelSources {
-        kernels_dir: tests.join("runtime_kernels"),
+        kernels_dirs: vec![tests.join("runtime_kernels")],
         include_dir: tests.join("kernel_include"),
     }
 }

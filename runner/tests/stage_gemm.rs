@@ -496,7 +496,7 @@ fn render(kernels: Vec<Kernel>) -> (KernelSources, Vec<abi::plan::Kernel>) {
         }
     }
     let sources = KernelSources {
-        kernels_dir: dir,
+        kernels_dirs: vec![dir],
         include_dir: repo_root().join("generated/ascendc/include"),
     };
     (sources, entries)

@@ -21,8 +21,9 @@ use abi::plan::{Kernel, Launch, VariantPlan};
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSources {
-    /// `generated/ascendc/kernels`: one `<name>.cpp` per kernel.
-    pub kernels_dir: PathBuf,
+    /// Folders of `<name>.cpp` files, searched in order: `generated/ascendc/kernels`, or
+    /// a folder of kernels rendered for a plan that is not in `generated/` before it.
+    pub kernels_dirs: Vec<PathBuf>,
     /// `generated/ascendc/include`: the `dsv4/*.h` building blocks.
     pub include_dir: PathBuf,
 }
@@ -31,13 +32,21 @@ impl KernelSources {
     /// The generated tree of the repository at `root`.
     pub fn in_repo(root: &Path) -> KernelSources {
         KernelSources {
-            kernels_dir: root.join("generated/ascendc/kernels"),
+            kernels_dirs: vec![root.join("generated/ascendc/kernels")],
             include_dir: root.join("generated/ascendc/include"),
         }
     }
 
+    /// The first folder's `<kernel>.cpp` that exists (else the first folder's, which the
+    /// build then reports missing).
     pub fn source(&self, kernel: &str) -> PathBuf {
-        self.kernels_dir.join(format!("{kernel}.cpp"))
+        let file = format!("{kernel}.cpp");
+        let mut paths = self.kernels_dirs.iter().map(|d| d.join(&file));
+        let first = paths.next().expect("at least one kernels folder");
+        if first.is_file() {
+            return first;
+        }
+        paths.find(|p| p.is_file()).unwrap_or(first)
     }
 }
 

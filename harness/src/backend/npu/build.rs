@@ -39,6 +39,12 @@ pub fn project(
         .map(|k| (format!("launch_{}.asc", k.name), launcher(k)))
         .collect();
     let list: Vec<String> = files.iter().map(|(f, _)| format!("    {f}")).collect();
+    // A launcher's `#include "<kernel>.cpp"` finds the first folder's file, as `source` does.
+    let kernel_dirs: Vec<String> = sources
+        .kernels_dirs
+        .iter()
+        .map(|d| format!("\"{}\"", d.display()))
+        .collect();
     let cmake = format!(
         "# Kernels of {variant}, built by the dsv4 npu backend.\n\
          cmake_minimum_required(VERSION 3.16)\n\
@@ -46,13 +52,13 @@ pub fn project(
          find_package(ASC REQUIRED)\n\
          project(dsv4_kernels LANGUAGES ASC CXX)\n\
          add_library(dsv4_kernels SHARED\n{list}\n)\n\
-         target_include_directories(dsv4_kernels PRIVATE \"{include}\" \"{kernels}\")\n\
+         target_include_directories(dsv4_kernels PRIVATE \"{include}\" {kernels})\n\
          target_compile_options(dsv4_kernels PRIVATE\n    \
          $<$<COMPILE_LANGUAGE:ASC>:--npu-arch=${{CMAKE_ASC_ARCHITECTURES}}>\n)\n",
         variant = plan.name(),
         list = list.join("\n"),
         include = sources.include_dir.display(),
-        kernels = sources.kernels_dir.display(),
+        kernels = kernel_dirs.join(" "),
     );
     files.push(("CMakeLists.txt".into(), cmake));
     files
@@ -218,7 +224,7 @@ mod tests {
     fn the_cache_key_follows_the_toolkits_path_and_version() {
         let dir = tempfile::tempdir().unwrap();
         let sources = KernelSources {
-            kernels_dir: dir.path().to_path_buf(),
+            kernels_dirs: vec![dir.path().to_path_buf()],
             include_dir: dir.path().join("include"),
         };
         std::fs::create_dir_all(&sources.include_dir).unwrap();

@@ -66,6 +66,10 @@ class Matmul {
                   "the tail is one Mmad k step and is staged through the panel's buffer");
     static_assert(P::N % 16 == 0 && P::TILE_N % 16 == 0 && P::RANGE_N % P::TILE_N == 0,
                   "N tiles are whole fractals");
+    // Cores write disjoint row ranges and column strips of C: each starts on a 32-byte block,
+    // so no two write parts of one block (a partial block is a read-modify-write).
+    static_assert(P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0 && P::SLICE_STRIDE_C % 8 == 0,
+                  "C rows, batches and k slices start on 32-byte blocks");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
     static_assert(P::SLICE_K >= P::K || (P::ATOMIC != (P::SLICE_STRIDE_C > 0)),
