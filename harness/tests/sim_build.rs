@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use harness::sim::{BuildSpec, CoreMode, GmArg, SimError, SimLibrary};
+use sha2::{Digest, Sha256};
 
 const GOOD: &str = r#"#include "kernel_operator.h"
 #include "extra.h"
@@ -83,4 +84,69 @@ fn cache_key_covers_sources_and_included_headers() {
     let changed = SimLibrary::build(&spec).unwrap();
     assert_ne!(changed.path(), first.path());
     assert_eq!(run_fill(&changed), 8);
+}
+
+#[test]
+fn a_damaged_cache_entry_is_named_and_rebuilt_and_stale_build_folders_are_swept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let inc = tmp.path().join("inc");
+    std::fs::create_dir_all(&inc).unwrap();
+    write(tmp.path(), "fill.cpp", GOOD);
+    write(&inc, "extra.h", "constexpr int32_t kValue = 5;\n");
+    let spec = BuildSpec::new([tmp.path().join("fill.cpp")])
+        .include_dir(&inc)
+        .cache_dir(&cache);
+    let first = SimLibrary::build(&spec).unwrap();
+    let lib = first.path().to_path_buf();
+    drop(first);
+
+    // Cut in half, as a full disk or an interrupted copy would leave it.
+    let len = std::fs::metadata(&lib).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lib)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    // A builder killed mid-build left its folder; a running one (this process) keeps its own.
+    let dead = cache.join(".objects.tmp-4194305-1");
+    let live = cache.join(format!(".objects.tmp-{}-1", std::process::id()));
+    for d in [&dead, &live] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+
+    let mut notes = Vec::new();
+    let again = SimLibrary::build_noting(&spec, &mut |m| notes.push(m.to_string())).unwrap();
+    assert_eq!(again.path(), lib, "rebuilt in place");
+    assert_eq!(run_fill(&again), 5);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains(&lib.display().to_string()) && notes[0].contains("damaged"),
+        "the note names the entry and what is wrong: {}",
+        notes[0]
+    );
+    assert!(!dead.exists(), "a dead builder's folder is swept");
+    assert!(live.exists(), "a running builder's folder is kept");
+
+    // Intact now: used as it is, with nothing to say.
+    notes.clear();
+    let third = SimLibrary::build_noting(&spec, &mut |m| notes.push(m.to_string())).unwrap();
+    assert_eq!(run_fill(&third), 5);
+    assert!(notes.is_empty(), "{notes:?}");
+    drop((again, third));
+
+    // Bytes that match their digest but are no library: the loader's message is the note.
+    let junk = b"not a shared object";
+    std::fs::remove_file(&lib).unwrap(); // a new file: the old one may still be mapped
+    std::fs::write(&lib, junk).unwrap();
+    let sum: String = Sha256::digest(junk)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(lib.with_extension("so.sha256"), sum).unwrap();
+    let fourth = SimLibrary::build_noting(&spec, &mut |m| notes.push(m.to_string())).unwrap();
+    assert_eq!(run_fill(&fourth), 5);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("does not load"), "{}", notes[0]);
 }

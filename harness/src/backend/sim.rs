@@ -30,14 +30,14 @@ impl Backend for Sim {
         _plan: &VariantPlan,
         kernels: &[Kernel],
         sources: &KernelSources,
-        _progress: &Progress,
+        progress: &Progress,
     ) -> Result<Box<dyn Kernels>, BackendError> {
         let mut spec = BuildSpec::new(kernels.iter().map(|k| sources.source(k.name)))
             .include_dir(&sources.include_dir);
         if let Some(dir) = &self.cache_dir {
             spec = spec.cache_dir(dir);
         }
-        let lib = SimLibrary::build(&spec)
+        let lib = SimLibrary::build_noting(&spec, &mut |m| progress.note(m))
             .map_err(|e| BackendError::Build(e.to_string()))?
             .with_checks(self.checks);
         Ok(Box::new(SimKernels { lib }))

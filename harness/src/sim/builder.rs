@@ -9,7 +9,9 @@
 //! `<cache>/obj-<hash>.o` so libraries sharing a kernel compile it once) and links them
 //! with those objects into `<cache>/<kernels hash>-<model hash>/libsimkernels.so`. Everything is built in private
 //! temporary directories and renamed into place, so concurrent builders (parallel test
-//! processes) never see a half-written file.
+//! processes) never see a half-written file. A library is used only when its bytes match
+//! the digest written beside it (a damaged entry is rebuilt, [`Cached`] says why), and each
+//! build sweeps the temporary directories of builders that are no longer running.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,8 +109,16 @@ fn compiler() -> String {
         .unwrap_or_else(|| "c++".to_string())
 }
 
-/// Builds (or finds in the cache) the library for `spec`; returns its path.
-pub(crate) fn build_library(spec: &BuildSpec) -> Result<PathBuf, SimError> {
+/// A library in the cache, and why an entry that was there is not used.
+pub(crate) struct Cached {
+    pub path: PathBuf,
+    /// The entry this build replaced, and why (damaged, or refused by the loader).
+    pub replaced: Option<String>,
+}
+
+/// Builds (or finds in the cache) the library for `spec`. `refused` is the loader's message
+/// about the entry a previous call returned: that entry is removed and rebuilt.
+pub(crate) fn build_library(spec: &BuildSpec, refused: Option<&str>) -> Result<Cached, SimError> {
     let cxx = compiler();
     let version = Command::new(&cxx)
         .arg("--version")
@@ -129,8 +139,20 @@ pub(crate) fn build_library(spec: &BuildSpec) -> Result<PathBuf, SimError> {
     let lib_key = cache_key(&cxx, &version.stdout, &spec.sources, &includes)?;
     let dir = cache.join(format!("{lib_key}-{model_key}"));
     let lib = dir.join(LIB_NAME);
-    if lib.is_file() {
-        return Ok(lib);
+    sweep(&cache);
+    let replaced = match (refused, verify(&lib)) {
+        (None, Ok(true)) => {
+            return Ok(Cached {
+                path: lib,
+                replaced: None,
+            });
+        }
+        (None, Ok(false)) => None,
+        (Some(message), _) => Some(format!("{} does not load: {message}", lib.display())),
+        (None, Err(why)) => Some(format!("{} is damaged: {why}", lib.display())),
+    };
+    if replaced.is_some() {
+        std::fs::remove_dir_all(&dir).map_err(|e| SimError::io(&dir, e))?;
     }
     let tmp = scratch_dir(&dir)?;
     // kernels first: a broken kernel fails before the model is (re)compiled
@@ -146,11 +168,74 @@ pub(crate) fn build_library(spec: &BuildSpec) -> Result<PathBuf, SimError> {
             link(&cxx, &objs, &tmp.join(LIB_NAME))
         })
         .and_then(|built| {
+            // The digest first: a library without one is never used.
+            let bytes = std::fs::read(&built).map_err(|e| SimError::io(&built, e))?;
             std::fs::create_dir_all(&dir).map_err(|e| SimError::io(&dir, e))?;
+            let sum = digest_path(&lib);
+            std::fs::write(&sum, digest(&bytes)).map_err(|e| SimError::io(&sum, e))?;
             std::fs::rename(&built, &lib).map_err(|e| SimError::io(&lib, e))
         });
     let _ = std::fs::remove_dir_all(&tmp);
-    result.map(|()| lib)
+    result.map(|()| Cached {
+        path: lib,
+        replaced,
+    })
+}
+
+fn digest_path(lib: &Path) -> PathBuf {
+    lib.with_extension("so.sha256")
+}
+
+fn digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether the cached library is there (`Ok(false)`: not built yet) and matches its digest
+/// (`Err`: what is wrong with it).
+fn verify(lib: &Path) -> Result<bool, String> {
+    let bytes = match std::fs::read(lib) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let want = std::fs::read_to_string(digest_path(lib))
+        .map_err(|e| format!("no digest beside it ({e})"))?;
+    if digest(&bytes) == want.trim() {
+        Ok(true)
+    } else {
+        Err(format!(
+            "{} bytes that do not match the digest written when it was built",
+            bytes.len()
+        ))
+    }
+}
+
+/// Removes the temporary directories (`.<name>.tmp-<pid>-<nanos>`) that builders which are no
+/// longer running left in `cache` (killed during a build). Linux: a pid without
+/// `/proc/<pid>` is gone; elsewhere nothing is swept.
+fn sweep(cache: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix('.')
+            .and_then(|n| n.split_once(".tmp-"))
+            .and_then(|(_, rest)| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !Path::new("/proc").join(pid.to_string()).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Object files of the kernel sources, each cached under its own key (its path and text,

@@ -191,8 +191,27 @@ pub struct SimLibrary {
 impl SimLibrary {
     /// Compiles `spec` (or reuses the cached build) and loads it.
     pub fn build(spec: &BuildSpec) -> Result<SimLibrary, SimError> {
-        let path = build_library(spec)?;
-        SimLibrary::load(&path)
+        SimLibrary::build_noting(spec, &mut |_| {})
+    }
+
+    /// [`SimLibrary::build`], telling `note` about a cache entry it replaced (damaged, or
+    /// refused by the loader: then its message) before it rebuilds.
+    pub fn build_noting(
+        spec: &BuildSpec,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<SimLibrary, SimError> {
+        let cached = build_library(spec, None)?;
+        if let Some(why) = &cached.replaced {
+            note(&format!("{why}; rebuilt"));
+        }
+        match SimLibrary::load(&cached.path) {
+            Err(SimError::Load { message, .. }) => {
+                let again = build_library(spec, Some(&message))?;
+                note(&format!("{}; rebuilt", again.replaced.unwrap_or_default()));
+                SimLibrary::load(&again.path)
+            }
+            other => other,
+        }
     }
 
     /// Loads an already built library.
