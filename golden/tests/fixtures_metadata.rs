@@ -69,6 +69,21 @@ fn default_start_sets_are_deduplicated_and_tiled() {
 }
 
 #[test]
+fn default_starts_are_clipped_to_the_layers_position_ceiling() {
+    // A CSA layer with 8192 positions: the long-context start 8192 becomes the largest
+    // legal one (8192 − 8); starts past it (511 at 512 positions) clip to the same.
+    let mut spec = LayerSpec::flash_csa(1);
+    spec.dims.max_seq_len = 8192;
+    assert_eq!(
+        default_pattern(&spec),
+        [8184, 0, 2, 3, 7, 127, 128, 63, 255, 511]
+    );
+    assert!(StartPositions::Default.resolve(&spec, 16).is_ok());
+    spec.dims.max_seq_len = 264;
+    assert_eq!(default_pattern(&spec), [256, 0, 2, 3, 7, 127, 128, 63, 255]);
+}
+
+#[test]
 fn start_positions_parse_scalars_and_lists() {
     assert_eq!(
         StartPositions::parse("8192").unwrap(),

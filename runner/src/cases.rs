@@ -112,9 +112,14 @@ fn check(spec: &LayerSpec, opts: &FixtureOptions) -> Result<usize, Stop> {
         }
         (None, None) => cap,
     };
+    // Name where a bad start came from: the user's list, or the layer's default set.
+    let source = match opts.starts {
+        StartPositions::Default => "the default start set",
+        _ => "--start-pos",
+    };
     opts.starts
         .resolve(spec, tokens / d.seq)
-        .map_err(|e| Stop::usage(format!("--start-pos: {e}")))?;
+        .map_err(|e| Stop::usage(format!("{source}: {e}")))?;
     Ok(tokens)
 }
 

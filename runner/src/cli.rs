@@ -70,7 +70,9 @@ struct RunArgs {
         allow_hyphen_values = true
     )]
     devices: Option<String>,
-    /// One start (batch 1) or one per request (every rank gets the list).
+    /// One start (batch 1) or one per request (every rank gets the list). Default: the
+    /// reference's start set of the layer tiled over the requests, each start clipped to the
+    /// spec's max_positions − decode_seq.
     #[arg(long = "start-pos", value_name = "N|N,N,…", allow_hyphen_values = true)]
     start_pos: Option<String>,
     /// Tokens per rank (a multiple of 8, at most the capacity) with the default starts.
