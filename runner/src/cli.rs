@@ -18,7 +18,7 @@ use harness::sim::Checks;
 use crate::cases::{self, Choice, Source};
 use crate::layer::{self, CaseResult, secs};
 use crate::stop::Stop;
-use crate::{cost, report, variant};
+use crate::{cost, progress, report, variant};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +29,10 @@ use crate::{cost, report, variant};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Also a line per kernel launch per rank (progress is a bar in a terminal, a few plain
+    /// lines per run otherwise).
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -142,10 +146,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> u8 {
             return 2;
         }
     };
+    let v = cli.verbose;
     let outcome = match cli.command {
-        Command::Run(a) => run(a),
-        Command::Cost(a) => cost_command(a),
-        Command::Bench(a) => bench(a),
+        Command::Run(a) => run(a, v),
+        Command::Cost(a) => cost_command(a, v),
+        Command::Bench(a) => bench(a, v),
     };
     match outcome {
         Ok(code) => code,
@@ -205,11 +210,12 @@ fn prepare(
     backend: BackendKind,
     devices: &[u32],
     checks: Checks,
+    verbose: bool,
 ) -> Result<Runtime, Stop> {
     let backend = backend.create(devices, checks);
     let spec = variant::layer_spec(plan).map_err(Stop::usage)?;
     let options = RuntimeOptions {
-        progress: Progress::stderr(plan.name()),
+        progress: Progress::to(progress::stderr(plan.name(), verbose)),
         group_base: devices.first().copied().unwrap_or(0),
         probes: layer_probes(&spec),
     };
@@ -242,7 +248,7 @@ fn target(
     Ok((plan, spec))
 }
 
-fn run(a: RunArgs) -> Result<u8, Stop> {
+fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
     let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
     let backend: BackendKind = a.backend.parse().map_err(Stop::usage)?;
     let devices = devices(a.devices.as_deref(), plan.abi.tp)?;
@@ -267,7 +273,7 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
         golden_data: a.golden_data,
     };
     let source = Source::choose(&spec, plan, &choice)?;
-    let runtime = prepare(plan, backend, &devices, checks)?;
+    let runtime = prepare(plan, backend, &devices, checks, verbose)?;
     let total = cases::count(&source);
     let mut results = Vec::with_capacity(total);
     for (i, case) in cases::cases(&spec, plan, &source).enumerate() {
@@ -306,7 +312,7 @@ fn run(a: RunArgs) -> Result<u8, Stop> {
     }
 }
 
-fn cost_command(a: CostArgs) -> Result<u8, Stop> {
+fn cost_command(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
     let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
     let source = Source::choose(
         &spec,
@@ -322,6 +328,7 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
         BackendKind::Sim,
         &devices(None, plan.abi.tp)?,
         Checks::default(),
+        verbose,
     )?;
     let case = cases::cases(&spec, plan, &source)
         .next()
@@ -347,7 +354,7 @@ fn cost_command(a: CostArgs) -> Result<u8, Stop> {
     Ok(0)
 }
 
-fn bench(a: BenchArgs) -> Result<u8, Stop> {
+fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     if a.reps == 0 {
         return Err(Stop::usage("--reps must be at least 1"));
     }
@@ -362,8 +369,8 @@ fn bench(a: BenchArgs) -> Result<u8, Stop> {
     )?;
     let built = Instant::now();
     let ranks = devices(None, plan.abi.tp)?;
-    let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default())?;
-    let unchecked = prepare(plan, BackendKind::Sim, &ranks, Checks::UNCHECKED)?;
+    let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default(), verbose)?;
+    let unchecked = prepare(plan, BackendKind::Sim, &ranks, Checks::UNCHECKED, verbose)?;
     let built = built.elapsed();
     let case = cases::cases(&spec, plan, &source)
         .next()

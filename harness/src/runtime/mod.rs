@@ -29,7 +29,7 @@ pub mod tiling;
 
 pub use buffers::{Collected, Extents, Layout, POISON, Role};
 pub use collectives::{Exchange, Pattern, Transfer};
-pub use progress::Progress;
+pub use progress::{Observer, Progress};
 pub use record::{RunRecord, StageTime, StepKind, StepRecord};
 pub use tiling::Tiling;
 
@@ -255,16 +255,9 @@ impl Runtime {
             }
         }
         let started = Instant::now();
-        options.progress.note(&format!(
-            "building {} kernels for the {} backend…",
-            kernels.len(),
-            backend.name()
-        ));
+        options.progress.building(kernels.len(), backend.name());
         let kernels = backend.load(plan, kernels, sources, &options.progress)?;
-        options.progress.note(&format!(
-            "kernels ready in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ));
+        options.progress.built(started.elapsed());
         Ok(Runtime {
             plan,
             layout,
@@ -302,6 +295,12 @@ impl Runtime {
             .collect();
         let setup = setup_start.elapsed();
 
+        let launches = self
+            .steps
+            .iter()
+            .filter(|(_, s)| matches!(s, Resolved::Launch { .. }))
+            .count();
+        self.options.progress.run_started(launches * tp);
         let meet = Rendezvous::new(tp);
         // The order ranks failed in: the first failure is the cause, later ones (a peer
         // timing out in a collective the failed rank never joined) are its consequences.
@@ -330,6 +329,7 @@ impl Runtime {
                 .collect()
         });
         let execute = start.elapsed();
+        self.options.progress.run_finished();
         let first = results
             .iter()
             .filter(|(_, r)| matches!(r, Err(RankFailure::Error(_))))
@@ -470,10 +470,9 @@ impl Runtime {
                     of,
                     ..
                 } => {
-                    self.options.progress.rank_note(
-                        rank,
-                        &format!("{} {nth}/{of} {}", launch.stage, launch.kernel),
-                    );
+                    self.options
+                        .progress
+                        .launch(rank, launch.stage, *nth, *of, launch.kernel);
                     let counters = group
                         .launch(rank, launch, args, tiling)
                         .map_err(|e| fail(i, format!("{} {}", launch.stage, launch.kernel), e))?;
