@@ -92,6 +92,11 @@ struct RunArgs {
     /// Replay DIR/in.safetensors and compare with DIR/out.safetensors instead of the golden.
     #[arg(long = "golden-data", value_name = "DIR")]
     golden_data: Option<PathBuf>,
+    /// Write failure pictures of every output into DIR (SVG heat-maps of the bad elements and
+    /// histograms of the error against the threshold). Without it, a failing output's
+    /// pictures go to target/failure-plots/<variant>/.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// Write every figure, stage and launch timing and sim counter as JSON.
     #[arg(long, value_name = "FILE.json")]
     report: Option<PathBuf>,
@@ -297,6 +302,17 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
         }
         let result = layer::judge(&runtime, &spec, &case, &want, golden)?;
         layer::print(&result);
+        let stem = format!("{}_run{}", plan.name(), i + 1);
+        match &a.plot {
+            Some(dir) => layer::draw(&result, dir, &stem, true)?,
+            None if !result.pass() => {
+                let dir = variant::repo_root()
+                    .join("target/failure-plots")
+                    .join(plan.name());
+                layer::draw(&result, &dir, &stem, false)?;
+            }
+            None => {}
+        }
         results.push(result);
     }
     if let Some(path) = &a.report {

@@ -1,6 +1,7 @@
 //! One case of a layer, judged: the plan on its backend and the golden (or the saved
 //! outputs) on the same inputs, every output compared with its reference comparator.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use golden::compare::{Report, judge_layer};
@@ -9,6 +10,7 @@ use golden::{self, LayerSpec, Traced};
 use harness::runtime::{RunOutput, RunRecord, Runtime};
 
 use crate::cases::Case;
+use crate::plots;
 use crate::stop::Stop;
 
 /// The outcome of one case.
@@ -100,6 +102,9 @@ pub fn print(result: &CaseResult) {
             println!("  {r}");
         } else {
             println!("  {}", r.detail().replace('\n', "\n  "));
+            if let Some(s) = &r.spread {
+                println!("    where: {}", s.describe());
+            }
         }
     }
     for s in &result.stray {
@@ -124,4 +129,22 @@ pub fn print(result: &CaseResult) {
         secs(r.execute),
         secs(r.readback)
     );
+}
+
+/// Writes the failure pictures of `result` into `dir` (every output with `all`, else the
+/// failing ones), named `<stem>_<output>.{heatmap,histogram}.svg`; prints their names.
+pub fn draw(result: &CaseResult, dir: &Path, stem: &str, all: bool) -> Result<(), Stop> {
+    for r in result.reports.iter().filter(|r| all || !r.pass) {
+        let written = plots::write(dir, &format!("{stem}_{}", r.output), r)
+            .map_err(|e| Stop::fail(format!("--plot: {e}")))?;
+        if let Some(p) = written {
+            println!(
+                "  pictures of {}: {} {}",
+                r.output,
+                p.heatmap.display(),
+                p.histogram.display()
+            );
+        }
+    }
+    Ok(())
 }

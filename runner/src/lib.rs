@@ -10,6 +10,7 @@ pub mod cases;
 pub mod cli;
 pub mod cost;
 pub mod layer;
+pub mod plots;
 pub mod progress;
 pub mod report;
 pub mod stop;

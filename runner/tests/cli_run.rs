@@ -58,8 +58,17 @@ fn run_prints_a_verdict_per_output_saves_reports_and_replays() {
         assert!(stdout.contains(needle), "`{needle}` not in:\n{stdout}");
     }
     assert_eq!(stdout.matches("x_out  PASS").count(), 2);
-    // progress goes to stderr
-    assert!(text(&out.stderr).contains("[swa_mini_tp2 rank 1] hc_pre 1/"));
+    // progress goes to stderr: not a terminal here, so a few plain lines per run and no
+    // line per launch without -v
+    let progress = text(&out.stderr);
+    assert!(progress.contains("[swa_mini_tp2] building "), "{progress}");
+    assert_eq!(
+        progress.matches(" launches done in ").count(),
+        2,
+        "{progress}"
+    );
+    assert!(!progress.contains("rank 1]"), "{progress}");
+    assert!(progress.lines().count() <= 12, "{progress}");
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
@@ -111,4 +120,23 @@ fn run_prints_a_verdict_per_output_saves_reports_and_replays() {
         "{stdout}"
     );
     assert!(stdout.contains("PASS: 1 run(s)"), "{stdout}");
+    // with -v, a line per launch per rank as well
+    assert!(text(&replay.stderr).lines().count() < 12);
+    let verbose = runner(&[
+        "run",
+        "-v",
+        "--layer",
+        "swa",
+        "--spec",
+        "specs/test/swa_mini.yaml",
+        "--tp",
+        "2",
+        "--golden-data",
+        saved.join("t56").to_str().unwrap(),
+    ]);
+    let progress = text(&verbose.stderr);
+    assert!(
+        progress.contains("[swa_mini_tp2 rank 1] hc_pre 1/"),
+        "{progress}"
+    );
 }

@@ -3,6 +3,7 @@
 
 use super::allowance;
 use super::report::{Report, Rule, WorstList};
+use super::spread::Spread;
 use crate::tensor::Tensor;
 
 /// Elements of a tensor as f32 (exact for bf16, f32, i8 and small ints).
@@ -63,6 +64,7 @@ pub fn ratio_reldiff(
     let floor = ((1.0 / f64::from(1u32 << 14)) / f64::from(diff_thd)) as f32;
     let (mut bad, mut max_abs, mut worst_bad, mut max_rd) = (0usize, 0.0f32, 0.0f32, 0.0f32);
     let mut worst = WorstList::new();
+    let mut spread = Spread::new(got.shape(), "rdiff", f64::from(diff_thd));
     for (i, (&a, &e)) in g.iter().zip(&w).enumerate() {
         let d = (a - e).abs();
         let rd = if d < diff_thd {
@@ -76,6 +78,7 @@ pub fn ratio_reldiff(
             bad += 1;
             worst_bad = worst_bad.max(rd);
         }
+        spread.add(i, f64::from(rd), rd > diff_thd || rd.is_nan());
         worst.offer(f64::from(rd), i, f64::from(a), f64::from(e));
     }
     let allowed = allowance(pct_thd, g.len());
@@ -99,6 +102,7 @@ pub fn ratio_reldiff(
         max_rel: f64::from(max_rd),
         worst: worst.into_worst(got.shape()),
         reason,
+        spread: Some(spread),
     }
 }
 
@@ -145,12 +149,15 @@ pub(super) fn allclose_values(
     };
     let (mut bad, mut max_abs, mut max_rel) = (0usize, 0.0f32, 0.0f32);
     let mut worst = WorstList::new();
+    let mut spread = Spread::new(shape, "|d| / (atol + rtol·|want|)", 1.0);
     for (i, (&a, &e)) in got.iter().zip(want).enumerate() {
         let d = (a - e).abs();
         let tol = atol + rtol * e.abs();
-        if d > tol || d.is_nan() {
+        let out = d > tol || d.is_nan();
+        if out {
             bad += 1;
         }
+        spread.add(flat(i), f64::from(d / tol), out);
         max_abs = max_abs.max(d);
         if e != 0.0 {
             max_rel = max_rel.max(d / e.abs());
@@ -173,5 +180,6 @@ pub(super) fn allclose_values(
         max_rel: f64::from(max_rel),
         worst: worst.into_worst(shape),
         reason,
+        spread: Some(spread),
     }
 }

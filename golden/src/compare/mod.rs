@@ -7,12 +7,14 @@ mod elementwise;
 mod layer;
 mod mapped_pool;
 mod report;
+pub mod spread;
 mod topk;
 
 pub use elementwise::{ratio_allclose, ratio_reldiff};
 pub use layer::{Check, Judged, compare_layer, judge_layer, layer_checks, layer_probes};
 pub use mapped_pool::{MappedPool, mapped_pool};
 pub use report::{Report, Rule, Worst};
+pub use spread::Spread;
 pub use topk::{topk_rows, topk_sets};
 
 /// Python's `round()` (ties to even) of `fraction · numel`: the reference's

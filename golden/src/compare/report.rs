@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::spread::Spread;
+
 /// The rule an output was compared with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
@@ -49,6 +51,8 @@ pub struct Report {
     /// Why it failed beyond the counts (NaN/Inf, a changed unmapped row, a
     /// broken mapping, the cap), if it did.
     pub reason: Option<String>,
+    /// Where the bad elements sit (element-wise rules; not top-k sets).
+    pub spread: Option<Spread>,
 }
 
 impl Report {
@@ -65,6 +69,7 @@ impl Report {
             max_rel: 0.0,
             worst: Vec::new(),
             reason: Some(reason),
+            spread: None,
         }
     }
 

@@ -67,6 +67,7 @@ pub fn topk_sets(
         worst,
         reason: (!bad_rows.is_empty())
             .then(|| format!("{} row(s) select a different set or order", bad_rows.len())),
+        spread: None,
     }
 }
 
