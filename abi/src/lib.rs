@@ -6,6 +6,18 @@
 pub mod plan;
 pub mod tiling;
 
+use sha2::{Digest, Sha256};
+
+/// The short content hash generated files and plans carry (of a spec, a building block, a
+/// kernel): the first 6 bytes of SHA-256, hex. `gen` writes it, `run` checks a spec with it.
+pub fn short_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Element type of a tensor, as the reference ABI names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {

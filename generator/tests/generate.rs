@@ -76,7 +76,7 @@ fn files_are_sorted_headed_and_free_of_machine_details() {
     let text = std::fs::read(root.join("specs/swa.yaml")).unwrap();
     let expected = format!(
         "from specs/swa.yaml (spec {}) — do not edit",
-        spec::short_hash(&text)
+        abi::short_hash(&text)
     );
     assert!(swa.content.lines().next().unwrap().ends_with(&expected));
 }

@@ -9,8 +9,9 @@ use abi::plan::{
 use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::tensor::{Tensor, TensorMap};
 use harness::backend::KernelSources;
+use harness::backend::Tiling;
 use harness::backend::sim::Sim;
-use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind, Tiling};
+use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind};
 use std::path::Path;
 
 const TP: usize = 2;

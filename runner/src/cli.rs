@@ -1,4 +1,4 @@
-//! The runner's command line: `run`, `cost` and `bench` (DESIGN §10; `cargo xtask run |
+//! The runner's command line: `run`, `cost` and `bench` (`../shared/DESIGN.md` §10; `cargo xtask run |
 //! cost | bench` forward here). Bad arguments exit 2 with one line saying why; a failed
 //! comparison exits 1.
 
@@ -11,8 +11,8 @@ use clap::{Args, Parser, Subcommand};
 use golden::compare::layer_probes;
 use golden::io;
 use golden::{self, LayerSpec};
-use harness::backend::{BackendKind, KernelSources};
-use harness::runtime::{Progress, Runtime, RuntimeError, RuntimeOptions};
+use harness::backend::{BackendKind, KernelSources, Progress};
+use harness::runtime::{Runtime, RuntimeError, RuntimeOptions};
 use harness::sim::Checks;
 
 use crate::cases::{self, Choice, Source};

@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use harness::runtime::Observer;
+use harness::backend::Observer;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// The observer for stderr: bars in a terminal, plain lines otherwise.

@@ -6,7 +6,6 @@ use std::path::{Component, Path, PathBuf};
 
 use abi::plan::VariantPlan;
 use golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn};
-use sha2::{Digest, Sha256};
 
 use crate::generated::VARIANTS;
 
@@ -55,7 +54,7 @@ pub fn select(
         ));
     }
     let text = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
-    if short_hash(&text) != first.spec.hash {
+    if abi::short_hash(&text) != first.spec.hash {
         return Err(format!(
             "generated/ is stale for {rel} (the spec changed since it was generated); run `cargo xtask gen`"
         ));
@@ -91,15 +90,6 @@ fn spec_path(root: &Path, cwd: &Path, p: &Path) -> Result<String, String> {
         })
         .collect();
     Ok(parts.join("/"))
-}
-
-/// The generator's spec hash: the first 6 bytes of SHA-256, hex.
-fn short_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .take(6)
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The golden's description of the layer a plan implements.

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use abi::plan::{Cores, Step, VariantPlan};
 use golden::fixtures::{self, DEFAULT_SEED, FixtureOptions, StartPositions};
 use golden::tensor::TensorMap;
-use harness::backend::KernelSources;
 use harness::backend::npu::toolkit::Toolkit;
 use harness::backend::npu::{Npu, build};
-use harness::runtime::{Progress, Runtime, RuntimeOptions};
+use harness::backend::{KernelSources, Progress};
+use harness::runtime::{Runtime, RuntimeOptions};
 use runner::variant;
 
 /// Bounds a rank's wait for a peer that failed.

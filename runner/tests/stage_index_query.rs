@@ -24,7 +24,7 @@ use golden::rope::RopeRows;
 use golden::tensor::{Element, Tensor};
 use golden::{CsaDims, Dims, LayerKind};
 use half::bf16;
-use harness::runtime::Tiling;
+use harness::backend::Tiling;
 use kernelgen::plan::Plan;
 use stage_checks::{expect, tensor, valid_rows};
 use support::plan;

@@ -28,7 +28,7 @@ use golden::indexer::{self, IndexCache, IndexQuery};
 use golden::quant::quantize_row;
 use golden::tensor::{Element, Tensor, TensorMap};
 use golden::{LayerKind, LayerSpec};
-use harness::runtime::Tiling;
+use harness::backend::Tiling;
 use kernelgen::plan::Plan;
 
 const STAGE: &[&str] = &["indexer"];

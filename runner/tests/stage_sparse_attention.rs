@@ -26,7 +26,7 @@ use golden::mask::sparse_bias;
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
 use half::bf16;
-use harness::runtime::Tiling;
+use harness::backend::Tiling;
 use harness::sim::LaunchStats;
 use kernelgen::plan::Plan;
 use support::{plan, run};

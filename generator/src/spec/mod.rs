@@ -6,9 +6,9 @@ pub mod range;
 
 use std::borrow::Cow;
 
+use abi::short_hash;
 use serde::de::DeserializeOwned;
 use serde_saphyr::{DefaultMessageFormatter, Error as YamlError, MessageFormatter};
-use sha2::{Digest, Sha256};
 
 use crate::diag::{Loc, SpecError, located};
 pub use model::*;
@@ -22,11 +22,6 @@ pub struct Spec<S> {
     /// First 12 hex digits of the SHA-256 of the file's bytes.
     pub hash: String,
     pub file: SpecFile<S>,
-}
-
-pub fn short_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Parses one spec from its text. `path` is only used in messages and headers.

@@ -132,7 +132,7 @@ pub fn mapped_pool(output: &str, got: &Tensor, want: &Tensor, m: MappedPool) -> 
             .take(super::report::WORST)
             .map(|&i| super::Worst {
                 flat: i,
-                index: super::report::unravel(i, got.shape()),
+                index: crate::tensor::unravel(i, got.shape()),
                 got: f64::from(g[i]),
                 want: f64::from(w[i]),
             })

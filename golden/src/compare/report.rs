@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::spread::Spread;
+use crate::tensor::unravel;
 
 /// The rule an output was compared with.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,16 +174,4 @@ impl WorstList {
             })
             .collect()
     }
-}
-
-/// Row-major multi-index of a flat index.
-pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut index = vec![0; shape.len()];
-    for (i, &n) in shape.iter().enumerate().rev() {
-        if n > 0 {
-            index[i] = flat % n;
-            flat /= n;
-        }
-    }
-    index
 }

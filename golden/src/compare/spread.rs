@@ -4,7 +4,7 @@
 //! pool rows × columns for caches), bad counts by index along each axis, and a histogram
 //! of the rule's measure beside its threshold.
 
-use super::report::unravel;
+use crate::tensor::unravel;
 
 /// Cells per side of the grid, at most.
 pub const GRID: usize = 64;

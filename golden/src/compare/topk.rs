@@ -2,7 +2,8 @@
 //! whose scores tie at the selection boundary (hca_csa.md §5.5, §8.2). The
 //! hardware sort and torch.topk both leave the order of equal scores open.
 
-use super::report::{Report, Rule, Worst, unravel};
+use super::report::{Report, Rule, Worst};
+use crate::tensor::unravel;
 
 /// Compares `rows` top-k lists of width `k` (−1 padded, best first).
 /// `scores` `[rows, score_len]` holds the (golden) score of every candidate.

@@ -1,5 +1,5 @@
 //! Save/replay of layer cases as safetensors files that load in torch/numpy
-//! with the reference names, shapes and dtypes (DESIGN §8).
+//! with the reference names, shapes and dtypes (`../shared/DESIGN.md` §8).
 
 mod case_dir;
 mod safetensors_file;

@@ -212,3 +212,15 @@ fn decode<T, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
         .map(|c| f(c.try_into().expect("chunks_exact yields N bytes")))
         .collect()
 }
+
+/// Row-major multi-index of a flat index.
+pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (i, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            index[i] = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}

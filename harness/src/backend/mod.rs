@@ -7,16 +7,26 @@
 //! kernels once ([`Kernels`]); for each run the kernels allocate every rank's buffers
 //! ([`Group`]), which one thread per rank then uses to launch kernels and exchange rows.
 
+mod exchange;
 pub mod npu;
+mod progress;
 pub mod sim;
+mod tiling;
+
+pub use exchange::{Exchange, Pattern, Transfer};
+pub use progress::{Observer, Progress};
+pub use tiling::Tiling;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::runtime::{Exchange, Progress, Tiling};
 use crate::sim::{ArgTraffic, Checks, LaunchStats};
 use abi::plan::{Kernel, Launch, VariantPlan};
+
+/// The byte every output and workspace is filled with before a run (NaN in every float
+/// type): an element no kernel wrote fails its comparison.
+pub const POISON: u8 = 0xFF;
 
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
 
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
-use crate::runtime::{Exchange, POISON, Progress, Tiling};
+use super::{Exchange, POISON, Progress, Tiling};
 use crate::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 use abi::plan::{Cores, Kernel, Launch, VariantPlan};
 

@@ -14,9 +14,7 @@ use abi::{DType, Dim, Dir, TensorDecl};
 use golden::tensor::{Tensor, TensorMap};
 
 use super::RuntimeError;
-
-/// The byte every output and workspace is filled with before the kernels run.
-pub const POISON: u8 = 0xFF;
+use crate::backend::POISON;
 
 /// What a buffer is to a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

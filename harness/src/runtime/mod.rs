@@ -11,7 +11,7 @@
 //!    at capacity filled with 0xFF (NaN in floats);
 //! 3. runs one thread per TP rank; each executes the plan's steps in order, launching
 //!    kernels, and meets the other ranks at each collective, which moves rows between the
-//!    ranks' workspaces (see [`collectives`]);
+//!    ranks' workspaces (see [`crate::backend::Exchange`]);
 //! 4. reads the outputs (and any probed workspaces) back at their runtime extent, noting
 //!    any output written beyond it.
 //!
@@ -21,22 +21,20 @@
 //! backend as a layer run.
 
 mod buffers;
-pub mod collectives;
-mod progress;
+mod collectives;
 mod record;
 mod rendezvous;
-pub mod tiling;
+mod tiling;
 
-pub use buffers::{Collected, Extents, Layout, POISON, Role};
-pub use collectives::{Exchange, Pattern, Transfer};
-pub use progress::{Observer, Progress};
+pub use buffers::{Collected, Extents, Layout, Role};
 pub use record::{RunRecord, StageTime, StepKind, StepRecord};
-pub use tiling::Tiling;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::backend::{Backend, BackendError, Group, KernelSources, Kernels};
+use crate::backend::{
+    Backend, BackendError, Exchange, Group, KernelSources, Kernels, Progress, Tiling, Transfer,
+};
 use abi::plan::{Kernel, Launch, Step, VariantPlan};
 use golden::tensor::{Tensor, TensorMap};
 use rendezvous::{Aborted, Rendezvous};
@@ -544,7 +542,7 @@ fn resolve(plan: &'static VariantPlan, layout: &Layout) -> Result<Vec<Resolved>,
     plan.steps
         .iter()
         .map(|step| {
-            if let Some(ex) = Exchange::resolve(plan, layout, step)? {
+            if let Some(ex) = collectives::resolve(plan, layout, step)? {
                 return Ok(Resolved::Exchange(ex));
             }
             let Step::Launch(launch) = step else {

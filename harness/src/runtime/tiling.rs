@@ -1,17 +1,11 @@
-//! The runtime extents every kernel receives as its `tiling` argument: 16 little-endian
-//! u32 words in the layout of `dsv4::TilingData`
-//! (`templates/ascendc/include/dsv4/tiling_data.h`; a test keeps the two in step).
+//! Filling a rank's [`Tiling`] words: from the runtime axes bound to a layer's inputs, or
+//! field by field for a run of single stages.
 
 use abi::tiling::{TILING_FIELDS, TILING_WORDS};
 
 use super::RuntimeError;
 use super::buffers::Extents;
-
-/// One rank's tiling words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tiling {
-    words: [u32; TILING_WORDS],
-}
+use crate::backend::Tiling;
 
 impl Tiling {
     /// The words for `rank` of `tp`: the runtime axes by name (pool and table extents
@@ -46,20 +40,5 @@ impl Tiling {
             words[i] = u32::try_from(value).map_err(|_| bad("does not fit a u32 word"))?;
         }
         Ok(Tiling { words })
-    }
-
-    pub fn get(&self, field: &str) -> Option<u32> {
-        TILING_FIELDS
-            .iter()
-            .position(|f| *f == field)
-            .map(|i| self.words[i])
-    }
-
-    pub fn to_bytes(&self) -> [u8; 4 * TILING_WORDS] {
-        let mut out = [0u8; 4 * TILING_WORDS];
-        for (chunk, w) in out.chunks_exact_mut(4).zip(self.words) {
-            chunk.copy_from_slice(&w.to_le_bytes());
-        }
-        out
     }
 }

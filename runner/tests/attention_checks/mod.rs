@@ -13,7 +13,7 @@ use golden::fixtures::random::Draws;
 use golden::rope::RopeRows;
 use golden::tensor::{Element, Tensor, TensorMap};
 use half::bf16;
-use harness::runtime::Tiling;
+use harness::backend::Tiling;
 use kernelgen::plan::Plan;
 
 use crate::support;

@@ -12,7 +12,7 @@ use golden::Dims;
 use golden::compare::Report;
 use golden::fixtures::random::Draws;
 use golden::tensor::{Element, Tensor};
-use harness::runtime::{POISON, Tiling};
+use harness::backend::{POISON, Tiling};
 use harness::sim::LaunchStats;
 use kernelgen::plan::Plan;
 

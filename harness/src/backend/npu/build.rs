@@ -16,8 +16,8 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::toolkit::Toolkit;
+use crate::backend::Progress;
 use crate::backend::{BackendError, KernelSources};
-use crate::runtime::Progress;
 use abi::plan::{Kernel, VariantPlan};
 
 /// The shared library the project builds.

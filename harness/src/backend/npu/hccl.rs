@@ -4,7 +4,7 @@
 //! Ranks are threads of this process, one per device: rank 0 creates the root info and
 //! every rank joins the communicator from its own thread. A collective step becomes
 //! `HcclAlltoAllV` calls on raw bytes (int8 elements), built from the same transfer list
-//! the sim executes ([`crate::runtime::Exchange::all`]). A failure names the call, the
+//! the sim executes ([`crate::backend::Exchange::all`]). A failure names the call, the
 //! HCCL code and `HcclGetErrorString`'s text, then the runtime's recent-error message.
 //! Joining waits at most `HCCL_CONNECT_TIMEOUT` seconds and a collective at most
 //! `HCCL_EXEC_TIMEOUT` (HCCL's own variables); the backend's stream timeout bounds a

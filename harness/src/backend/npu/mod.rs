@@ -23,7 +23,7 @@ use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters
 use abi::plan::{Kernel, Launch, VariantPlan};
 use abi::tiling::TILING_WORDS;
 
-use crate::runtime::{Exchange, Progress, Tiling};
+use crate::backend::{Exchange, Progress, Tiling};
 
 /// How long a stream synchronisation may take before the rank gives up: a peer that
 /// failed leaves a collective waiting, and this bounds the wait.
@@ -455,7 +455,7 @@ pub fn all_to_all_rounds(ex: &Exchange, rank: usize, tp: usize, t: usize) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Pattern;
+    use crate::backend::Pattern;
 
     #[test]
     fn all_to_all_rounds_pair_every_send_with_a_receive() {
