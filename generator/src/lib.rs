@@ -5,7 +5,7 @@
 //! plans a [`variant::Variant`] per spec and TP degree, and renders the files. The
 //! [`tree`] module compares the result with `generated/` and is the only code
 //! that writes there. Modules depend on each other in one direction (README
-//! "Generator modules"; `tests/module_graph.rs` checks).
+//! "Generator modules"; `xtask/tests/workspace_graph.rs` checks).
 
 pub mod budget;
 pub mod chip;

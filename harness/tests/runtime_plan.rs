@@ -7,12 +7,12 @@ use abi::plan::{
     ChipProfile, Cores, Deployment, Kernel, Launch, Model, SpecSource, Step, VariantPlan,
 };
 use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
-use golden::tensor::{Tensor, TensorMap};
 use harness::backend::KernelSources;
 use harness::backend::Tiling;
 use harness::backend::sim::Sim;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind};
 use std::path::Path;
+use tensor::{Tensor, TensorMap};
 
 const TP: usize = 2;
 const CAP: usize = 16;

@@ -1,10 +1,15 @@
 //! Whole-tensor comparators: `ratio_reldiff` (x_out) and `ratio_allclose`.
 //! Arithmetic is f32 like the reference's torch code.
 
-use super::allowance;
 use super::report::{Report, Rule, WorstList};
 use super::spread::Spread;
 use crate::tensor::Tensor;
+
+/// Python's `round()` (ties to even) of `fraction · numel`: the reference's
+/// allowance of bad points.
+pub fn allowance(fraction: f64, numel: usize) -> usize {
+    (fraction * numel as f64).round_ties_even() as usize
+}
 
 /// Elements of a tensor as f32 (exact for bf16, f32, i8 and small ints).
 pub(super) fn as_f32(t: &Tensor) -> Vec<f32> {

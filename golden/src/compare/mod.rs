@@ -10,15 +10,9 @@ mod report;
 pub mod spread;
 mod topk;
 
-pub use elementwise::{ratio_allclose, ratio_reldiff};
+pub use elementwise::{allowance, ratio_allclose, ratio_reldiff};
 pub use layer::{Check, Judged, compare_layer, judge_layer, layer_checks, layer_probes};
 pub use mapped_pool::{MappedPool, mapped_pool};
 pub use report::{Report, Rule, Worst};
 pub use spread::Spread;
 pub use topk::{topk_rows, topk_sets};
-
-/// Python's `round()` (ties to even) of `fraction · numel`: the reference's
-/// allowance of bad points.
-pub fn allowance(fraction: f64, numel: usize) -> usize {
-    (fraction * numel as f64).round_ties_even() as usize
-}

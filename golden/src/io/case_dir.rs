@@ -3,7 +3,7 @@
 //! outputs). The reference's own golden-vector directories have the same two
 //! files.
 
-use super::IoError;
+use super::error::IoError;
 use super::safetensors_file::{read_tensors, write_tensors};
 use crate::tensor::TensorMap;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! length, a JSON header (dtype, shape, data_offsets per tensor, optional
 //! `__metadata__` strings), then the raw little-endian data.
 
-use super::IoError;
+use super::error::IoError;
 use crate::tensor::{Tensor, TensorMap};
 use abi::DType;
 use safetensors::{Dtype, SafeTensors, View};

@@ -11,9 +11,9 @@
 
 use abi::plan::VariantPlan;
 use abi::{DType, Dim, Dir, TensorDecl};
-use golden::tensor::{Tensor, TensorMap};
+use tensor::{Tensor, TensorMap};
 
-use super::RuntimeError;
+use super::error::RuntimeError;
 use crate::backend::POISON;
 
 /// What a buffer is to a run.

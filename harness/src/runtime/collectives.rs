@@ -3,8 +3,8 @@
 
 use abi::plan::{Step, VariantPlan};
 
-use super::RuntimeError;
 use super::buffers::{Layout, capacity_shape};
+use super::error::RuntimeError;
 use crate::backend::{Exchange, Pattern};
 
 /// Resolves a collective step; `None` for a launch.

@@ -3,8 +3,8 @@
 
 use abi::tiling::{TILING_FIELDS, TILING_WORDS};
 
-use super::RuntimeError;
 use super::buffers::Extents;
+use super::error::RuntimeError;
 use crate::backend::Tiling;
 
 impl Tiling {

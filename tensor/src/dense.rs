@@ -1,67 +1,10 @@
-//! A dense tensor as the reference ABI exchanges it: a dtype, a shape and
-//! contiguous little-endian storage. The storage is typed (so the goldens read
-//! `&[f32]` without copies) and viewable as bytes without copying (so the
-//! runtime can hand it to kernels as a GM buffer and save/replay can write it).
-
-mod element;
-mod map;
-
-pub use element::Element;
-pub use map::TensorMap;
+//! A dense tensor: a shape over [`Data`], viewable as little-endian bytes.
 
 use abi::DType;
 use half::bf16;
 
-#[cfg(not(target_endian = "little"))]
-compile_error!(
-    "tensor storage is defined as little-endian bytes; big-endian hosts are not supported"
-);
-
-/// Typed contiguous storage, one variant per ABI dtype.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Data {
-    Bf16(Vec<bf16>),
-    F32(Vec<f32>),
-    I8(Vec<i8>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-}
-
-impl Data {
-    pub fn dtype(&self) -> DType {
-        match self {
-            Data::Bf16(_) => DType::Bf16,
-            Data::F32(_) => DType::F32,
-            Data::I8(_) => DType::I8,
-            Data::I32(_) => DType::I32,
-            Data::I64(_) => DType::I64,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            Data::Bf16(v) => v.len(),
-            Data::F32(v) => v.len(),
-            Data::I8(v) => v.len(),
-            Data::I32(v) => v.len(),
-            Data::I64(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn zeros(dtype: DType, n: usize) -> Data {
-        match dtype {
-            DType::Bf16 => Data::Bf16(vec![bf16::ZERO; n]),
-            DType::F32 => Data::F32(vec![0.0; n]),
-            DType::I8 => Data::I8(vec![0; n]),
-            DType::I32 => Data::I32(vec![0; n]),
-            DType::I64 => Data::I64(vec![0; n]),
-        }
-    }
-}
+use crate::data::Data;
+use crate::element::{self, Element};
 
 /// Why a tensor could not be built or read as asked.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! The element types a tensor can hold, and their byte view.
 
-use super::Data;
+use crate::data::Data;
 use abi::DType;
 use half::bf16;
 

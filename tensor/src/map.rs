@@ -2,7 +2,8 @@
 //! reference ABI names. Sorted by name so iteration (and saved files) are
 //! deterministic.
 
-use super::{Element, Tensor, TensorError};
+use crate::dense::{Tensor, TensorError};
+use crate::element::Element;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq)]
