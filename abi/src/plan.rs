@@ -2,7 +2,7 @@
 //! steps it executes in order (kernel launches and the two TP collectives), the per-rank
 //! workspaces those steps hand data through, and the constants a runtime needs (model
 //! and deployment dims, the target chip's roofline profile). `generated/host/<variant>.rs`
-//! renders one `pub const PLAN: VariantPlan` from the generator's `kernels::KernelPlan`
+//! renders one `pub const PLAN: VariantPlan` from the generator's `kernel_plan::KernelPlan`
 //! (this module mirrors it; the generator renders text and never depends on the harness);
 //! the harness runtime executes any plan.
 //!

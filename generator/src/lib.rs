@@ -11,7 +11,7 @@ pub mod budget;
 pub mod chip;
 pub mod derive;
 pub mod diag;
-pub mod kernels;
+pub mod kernel_plan;
 pub mod plan;
 pub mod render;
 pub mod spec;

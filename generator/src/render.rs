@@ -3,7 +3,7 @@
 
 use askama::Template;
 
-use crate::kernels::{Kernel, Step};
+use crate::kernel_plan::{Kernel, Step};
 use crate::plan::Plan;
 use crate::variant::Variant;
 use abi::short_hash;

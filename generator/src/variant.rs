@@ -5,7 +5,7 @@
 use crate::budget;
 use crate::derive;
 use crate::diag::{Diagnostics, SpecError};
-use crate::kernels::{KernelPlan, Step};
+use crate::kernel_plan::{KernelPlan, Step};
 use crate::plan::Plan;
 use crate::stages::{self, Spec, StagePlan};
 use crate::validate::{self, Validated};

@@ -322,7 +322,7 @@ fn only_position_tables_pass_position_ids() {
             .steps
             .iter()
             .filter_map(|s| match s {
-                kernelgen::kernels::Step::Launch(l)
+                kernelgen::kernel_plan::Step::Launch(l)
                     if l.stage == "qkv_proj_rope" && l.args.contains(&"freqs_cos") =>
                 {
                     Some(l)

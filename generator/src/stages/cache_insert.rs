@@ -9,7 +9,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::row;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value};
 
 pub struct CacheInsert;
 

@@ -7,7 +7,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value};
 
 pub struct HcPost;
 

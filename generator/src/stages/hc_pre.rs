@@ -12,7 +12,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag};
 use crate::plan::ModelDims;
 
 pub struct HcPre;

@@ -24,8 +24,8 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernels::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value};
 use crate::plan::CompressorPlan;
 use crate::spec::RopeTable;
 

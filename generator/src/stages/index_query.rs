@@ -24,8 +24,8 @@ use super::qkv_proj_rope::{head_group_buffers, heads_per_item, rope_buffers};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
+use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag, unmet};
 use crate::plan::IndexerPlan;
 use crate::spec::RopeTable;
 

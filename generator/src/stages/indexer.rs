@@ -18,7 +18,7 @@ use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::{Diagnostics, Loc};
-use crate::kernels::{Builder, Cores, Kernel, Value, unmet};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::IndexerPlan;
 use crate::spec::range::{positive, positive_large};
 use crate::spec::{Int, PadPolicy, Sp};

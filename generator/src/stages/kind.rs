@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use serde::de::DeserializeOwned;
 
 use crate::diag::{Diagnostics, Loc};
-use crate::kernels::Builder;
+use crate::kernel_plan::Builder;
 use crate::plan::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Plan, Pools};
 use crate::spec::range::positive;
 use crate::spec::{Int, KvSource, PadPolicy, Sp};

@@ -22,7 +22,7 @@ pub mod rms_norm;
 pub mod sparse_attention;
 
 use crate::diag::{Diagnostics, Loc};
-use crate::kernels::{Builder, KernelPlan};
+use crate::kernel_plan::{Builder, KernelPlan};
 use crate::plan::Plan;
 use crate::spec::{self, KvSource};
 use kind::{Data, Kind, LayerParts, TileCheck};

@@ -8,7 +8,7 @@ use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Step};
+use crate::kernel_plan::{Builder, Step};
 
 pub struct OGroupAllToAll;
 

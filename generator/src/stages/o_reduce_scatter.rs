@@ -10,7 +10,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Cores, Kernel, Step, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Step, Value};
 
 pub struct OReduceScatter;
 

@@ -19,8 +19,8 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernels::{Builder, Cores, Kernel, Value, float_tag, unmet};
+use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag, unmet};
 use crate::spec::RopeTable;
 
 pub struct QkvProjRope;

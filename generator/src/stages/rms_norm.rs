@@ -8,7 +8,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernels::{Builder, Cores, Kernel, Value, float_tag};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag};
 
 pub struct RmsNorm;
 

@@ -33,7 +33,7 @@ use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::diag::{Diagnostics, Loc};
-use crate::kernels::{Builder, Cores, Kernel, Value, unmet};
+use crate::kernel_plan::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::{AttentionPlan, CompressorPlan, ModelDims, Plan};
 use crate::spec::range::positive;
 use crate::spec::{Int, KvSource, PadPolicy, RopeTable, Sp};

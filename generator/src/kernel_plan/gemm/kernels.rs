@@ -1,0 +1,245 @@
+//! The kernels a product launches, specialised on its shapes and split: the matmul, the
+//! zero fill an atomic K split adds into, the slice sum of bf16 partials; and the on-chip
+//! buffers each receives.
+
+use abi::DType;
+
+use super::matmul::{BLayout, Matmul, Operands};
+use super::split::{KSum, Split};
+use crate::budget::{self, Buffer, row};
+use crate::chip::Mem;
+use crate::kernel_plan::{Cores, Kernel, Value};
+
+pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
+    let t = &split.tiles;
+    let u = Value::u32;
+    let layout = match mm.b_layout {
+        BLayout::Kn => "kn",
+        BLayout::Nk => "nk",
+    };
+    let mut name = format!(
+        "matmul_{}_{layout}_n{}_k{}{}",
+        mm.operands.name(),
+        mm.n,
+        mm.k,
+        mm.rows.tag()
+    );
+    let default_ldb = match mm.b_layout {
+        BLayout::Kn => mm.n,
+        BLayout::Nk => mm.k,
+    };
+    for (tag, v, default) in [
+        ("lda", mm.lda, mm.k),
+        ("ldb", mm.ldb, default_ldb),
+        ("ldc", mm.ldc, mm.n),
+    ] {
+        if v != default {
+            name.push_str(&format!("_{tag}{v}"));
+        }
+    }
+    if mm.batch > 1 {
+        name.push_str(&format!(
+            "_b{}_sa{}_sb{}_sc{}",
+            mm.batch, mm.stride_a, mm.stride_b, mm.stride_c
+        ));
+    }
+    name.push_str(&format!(
+        "_tile{}x{}x{}_split{}x{}x{}",
+        t.m, t.n, t.k, split.range_m, split.slice_k, split.range_n
+    ));
+    if split.tail_k > 0 {
+        name.push_str(&format!("_tail{}", split.tail_k));
+    }
+    match split.sum {
+        KSum::Whole => {}
+        KSum::Atomic => name.push_str("_acc"),
+        // the partials' layout depends on the row capacity
+        KSum::Partials => name.push_str(&format!("_parts_r{}", mm.max_rows)),
+    }
+    Kernel {
+        name,
+        doc: format!(
+            "{} matmul C[M, {}] = A[M, {}] · B ({layout}), A panels of {} rows × {} k{}, N ranges of {}{}",
+            mm.operands.name(),
+            mm.n,
+            mm.k,
+            split.range_m,
+            split.slice_k,
+            if split.tail_k > 0 {
+                format!(" (the last {} in L0A)", split.tail_k)
+            } else {
+                String::new()
+            },
+            split.range_n,
+            match split.sum {
+                KSum::Whole => "",
+                KSum::Atomic => ", k slices added atomically",
+                KSum::Partials => ", k slices' partial products apart",
+            }
+        ),
+        block: "matmul.h",
+        class: "Matmul",
+        cores: Cores::Aic,
+        params: [
+            ("INT8", Value::Bool(mm.operands == Operands::I8)),
+            ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
+        ]
+        .into_iter()
+        .chain(mm.rows.params())
+        .chain([
+            ("N", u(mm.n)),
+            ("K", u(mm.k)),
+            ("BATCH", u(mm.batch)),
+            ("LDA", u(mm.lda)),
+            ("LDB", u(mm.ldb)),
+            ("LDC", u(mm.ldc)),
+            ("STRIDE_A", u(mm.stride_a)),
+            ("STRIDE_B", u(mm.stride_b)),
+            ("STRIDE_C", u(mm.stride_c)),
+            ("TILE_M", u(t.m)),
+            ("TILE_N", u(t.n)),
+            ("TILE_K", u(t.k)),
+            ("RANGE_M", u(split.range_m)),
+            ("SLICE_K", u(split.slice_k)),
+            ("RANGE_N", u(split.range_n)),
+            ("TAIL_K", u(split.tail_k)),
+            ("ATOMIC", Value::Bool(split.sum == KSum::Atomic)),
+            (
+                "SLICE_STRIDE_C",
+                u(match split.sum {
+                    KSum::Partials => mm.batch * mm.stride_c,
+                    _ => 0,
+                }),
+            ),
+        ])
+        .collect(),
+        args: vec!["a", "b", "c"],
+        buffers: buffers(mm, split),
+    }
+}
+
+/// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; C in f32
+/// or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
+/// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
+/// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
+/// column tile, in L0C. Tiles rotate in pairs.
+pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
+    use Mem::*;
+    let (input, acc) = match mm.operands {
+        Operands::Bf16 => (DType::Bf16, DType::F32),
+        Operands::I8 => (DType::I8, DType::I32),
+    };
+    let t = &split.tiles;
+    let rows = split.range_m.next_multiple_of(16);
+    let strips = split.range_m.div_ceil(t.m);
+    let panel_k = split.slice_k - split.tail_k;
+    let mut v = vec![
+        row("a_panel", L1, input, rows * panel_k, 1, None),
+        row("b_l1", L1, input, t.k * t.n, 2, None),
+        row("a_l0", L0a, input, t.m * t.k, 2, None),
+    ];
+    if split.tail_k > 0 {
+        v.push(row("a_tail", L0a, input, rows * split.tail_k, 1, None));
+    }
+    v.extend([
+        row("b_l0", L0b, input, t.k * t.n, 2, None),
+        row("c_strip", L0c, acc, strips * t.m * t.n, 1, None),
+    ]);
+    v
+}
+
+/// C as the vector launches around a split-K matmul see it: the kernel name's suffix and
+/// the parameters GROUP_ROWS, ROWS_PER_TOKEN, N, LD, BATCH, STRIDE.
+fn c_rows(mm: &Matmul) -> (String, Vec<(&'static str, Value)>) {
+    let u = Value::u32;
+    let mut suffix = String::new();
+    if mm.ldc != mm.n {
+        suffix.push_str(&format!("_ld{}", mm.ldc));
+    }
+    if mm.batch > 1 {
+        suffix.push_str(&format!("_b{}_s{}", mm.batch, mm.stride_c));
+    }
+    suffix.push_str(&mm.rows.tag());
+    let mut params = mm.rows.params().to_vec();
+    params.extend([
+        ("N", u(mm.n)),
+        ("LD", u(mm.ldc)),
+        ("BATCH", u(mm.batch)),
+        ("STRIDE", u(mm.stride_c)),
+    ]);
+    (suffix, params)
+}
+
+/// Elements per copy for `n`-wide rows and a UB tile of `tile` elements: whole rows when
+/// they fit, else the largest piece of 8-element blocks that divides `n`.
+fn row_tile(n: usize, tile: usize) -> usize {
+    if n <= tile {
+        tile / n * n
+    } else {
+        (8..=tile)
+            .rev()
+            .step_by(8)
+            .find(|d| n.is_multiple_of(*d))
+            .unwrap_or(8)
+    }
+}
+
+/// `dsv4/zero_rows.h`: zeroes the runtime rows of C before an int8 split-K matmul adds
+/// into it.
+pub(super) fn zero(mm: &Matmul) -> Kernel {
+    let (suffix, mut params) = c_rows(mm);
+    let tile = row_tile(mm.n, budget::ZERO_FILL_TILE);
+    params.push(("TILE", Value::U32(tile as u32)));
+    Kernel {
+        name: format!("zero_rows_n{}{suffix}", mm.n),
+        doc: format!(
+            "zeroes the runtime rows of a [M, {}] 4-byte accumulator",
+            mm.n
+        ),
+        block: "zero_rows.h",
+        class: "ZeroRows",
+        cores: Cores::Aiv,
+        params,
+        args: vec!["out"],
+        buffers: zero_buffers(tile),
+    }
+}
+
+/// `zero_rows.h`'s UB: one tile of `tile` zeroes, f32 or i32 (the same bits).
+pub fn zero_buffers(tile: usize) -> Vec<Buffer> {
+    vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)]
+}
+
+/// `dsv4/k_slice_sum.h`: adds the `slices` partial products of `mm` from `k_partials`
+/// into its C, in slice order.
+pub(super) fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
+    let (suffix, mut params) = c_rows(mm);
+    let u = Value::u32;
+    let tile = row_tile(mm.n, budget::K_SUM_TILE);
+    params.extend([
+        ("SLICES", u(slices)),
+        ("ROWS", u(mm.max_rows)),
+        ("TILE", u(tile)),
+    ]);
+    Kernel {
+        name: format!("k_slice_sum_n{}_s{slices}_r{}{suffix}", mm.n, mm.max_rows),
+        doc: format!(
+            "C[M, {}] = the sum of {slices} k slices' partial products, in slice order",
+            mm.n
+        ),
+        block: "k_slice_sum.h",
+        class: "KSliceSum",
+        cores: Cores::Aiv,
+        params,
+        args: vec!["parts", "out"],
+        buffers: slice_sum_buffers(tile),
+    }
+}
+
+/// `k_slice_sum.h`'s UB: partials in and sums out, tiles of `tile` f32 in pairs.
+pub fn slice_sum_buffers(tile: usize) -> Vec<Buffer> {
+    vec![
+        row("parts_in", Mem::Ub, DType::F32, tile, 2, None),
+        row("sums", Mem::Ub, DType::F32, tile, 2, None),
+    ]
+}

@@ -1,0 +1,124 @@
+//! A product as a stage describes it: operand types, B's layout, where its runtime rows
+//! come from, and the shapes, leading dimensions and batch strides of A, B and C.
+
+use crate::kernel_plan::Value;
+
+/// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operands {
+    Bf16,
+    I8,
+}
+
+impl Operands {
+    pub(super) fn bytes(self) -> usize {
+        match self {
+            Operands::Bf16 => 2,
+            Operands::I8 => 1,
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Operands::Bf16 => "bf16",
+            Operands::I8 => "i8",
+        }
+    }
+}
+
+/// How B is stored in GM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BLayout {
+    /// `[K, N]` row-major: weights stored in × out (wq_a, wkv, wq_b).
+    Kn,
+    /// `[N, K]` row-major: weights stored out × in (wo_a, wo_b).
+    Nk,
+}
+
+/// Which runtime extent the rows of A and C are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// `TilingData::t`: the rank's tokens.
+    Tokens,
+    /// `TilingData::group_t`: the tokens of the TP group.
+    GroupTokens,
+    /// `t · r` (r ≥ 2): r rows per token of the rank, a token-major `[t, r, w]` tensor
+    /// read as `[t · r, w]`. r problems that share B become one product whose B is read
+    /// once per row range, not once per problem (the index queries' Hadamard product, r
+    /// the heads). [`Matmul::max_rows`] is then the token capacity × r.
+    TokensTimes(usize),
+}
+
+impl Rows {
+    /// The kernels' row knobs: M = (GROUP_ROWS ? group_t : t) · ROWS_PER_TOKEN.
+    pub(super) fn params(self) -> [(&'static str, Value); 2] {
+        let per_token = match self {
+            Rows::TokensTimes(r) => r,
+            Rows::Tokens | Rows::GroupTokens => 1,
+        };
+        [
+            ("GROUP_ROWS", Value::Bool(self == Rows::GroupTokens)),
+            ("ROWS_PER_TOKEN", Value::u32(per_token)),
+        ]
+    }
+
+    /// The kernel-name suffix (none for the rank's tokens).
+    pub(super) fn tag(self) -> String {
+        match self {
+            Rows::Tokens => String::new(),
+            Rows::GroupTokens => "_grouprows".into(),
+            Rows::TokensTimes(r) => format!("_tokx{r}"),
+        }
+    }
+}
+
+/// One matmul: `batch` problems C[b] = A[b] · B[b], strides in elements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matmul {
+    pub operands: Operands,
+    pub b_layout: BLayout,
+    pub rows: Rows,
+    /// Capacity of the runtime rows (`TokensTimes(r)`: the token capacity × r): the split
+    /// is planned for it.
+    pub max_rows: usize,
+    pub n: usize,
+    pub k: usize,
+    pub batch: usize,
+    pub lda: usize,
+    pub ldb: usize,
+    pub ldc: usize,
+    pub stride_a: usize,
+    pub stride_b: usize,
+    pub stride_c: usize,
+}
+
+impl Matmul {
+    /// One dense problem `[M, K] · B → [M, N]` (leading dimensions K, N or K, N).
+    pub fn new(
+        operands: Operands,
+        b_layout: BLayout,
+        rows: Rows,
+        max_rows: usize,
+        n: usize,
+        k: usize,
+    ) -> Matmul {
+        Matmul {
+            operands,
+            b_layout,
+            rows,
+            max_rows,
+            n,
+            k,
+            batch: 1,
+            lda: k,
+            ldb: match b_layout {
+                BLayout::Kn => n,
+                BLayout::Nk => k,
+            },
+            ldc: n,
+            stride_a: 0,
+            stride_b: 0,
+            stride_c: 0,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The cube matmul the projection stages share (`dsv4/matmul.h`): C = A·B for `batch`
+//! problems, bf16 × bf16 → f32 or int8 × int8 → i32, A row-major, B stored `[K, N]` or
+//! `[N, K]`, M a runtime row count ([`Rows`]: the rank's tokens, the TP group's, or r
+//! rows per token). Stages describe a product with [`Matmul`] and call [`launch`]; this
+//! module picks the Mmad tiles and the work split and names the kernel after them.
+//!
+//! The split is planned for the row capacity so that GM traffic stays near the minimum
+//! (A, B and C each moved once). A work item keeps an A panel (a range of rows × a slice
+//! of K) on chip and streams B once; so A is read once per N range, B once per row range
+//! and C written once per K slice. The panel lives in L1 beside the double-buffered B
+//! tiles, and its last columns (at most one Mmad k step) may live in L0A beside the
+//! double-buffered A tiles: a 512-row int8 panel of K = 1024 (512 KiB) fits only that
+//! way. C accumulates in L0C, one strip of all the range's rows × one tile of columns,
+//! so the rows per range are bounded by L0C / (4 · tile n). With the row capacity × K
+//! of A larger than the panel, either the rows split (B read again per range) or K
+//! splits; the cheaper wins. K slices combine as [`KSum`] says: int8 ones add their
+//! partial sums atomically into a C a [`zero`] launch cleared (i32 adds are exact in any
+//! order); bf16 ones write theirs to the `k_partials` workspace and a [`slice_sum`]
+//! launch adds them in slice order, since f32 atomics would make C depend on the order
+//! the cores finish in (a run must repeat bit for bit). That costs the partials once
+//! more (read back) plus C once. The Mmad tiles are the stage's spec tiles or,
+//! when that moves fewer bytes, some of m, n, k halved: narrower B tiles leave more L1
+//! to the panel, narrower A tiles more L0A to its tail, narrower columns a taller strip.
+//! N ranges then spread the work over the cube cores while the traffic stays within
+//! 1.25× the minimum (or within 5 % of the split's own traffic when the on-chip room
+//! already forces more).
+//!
+//! Where 1.25× is out of reach. C accumulates only in L0C and A, B reach the cube only
+//! through L1, so an item holding R rows × S k-columns of A on chip (R·S·bytes ≤ L1 + L0A
+//! ≈ 576 KiB) reads its S rows of B and, when K is split, writes its R rows of partial
+//! products (f32) that the slice sum reads back: covering bf16 A costs B and partial
+//! traffic of at least N·(8R + 2S) per R·S elements, least at S = 4R (R ≈ 272, S ≈ 1086),
+//! plus A once and C once. For M × N × K = 512 × 1024 × 4096 (wo_a per group, wq_a at
+//! TP 1) that is ≥ 2.58× the minimum (planned: 2.71×, two row ranges × four 1024-k
+//! slices), for 512 × 512 × 4096 (wkv at TP 1) ≥ 2.23× (2.33×). 256 × 1024 × 4096 (wq_a
+//! at TP 2) holds at most 1152 k of its 256 rows, so four slices: 1.73×, as planned
+//! (256 × 512 × 4096, wkv: 1.62×). Adding the slices atomically would save the read-back
+//! (2.0×, 1.78×, 1.27×) but leave C to the order the cores finish in. (Keeping B on chip
+//! and streaming A instead is no better for these shapes; keeping C in L0C for all of K
+//! re-reads A or B per 32768-element C tile: ≥ 3×.)
+//!
+//! Usage (a stage module):
+//! ```ignore
+//! let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, sh.local_t, n, k);
+//! gemm::launch(b, [tile.m, tile.n, tile.k], &mm, ["x_normed", "wq_a", "q_latent"]);
+//! ```
+
+mod kernels;
+mod matmul;
+mod split;
+
+pub use kernels::{buffers, slice_sum_buffers, zero_buffers};
+pub use matmul::{BLayout, Matmul, Operands, Rows};
+pub use split::{KSum, Split, Tiles, traffic};
+
+use abi::DType;
+
+use super::Builder;
+use kernels::{kernel, slice_sum, zero};
+use split::{Room, plan_split, unfit};
+
+/// Launches `mm` with args `[a, b, c]` (tensor or workspace names) on the stage's spec
+/// tiles `[m, n, k]`, with its zero fill or slice sum when K is split. Returns the split,
+/// or marks the stage missing, saying why, when its tiles or the product's shape cannot
+/// run on this kernel (see [`unfit`]).
+pub fn launch(
+    b: &mut Builder,
+    tiles: [usize; 3],
+    mm: &Matmul,
+    [a, w, c]: [&str; 3],
+) -> Option<Split> {
+    let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
+    let spec = Tiles::spec(mm, tiles);
+    if let Some(why) = unfit(mm, &spec) {
+        b.missing(format!("{w}: {why}"));
+        return None;
+    }
+    let [m, n, k] = tiles;
+    let room = Room::for_tiles(m, n, k, chip);
+    let Some(split) = plan_split(mm, &room, spec, cores) else {
+        b.missing(format!(
+            "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"
+        ));
+        return None;
+    };
+    let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
+    let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
+    match split.sum {
+        KSum::Whole => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
+        KSum::Atomic => {
+            b.launch(zero(mm), vector_blocks, &[c]);
+            b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]);
+        }
+        KSum::Partials => {
+            // The partials are dense: [slice][batch][row capacity][N].
+            let parts = Matmul {
+                ldc: mm.n,
+                stride_c: mm.max_rows * mm.n,
+                ..mm.clone()
+            };
+            let slices = mm.k.div_ceil(split.slice_k);
+            let elems = slices * mm.batch * mm.max_rows * mm.n;
+            if elems > u32::MAX as usize {
+                b.missing(format!(
+                    "{w}: its {slices} k slices' partials do not fit 32-bit offsets"
+                ));
+                return None;
+            }
+            b.scratch(K_PARTIALS, elems, DType::F32);
+            b.launch(kernel(&parts, &split), cube_blocks, &[a, w, K_PARTIALS]);
+            b.launch(slice_sum(mm, slices), vector_blocks, &[K_PARTIALS, c]);
+        }
+    }
+    Some(split)
+}
+
+/// The workspace bf16 k slices write their partial products to: one per rank, sized for
+/// the largest product (launches run one after another).
+const K_PARTIALS: &str = "k_partials";

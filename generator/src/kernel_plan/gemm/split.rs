@@ -1,0 +1,512 @@
+//! The Mmad tiles and the work split of a product: what fits on chip ([`Room`]), the tile
+//! candidates, how K slices combine ([`KSum`]), the least-traffic split ([`plan_split`])
+//! and what this kernel cannot run ([`unfit`]).
+
+use abi::DType;
+
+use super::matmul::{BLayout, Matmul, Operands};
+use crate::chip::{Chip, Mem};
+
+/// The matmul's on-chip regions in bytes for a stage's spec tiles `m × n × k` of bf16 (an
+/// int8 matmul keeps the byte sizes: its tiles hold twice the k values): L1 for the A panel
+/// and the double-buffered B tiles (the panel takes the rest of L1), L0A for the
+/// double-buffered A tiles and the panel's tail (the rest of L0A), L0C for one `n`-column
+/// strip of C over as many `m`-row Mmad tiles as fit (at least one). A launch divides each
+/// region as its tiles need (narrower tiles give what they free to the panel and tail);
+/// what its `InitBuffer` calls then receive are its own rows ([`buffers`]), checked per
+/// launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Room {
+    l1: usize,
+    l0a: usize,
+    l0c: usize,
+}
+
+impl Room {
+    pub(super) fn for_tiles(m: usize, n: usize, k: usize, chip: &Chip) -> Room {
+        let (bf16, f32) = (DType::Bf16.size(), DType::F32.size());
+        let pair =
+            |elems: usize, mem: Mem| 2 * (elems * bf16).next_multiple_of(chip.alignment(mem));
+        let b_tiles = 2 * k * n * bf16;
+        let panel = chip.l1_bytes.saturating_sub(pair(k * n, Mem::L1)) / 32 * 32;
+        let a_tiles = 2 * m * k * bf16;
+        let tail = chip.l0a_bytes.saturating_sub(pair(m * k, Mem::L0a)) / bf16 * bf16;
+        let strip_rows = (chip.l0c_bytes / (m * n * f32)).max(1) * m;
+        Room {
+            l1: panel + b_tiles,
+            l0a: a_tiles + tail,
+            l0c: strip_rows * n * f32,
+        }
+    }
+}
+
+/// Mmad tiles m × n × k (elements of the operand type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tiles {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl Tiles {
+    /// The stage's spec tiles `[m, n, k]` for `mm`: int8 keeps the byte sizes with twice
+    /// the k values, or twice the n values when int8 B stored `[K, N]` needs 32-column
+    /// squares; a tile wider than the product covers it whole.
+    pub(super) fn spec(mm: &Matmul, [m, mut n, mut k]: [usize; 3]) -> Tiles {
+        if mm.operands == Operands::I8 {
+            if mm.b_layout == BLayout::Kn && !n.is_multiple_of(32) {
+                n *= 2;
+            } else {
+                k *= 2;
+            }
+        }
+        Tiles {
+            m,
+            n: n.min(mm.n),
+            k: k.min(mm.k),
+        }
+    }
+
+    /// `self` and its variants with some of m, n, k halved once (where the half is still
+    /// whole fractals), largest first.
+    pub(super) fn candidates(self, mm: &Matmul) -> Vec<Tiles> {
+        let n_unit = if mm.operands == Operands::I8 && mm.b_layout == BLayout::Kn {
+            32
+        } else {
+            16
+        };
+        let c0 = 32 / mm.operands.bytes();
+        let halves = |v: usize, unit: usize| {
+            let mut h = vec![v];
+            if v.is_multiple_of(2 * unit) {
+                h.push(v / 2);
+            }
+            h
+        };
+        let mut all = Vec::new();
+        for &m in &halves(self.m, 16) {
+            for &n in &halves(self.n, n_unit) {
+                for &k in &halves(self.k, c0) {
+                    all.push(Tiles { m, n, k });
+                }
+            }
+        }
+        // stable: among equal volumes, halving k comes before n, and n before m
+        all.sort_by_key(|t| std::cmp::Reverse(t.m * t.n * t.k));
+        all
+    }
+}
+
+/// How the k slices of a split make C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KSum {
+    /// One slice: C written once.
+    Whole,
+    /// int8: the slices add into a zeroed C with atomic adds (exact in i32, any order).
+    Atomic,
+    /// bf16: each slice writes its partial product to `k_partials`, then
+    /// `dsv4/k_slice_sum.h` adds them in slice order into C.
+    Partials,
+}
+
+impl KSum {
+    pub(super) fn of(operands: Operands, slices: usize) -> KSum {
+        match (slices, operands) {
+            (1, _) => KSum::Whole,
+            (_, Operands::I8) => KSum::Atomic,
+            (_, Operands::Bf16) => KSum::Partials,
+        }
+    }
+
+    /// GM bytes C costs at `slices` k slices of `c` bytes each: the slices' writes, and
+    /// the zero fill or the partials read back and C written.
+    pub(super) fn c_bytes(self, c: usize, slices: usize) -> usize {
+        match self {
+            KSum::Whole => c,
+            KSum::Atomic => c * slices + c,
+            KSum::Partials => 2 * c * slices + c,
+        }
+    }
+}
+
+/// How a launch divides the work: rows into ranges, K into slices, N into ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    pub tiles: Tiles,
+    pub range_m: usize,
+    pub slice_k: usize,
+    pub range_n: usize,
+    /// Columns at the end of a k slice held in L0A instead of the L1 panel (0: none).
+    pub tail_k: usize,
+    /// How the k slices make C.
+    pub sum: KSum,
+}
+
+impl Split {
+    pub(super) fn items(&self, mm: &Matmul, rows: usize) -> usize {
+        mm.batch
+            * rows.div_ceil(self.range_m)
+            * mm.k.div_ceil(self.slice_k)
+            * mm.n.div_ceil(self.range_n)
+    }
+}
+
+/// GM bytes of the product at `rows` rows, its zero fill or slice sum included:
+/// (moved, minimum).
+pub fn traffic(mm: &Matmul, split: &Split, rows: usize) -> (usize, usize) {
+    let (a, b, c) = sizes(mm, rows);
+    let moved = a * mm.n.div_ceil(split.range_n)
+        + b * rows.div_ceil(split.range_m)
+        + split.sum.c_bytes(c, mm.k.div_ceil(split.slice_k));
+    (moved, a + b + c)
+}
+
+/// Bytes of A, B and C at `rows` rows.
+fn sizes(mm: &Matmul, rows: usize) -> (usize, usize, usize) {
+    let e = mm.operands.bytes();
+    (
+        mm.batch * rows * mm.k * e,
+        mm.batch * mm.k * mm.n * e,
+        mm.batch * rows * mm.n * 4,
+    )
+}
+
+/// The least-traffic split at the row capacity on at most `cores` cube cores, with the
+/// largest tiles among the equally good; None if no tile's C strip holds 16 rows.
+pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) -> Option<Split> {
+    let rows = mm.max_rows;
+    let (a, b, c) = sizes(mm, rows);
+    let e = mm.operands.bytes();
+    let c0 = 32 / e;
+    let mut best: Option<(usize, Split)> = None;
+    for t in spec.candidates(mm) {
+        let strip_rows = room.l0c / (t.m * t.n * 4) * t.m;
+        let panel_bytes = room.l1.saturating_sub(2 * t.k * t.n * e);
+        let tail_bytes = room.l0a.saturating_sub(2 * t.m * t.k * e);
+        for parts in 1..=rows.div_ceil(16) {
+            let range_m = rows.div_ceil(parts).next_multiple_of(16);
+            if range_m > strip_rows {
+                continue;
+            }
+            let panel_k = panel_bytes / (range_m * e) / c0 * c0;
+            if panel_k == 0 {
+                continue;
+            }
+            // One Mmad k step at most, and no more than the panel's buffer can stage.
+            let tail_k = (tail_bytes / (range_m * e) / c0 * c0).min(t.k).min(panel_k);
+            let fit = panel_k + tail_k;
+            let slices = mm.k.div_ceil(fit);
+            // Even slices, in whole k tiles where that still fits: no more room than needed.
+            let even = mm.k.div_ceil(slices);
+            let slice_k = [even.next_multiple_of(t.k), even.next_multiple_of(c0)]
+                .into_iter()
+                .find(|&k| k <= fit)
+                .unwrap_or(fit)
+                .min(mm.k);
+            let sum = KSum::of(mm.operands, slices);
+            let cost = b * rows.div_ceil(range_m) + sum.c_bytes(c, slices);
+            let split = Split {
+                tiles: t,
+                range_m,
+                slice_k,
+                range_n: mm.n,
+                tail_k: slice_k.saturating_sub(panel_k),
+                sum,
+            };
+            if best.is_none_or(|(least, _)| cost < least) {
+                best = Some((cost, split));
+            }
+        }
+    }
+    let (_, mut split) = best?;
+    // N ranges: more parallel items while A's re-reads stay within the target.
+    let (moved, least) = traffic(mm, &split, rows);
+    let target = (least * 5 / 4).max(moved * 21 / 20);
+    let extra = target.saturating_sub(moved) / a.max(1);
+    let slots = (cores / split.items(mm, rows)).max(1);
+    let tn = split.tiles.n;
+    let n_tiles = mm.n.div_ceil(tn);
+    let parts = (1 + extra).min(slots).min(n_tiles);
+    split.range_n = n_tiles.div_ceil(parts) * tn;
+    Some(split)
+}
+
+/// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
+/// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
+/// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -,
+/// at most 65,535 runtime rows (the bound the split search is planned and tested for) and
+/// offsets in 32 bits. (Halved tiles stay whole fractals.)
+pub(super) fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
+    let c0 = 32 / mm.operands.bytes();
+    let u16_max = usize::from(u16::MAX);
+    let extent = |stride: usize, rows: usize, ld: usize| (mm.batch - 1) * stride + rows * ld;
+    let b_rows = match mm.b_layout {
+        BLayout::Kn => mm.k,
+        BLayout::Nk => mm.n,
+    };
+    crate::kernel_plan::unmet([
+        (
+            mm.k.is_multiple_of(c0),
+            format!("K {} is not a multiple of {c0} (whole fractals)", mm.k),
+        ),
+        (
+            t.k.is_multiple_of(c0),
+            format!("tile k {} is not a multiple of {c0} (whole fractals)", t.k),
+        ),
+        (
+            mm.n.is_multiple_of(16),
+            format!("N {} is not a multiple of 16 (whole fractals)", mm.n),
+        ),
+        (
+            t.n.is_multiple_of(16),
+            format!("tile n {} is not a multiple of 16 (whole fractals)", t.n),
+        ),
+        (
+            mm.ldc.is_multiple_of(8),
+            format!("C row {} is not whole 32-byte blocks", mm.ldc),
+        ),
+        (
+            mm.lda <= u16_max,
+            format!(
+                "A's leading dimension {} does not fit the 16-bit ND2NZ stride",
+                mm.lda
+            ),
+        ),
+        (
+            mm.ldb <= u16_max || mm.b_layout == BLayout::Kn,
+            format!(
+                "B [N, K]'s leading dimension {} does not fit the 16-bit ND2NZ stride",
+                mm.ldb
+            ),
+        ),
+        (
+            mm.max_rows <= u16_max,
+            format!(
+                "{} rows are more than the 65,535 a matmul's split is planned for",
+                mm.max_rows
+            ),
+        ),
+        (
+            [
+                extent(mm.stride_a, mm.max_rows, mm.lda),
+                extent(mm.stride_b, b_rows, mm.ldb),
+                extent(mm.stride_c, mm.max_rows, mm.ldc),
+            ]
+            .iter()
+            .all(|&e| e <= u32::MAX as usize),
+            "its operands do not fit 32-bit element offsets".into(),
+        ),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chip;
+    use crate::kernel_plan::Value;
+    use crate::kernel_plan::gemm::kernels::kernel;
+    use crate::kernel_plan::gemm::matmul::Rows;
+
+    /// The split of `mm` for a stage with spec tiles m × n × k on the 910B (24 cube cores).
+    fn plan(mm: &Matmul, [m, n, k]: [usize; 3]) -> Split {
+        let chip = chip::find("910b").unwrap();
+        let room = Room::for_tiles(m, n, k, chip);
+        let mut spec = Tiles { m, n, k };
+        if mm.operands == Operands::I8 {
+            spec.k *= 2;
+        }
+        plan_split(mm, &room, spec, chip.aic_cores).unwrap()
+    }
+
+    fn ratio(mm: &Matmul, s: &Split) -> f64 {
+        let (moved, least) = traffic(mm, s, mm.max_rows);
+        moved as f64 / least as f64
+    }
+
+    /// o_proj's grouped products at FLASH dims, TP 2: 4 groups of 512 rows.
+    fn flash_wo(operands: Operands, n: usize, k: usize) -> Matmul {
+        let mm = Matmul::new(operands, BLayout::Nk, Rows::GroupTokens, 512, n, k);
+        Matmul {
+            batch: 4,
+            stride_a: 512 * k,
+            stride_b: n * k,
+            stride_c: 512 * n,
+            ..mm
+        }
+    }
+
+    const QKV_TILES: [usize; 3] = [128, 64, 128];
+    const O_PROJ_TILES: [usize; 3] = [64, 128, 128];
+
+    #[test]
+    fn flash_wq_b_splits_n_only_at_tp2() {
+        let mm = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 256, 32768, 1024);
+        let s = plan(&mm, QKV_TILES);
+        assert_eq!(
+            (s.range_m, s.slice_k, s.tail_k, s.sum),
+            (256, 1024, 0, KSum::Whole)
+        );
+        assert_eq!(
+            s.tiles,
+            Tiles {
+                m: 128,
+                n: 64,
+                k: 256
+            },
+            "the spec tiles suffice"
+        );
+        assert_eq!(s.items(&mm, 256), 24);
+        assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
+    }
+
+    #[test]
+    fn flash_wq_b_at_tp1_reads_b_once_through_an_l0a_tail() {
+        // 512 rows x 1024 int8 k = 512 KiB: L1 holds 960 k beside the B tiles, L0A the rest.
+        let mm = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 512, 32768, 1024);
+        let s = plan(&mm, QKV_TILES);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
+        assert!(s.tail_k > 0 && s.tail_k <= s.tiles.k);
+        assert_eq!(s.items(&mm, 512), 24);
+        assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
+    }
+
+    #[test]
+    fn flash_wkv_at_tp2_slices_k_in_four() {
+        // 256 rows x 1024 bf16 k = 512 KiB per slice: four slices, their partial products
+        // written and read back once each.
+        let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 256, 512, 4096);
+        let s = plan(&mm, QKV_TILES);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (256, 1024, KSum::Partials));
+        assert!(s.tail_k > 0);
+        let r = ratio(&mm, &s);
+        assert!((1.61..1.62).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn flash_wq_a_at_tp2_stays_above_the_target() {
+        // Four k slices at least (L1 + L0A < 3 x 683 KiB); C (1 MiB) twice per slice.
+        let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 256, 1024, 4096);
+        let s = plan(&mm, QKV_TILES);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (256, 1024, KSum::Partials));
+        let r = ratio(&mm, &s);
+        assert!((1.72..1.73).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn int8_slices_add_atomically() {
+        // 512 rows x 4096 int8 k (2 MiB) needs k slices; i32 adds are exact in any order.
+        let mm = Matmul::new(Operands::I8, BLayout::Nk, Rows::Tokens, 512, 1024, 4096);
+        let s = plan(&mm, O_PROJ_TILES);
+        assert!(s.slice_k < 4096);
+        assert_eq!(s.sum, KSum::Atomic);
+        let (moved, _) = traffic(&mm, &s, 512);
+        let (a, b, c) = sizes(&mm, 512);
+        let slices = 4096usize.div_ceil(s.slice_k);
+        assert_eq!(
+            moved,
+            a * 1024usize.div_ceil(s.range_n) + b * 512usize.div_ceil(s.range_m) + c * (slices + 1),
+            "each slice adds C once, the zero fill writes it once"
+        );
+    }
+
+    #[test]
+    fn flash_wo_b_keeps_a_group_whole() {
+        let mm = Matmul {
+            ldb: 4096,
+            stride_b: 1024,
+            ..flash_wo(Operands::I8, 4096, 1024)
+        };
+        let s = plan(&mm, O_PROJ_TILES);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
+        // a 512-row strip of C needs 64-column tiles in L0C
+        assert_eq!(s.tiles.n, 64);
+        assert!(s.tail_k > 0);
+        assert_eq!(s.items(&mm, 512), 24);
+        assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
+    }
+
+    #[test]
+    fn flash_wo_a_stays_near_its_bound() {
+        // Two row ranges read B (8 MiB a group) twice; four 1024-k slices write and read
+        // back C (2 MiB) each; C once more: 38 MiB against 14: 2.71x, see the module doc.
+        let mm = flash_wo(Operands::Bf16, 1024, 4096);
+        let s = plan(&mm, O_PROJ_TILES);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (256, 1024, KSum::Partials));
+        assert!(
+            (ratio(&mm, &s) - 38.0 / 14.0).abs() < 1e-9,
+            "{}",
+            ratio(&mm, &s)
+        );
+    }
+
+    #[test]
+    fn small_products_keep_the_spec_tiles_and_the_whole_panel() {
+        let mm = Matmul::new(Operands::Bf16, BLayout::Nk, Rows::Tokens, 128, 512, 512);
+        let s = plan(&mm, QKV_TILES);
+        assert_eq!(
+            (s.range_m, s.slice_k, s.tail_k, s.sum),
+            (128, 512, 0, KSum::Whole)
+        );
+        assert_eq!(
+            s.tiles,
+            Tiles {
+                m: 128,
+                n: 64,
+                k: 128
+            }
+        );
+        assert!(ratio(&mm, &s) <= 1.25);
+    }
+
+    #[test]
+    fn rows_per_token_read_the_shared_matrix_once_per_row_range() {
+        // Pro's index queries at TP 1: 8 tokens x 64 heads of 128 against one 128 x 128
+        // Hadamard matrix, as 512 rows: B once (a batch of 64 heads read it 64 times).
+        let mm = Matmul::new(
+            Operands::Bf16,
+            BLayout::Kn,
+            Rows::TokensTimes(64),
+            8 * 64,
+            128,
+            128,
+        );
+        let s = plan(&mm, [16, 128, 128]);
+        assert_eq!((s.range_m, s.slice_k, s.sum), (512, 128, KSum::Whole));
+        assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
+        let k = kernel(&mm, &s);
+        assert!(k.name.contains("_tokx64_"), "{}", k.name);
+        for knob in [
+            ("GROUP_ROWS", Value::Bool(false)),
+            ("ROWS_PER_TOKEN", Value::U32(64)),
+        ] {
+            assert!(k.params.contains(&knob), "{knob:?}");
+        }
+    }
+
+    #[test]
+    fn candidates_halve_whole_fractals_only() {
+        let i8_kn = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 64, 64, 256);
+        let c = Tiles {
+            m: 16,
+            n: 32,
+            k: 64,
+        }
+        .candidates(&i8_kn);
+        // m 16 and int8 [K, N] n 32 cannot halve; k 64 can (32 = one int8 fractal row)
+        assert_eq!(
+            c,
+            vec![
+                Tiles {
+                    m: 16,
+                    n: 32,
+                    k: 64
+                },
+                Tiles {
+                    m: 16,
+                    n: 32,
+                    k: 32
+                }
+            ]
+        );
+    }
+}
