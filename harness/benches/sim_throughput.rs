@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use half::bf16;
-use harness::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
+use harness::kernel_library::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 
 const KERNELS: &str = r#"#include "kernel_operator.h"
 using namespace AscendC;

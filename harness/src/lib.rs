@@ -4,5 +4,5 @@
 //! never reaches the reference side (`golden`: goldens, fixtures, comparators).
 
 pub mod backend;
+pub mod kernel_library;
 pub mod runtime;
-pub mod sim;

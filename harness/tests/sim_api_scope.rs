@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::sim::{BuildSpec, SimError, SimLibrary, model_include_dir};
+use harness::kernel_library::{BuildSpec, SimError, SimLibrary, model_include_dir};
 
 fn table_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/api_scope.cpp")

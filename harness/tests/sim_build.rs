@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use harness::sim::{BuildSpec, CoreMode, GmArg, SimError, SimLibrary};
+use harness::kernel_library::{BuildSpec, CoreMode, GmArg, SimError, SimLibrary};
 use sha2::{Digest, Sha256};
 
 const GOOD: &str = r#"#include "kernel_operator.h"

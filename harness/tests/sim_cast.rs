@@ -6,7 +6,7 @@
 mod support;
 
 use half::{bf16, f16};
-use harness::sim::{CoreMode, GmArg, poison};
+use harness::kernel_library::{CoreMode, GmArg, poison};
 use rand::RngExt;
 use support::{lib, rng};
 

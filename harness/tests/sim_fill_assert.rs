@@ -5,7 +5,7 @@
 mod support;
 
 use half::bf16;
-use harness::sim::{CoreMode, GmArg, SimError, poison};
+use harness::kernel_library::{CoreMode, GmArg, SimError, poison};
 use rand::RngExt;
 use support::{lib, rng};
 

@@ -7,7 +7,7 @@
 mod support;
 
 use half::f16;
-use harness::sim::{Checks, CoreMode, GmArg, SimError, SimLibrary};
+use harness::kernel_library::{Checks, CoreMode, GmArg, SimError, SimLibrary};
 use rand::RngExt;
 use support::{assert_same, lib, rng};
 
@@ -410,7 +410,7 @@ fn accumulate_k(
     m: usize,
     n: usize,
 ) -> (
-    Result<harness::sim::LaunchStats, SimError>,
+    Result<harness::kernel_library::LaunchStats, SimError>,
     Vec<f32>,
     Vec<f32>,
 ) {

@@ -4,7 +4,7 @@
 #[path = "sim_kernels/support.rs"]
 mod support;
 
-use harness::sim::{CoreMode, GmArg, SimError, poison};
+use harness::kernel_library::{CoreMode, GmArg, SimError, poison};
 use rand::RngExt;
 use support::{lib, rng};
 

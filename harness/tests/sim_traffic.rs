@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::OnceLock;
 
-use harness::sim::{BuildSpec, CoreMode, GmArg, SimLibrary, poison};
+use harness::kernel_library::{BuildSpec, CoreMode, GmArg, SimLibrary, poison};
 
 /// Only this test's kernels (traffic.cpp): a small library that builds quickly.
 fn lib() -> &'static SimLibrary {

@@ -4,7 +4,7 @@
 #[path = "sim_kernels/support.rs"]
 mod support;
 
-use harness::sim::{CoreMode, GmArg, SimError};
+use harness::kernel_library::{CoreMode, GmArg, SimError};
 use support::lib;
 
 fn trap(kernel: &str, mode: CoreMode, block_dim: u32, args: &mut [GmArg<'_>]) -> String {

@@ -4,7 +4,7 @@
 mod support;
 
 use half::f16;
-use harness::sim::{CoreMode, GmArg, poison};
+use harness::kernel_library::{CoreMode, GmArg, poison};
 use rand::RngExt;
 use support::{assert_close, assert_same, lib, rng};
 

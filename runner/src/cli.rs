@@ -12,8 +12,8 @@ use golden::compare::layer_probes;
 use golden::io;
 use golden::{self, LayerSpec};
 use harness::backend::{BackendKind, KernelSources, Progress};
+use harness::kernel_library::Checks;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions};
-use harness::sim::Checks;
 
 use crate::cases::{self, Choice, Source};
 use crate::layer::{self, CaseResult, secs};

@@ -200,7 +200,7 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::sim::LaunchStats;
+    use harness::kernel_library::LaunchStats;
 
     const CHIP: ChipProfile = ChipProfile {
         name: "test",

@@ -24,8 +24,8 @@ use golden::fixtures::random::Draws;
 use golden::rope::RopeRows;
 use golden::tensor::{Tensor, TensorMap};
 use half::bf16;
+use harness::kernel_library::LaunchStats;
 use harness::runtime::StepKind;
-use harness::sim::LaunchStats;
 use kernelgen::plan::Plan;
 use support::plan;
 

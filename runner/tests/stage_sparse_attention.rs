@@ -27,7 +27,7 @@ use golden::rope::RopeRows;
 use golden::tensor::Tensor;
 use half::bf16;
 use harness::backend::Tiling;
-use harness::sim::LaunchStats;
+use harness::kernel_library::LaunchStats;
 use kernelgen::plan::Plan;
 use support::{plan, run};
 

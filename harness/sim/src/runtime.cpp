@@ -1,6 +1,6 @@
 // Runtime of the CPU model: runs one launch (one thread per simulated core), implements
 // the cross-core synchronisation, and exports the C ABI the Rust side calls
-// (harness/src/sim/ffi.rs mirrors these declarations).
+// (harness/src/kernel_library/ffi.rs mirrors these declarations).
 //
 // Error handling: a trap throws TrapError in its core; the thread records the first
 // error of the launch, raises the abort flag and wakes every waiting core, which then
@@ -593,7 +593,7 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
 
 extern "C" {
 
-// Keep in sync with harness/src/sim/ffi.rs.
+// Keep in sync with harness/src/kernel_library/ffi.rs.
 struct SimGmArg {
     uint8_t* ptr;
     uint64_t len;

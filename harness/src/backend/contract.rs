@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::exchange::Exchange;
 use super::progress::Progress;
 use super::tiling::Tiling;
-use crate::sim::{ArgTraffic, LaunchStats};
+use crate::kernel_library::{ArgTraffic, LaunchStats};
 use abi::plan::{Kernel, Launch, VariantPlan};
 
 /// The byte every output and workspace is filled with before a run (NaN in every float

@@ -22,7 +22,7 @@ pub use tiling::Tiling;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::sim::Checks;
+use crate::kernel_library::Checks;
 
 /// The backends `--backend` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

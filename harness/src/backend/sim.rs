@@ -8,7 +8,7 @@ use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
 
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
 use super::{Exchange, POISON, Progress, Tiling};
-use crate::sim::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
+use crate::kernel_library::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 use abi::plan::{Cores, Kernel, Launch, VariantPlan};
 
 /// The CPU model.

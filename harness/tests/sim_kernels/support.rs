@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use harness::sim::{BuildSpec, SimLibrary};
+use harness::kernel_library::{BuildSpec, SimLibrary};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

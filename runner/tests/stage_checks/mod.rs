@@ -13,7 +13,7 @@ use golden::compare::Report;
 use golden::fixtures::random::Draws;
 use golden::tensor::{Element, Tensor};
 use harness::backend::{POISON, Tiling};
-use harness::sim::LaunchStats;
+use harness::kernel_library::LaunchStats;
 use kernelgen::plan::Plan;
 
 use super::support;

@@ -17,7 +17,7 @@ namespace sim {
 
 enum class CoreKind : uint8_t { AIV, AIC };
 // How the host launches a kernel (the launch plan states it; the ABI value is shared
-// with Rust, see harness/src/sim/ffi.rs).
+// with Rust, see harness/src/kernel_library/ffi.rs).
 enum class CoreMode : uint32_t { AivOnly = 0, AicOnly = 1, Mix12 = 2 };
 
 // Physical on-chip memories. Capacities and alignment from the reference (ascendc.md

@@ -1,10 +1,10 @@
-//! The CPU model of the Ascend C API ("the sim"): generated kernels compile with the host
-//! C++ compiler against `harness/sim/include` (our own implementation of the API subset,
-//! same names and signatures as CANN's headers) into a shared library that is loaded at
-//! run time and launched here with raw GM byte buffers.
+//! Kernel libraries on the sim (the CPU model of the Ascend C API, `harness/sim`): generated
+//! kernels compile with the host C++ compiler against `harness/sim/include` (our own
+//! implementation of the API subset, same names and signatures as CANN's headers) into a
+//! shared library, cached, loaded at run time and launched here with raw GM byte buffers.
 //!
 //! ```no_run
-//! use harness::sim::{BuildSpec, CoreMode, GmArg, SimLibrary};
+//! use harness::kernel_library::{BuildSpec, CoreMode, GmArg, SimLibrary};
 //! let lib = SimLibrary::build(&BuildSpec::new(["kernels/add.cpp"])).unwrap();
 //! let (mut x, mut y) = (vec![0u8; 1024], vec![0u8; 1024]);
 //! let stats = lib
