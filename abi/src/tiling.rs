@@ -1,6 +1,6 @@
 //! The runtime extents every kernel receives as its `tiling` argument: 16 little-endian
 //! u32 words in the layout of `dsv4::TilingData`
-//! (`templates/ascendc/include/dsv4/tiling_data.h`; a test keeps the two in step).
+//! (`blocks/dsv4/tiling_data.h`; a test keeps the two in step).
 
 /// The fields of `dsv4::TilingData`, in order; the remaining words are reserved (zero).
 pub const TILING_FIELDS: [&str; 12] = [

@@ -142,7 +142,7 @@ pub fn read_spec(root: &Path, path: &str) -> Result<Spec, SpecError> {
     spec::parse(path, &text)
 }
 
-/// The kernel building blocks under `templates/ascendc/include`, sorted by path.
+/// The kernel building blocks under `blocks/`, sorted by path.
 pub fn read_blocks(root: &Path) -> io::Result<Vec<render::Block>> {
     let dir = root.join(render::BLOCKS_DIR);
     let mut out = Vec::new();

@@ -18,8 +18,8 @@ pub const INDEX_OWNER: &str = "specs/";
 pub const SHARED_OWNER: &str = "templates/";
 
 /// Where the hand-written kernel building blocks live; they are copied beside the
-/// kernels so `generated/ascendc` builds on its own.
-pub const BLOCKS_DIR: &str = "templates/ascendc/include";
+/// kernels (to `generated/ascendc/include`) so `generated/ascendc` builds on its own.
+pub const BLOCKS_DIR: &str = "blocks";
 
 /// A building block: its path under [`BLOCKS_DIR`] and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use similar::{Algorithm, ChangeTag, TextDiff};
 
-use crate::render::{GeneratedFile, INDEX_OWNER, SHARED_OWNER, owner_of};
+use crate::render::{BLOCKS_DIR, GeneratedFile, INDEX_OWNER, SHARED_OWNER, owner_of};
 
 pub const GENERATED_DIR: &str = "generated";
 
@@ -24,7 +24,10 @@ impl Scope {
         match self {
             Scope::All => true,
             Scope::Specs(specs) => {
-                owner == INDEX_OWNER || owner.starts_with(SHARED_OWNER) || specs.contains(owner)
+                owner == INDEX_OWNER
+                    || owner.starts_with(SHARED_OWNER)
+                    || owner.starts_with(&format!("{BLOCKS_DIR}/"))
+                    || specs.contains(owner)
             }
         }
     }

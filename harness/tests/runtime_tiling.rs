@@ -1,13 +1,12 @@
 //! The tiling words the runtime writes have the layout of `dsv4::TilingData`, the struct
-//! every generated kernel reads (templates/ascendc/include/dsv4/tiling_data.h).
+//! every generated kernel reads (blocks/dsv4/tiling_data.h).
 
 use abi::tiling::{TILING_FIELDS, TILING_WORDS};
 use std::path::Path;
 
 #[test]
 fn the_runtime_writes_the_fields_of_the_kernel_tiling_struct_in_order() {
-    let header = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../templates/ascendc/include/dsv4/tiling_data.h");
+    let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("../blocks/dsv4/tiling_data.h");
     let text = std::fs::read_to_string(&header).unwrap();
     let body = &text[text.find("struct TilingData {").expect("the struct")..];
     let body = &body[..body.find("};").expect("its end")];

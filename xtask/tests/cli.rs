@@ -29,7 +29,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn scratch() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&repo().join("specs"), &dir.path().join("specs"));
-    let blocks = "templates/ascendc/include";
+    let blocks = "blocks";
     copy_dir(&repo().join(blocks), &dir.path().join(blocks));
     dir
 }

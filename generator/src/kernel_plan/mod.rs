@@ -3,7 +3,7 @@
 //! workspaces that hand data from one kernel to the next.
 //!
 //! Every kernel is a thin instantiation of a hand-written building block
-//! (`templates/ascendc/include/dsv4/*.h`, copied to `generated/ascendc/include`):
+//! (`blocks/dsv4/*.h`, copied to `generated/ascendc/include`):
 //! the generated `.cpp` only fixes compile-time parameters and the GM argument
 //! list (FlashInfer's pattern). A kernel is named after exactly the parameters it
 //! is specialised on, so two variants that need the same kernel share one file.

@@ -1,6 +1,6 @@
 //! The runtime extents every kernel receives as its `tiling` argument: 16 little-endian
 //! u32 words in the layout of `dsv4::TilingData`
-//! (`templates/ascendc/include/dsv4/tiling_data.h`; a test keeps the two in step). The
+//! (`blocks/dsv4/tiling_data.h`; a test keeps the two in step). The
 //! runtime fills them (`crate::runtime::tiling`); a backend passes the bytes on.
 
 use abi::tiling::{TILING_FIELDS, TILING_WORDS};
