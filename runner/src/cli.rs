@@ -54,7 +54,7 @@ enum Command {
 
 #[derive(Args)]
 struct RunArgs {
-    /// swa, hca or csa.
+    /// The layer kind of the spec: swa, hca or csa (the kinds the generated plans implement).
     #[arg(long)]
     layer: String,
     /// TP degree: one rank per device (threads on the sim).
@@ -108,7 +108,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct CostArgs {
-    /// swa, hca or csa.
+    /// The layer kind of the spec: swa, hca or csa (the kinds the generated plans implement).
     #[arg(long)]
     layer: String,
     /// TP degree (the table shows rank 0).

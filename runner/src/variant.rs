@@ -22,6 +22,17 @@ pub fn by_name(name: &str) -> Option<&'static VariantPlan> {
     VARIANTS.iter().find(|p| p.name() == name)
 }
 
+/// The layer kinds the generated plans implement, in first-seen order.
+pub fn layers() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for p in VARIANTS {
+        if !out.contains(&p.abi.layer) {
+            out.push(p.abi.layer);
+        }
+    }
+    out
+}
+
 /// The plan of `layer` at `tp` from `spec` (a path as given on the command line, relative
 /// to `cwd`; default `specs/<layer>.yaml`). Errors are one line for the user.
 pub fn select(
@@ -30,9 +41,11 @@ pub fn select(
     spec: Option<&Path>,
     cwd: &Path,
 ) -> Result<&'static VariantPlan, String> {
-    if !["swa", "hca", "csa"].contains(&layer) {
+    let layers = layers();
+    if !layers.contains(&layer) {
         return Err(format!(
-            "unknown layer `{layer}` (expected swa, hca or csa)"
+            "unknown layer `{layer}` (expected {})",
+            layers.join(", ")
         ));
     }
     let root = repo_root();

@@ -50,7 +50,7 @@ fn mini(tp: &str, more: &[&str]) -> Vec<String> {
 fn layers_specs_and_tp_degrees_must_exist() {
     refused(
         &["run", "--layer", "mla"],
-        &["unknown layer `mla`", "swa, hca or csa"],
+        &["unknown layer `mla`", "csa, hca, swa"],
     );
     refused(
         &[

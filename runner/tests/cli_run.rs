@@ -97,17 +97,20 @@ fn run_prints_a_verdict_per_output_saves_reports_and_replays() {
             assert!(saved.join(t).join(f).is_file(), "{t}/{f}");
         }
     }
-    let replay = runner(&[
-        "run",
-        "--layer",
-        "swa",
-        "--spec",
-        "specs/test/swa_mini.yaml",
-        "--tp",
-        "2",
-        "--golden-data",
-        saved.join("t56").to_str().unwrap(),
-    ]);
+    let replay_with = |extra: &[&str]| {
+        let case = saved.join("t56");
+        let args = [
+            "run",
+            "--layer",
+            "swa",
+            "--spec",
+            "specs/test/swa_mini.yaml",
+            "--tp",
+            "2",
+        ];
+        runner(&[&args[..], extra, &["--golden-data", case.to_str().unwrap()]].concat())
+    };
+    let replay = replay_with(&[]);
     let stdout = text(&replay.stdout);
     assert_eq!(
         replay.status.code(),
@@ -122,18 +125,7 @@ fn run_prints_a_verdict_per_output_saves_reports_and_replays() {
     assert!(stdout.contains("PASS: 1 run(s)"), "{stdout}");
     // with -v, a line per launch per rank as well
     assert!(text(&replay.stderr).lines().count() < 12);
-    let verbose = runner(&[
-        "run",
-        "-v",
-        "--layer",
-        "swa",
-        "--spec",
-        "specs/test/swa_mini.yaml",
-        "--tp",
-        "2",
-        "--golden-data",
-        saved.join("t56").to_str().unwrap(),
-    ]);
+    let verbose = replay_with(&["-v"]);
     let progress = text(&verbose.stderr);
     assert!(
         progress.contains("[swa_mini_tp2 rank 1] hc_pre 1/"),
