@@ -1,0 +1,209 @@
+//! HCA's compressed source (`dsv4/attention_compressed.h`): one mixed launch continuing
+//! each query row's online softmax over the request's compressed rows, chunk by chunk.
+
+use abi::DType;
+
+use super::window::{cube_buffers, further_params, per_token, running_stats, union_rows};
+use crate::budget::{Buffer, row};
+use crate::chip::{Chip, Mem};
+use crate::kernel_plan::{Builder, Cores, Kernel};
+use crate::plan::{CompressorPlan, Plan};
+
+/// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
+/// online softmax over its request's compressed rows in chunks
+/// (`dsv4/attention_compressed.h`), between the window values and the finish.
+pub(super) fn launch(
+    b: &mut Builder,
+    ratio: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) {
+    let p = b.plan;
+    let m = &p.model;
+    let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
+    let max_rows = p.pools.max_positions / ratio;
+    let union = union_rows(p.attention.window, seq);
+    let chunk = compressed_chunk_rows(
+        hd,
+        head_tile,
+        union,
+        p.pools.block_size,
+        p.attention.max_compressed_rows,
+        p.chip,
+    );
+    b.workspace("attn_max", per_token(&[heads]), DType::F32);
+    b.workspace("attn_cmp_scores", per_token(&[heads, chunk]), DType::F32);
+    b.workspace("attn_cmp_probs", per_token(&[heads, chunk]), DType::Bf16);
+    b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
+    let kernel = Kernel {
+        name: format!(
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}",
+            p.pools.block_size
+        ),
+        doc: "compressed-row attention: online-softmax merge of every visible compressed row \
+              into the window's o and denominators"
+            .into(),
+        block: "attention_compressed.h",
+        class: "AttentionCompressed",
+        cores: Cores::Mix,
+        params: further_params(
+            p,
+            ratio,
+            ("MAX_ROWS", max_rows),
+            [head_tile, kv_tile, d_tile],
+            &[("CHUNK", chunk)],
+        ),
+        args: vec![
+            "q",
+            "cmp_kv",
+            "cmp_table",
+            "positions",
+            "kv_seq_lens",
+            "row_max",
+            "scores",
+            "probs",
+            "part",
+            "o",
+            "denom",
+        ],
+        buffers: [
+            cube_buffers(("chunk", chunk), hd, head_tile, kv_tile, d_tile),
+            vector_buffers(heads, hd, seq, chunk),
+        ]
+        .concat(),
+    };
+    let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
+    b.launch(
+        kernel,
+        blocks,
+        &[
+            "q",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "kv_seq_lens",
+            "attn_max",
+            "attn_cmp_scores",
+            "attn_cmp_probs",
+            "attn_cmp_o",
+            "attn_o",
+            "attn_denom",
+        ],
+    );
+}
+
+/// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a
+/// block split a request's tokens evenly, a tile is whole pages and whole fractals, the
+/// cube's head tile is the window kernels'.
+pub(super) fn unmet(
+    p: &Plan,
+    [_, kv_tile, d_tile]: [usize; 3],
+    c: &CompressorPlan,
+) -> Option<String> {
+    let union = union_rows(p.attention.window, p.shape.decode_seq);
+    crate::kernel_plan::unmet([
+        (
+            !c.overlap,
+            "compressed rows of the overlapping compressor have no kernels yet".into(),
+        ),
+        (
+            p.shape.decode_seq.is_multiple_of(2),
+            format!(
+                "decode_seq {} is odd (two vector cores split a request's tokens)",
+                p.shape.decode_seq
+            ),
+        ),
+        (
+            p.model.heads.is_multiple_of(8),
+            format!("heads {} is not a multiple of 8", p.model.heads),
+        ),
+        (
+            kv_tile <= union
+                && kv_tile.is_multiple_of(p.pools.block_size)
+                && kv_tile.is_multiple_of(16),
+            format!(
+                "tile kv_rows {kv_tile} is not whole pages of {} and fractals within the {union} window rows",
+                p.pools.block_size
+            ),
+        ),
+        (
+            p.model.head_dim.is_multiple_of(d_tile),
+            format!(
+                "tile d {d_tile} does not divide head_dim {}",
+                p.model.head_dim
+            ),
+        ),
+        (
+            ["cmp_block_table", "kv_seq_lens", "position_ids"]
+                .iter()
+                .all(|n| p.tensor(n).is_some()),
+            "the ABI lacks cmp_block_table, kv_seq_lens or position_ids".into(),
+        ),
+    ])
+}
+
+/// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
+/// heads of one token's scores in and probabilities out over a chunk's lanes, per-lane
+/// constants, the running statistics of its half of a request's tokens, and one head row
+/// of o and of the chunk's part.
+fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (hd, tile, stats) = (head_dim, 8 * chunk, seq / 2 * heads);
+    [
+        vec![
+            row("scores", Ub, F32, tile, 1, Some(tile)),
+            row("probs", Ub, Bf16, tile, 1, Some(tile)),
+            row("lane", Ub, F32, chunk, 1, None),
+            row("bias", Ub, F32, chunk, 1, None),
+            row("reduce_tmp", Ub, F32, chunk, 1, None),
+            row("row_stats", Ub, F32, 8 * 8, 1, None),
+        ],
+        running_stats(stats, stats),
+        vec![
+            row("o_row", Ub, F32, hd, 1, Some(hd)),
+            row("part_row", Ub, F32, hd, 1, Some(hd)),
+        ],
+    ]
+    .concat()
+}
+
+/// Compressed rows per chunk of `attention_compressed.h` (0 without compressed rows): as
+/// many whole pages (and fractals) as L1 holds beside the two head-tile rows, at most
+/// [`MAX_CHUNK`] (its UB rows grow with it) and no more than `max_rows` need. Every chunk
+/// moves a request's o and part through GM once, so fewer, larger chunks move less.
+pub fn compressed_chunk_rows(
+    head_dim: usize,
+    head_tile: usize,
+    union: usize,
+    block_size: usize,
+    max_rows: usize,
+    chip: &Chip,
+) -> usize {
+    if max_rows == 0 {
+        return 0;
+    }
+    // whole pages and whole fractals
+    let unit = (1..=16)
+        .map(|k| k * block_size)
+        .find(|r| r % 16 == 0)
+        .expect("16 pages are 16k rows");
+    let m_pad = head_tile.next_multiple_of(16);
+    // The L1 of `cube_buffers` over `rows` rows or the union, whichever is more: the
+    // compressed kernel's own and never less than the window kernels'.
+    let l1 = |rows: usize| {
+        let bf16 = DType::Bf16.size();
+        rows.max(union) * head_dim * bf16 + 2 * m_pad * head_dim.max(union).max(rows) * bf16
+    };
+    let mut chunk = unit;
+    while chunk + unit <= MAX_CHUNK.min(max_rows.next_multiple_of(unit))
+        && l1(chunk + unit) <= chip.l1_bytes
+    {
+        chunk += unit;
+    }
+    chunk
+}
+
+/// The largest compressed-row chunk (f32 scores of 8 heads: 16 KiB of UB).
+pub const MAX_CHUNK: usize = 512;

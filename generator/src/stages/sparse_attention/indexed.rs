@@ -1,0 +1,161 @@
+//! CSA's indexed source (`dsv4/attention_indexed.h`): one mixed launch continuing every
+//! head's online softmax over the compressed rows its token's top-k list selects.
+
+use abi::DType;
+
+use super::window::{further_params, head_tile_l0, per_token, running_stats};
+use crate::budget::{Buffer, row};
+use crate::chip::Mem;
+use crate::kernel_plan::{Builder, Cores, Kernel};
+use crate::plan::Plan;
+
+/// The indexed source (hca_csa.md §6.3): one mixed launch continuing every head's online
+/// softmax over the compressed rows its token's top-k list selects, a tile of `kv_tile`
+/// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
+pub(super) fn launch(
+    b: &mut Builder,
+    ratio: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) {
+    let p = b.plan;
+    let m = &p.model;
+    let (heads, hd, seq, topk) = (m.heads, m.head_dim, p.shape.decode_seq, p.attention.topk);
+    b.workspace("topk_idx", per_token(&[topk]), DType::I32);
+    b.workspace("attn_max", per_token(&[heads]), DType::F32);
+    b.workspace("attn_idx_scores", per_token(&[heads, kv_tile]), DType::F32);
+    b.workspace("attn_idx_probs", per_token(&[heads, kv_tile]), DType::Bf16);
+    b.workspace("attn_idx_part", per_token(&[heads, hd]), DType::F32);
+    let kernel = Kernel {
+        name: format!(
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            p.pools.block_size
+        ),
+        doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
+              into the window's o and denominators"
+            .into(),
+        block: "attention_indexed.h",
+        class: "AttentionIndexed",
+        cores: Cores::Mix,
+        params: further_params(p, ratio, ("TOPK", topk), [head_tile, kv_tile, d_tile], &[]),
+        args: vec![
+            "q",
+            "cmp_kv",
+            "cmp_table",
+            "positions",
+            "topk_idx",
+            "scores",
+            "probs",
+            "part",
+            "o",
+            "denom",
+            "row_max",
+        ],
+        buffers: [
+            cube_buffers(heads, hd, head_tile, kv_tile, d_tile),
+            vector_buffers(heads, hd, topk, kv_tile),
+        ]
+        .concat(),
+    };
+    let blocks = p.chip.aic_cores.min(p.shape.local_t) as u32;
+    b.launch(
+        kernel,
+        blocks,
+        &[
+            "q",
+            "cmp_kv",
+            "cmp_block_table",
+            "position_ids",
+            "topk_idx",
+            "attn_idx_scores",
+            "attn_idx_probs",
+            "attn_idx_part",
+            "attn_o",
+            "attn_denom",
+            "attn_max",
+        ],
+    );
+}
+
+/// Why `dsv4/attention_indexed.h` cannot run this plan, if it cannot: heads in groups of 8
+/// (whole blocks of per-head f32), slots in whole fractals, the ABI's compressed-row inputs.
+pub(super) fn unmet(p: &Plan, [_, _, d_tile]: [usize; 3]) -> Option<String> {
+    let topk = p.attention.topk;
+    crate::kernel_plan::unmet([
+        (
+            p.model.heads.is_multiple_of(8),
+            format!("heads {} is not a multiple of 8", p.model.heads),
+        ),
+        (
+            topk > 0 && topk.is_multiple_of(16),
+            format!("top-k {topk} is not a positive multiple of 16"),
+        ),
+        (
+            p.model.head_dim.is_multiple_of(d_tile),
+            format!(
+                "tile d {d_tile} does not divide head_dim {}",
+                p.model.head_dim
+            ),
+        ),
+        (
+            ["cmp_kv", "cmp_block_table", "position_ids"]
+                .iter()
+                .all(|n| p.tensor(n).is_some()),
+            "the ABI lacks cmp_kv, cmp_block_table or position_ids".into(),
+        ),
+    ])
+}
+
+/// `attention_indexed.h`'s L1 and L0: a token's q in head tiles (rows padded to a fractal),
+/// one tile of selected rows, probability-row tiles over a tile's lanes, and the L0 tiles of
+/// `HeadTileMmad` (k chunks of `d` or `kv_rows`).
+fn cube_buffers(
+    heads: usize,
+    head_dim: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let m_pad = head_tile.next_multiple_of(16);
+    [
+        vec![
+            row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
+            row("rows", L1, Bf16, kv_tile * head_dim, 1, None),
+            row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
+        ],
+        head_tile_l0(head_tile, kv_tile, d_tile),
+    ]
+    .concat()
+}
+
+/// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
+/// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
+/// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
+/// up), and a group's rows of a tile's part.
+fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (hd, tile) = (head_dim, 8 * kv_tile);
+    let stats = (heads / 8).div_ceil(2) * 8;
+    let slots = 8.max(topk.div_ceil(kv_tile));
+    [
+        vec![
+            row("index_row", Ub, I32, topk, 1, Some(topk)),
+            row("valid", Ub, F32, topk, 1, None),
+            row("bias", Ub, F32, topk, 1, None),
+            row("scores", Ub, F32, tile, 1, Some(tile)),
+            row("probs", Ub, Bf16, tile, 1, Some(tile)),
+            row("reduce_tmp", Ub, F32, kv_tile, 1, None),
+            row("row_stats", Ub, F32, slots * 8, 1, None),
+        ],
+        running_stats(stats, 8),
+        vec![
+            row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
+            row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
+        ],
+    ]
+    .concat()
+}

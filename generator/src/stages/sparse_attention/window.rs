@@ -1,0 +1,307 @@
+//! The window source's own pieces (its softmax and finish buffers, the finish's refusals
+//! and its position-table twin) and what the further sources build on: the cube buffers of
+//! `HeadTileMmad`, the running statistics, a further kernel's parameters, the union and
+//! per-token workspace shapes.
+
+use abi::{DType, Dim};
+
+use crate::budget::{Buffer, row};
+use crate::chip::Mem;
+use crate::kernel_plan::{Cores, Kernel, Value, unmet};
+use crate::plan::{ModelDims, Plan};
+
+/// Why the finish kernel cannot run these dims, if it cannot: it moves the nope and rope
+/// parts of a head as whole 32-byte blocks of bf16 (and of f32 at their starts).
+pub(super) fn finish_unmet(m: &ModelDims) -> Option<String> {
+    unmet([
+        (
+            m.nope_dim.is_multiple_of(16),
+            format!(
+                "head_dim − rope_dim = {} is not a multiple of 16",
+                m.nope_dim
+            ),
+        ),
+        (
+            m.rope_dim.is_multiple_of(16),
+            format!("rope_dim {} is not a multiple of 16", m.rope_dim),
+        ),
+    ])
+}
+
+/// The finish kernel's twin for `rope.table: positions` (CSA): token t de-rotates with row
+/// `position_ids[t]` of the full `[max_positions, rope_dim]` tables (`dsv4/rope.h` RopeRow),
+/// taken after the tables. Its on-chip buffers are the same (the position is a scalar GM read).
+pub(super) fn finish_at_positions(k: &mut Kernel) {
+    k.name.push_str("_positions");
+    k.doc
+        .push_str(", RoPE rows gathered from the position table by position_ids");
+    k.params.push(("POSITIONS", Value::Bool(true)));
+    k.args.insert(4, "positions");
+}
+
+/// `attention_cube.h`'s L1 and L0, both window kernels' (and `attention_compressed.h`'s AIC
+/// with its chunk as `operand`): the cube's B operand whole in L1 (`operand` = the name and
+/// rows of the request's union, K = V, or of a chunk of compressed rows), `head_tile`-row
+/// query-side tiles (q rows or probability rows, whichever is wider; rows padded to a
+/// fractal), and the L0 tiles of `HeadTileMmad` (k chunks of `d` or `kv_rows`).
+pub(super) fn cube_buffers(
+    operand: (&'static str, usize),
+    head_dim: usize,
+    head_tile: usize,
+    kv_tile: usize,
+    d_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let (name, rows) = operand;
+    let m_pad = head_tile.next_multiple_of(16);
+    [
+        vec![
+            row(name, L1, Bf16, rows * head_dim, 1, None),
+            row("a_tile", L1, Bf16, m_pad * head_dim.max(rows), 2, None),
+        ],
+        head_tile_l0(head_tile, kv_tile, d_tile),
+    ]
+    .concat()
+}
+
+/// `attention_softmax.h`'s UB: a tile of head rows over the union lanes in and out, one
+/// token's index row (DataCopyPad) and the union for the contract check with its gather
+/// tables, per-lane constants, per-head statistics (one 32-byte slot per row result) and
+/// a token's per-head values (sink in, denominators out).
+pub(super) fn softmax_buffers(
+    heads: usize,
+    window: usize,
+    union: usize,
+    head_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (h, tile, lanes) = (heads, head_tile * union, window.next_multiple_of(8));
+    vec![
+        row("scores", Ub, F32, tile, 2, Some(tile)),
+        row("probs", Ub, Bf16, tile, 2, Some(tile)),
+        row("index_row", Ub, I32, lanes, 1, None),
+        row("union", Ub, I32, union, 1, None),
+        row("lane_offsets", Ub, I32, lanes, 1, None),
+        row("gather_offsets", Ub, I32, lanes, 1, None),
+        row("expected", Ub, I32, lanes, 1, None),
+        row("mismatch", Ub, F32, lanes, 1, None),
+        row("lane", Ub, F32, union, 1, None),
+        row("bias", Ub, F32, union, 1, None),
+        row("clamp", Ub, F32, union, 1, None),
+        row("reduce_tmp", Ub, F32, union, 1, None),
+        row("row_stats", Ub, F32, head_tile * 8, 1, None),
+        row("sink", Ub, F32, h, 1, Some(h)),
+        row("row_max", Ub, F32, h, 1, None),
+        row("row_sum", Ub, F32, h, 1, None),
+        row("denom", Ub, F32, h, 1, Some(h)),
+    ]
+}
+
+/// `attention_finish.h`'s UB: a tile of head rows in and out (out leaves in runs of whole
+/// heads), the token's denominators and freqs half-rows (DataCopyPad), the rope gather
+/// tables.
+pub(super) fn finish_buffers(
+    heads: usize,
+    head_dim: usize,
+    rope_dim: usize,
+    head_tile: usize,
+) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (h, hd, half) = (heads, head_dim, rope_dim / 2);
+    let (tile, rope_tile) = (head_tile * hd, head_tile * rope_dim);
+    vec![
+        row("o", Ub, F32, tile, 2, Some(tile)),
+        row("out", Ub, Bf16, tile, 2, Some(hd)),
+        row("denom", Ub, F32, h, 1, Some(h)),
+        row("divisor", Ub, F32, hd, 1, None),
+        row("cos_row", Ub, Bf16, half, 1, None),
+        row("sin_row", Ub, Bf16, half, 1, None),
+        row("trig", Ub, F32, 3 * half, 1, None),
+        row("cos_table", Ub, F32, rope_tile, 1, None),
+        row("sin_table", Ub, F32, rope_tile, 1, None),
+        row("rope", Ub, F32, rope_tile, 1, None),
+        row("partner", Ub, F32, rope_tile, 1, None),
+        row("rope_offsets", Ub, I32, rope_tile, 1, None),
+        row("partner_offsets", Ub, I32, rope_tile, 1, None),
+        row("cos_offsets", Ub, I32, rope_tile, 1, None),
+        row("sin_offsets", Ub, I32, rope_tile, 1, None),
+    ]
+}
+
+/// Per-token workspace dims: `[t, dims...]`.
+pub(super) fn per_token(dims: &[usize]) -> Vec<Dim> {
+    let mut v = vec![Dim::Var("t")];
+    v.extend(dims.iter().map(|&n| Dim::Const(n)));
+    v
+}
+
+/// The parameters of a further source's mixed kernel (`attention_compressed.h`,
+/// `attention_indexed.h`): the dims, its bound on the rows it reads (`rows`), the tiles
+/// `[heads, kv_rows, d]`, its own `extra` and the softmax scale.
+pub(super) fn further_params(
+    p: &Plan,
+    ratio: usize,
+    rows: (&'static str, usize),
+    tiles: [usize; 3],
+    extra: &[(&'static str, usize)],
+) -> Vec<(&'static str, Value)> {
+    let u32 = |v: usize| Value::U32(v as u32);
+    let m = &p.model;
+    let [head_tile, kv_tile, d_tile] = tiles;
+    let mut params = vec![
+        ("HEADS", u32(m.heads)),
+        ("HEAD_DIM", u32(m.head_dim)),
+        ("SEQ", u32(p.shape.decode_seq)),
+        ("BLOCK_SIZE", u32(p.pools.block_size)),
+        ("RATIO", u32(ratio)),
+        (rows.0, u32(rows.1)),
+        ("HEAD_TILE", u32(head_tile)),
+        ("KV_TILE", u32(kv_tile)),
+        ("D_TILE", u32(d_tile)),
+    ];
+    params.extend(extra.iter().map(|&(name, v)| (name, u32(v))));
+    params.push(("SCALE", Value::F32(m.softmax_scale)));
+    params
+}
+
+/// The L0 tiles of `HeadTileMmad` (`dsv4/head_tile_mmad.h`): k chunks of `d` or `kv_rows`
+/// over a head tile padded to a fractal.
+pub(super) fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::*;
+    let (m_pad, l0_k) = (head_tile.next_multiple_of(16), d_tile.max(kv_tile));
+    vec![
+        row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
+        row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
+        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+    ]
+}
+
+/// The running statistics a further source merges with `OnlineRescale`
+/// (`dsv4/online_softmax.h`), a value per head of the AIV (`stats` of them): max and
+/// denominator (copied in and out `copy` values at a time), the tile's max and sum, alpha
+/// and beta.
+pub(super) fn running_stats(stats: usize, copy: usize) -> Vec<Buffer> {
+    use DType::F32;
+    use Mem::Ub;
+    vec![
+        row("run_max", Ub, F32, stats, 1, Some(copy)),
+        row("run_denom", Ub, F32, stats, 1, Some(copy)),
+        row("tile_max", Ub, F32, stats, 1, None),
+        row("tile_sum", Ub, F32, stats, 1, None),
+        row("alpha", Ub, F32, stats, 1, None),
+        row("beta", Ub, F32, stats, 1, None),
+    ]
+}
+
+/// Rows of the window attention's per-request union (a token's window plus one new row
+/// per later token of its request), rounded up to whole 16-row fractals.
+pub fn union_rows(window: usize, decode_seq: usize) -> usize {
+    (window + decode_seq - 1).next_multiple_of(16)
+}
+
+/// The window's four kernels (scores, softmax, values, finish) for tiles `[heads, kv_rows,
+/// d]`; with a further source the softmax also hands each head's max on.
+pub(super) fn kernels(
+    p: &Plan,
+    [head_tile, kv_tile, d_tile]: [usize; 3],
+    with_further: bool,
+) -> [Kernel; 4] {
+    let m = &p.model;
+    let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
+    let (seq, t_pad) = (p.shape.decode_seq, p.shape.t_pad);
+    let union = union_rows(window, seq);
+    let u32 = |v: usize| Value::U32(v as u32);
+    let cube_tag = format!(
+        "h{heads}_d{hd}_w{window}_s{seq}_bs{}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+        p.pools.block_size
+    );
+    let cube_params = vec![
+        ("HEADS", u32(heads)),
+        ("HEAD_DIM", u32(hd)),
+        ("WINDOW", u32(window)),
+        ("SEQ", u32(seq)),
+        ("BLOCK_SIZE", u32(p.pools.block_size)),
+        ("UNION_ROWS", u32(union)),
+        ("HEAD_TILE", u32(head_tile)),
+        ("KV_TILE", u32(kv_tile)),
+        ("D_TILE", u32(d_tile)),
+    ];
+    let cube_args = vec!["kv_cache", "swa_indices", "swa_lens"];
+    let cube_buffers = cube_buffers(("union", union), hd, head_tile, kv_tile, d_tile);
+    let scores = Kernel {
+        name: format!("attn_window_scores_{cube_tag}"),
+        doc: "window attention scores q · unionᵀ per request (f32, unscaled)".into(),
+        block: "attention_cube.h",
+        class: "AttentionScores",
+        cores: Cores::Aic,
+        params: cube_params.clone(),
+        args: [&["q"][..], &cube_args, &["scores"]].concat(),
+        buffers: cube_buffers.clone(),
+    };
+    // With a further source the softmax also hands each head's max to it.
+    let max_tag = if with_further { "_max" } else { "" };
+    let mut softmax_args = vec![
+        "scores",
+        "swa_indices",
+        "swa_lens",
+        "attn_sink",
+        "probs",
+        "denom",
+    ];
+    if with_further {
+        softmax_args.push("row_max");
+    }
+    let softmax = Kernel {
+        name: format!("attn_window_softmax{max_tag}_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"),
+        doc: "window attention softmax: lane mask, bf16 probabilities, sink denominators".into(),
+        block: "attention_softmax.h",
+        class: "AttentionSoftmax",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("WINDOW", u32(window)),
+            ("SEQ", u32(seq)),
+            ("UNION_ROWS", u32(union)),
+            ("HEAD_TILE", u32(head_tile)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: softmax_args,
+        buffers: softmax_buffers(heads, window, union, head_tile),
+    };
+    let values = Kernel {
+        name: format!("attn_window_values_{cube_tag}"),
+        doc: "window attention values probs · union per request (f32)".into(),
+        block: "attention_cube.h",
+        class: "AttentionValues",
+        cores: Cores::Aic,
+        params: cube_params,
+        args: [&["probs"][..], &cube_args, &["o"]].concat(),
+        buffers: cube_buffers,
+    };
+    let finish = Kernel {
+        name: format!(
+            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
+            m.rope_dim, m.heads_per_group
+        ),
+        doc: "attention output: o / denom, inverse RoPE on the rope dims, bf16, heads packed by group"
+            .into(),
+        block: "attention_finish.h",
+        class: "AttentionFinish",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEADS", u32(heads)),
+            ("HEAD_DIM", u32(hd)),
+            ("ROPE_DIM", u32(m.rope_dim)),
+            ("HEADS_PER_GROUP", u32(m.heads_per_group)),
+            ("T_PAD", u32(t_pad)),
+            ("HEAD_TILE", u32(head_tile)),
+        ],
+        args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
+        buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
+    };
+    [scores, softmax, values, finish]
+}
