@@ -3,13 +3,11 @@
 //! (`blocks/dsv4/tiling_data.h`; a test keeps the two in step).
 
 /// The fields of `dsv4::TilingData`, in order; the remaining words are reserved (zero).
-pub const TILING_FIELDS: [&str; 12] = [
+pub const TILING_FIELDS: [&str; 10] = [
     "t",
     "b",
     "nb",
-    "tp_rank",
     "group_t",
-    "group_base",
     "state_nb",
     "cmp_nb",
     "cmp_tw",

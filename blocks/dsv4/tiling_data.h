@@ -11,16 +11,14 @@ struct TilingData {
     uint32_t t;               // tokens on this rank (a multiple of decode_seq)
     uint32_t b;               // requests on this rank: t / decode_seq
     uint32_t nb;              // raw KV pool blocks
-    uint32_t tp_rank;         // this rank's index in its TP group
     uint32_t group_t;         // tokens of the whole TP group: tp · t
-    uint32_t group_base;      // global device index of TP rank 0
     uint32_t state_nb;        // compressor state pool blocks (0 without a compressor)
     uint32_t cmp_nb;          // compressed KV pool blocks
     uint32_t cmp_tw;          // compressed KV block-table width
     uint32_t inner_state_nb;  // index-key compressor state pool blocks (0 without an indexer)
     uint32_t idx_nb;          // index-key cache pool blocks
     uint32_t idx_tw;          // index-key cache block-table width
-    uint32_t reserved[4];
+    uint32_t reserved[6];
 };
 
 constexpr uint32_t TILING_WORDS = sizeof(TilingData) / sizeof(uint32_t);
@@ -39,17 +37,15 @@ __aicore__ inline TilingData LoadTiling(GM_ADDR tiling)
     d.t = w[0];
     d.b = w[1];
     d.nb = w[2];
-    d.tp_rank = w[3];
-    d.group_t = w[4];
-    d.group_base = w[5];
-    d.state_nb = w[6];
-    d.cmp_nb = w[7];
-    d.cmp_tw = w[8];
-    d.inner_state_nb = w[9];
-    d.idx_nb = w[10];
-    d.idx_tw = w[11];
-    for (uint32_t i = 0; i < 4; ++i) {
-        d.reserved[i] = w[12 + i];
+    d.group_t = w[3];
+    d.state_nb = w[4];
+    d.cmp_nb = w[5];
+    d.cmp_tw = w[6];
+    d.inner_state_nb = w[7];
+    d.idx_nb = w[8];
+    d.idx_tw = w[9];
+    for (uint32_t i = 0; i < 6; ++i) {
+        d.reserved[i] = w[10 + i];
     }
     return d;
 }

@@ -200,7 +200,7 @@ fn x(rank: usize, i: usize, c: usize) -> f32 {
 /// groups[g·CAP + i] on `rank`, or None where it stays poisoned.
 fn group_row(rank: usize, row: usize, c: usize, t: usize) -> Option<f32> {
     let (g, i) = (row / CAP, row % CAP);
-    (i < t).then(|| x(rank, i, c) + (1000 * g + 100 * rank) as f32)
+    (i < t).then(|| x(rank, i, c) + (1000 * g) as f32)
 }
 
 #[test]
@@ -213,13 +213,10 @@ fn ranks_run_as_threads_and_collectives_move_rows_between_their_workspaces() {
         let gathered = out.outputs.values::<f32>("gathered").unwrap();
         let window = out.outputs.values::<f32>("window").unwrap();
         for rank in 0..TP {
-            // tiling: t, b = t / 8, nb unbound, tp_rank, group_t, group_base, zeros
+            // tiling: t, b = t / 8, nb unbound, group_t, zeros
             let w = &words[rank * 16..rank * 16 + 16];
-            assert_eq!(
-                &w[..6],
-                &[t as i32, (t / 8) as i32, 0, rank as i32, (TP * t) as i32, 0]
-            );
-            assert!(w[6..].iter().all(|&v| v == 0));
+            assert_eq!(&w[..4], &[t as i32, (t / 8) as i32, 0, (TP * t) as i32]);
+            assert!(w[4..].iter().all(|&v| v == 0));
             // GroupAllToAll: rank d owns groups 2d, 2d+1; source s's rows at lg·32 + s·t
             let g = &gathered[rank * 2 * TP * CAP * W..(rank + 1) * 2 * TP * CAP * W];
             for lg in 0..2 {
@@ -455,13 +452,13 @@ fn a_stage_runs_on_one_rank_with_the_callers_buffers_and_tiling_words() {
     let t = 8;
     let mut given = TensorMap::new();
     given.insert("x", rank0_x(t));
-    let tiling = Tiling::from_fields(&[("t", t), ("tp_rank", 1), ("cmp_nb", 7)]).unwrap();
+    let tiling = Tiling::from_fields(&[("t", t), ("nb", 1), ("cmp_nb", 7)]).unwrap();
     let out = rt
         .run_stages(&given, &tiling)
         .unwrap_or_else(|e| panic!("{e}"));
     // the words exactly as given, every other word 0
     let mut want = [0i32; 16];
-    (want[0], want[3], want[7]) = (t as i32, 1, 7);
+    (want[0], want[2], want[5]) = (t as i32, 1, 7);
     assert_eq!(out.tensors.values::<i32>("words").unwrap(), want);
     // groups is a workspace no tensor gave: capacity, poisoned where unwritten
     let groups = out.tensors.get("groups").unwrap();
@@ -471,7 +468,7 @@ fn a_stage_runs_on_one_rank_with_the_callers_buffers_and_tiling_words() {
         let got = g[row * W + 3];
         let (gi, i) = (row / CAP, row % CAP);
         if i < t {
-            assert_eq!(got, x(0, i, 3) + (1000 * gi + 100) as f32, "row {row}");
+            assert_eq!(got, x(0, i, 3) + (1000 * gi) as f32, "row {row}");
         } else {
             assert!(got.is_nan(), "row {row} was written: {got}");
         }

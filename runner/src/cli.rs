@@ -221,7 +221,6 @@ fn prepare(
     let spec = variant::layer_spec(plan).map_err(Stop::usage)?;
     let options = RuntimeOptions {
         progress: Progress::to(progress::stderr(plan.name(), verbose)),
-        group_base: devices.first().copied().unwrap_or(0),
         probes: layer_probes(&spec),
     };
     let sources = KernelSources::in_repo(&variant::repo_root());

@@ -347,12 +347,7 @@ fn sharded(variant: &str) {
                 "attention_local".into(),
                 tensor(vec![lg * group_t_pad, gin], local),
             );
-            let tiling = support::tiling(&[
-                ("t", t),
-                ("b", t / d.seq),
-                ("tp_rank", r),
-                ("group_t", group_t),
-            ]);
+            let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", group_t)]);
             let stats = timed(p, || support::run(projection, &mut tensors, tiling));
             check_launches(p, &stats);
             let want = o_proj_partial(&d, window, group_t, group_t, w.golden());
@@ -382,12 +377,7 @@ fn sharded(variant: &str) {
                 "o_window".into(),
                 tensor(vec![tp * d.local_t_pad(), hidden], window),
             );
-            let tiling = support::tiling(&[
-                ("t", t),
-                ("b", t / d.seq),
-                ("tp_rank", o),
-                ("group_t", group_t),
-            ]);
+            let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", group_t)]);
             let stats = support::run(rank_sum, &mut tensors, tiling);
             check_launches(p, &stats);
             let got = &tensors["attn_out"];

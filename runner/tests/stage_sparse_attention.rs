@@ -144,7 +144,6 @@ impl Case {
             ("t", self.t),
             ("b", self.t / d.seq),
             ("nb", d.kv_pool_blocks),
-            ("tp_rank", 0),
             ("group_t", self.t),
         ])
     }

@@ -82,8 +82,6 @@ pub struct StageOutput {
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
     pub progress: Progress,
-    /// Global device index of TP rank 0 (the tiling's `group_base`).
-    pub group_base: u32,
     /// Workspaces [`Runtime::run`] reads back besides the outputs: intermediates a
     /// comparator needs (the CSA's top-k, see `golden::compare::layer_probes`).
     pub probes: Vec<&'static str>,
@@ -93,7 +91,6 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
             progress: Progress::quiet(),
-            group_base: 0,
             probes: Vec::new(),
         }
     }
@@ -239,9 +236,8 @@ impl Runtime {
             .map(|i| self.layout.spec(i).decl.name)
             .collect();
         let group = self.kernels.group(initial, &names)?;
-        let tilings: Vec<Tiling> = (0..tp)
-            .map(|rank| Tiling::new(&extents, rank, tp, self.options.group_base))
-            .collect();
+        // Every rank's kernels see the same extents: ranks differ only in their buffers.
+        let tiling = Tiling::new(&extents, tp);
         let setup = setup_start.elapsed();
 
         let launches = self
@@ -258,7 +254,7 @@ impl Runtime {
         let results: Vec<(usize, Result<Vec<StepRecord>, RankFailure>)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..tp)
                 .map(|rank| {
-                    let (group, meet, tiling) = (&*group, &meet, &tilings[rank]);
+                    let (group, meet, tiling) = (&*group, &meet, &tiling);
                     let failures = &failures;
                     s.spawn(move || {
                         let _guard = AbortOnPanic(meet);

@@ -8,16 +8,13 @@ use super::error::RuntimeError;
 use crate::backend::Tiling;
 
 impl Tiling {
-    /// The words for `rank` of `tp`: the runtime axes by name (pool and table extents
-    /// that are not bound stay 0), `tp_rank`, `group_t = tp · t` and the global device
-    /// index of TP rank 0.
-    pub fn new(extents: &Extents, rank: usize, tp: usize, group_base: u32) -> Tiling {
+    /// The words of a rank of `tp`: the runtime axes by name (pool and table extents that
+    /// are not bound stay 0) and `group_t = tp · t`.
+    pub fn new(extents: &Extents, tp: usize) -> Tiling {
         let mut words = [0u32; TILING_WORDS];
         for (word, field) in words.iter_mut().zip(TILING_FIELDS) {
             let value = match field {
-                "tp_rank" => rank,
                 "group_t" => tp * extents.t(),
-                "group_base" => group_base as usize,
                 axis => extents.get(axis).unwrap_or(0),
             };
             *word = u32::try_from(value)

@@ -1,7 +1,7 @@
 // Runtime test kernel with the generated-kernel ABI (GM args…, workspace, tiling): echoes
 // the tiling words, and fills four group slabs of 16 rows: row i of group g is
-// x[i] + 1000·g + 100·tp_rank for i < t. Rank `trap_rank` (tiling word 12, reserved in
-// the real layout; 0 = none) reads past x instead, to test a trap on one rank.
+// x[i] + 1000·g for i < t (x differs per rank). Rank `trap_rank` (tiling word 12, reserved
+// in the real layout; 0 = none) reads past x instead, to test a trap on one rank.
 #include "kernel_operator.h"
 #include "handshake.h"
 
@@ -14,7 +14,6 @@ extern "C" __global__ __aicore__ void rt_fill(GM_ADDR x, GM_ADDR groups, GM_ADDR
     GlobalTensor<int32_t> gt;
     gt.SetGlobalBuffer((__gm__ int32_t*)tiling, 16);
     const uint32_t t = gt.GetValue(0);
-    const uint32_t rank = gt.GetValue(3);
     TPipe pipe;
     TBuf<TPosition::VECCALC> rowBuf, wordBuf;
     pipe.InitBuffer(rowBuf, 64 * sizeof(float));
@@ -33,7 +32,7 @@ extern "C" __global__ __aicore__ void rt_fill(GM_ADDR x, GM_ADDR groups, GM_ADDR
         for (uint32_t i = 0; i < t; ++i) {
             DataCopy(row, gx[i * 64], 64);
             Sync<HardEvent::MTE2_V>();
-            Adds(row, row, static_cast<float>(1000 * g + 100 * rank), 64);
+            Adds(row, row, static_cast<float>(1000 * g), 64);
             Sync<HardEvent::V_MTE3>();
             DataCopy(gg[(g * 16 + i) * 64], row, 64);
             Sync<HardEvent::MTE3_MTE2>(); // row is reloaded next; MTE3, its last user, waited for V

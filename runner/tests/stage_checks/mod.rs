@@ -29,7 +29,6 @@ pub fn tiling(p: &Plan, t: usize) -> Tiling {
         ("t", t),
         ("b", t / p.shape.decode_seq),
         ("nb", p.pools.kv_pool_blocks),
-        ("tp_rank", 0),
         ("group_t", t * p.shape.tp),
     ])
 }
