@@ -136,7 +136,7 @@ pub fn print(result: &CaseResult) {
 pub fn draw(result: &CaseResult, dir: &Path, stem: &str, all: bool) -> Result<(), Stop> {
     for r in result.reports.iter().filter(|r| all || !r.pass) {
         let written = plots::write(dir, &format!("{stem}_{}", r.output), r)
-            .map_err(|e| Stop::fail(format!("--plot: {e}")))?;
+            .map_err(|e| Stop::fail(format!("failure pictures: {e}")))?;
         if let Some(p) = written {
             println!(
                 "  pictures of {}: {} {}",

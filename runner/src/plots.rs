@@ -76,22 +76,18 @@ fn heatmap(path: &Path, output: &str, s: &Spread) -> DrawResult {
         .y_label_formatter(&|y| format!("{:.0}", rows - y))
         .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()?;
-    let (_, gc) = s.grid();
-    chart.draw_series(
-        s.bad
-            .iter()
-            .zip(&s.compared)
-            .enumerate()
-            .map(|(i, (&b, &c))| {
-                let (r0, c0) = ((i / gc * s.cell_rows) as f64, (i % gc * s.cell_cols) as f64);
-                let r1 = (r0 + s.cell_rows as f64).min(rows);
-                let c1 = (c0 + s.cell_cols as f64).min(cols);
-                Rectangle::new(
-                    [(c0, rows - r0), (c1, rows - r1)],
-                    cell_colour(b, c).filled(),
-                )
-            }),
-    )?;
+    chart.draw_series(s.bad.iter().zip(&s.compared).enumerate().map(
+        |(i, (&bad, &compared))| {
+            let (r, c) = s.cell(i);
+            Rectangle::new(
+                [
+                    (c.start as f64, rows - r.start as f64),
+                    (c.end as f64, rows - r.end as f64),
+                ],
+                cell_colour(bad, compared).filled(),
+            )
+        },
+    ))?;
     root.present()?;
     Ok(())
 }
@@ -117,6 +113,7 @@ fn histogram(path: &Path, output: &str, s: &Spread) -> DrawResult {
         .y_desc("elements")
         .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()?;
+    let t = s.threshold.log10();
     chart.draw_series(
         s.hist
             .iter()
@@ -124,18 +121,13 @@ fn histogram(path: &Path, output: &str, s: &Spread) -> DrawResult {
             .filter(|(_, n)| **n > 0)
             .map(|(i, &n)| {
                 let left = x0 + i as f64;
-                let colour = if left >= s.threshold.log10() {
-                    RED
-                } else {
-                    BLUE
-                };
+                let colour = if left >= t { RED } else { BLUE };
                 Rectangle::new(
                     [(left + 0.05, 0.5), (left + 0.95, n as f64)],
                     colour.mix(0.7).filled(),
                 )
             }),
     )?;
-    let t = s.threshold.log10();
     chart
         .draw_series(LineSeries::new([(t, 0.5), (t, top)], BLACK.stroke_width(2)))?
         .label(format!("threshold {:.2e}", s.threshold))

@@ -69,7 +69,7 @@ pub fn ratio_reldiff(
     let floor = ((1.0 / f64::from(1u32 << 14)) / f64::from(diff_thd)) as f32;
     let (mut bad, mut max_abs, mut worst_bad, mut max_rd) = (0usize, 0.0f32, 0.0f32, 0.0f32);
     let mut worst = WorstList::new();
-    let mut spread = Spread::new(got.shape(), "rdiff", f64::from(diff_thd));
+    let mut spread = Spread::new(got.shape(), "rdiff", f64::from(diff_thd), true);
     for (i, (&a, &e)) in g.iter().zip(&w).enumerate() {
         let d = (a - e).abs();
         let rd = if d < diff_thd {
@@ -154,7 +154,8 @@ pub(super) fn allclose_values(
     };
     let (mut bad, mut max_abs, mut max_rel) = (0usize, 0.0f32, 0.0f32);
     let mut worst = WorstList::new();
-    let mut spread = Spread::new(shape, "|d| / (atol + rtol·|want|)", 1.0);
+    let whole = got.len() == shape.iter().product::<usize>();
+    let mut spread = Spread::new(shape, "|d| / (atol + rtol·|want|)", 1.0, whole);
     for (i, (&a, &e)) in got.iter().zip(want).enumerate() {
         let d = (a - e).abs();
         let tol = atol + rtol * e.abs();
@@ -162,7 +163,11 @@ pub(super) fn allclose_values(
         if out {
             bad += 1;
         }
-        spread.add(flat(i), f64::from(d / tol), out);
+        let at = flat(i);
+        if !whole {
+            spread.compared_at(at);
+        }
+        spread.add(at, f64::from(d / tol), out);
         max_abs = max_abs.max(d);
         if e != 0.0 {
             max_rel = max_rel.max(d / e.abs());

@@ -4,6 +4,8 @@
 //! pool rows × columns for caches), bad counts by index along each axis, and a histogram
 //! of the rule's measure beside its threshold.
 
+use std::ops::Range;
+
 use crate::tensor::unravel;
 
 /// Cells per side of the grid, at most.
@@ -14,15 +16,22 @@ pub const GRID: usize = 64;
 pub const LOW: i32 = -8;
 pub const HIGH: i32 = 4;
 
+/// The bins' lower edges 10^LOW … 10^HIGH: a bin is comparisons, not a logarithm (every
+/// compared element is binned, on every run).
+const EDGES: [f64; (HIGH - LOW + 1) as usize] = [
+    1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4,
+];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spread {
     pub shape: Vec<usize>,
     /// The matrix view: `rows × cols` elements.
     pub rows: usize,
     pub cols: usize,
-    /// Elements per cell along each side.
+    /// Elements per cell along each side, and cells per grid row.
     pub cell_rows: usize,
     pub cell_cols: usize,
+    grid_cols: usize,
     /// Bad and compared elements per cell, row-major over the grid (a mapped pool
     /// compares some rows only).
     pub bad: Vec<u32>,
@@ -38,53 +47,79 @@ pub struct Spread {
 }
 
 impl Spread {
-    pub fn new(shape: &[usize], measure: &'static str, threshold: f64) -> Spread {
+    /// An empty spread over `shape`; `whole` when every element will be compared (else the
+    /// comparison marks each compared element, [`Spread::compared_at`]).
+    pub fn new(shape: &[usize], measure: &'static str, threshold: f64, whole: bool) -> Spread {
         let cols = shape.last().copied().unwrap_or(1).max(1);
         let rows = (shape.iter().product::<usize>() / cols).max(1);
         let (cell_rows, cell_cols) = (rows.div_ceil(GRID), cols.div_ceil(GRID));
-        let cells = rows.div_ceil(cell_rows) * cols.div_ceil(cell_cols);
-        Spread {
+        let (grid_rows, grid_cols) = (rows.div_ceil(cell_rows), cols.div_ceil(cell_cols));
+        let mut s = Spread {
             shape: shape.to_vec(),
             rows,
             cols,
             cell_rows,
             cell_cols,
-            bad: vec![0; cells],
-            compared: vec![0; cells],
+            grid_cols,
+            bad: vec![0; grid_rows * grid_cols],
+            compared: vec![0; grid_rows * grid_cols],
             by_axis: shape.iter().map(|&n| vec![0; n]).collect(),
             measure,
             threshold,
             hist: vec![0; (HIGH - LOW + 2) as usize],
+        };
+        if whole {
+            for i in 0..s.compared.len() {
+                let (r, c) = s.cell(i);
+                s.compared[i] = (r.len() * c.len()) as u32;
+            }
         }
+        s
     }
 
     /// Grid rows and columns.
     pub fn grid(&self) -> (usize, usize) {
+        (self.bad.len() / self.grid_cols, self.grid_cols)
+    }
+
+    /// The rows and columns (of the matrix view) cell `i` covers.
+    pub fn cell(&self, i: usize) -> (Range<usize>, Range<usize>) {
+        let (r0, c0) = (
+            i / self.grid_cols * self.cell_rows,
+            i % self.grid_cols * self.cell_cols,
+        );
         (
-            self.rows.div_ceil(self.cell_rows),
-            self.cols.div_ceil(self.cell_cols),
+            r0..(r0 + self.cell_rows).min(self.rows),
+            c0..(c0 + self.cell_cols).min(self.cols),
         )
     }
 
     /// The bin of a measure value.
     pub fn bin(value: f64) -> usize {
-        let last = (HIGH - LOW + 1) as usize;
-        if value.is_nan() || value >= 10f64.powi(HIGH) {
-            last
-        } else if value < 10f64.powi(LOW) {
-            0
+        if value.is_nan() {
+            EDGES.len()
         } else {
-            ((value.log10().floor() as i32 - LOW + 1) as usize).min(last)
+            // Branch-free: the count of edges at or below the value.
+            EDGES.iter().map(|&e| usize::from(e <= value)).sum()
         }
     }
 
-    /// Counts the element at `flat` with its measure.
-    pub(super) fn add(&mut self, flat: usize, measure: f64, bad: bool) {
+    fn cell_of(&self, flat: usize) -> usize {
         let (row, col) = (flat / self.cols, flat % self.cols);
-        let cell = (row / self.cell_rows) * self.grid().1 + col / self.cell_cols;
+        (row / self.cell_rows) * self.grid_cols + col / self.cell_cols
+    }
+
+    /// Marks the element at `flat` compared (a comparison of part of the tensor).
+    pub(super) fn compared_at(&mut self, flat: usize) {
+        let cell = self.cell_of(flat);
         self.compared[cell] += 1;
+    }
+
+    /// Counts a compared element's measure, and where it is when it is bad.
+    pub(super) fn add(&mut self, flat: usize, measure: f64, bad: bool) {
         self.hist[Spread::bin(measure)] += 1;
         if bad {
+            let cell = self.cell_of(flat);
             self.bad[cell] += 1;
             for (axis, i) in unravel(flat, &self.shape).into_iter().enumerate() {
                 self.by_axis[axis][i] += 1;
@@ -120,13 +155,14 @@ impl Spread {
             .enumerate()
             .max_by_key(|&(i, b)| (*b, usize::MAX - i))
             .expect("a grid has cells");
-        let gc = self.grid().1;
-        let (r0, c0) = ((cell / gc) * self.cell_rows, (cell % gc) * self.cell_cols);
-        let r1 = (r0 + self.cell_rows).min(self.rows) - 1;
-        let c1 = (c0 + self.cell_cols).min(self.cols) - 1;
+        let (r, c) = self.cell(cell);
         format!(
-            "{}; densest cell rows {r0}..={r1} × columns {c0}..={c1} ({bad} of {} bad)",
+            "{}; densest cell rows {}..={} × columns {}..={} ({bad} of {} bad)",
             parts.join(", "),
+            r.start,
+            r.end - 1,
+            c.start,
+            c.end - 1,
             self.compared[cell]
         )
     }
@@ -140,7 +176,7 @@ mod tests {
     fn a_broken_block_shows_in_its_cells_axes_and_words() {
         // [16 tokens, 4 streams, 256 columns]: tokens 8..16, columns 0..64 broken.
         let shape = [16, 4, 256];
-        let mut s = Spread::new(&shape, "rdiff", 4e-3);
+        let mut s = Spread::new(&shape, "rdiff", 4e-3, true);
         assert_eq!((s.rows, s.cols, s.cell_rows, s.cell_cols), (64, 256, 1, 4));
         for flat in 0..16 * 4 * 256 {
             let (t, c) = (flat / 1024, flat % 256);
