@@ -20,6 +20,14 @@ pub fn stderr(label: &str, verbose: bool) -> Arc<dyn Observer> {
     }
 }
 
+fn building_text(kernels: usize, backend: &str) -> String {
+    format!("building {kernels} kernels for the {backend} backend…")
+}
+
+fn built_text(elapsed: Duration) -> String {
+    format!("kernels ready in {:.1} s", elapsed.as_secs_f64())
+}
+
 fn launch_line(
     label: &str,
     rank: usize,
@@ -75,13 +83,11 @@ impl<W: Write + Send> Observer for Lines<W> {
     }
 
     fn building(&self, kernels: usize, backend: &str) {
-        self.note(&format!(
-            "building {kernels} kernels for the {backend} backend…"
-        ));
+        self.note(&building_text(kernels, backend));
     }
 
     fn built(&self, elapsed: Duration) {
-        self.note(&format!("kernels ready in {:.1} s", elapsed.as_secs_f64()));
+        self.note(&built_text(elapsed));
     }
 
     fn run_started(&self, launches: usize) {
@@ -155,8 +161,9 @@ impl Observer for Bars {
 
     fn building(&self, kernels: usize, backend: &str) {
         let spinner = ProgressBar::new_spinner().with_message(format!(
-            "[{}] building {kernels} kernels for the {backend} backend…",
-            self.label
+            "[{}] {}",
+            self.label,
+            building_text(kernels, backend)
         ));
         spinner.enable_steady_tick(Duration::from_millis(100));
         self.replace(spinner);
@@ -164,11 +171,7 @@ impl Observer for Bars {
 
     fn built(&self, elapsed: Duration) {
         if let Some(spinner) = self.current() {
-            spinner.finish_with_message(format!(
-                "[{}] kernels ready in {:.1} s",
-                self.label,
-                elapsed.as_secs_f64()
-            ));
+            spinner.finish_with_message(format!("[{}] {}", self.label, built_text(elapsed)));
         }
     }
 
