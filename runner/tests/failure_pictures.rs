@@ -5,12 +5,10 @@
 
 mod layer_checks;
 
-use golden::compare::{judge_layer, layer_probes};
+use golden::compare::judge_layer;
 use golden::fixtures::StartPositions;
 use harness::backend::KernelSources;
-use harness::backend::sim::Sim;
-use harness::runtime::{Runtime, RuntimeOptions};
-use layer_checks::seeded;
+use layer_checks::{prepare_from, seeded};
 use runner::layer::CaseResult;
 use runner::{layer, plots, variant};
 
@@ -30,10 +28,7 @@ fn broken_sources(kernel: &str, dir: &std::path::Path) -> KernelSources {
         &format!("    if (AscendC::GetBlockIdx() == 1) {{\n        return;  // the deliberate bug\n    }}\n{CALL}"),
     );
     std::fs::write(dir.join(format!("{kernel}.cpp")), broken).unwrap();
-    KernelSources {
-        kernels_dirs: [vec![dir.to_path_buf()], repo.kernels_dirs].concat(),
-        include_dir: repo.include_dir,
-    }
+    repo.searching_first(dir.to_path_buf())
 }
 
 #[test]
@@ -48,11 +43,7 @@ fn a_broken_kernels_band_shows_in_the_spread_the_words_and_the_heatmap() {
     let tmp = tempfile::tempdir().unwrap();
     let sources = broken_sources(kernel, tmp.path());
     let spec = variant::layer_spec(plan).unwrap();
-    let options = RuntimeOptions {
-        probes: layer_probes(&spec),
-        ..RuntimeOptions::default()
-    };
-    let rt = Runtime::prepare(plan, &Sim::default(), &sources, options).unwrap();
+    let rt = prepare_from(plan, &sources).unwrap();
     let t = plan.deployment.local_t;
     let (f, want) = seeded(&spec, StartPositions::Default, Some(t));
     let out = rt.run(&f.inputs).unwrap();

@@ -15,16 +15,14 @@ use std::path::{Path, PathBuf};
 
 use abi::TensorDecl;
 use abi::plan::{Kernel, VariantPlan};
-use golden::compare::{judge_layer, layer_probes};
+use golden::compare::judge_layer;
 use golden::fixtures::{Fixture, StartPositions};
 use golden::{LayerSpec, Traced};
 use harness::backend::KernelSources;
-use harness::backend::sim::Sim;
-use harness::runtime::{Runtime, RuntimeOptions};
 use kernelgen::plan::TensorPlan;
 use kernelgen::stages::Spec;
 use kernelgen::variant::Variant;
-use layer_checks::seeded;
+use layer_checks::{prepare_from, seeded};
 use rand::seq::IndexedRandom;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -206,10 +204,7 @@ fn kernel_sources(root: &Path, v: &Variant, dir: &Path) -> KernelSources {
             std::fs::write(dir.join(name), f.content).unwrap();
         }
     }
-    KernelSources {
-        kernels_dirs: [vec![dir.to_path_buf()], repo.kernels_dirs].concat(),
-        include_dir: repo.include_dir,
-    }
+    repo.searching_first(dir.to_path_buf())
 }
 
 /// The layer's golden case at the default starts and full capacity, once per variant.
@@ -237,14 +232,8 @@ fn run(
     dir: &Path,
 ) -> Result<(), String> {
     let (spec, f, want) = case;
-    let plan = runtime_plan(v);
-    let options = RuntimeOptions {
-        probes: layer_probes(spec),
-        ..RuntimeOptions::default()
-    };
     let sources = kernel_sources(root, v, dir);
-    let rt =
-        Runtime::prepare(plan, &Sim::default(), &sources, options).map_err(|e| e.to_string())?;
+    let rt = prepare_from(runtime_plan(v), &sources).map_err(|e| e.to_string())?;
     let out = rt.run(&f.inputs).map_err(|e| e.to_string())?;
     let judged = judge_layer(spec, &f.inputs, (&out.outputs, &out.probes), want)
         .map_err(|e| e.to_string())?;

@@ -33,6 +33,13 @@ impl KernelSources {
         }
     }
 
+    /// The same sources with the kernels in `dir` found first (kernels rendered for a plan
+    /// that `generated/` does not hold).
+    pub fn searching_first(mut self, dir: PathBuf) -> KernelSources {
+        self.kernels_dirs.insert(0, dir);
+        self
+    }
+
     /// The first folder's `<kernel>.cpp` that exists (else the first folder's, which the
     /// build then reports missing).
     pub fn source(&self, kernel: &str) -> PathBuf {

@@ -187,10 +187,11 @@ fn digest_path(lib: &Path) -> PathBuf {
 }
 
 fn digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether the cached library is there (`Ok(false)`: not built yet) and matches its digest
@@ -358,8 +359,7 @@ fn cache_key(
             h.update(std::fs::read(&f).map_err(|e| SimError::io(&f, e))?);
         }
     }
-    let digest = h.finalize();
-    Ok(digest.iter().take(12).map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&h.finalize()[..12]))
 }
 
 /// The files below `dir`, sorted.

@@ -12,7 +12,7 @@ use golden::fixtures::{self, DEFAULT_SEED, Fixture, FixtureOptions, StartPositio
 use golden::tensor::TensorMap;
 use golden::{self, LayerSpec, Traced};
 use harness::backend::{KernelSources, sim::Sim};
-use harness::runtime::{Runtime, RuntimeOptions};
+use harness::runtime::{Runtime, RuntimeError, RuntimeOptions};
 use runner::variant;
 
 /// The prepared runtime of the generated variant `name`, built once per test binary.
@@ -32,12 +32,20 @@ pub fn runtime(name: &str) -> &'static Runtime {
 /// layer's comparison needs.
 pub fn prepare(plan: &'static VariantPlan) -> Runtime {
     let sources = KernelSources::in_repo(&variant::repo_root());
+    prepare_from(plan, &sources).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`prepare`] with kernels from `sources`.
+pub fn prepare_from(
+    plan: &'static VariantPlan,
+    sources: &KernelSources,
+) -> Result<Runtime, RuntimeError> {
     let spec = variant::layer_spec(plan).unwrap();
     let options = RuntimeOptions {
         probes: layer_probes(&spec),
         ..RuntimeOptions::default()
     };
-    Runtime::prepare(plan, &Sim::default(), &sources, options).unwrap_or_else(|e| panic!("{e}"))
+    Runtime::prepare(plan, &Sim::default(), sources, options)
 }
 
 /// The seeded fixture of `spec` for `starts` and `tokens`, and the golden's traced run.
