@@ -44,12 +44,11 @@ impl KernelSources {
     /// build then reports missing).
     pub fn source(&self, kernel: &str) -> PathBuf {
         let file = format!("{kernel}.cpp");
-        let mut paths = self.kernels_dirs.iter().map(|d| d.join(&file));
-        let first = paths.next().expect("at least one kernels folder");
-        if first.is_file() {
-            return first;
-        }
-        paths.find(|p| p.is_file()).unwrap_or(first)
+        self.kernels_dirs
+            .iter()
+            .map(|d| d.join(&file))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| self.kernels_dirs[0].join(&file))
     }
 }
 
