@@ -78,6 +78,11 @@ pub struct Dims {
     pub tp: usize,
 }
 
+/// SWA's own constants: none (its window and pages are common dims); the type the SWA
+/// family's golden, fixtures and checks hang on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SwaDims;
+
 /// Ratio-128 compressor constants (HCA).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HcaDims {
@@ -210,6 +215,13 @@ impl Dims {
     }
     pub fn kv_pool_rows(&self) -> usize {
         self.kv_pool_blocks * self.block_size
+    }
+    /// Rows of the `freqs_cos`/`freqs_sin` tables for `t` tokens per rank.
+    pub fn rope_table_rows(&self, t: usize) -> usize {
+        match self.rope_table {
+            RopeTable::PerToken => t,
+            RopeTable::Positions => self.max_seq_len,
+        }
     }
 
     fn validate(&self) -> Result<(), DimsError> {

@@ -20,6 +20,7 @@ pub mod compare;
 pub mod compressor;
 pub mod dims;
 mod error;
+pub mod family;
 pub mod fixtures;
 pub mod gemm;
 pub mod hc_post;
@@ -40,7 +41,9 @@ pub mod topk;
 pub use tensor;
 
 pub use dims::{
-    CsaDims, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn,
+    CsaDims, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile, RopeTable,
+    SwaDims, Yarn,
 };
 pub use error::GoldenError;
+pub use family::Family;
 pub use run::{Traced, csa_device_scores, run, run_given, run_traced};

@@ -1,8 +1,11 @@
-//! Running a whole layer: the golden's entry points, dispatched on the layer kind.
+//! Running a whole layer: the golden's entry points. The inputs are checked against the
+//! layer's signature here; the family runs its math. Two more for CSA's judge: the layer
+//! with a given top-k, and the index scores of the device's own queries.
 
-use crate::dims::{LayerKind, LayerSpec};
+use crate::dims::{CsaDims, LayerKind, LayerSpec};
 use crate::error::GoldenError;
 use crate::layer;
+use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 
 /// Runs the whole layer on `inputs` (reference names; `[tp]`-stacked at
@@ -22,11 +25,8 @@ pub struct Traced {
 /// [`run`], keeping the trace.
 pub fn run_traced(spec: &LayerSpec, inputs: &TensorMap) -> Result<Traced, GoldenError> {
     spec.validate()?;
-    let (outputs, trace) = match spec.kind {
-        LayerKind::Swa => (layer::swa::run(spec, inputs)?, TensorMap::new()),
-        LayerKind::Hca(_) => (layer::hca::run(spec, inputs)?, TensorMap::new()),
-        LayerKind::Csa(_) => layer::csa::run(spec, inputs, None)?,
-    };
+    let t = check_inputs(spec, inputs)?.tokens;
+    let (outputs, trace) = spec.kind.family().run(&spec.dims, inputs, t)?;
     Ok(Traced { outputs, trace })
 }
 
@@ -40,13 +40,9 @@ pub fn run_given(
     inputs: &TensorMap,
     topk_idx: &[i32],
 ) -> Result<TensorMap, GoldenError> {
-    spec.validate()?;
-    match spec.kind {
-        LayerKind::Csa(_) => Ok(layer::csa::run(spec, inputs, Some(topk_idx))?.0),
-        _ => Err(GoldenError::Contract(
-            "only a CSA layer chooses rows (top-k) the golden can follow".into(),
-        )),
-    }
+    let c = indexed(spec)?;
+    let t = check_inputs(spec, inputs)?.tokens;
+    Ok(layer::csa::run(&spec.dims, c, inputs, t, Some(topk_idx))?.0)
 }
 
 /// The index scores a CSA device's top-k must select from: its own index queries and
@@ -59,6 +55,18 @@ pub fn csa_device_scores(
     queries: &TensorMap,
     pools: &TensorMap,
 ) -> Result<Vec<Vec<f32>>, GoldenError> {
+    let c = indexed(spec)?;
+    layer::csa::device_scores(&spec.dims, c, inputs, queries, pools)
+}
+
+/// The constants of a layer that chooses rows by an indexer (CSA), or why not.
+fn indexed(spec: &LayerSpec) -> Result<&CsaDims, GoldenError> {
     spec.validate()?;
-    layer::csa::device_scores(spec, inputs, queries, pools)
+    match &spec.kind {
+        LayerKind::Csa(c) => Ok(c),
+        _ => Err(GoldenError::Contract(format!(
+            "only a CSA layer chooses rows (top-k) by an indexer; this is {}",
+            spec.layer().name()
+        ))),
+    }
 }

@@ -3,6 +3,7 @@
 //! [`Report`]: pass/fail, error figures, the bad-point count against its
 //! allowance, and the worst elements.
 
+mod check;
 mod elementwise;
 mod layer;
 mod mapped_pool;
@@ -10,8 +11,9 @@ mod report;
 pub mod spread;
 mod topk;
 
+pub use check::Check;
 pub use elementwise::{allowance, ratio_allclose, ratio_reldiff};
-pub use layer::{Check, Judged, compare_layer, judge_layer, layer_checks, layer_probes};
+pub use layer::{Judged, compare_layer, judge_layer, layer_checks, layer_probes};
 pub use mapped_pool::{MappedPool, mapped_pool};
 pub use report::{Report, Rule, Worst};
 pub use spread::Spread;

@@ -12,27 +12,23 @@ use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
 use crate::compressor::{self, Geometry, StateTable, Weights};
-use crate::dims::{CsaDims, Dims, LayerKind, LayerSpec};
+use crate::dims::{CsaDims, Dims};
 use crate::indexer::{self, IndexCache, IndexQuery};
-use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
 
-/// The layer's outputs, and its trace: the golden's index queries `idx_q` `[t, heads ·
+/// The layer's outputs for checked inputs of `t` tokens per rank, and its trace: the golden's index queries `idx_q` `[t, heads ·
 /// head_dim]` i8, `idx_q_scale` and head weights `idx_weights` `[t, heads]`, and its own
 /// top-k lists `topk_idx` `[t, index_topk]`, stacked like the outputs. With `given`
 /// (`topk_idx` stacked like the inputs) attention reads those rows instead of the
 /// golden's own choice.
 pub fn run(
-    spec: &LayerSpec,
+    d: &Dims,
+    c: &CsaDims,
     inputs: &TensorMap,
+    t: usize,
     given: Option<&[i32]>,
 ) -> Result<(TensorMap, TensorMap), GoldenError> {
-    let LayerKind::Csa(c) = &spec.kind else {
-        unreachable!("golden::run dispatches CSA specs here")
-    };
-    let d = &spec.dims;
-    let t = check_inputs(spec, inputs)?.tokens;
     if let Some(g) = given
         && g.len() != d.tp * t * c.index_topk
     {
@@ -117,15 +113,12 @@ struct Choice {
 /// against its index cache `idx_kv_cache`, `idx_kv_scale` (in `pools`), each stacked
 /// like the outputs: what the device's top-k must select from exactly.
 pub fn device_scores(
-    spec: &LayerSpec,
+    d: &Dims,
+    c: &CsaDims,
     inputs: &TensorMap,
     queries: &TensorMap,
     pools: &TensorMap,
 ) -> Result<Vec<Vec<f32>>, GoldenError> {
-    let LayerKind::Csa(c) = &spec.kind else {
-        unreachable!("only CSA has an indexer")
-    };
-    let d = &spec.dims;
     let mut rows = Vec::new();
     for rank in 0..d.tp {
         let (r, q, p) = (

@@ -10,18 +10,13 @@ use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
 use crate::compressor::{self, Geometry, StateTable, Weights};
-use crate::dims::{LayerKind, LayerSpec, RopeTable};
+use crate::dims::{Dims, HcaDims, RopeTable};
 use crate::rope::RopeRows;
-use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
 
-pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenError> {
-    let LayerKind::Hca(h) = &spec.kind else {
-        unreachable!("golden::run dispatches HCA specs here")
-    };
-    let d = &spec.dims;
-    let t = check_inputs(spec, inputs)?.tokens;
+/// The layer's outputs for checked inputs of `t` tokens per rank.
+pub fn run(d: &Dims, h: &HcaDims, inputs: &TensorMap, t: usize) -> Result<TensorMap, GoldenError> {
     let hd = d.head_dim;
     let geometry = Geometry {
         ratio: h.ratio,

@@ -5,15 +5,13 @@ use crate::GoldenError;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
-use crate::dims::LayerSpec;
+use crate::dims::Dims;
 use crate::mask::sparse_bias;
-use crate::signature::check_inputs;
 use crate::tensor::TensorMap;
 use half::bf16;
 
-pub fn run(spec: &LayerSpec, inputs: &TensorMap) -> Result<TensorMap, GoldenError> {
-    let d = &spec.dims;
-    let t = check_inputs(spec, inputs)?.tokens;
+/// The layer's outputs for checked inputs of `t` tokens per rank.
+pub fn run(d: &Dims, inputs: &TensorMap, t: usize) -> Result<TensorMap, GoldenError> {
     let hd = d.head_dim;
     let mut attention = Vec::with_capacity(d.tp);
     let mut pools = Vec::with_capacity(d.tp);
