@@ -15,6 +15,8 @@ use support::{assert_same, lib, rng};
 const NO_AUTO_SYNC: Checks = Checks {
     hazards: true,
     auto_sync: false,
+    timeline: true,
+    trace: false,
 };
 
 /// The shared test library launched with other checks (a second handle on the same build).

@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::OnceLock;
 
-use harness::kernel_library::{BuildSpec, CoreMode, GmArg, SimLibrary, poison};
+use harness::kernel_library::{BuildSpec, CoreMode, GmArg, Launched, SimLibrary, poison};
 
 /// Only this test's kernels (traffic.cpp): a small library that builds quickly.
 fn lib() -> &'static SimLibrary {
@@ -23,8 +23,8 @@ fn a_reread_input_moves_twice_its_distinct_bytes() {
     let mut x: Vec<f32> = (0..512).map(|i| i as f32).collect();
     let mut y = vec![0f32; 512];
     poison(&mut y);
-    let (stats, args) = lib()
-        .launch_traced(
+    let Launched { stats, args, .. } = lib()
+        .launch_measured(
             "sim_traffic_reread",
             CoreMode::Aiv,
             1,
@@ -59,8 +59,8 @@ fn strided_reads_count_only_the_rows_touched() {
     let mut x: Vec<f32> = (0..8 * 64).map(|i| i as f32).collect();
     let mut y = vec![0f32; 4 * 64];
     poison(&mut y);
-    let (stats, args) = lib()
-        .launch_traced(
+    let Launched { stats, args, .. } = lib()
+        .launch_measured(
             "sim_traffic_strided",
             CoreMode::Aiv,
             1,

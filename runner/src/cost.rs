@@ -224,6 +224,7 @@ mod tests {
                 counters: Some(LaunchCounters {
                     stats,
                     args: Vec::new(),
+                    time: None,
                 }),
             },
             start: Duration::ZERO,

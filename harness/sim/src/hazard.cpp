@@ -1,4 +1,6 @@
 // The ordering sanitizer (model and rules in include/sim/hazard.h).
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -213,7 +215,10 @@ struct LaunchHazards {
     static constexpr uint32_t kStripes = 4096; // locks, each over 4 KiB regions of GM
     LaunchChecks checks;
     uint32_t cores = 0;
-    uint32_t width = 0; // clock entries: cores * kPipes
+    uint32_t width = 0; // clock entries: cores * kPipes, then the time entry
+    uint32_t tIdx = 0;  // the time entry: the cycle by which everything the clock names is done
+    std::mutex timesMu;
+    std::vector<CoreTime> times; // by core, written as each core ends
     std::vector<GmShadow> gm;
     std::mutex stripe[kStripes];
     std::vector<std::vector<GStamp>> spill[kStripes];
@@ -233,6 +238,13 @@ struct CoreHazards {
     // API name -> id, direct mapped by the name's address (the names are literals)
     const char* apiKey[64] = {};
     uint16_t apiVal[64] = {};
+    // the timeline (sim/timing.h), in cycles from the launch's start
+    bool timed = false;
+    uint32_t sNow = 0;               // when the scalar unit issues its next instruction
+    uint32_t pipeFree[kPipes] = {};  // when each pipe can start its next call
+    uint32_t done[kPipes] = {};      // when each pipe's last call is done (latency included)
+    CoreTime time;
+    OpWork work; // of the open call
     // the open call
     int depth = 0;
     bool hwSamePipe = false; // SamePipeOrderedByHardware
@@ -255,11 +267,15 @@ struct CoreHazards {
         }
         return know[i];
     }
-    // The clock an event fired on p carries: K_p and every instruction p issued so far.
+    // The scalar unit's time: it issues in program order after what it waited for.
+    uint32_t Issue() const { return std::max(sNow, stall[L->tIdx]); }
+    // The clock an event fired on p carries: K_p and every instruction p issued so far, done
+    // by the later of their completion and the scalar unit issuing the event.
     Clock Fired(Pipe p)
     {
         Clock c = Know(p);
         c[Own(p)] = issued[static_cast<int>(p)];
+        c[L->tIdx] = std::max({c[L->tIdx], done[static_cast<int>(p)], Issue()});
         return c;
     }
     void Stall(const Clock& c)
@@ -308,6 +324,7 @@ bool OrderedOwn(CoreHazards& h, Pipe earlier, uint32_t seq, bool gm, bool sRead)
     }
     if (earlier == later) { // PipeBarrier<PIPE_V> before this call
         h.Know(later)[h.Own(later)] = h.seq - 1;
+        h.Know(later)[h.L->tIdx] = std::max(h.Know(later)[h.L->tIdx], h.done[static_cast<int>(later)]);
     } else if (later == Pipe::S) { // SetFlag/WaitFlag<earlier_S>
         h.Stall(h.Fired(earlier));
     } else { // SetFlag/WaitFlag<S_later>
@@ -391,9 +408,40 @@ void BeginOp(const char* api, Pipe pipe)
         }
         h.apiId = h.apiVal[slot];
     }
+    if (h.timed) {
+        h.work = OpWork();
+    }
 }
 
-void EndOp() { Hz().depth--; }
+void EndOp()
+{
+    CoreHazards& h = Hz();
+    if (--h.depth > 0 || !h.timed) {
+        return;
+    }
+    // Start when the scalar unit has issued the call, its pipe is free and every edge into it
+    // (flags, barriers, waits, the compiler's syncs: the time entry of K_P) has completed.
+    const int p = static_cast<int>(h.pipe);
+    const uint32_t issue = h.Issue();
+    const uint32_t start = std::max({issue, h.pipeFree[p], h.Know(h.pipe)[h.L->tIdx]});
+    const OpTime t = Cost(h.api, h.pipe, h.work, h.L->cores);
+    const uint32_t cycles = static_cast<uint32_t>(std::ceil(t.cycles));
+    h.pipeFree[p] = start + cycles;
+    h.done[p] = std::max(h.done[p], start + cycles + static_cast<uint32_t>(t.latency));
+    h.sNow = h.pipe == Pipe::S ? h.done[p] : issue + static_cast<uint32_t>(kDavC220.issue);
+    h.time.busy[p] += cycles;
+    if (h.L->checks.trace) {
+        h.time.calls.push_back(TimedCall{h.api, h.pipe, start, cycles});
+    }
+}
+
+OpWork* OpenWork()
+{
+    CoreHazards* h = CurCore().hz;
+    return h != nullptr && h->timed && h->depth > 0 ? &h->work : nullptr;
+}
+
+Pipe OpenPipe() { return Hz().pipe; }
 
 void SamePipeOrderedByHardware() { Hz().hwSamePipe = true; }
 
@@ -405,6 +453,13 @@ void HazardLocal(Mem m, uint32_t off, uint32_t len, bool write)
     }
     if (h.depth == 0) {
         Trap("sim", "internal: local memory accessed outside an API call");
+    }
+    if (h.timed) {
+        if (m == Mem::UB) {
+            (write ? h.work.ubWrite : h.work.ubRead) += len;
+        } else if (write && (m == Mem::L0A || m == Mem::L0B)) {
+            (m == Mem::L0A ? h.work.l0aBytes : h.work.l0bBytes) += len;
+        }
     }
     LCell* cells = h.cells[static_cast<int>(m)];
     const uint8_t pipe = static_cast<uint8_t>(h.pipe);
@@ -639,8 +694,9 @@ void Barrier(const char* api, pipe_t p)
         Trap(api, std::string("PipeBarrier<PIPE_") + PipeName(q) + ">: " + CurCore().label + " has no such pipe");
     }
     if (h.Checking()) {
-        uint32_t& k = h.Know(q)[h.Own(q)];
-        k = std::max(k, h.issued[static_cast<int>(q)]);
+        Clock& k = h.Know(q);
+        k[h.Own(q)] = std::max(k[h.Own(q)], h.issued[static_cast<int>(q)]);
+        k[h.L->tIdx] = std::max(k[h.L->tIdx], h.done[static_cast<int>(q)]);
     }
 }
 
@@ -686,7 +742,9 @@ LaunchHazards* CreateLaunchHazards(const LaunchChecks& checks, uint32_t cores, c
     auto* L = new LaunchHazards();
     L->checks = checks;
     L->cores = cores;
-    L->width = cores * kPipes;
+    L->tIdx = cores * kPipes;
+    L->width = L->tIdx + 1;
+    L->times.assign(cores, CoreTime());
     if (checks.hazards) {
         for (const GmBuffer& b : gm) {
             GmShadow s;
@@ -698,6 +756,8 @@ LaunchHazards* CreateLaunchHazards(const LaunchChecks& checks, uint32_t cores, c
     }
     return L;
 }
+
+const std::vector<CoreTime>& LaunchTimes(const LaunchHazards* L) { return L->times; }
 
 void DestroyLaunchHazards(LaunchHazards* L)
 {
@@ -721,6 +781,7 @@ void HazardCoreBegin()
     h->L = c.launchHz;
     h->self = c.index;
     h->kind = c.kind;
+    h->timed = h->Checking() && h->L->checks.timeline;
     if (h->Checking()) {
         for (auto& k : h->know) {
             k.assign(h->L->width, 0);
@@ -756,6 +817,14 @@ void HazardCoreEnd(bool returned)
     }
     for (int m = 0; m < static_cast<int>(Mem::COUNT); ++m) {
         ShadowFree(h->cells[m], CellBytes(c.arena[m].capacity));
+    }
+    if (h->timed) {
+        h->time.end = h->sNow;
+        for (int p = 0; p < kPipes; ++p) {
+            h->time.end = std::max(h->time.end, h->done[p]);
+        }
+        std::lock_guard<std::mutex> g(h->L->timesMu);
+        h->L->times[h->self] = std::move(h->time);
     }
     delete h;
     c.hz = nullptr;

@@ -54,17 +54,22 @@ struct GmTraffic {
     GmTraffic(const GmTraffic&) = delete;
     GmTraffic& operator=(const GmTraffic&) = delete;
 
-    // Sets bits [off, off+len) of `bits` (several cores may mark the same word).
-    static void Mark(uint64_t* bits, uint64_t off, uint64_t len)
+    // Sets bits [off, off+len) of `bits` (several cores may mark the same word); returns how
+    // many of them were clear before in `bits` and are clear in `other` (bytes this launch
+    // had not touched: the timeline's HBM bytes, sim/timing.h).
+    static uint64_t Mark(uint64_t* bits, const uint64_t* other, uint64_t off, uint64_t len)
     {
-        uint64_t end = off + len;
+        uint64_t end = off + len, fresh = 0;
         while (off < end) {
             uint64_t w = off / 64, b = off % 64;
             uint64_t n = std::min<uint64_t>(64 - b, end - off);
             uint64_t mask = n == 64 ? ~0ull : ((1ull << n) - 1) << b;
-            __atomic_fetch_or(&bits[w], mask, __ATOMIC_RELAXED);
+            uint64_t before = __atomic_fetch_or(&bits[w], mask, __ATOMIC_RELAXED);
+            uint64_t seen = __atomic_load_n(&other[w], __ATOMIC_RELAXED);
+            fresh += static_cast<uint64_t>(__builtin_popcountll(mask & ~before & ~seen));
             off += n;
         }
+        return fresh;
     }
     static uint64_t Count(const uint64_t* bits, uint64_t words)
     {
@@ -223,7 +228,9 @@ void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
     GmTraffic& t = *L.traffic[gm];
     uint64_t off = static_cast<uint64_t>(p - L.gm[gm].base);
     (write ? t.writeBytes : t.readBytes).fetch_add(len, std::memory_order_relaxed);
-    GmTraffic::Mark(write ? t.writeBits : t.readBits, off, len);
+    uint64_t fresh = write ? GmTraffic::Mark(t.writeBits, t.readBits, off, len)
+                           : GmTraffic::Mark(t.readBits, t.writeBits, off, len);
+    WorkGm(p, len, write, fresh);
 }
 } // namespace
 
@@ -627,19 +634,49 @@ struct SimArgTraffic {
     uint64_t distinct_write_bytes;
 };
 
-__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 3; }
+// The modeled time of one core of a launch (sim/timing.h), in cycles from the launch start.
+struct SimCoreTiming {
+    uint32_t aic;  // 1: an AIC, 0: an AIV
+    uint32_t end;  // when its last pipe finished
+    uint64_t busy[7]; // per pipe (S, V, M, MTE1, MTE2, MTE3, FIX): cycles busy
+};
+
+// The chip figures the host side of the model needs (sim/timing.h's table).
+struct SimChipTiming {
+    double clock_hz;
+    double op_head_cycles;
+    double launch_gap_us;
+    double hccs_bytes_per_s;
+    double collective_latency_us;
+};
+
+// One call of a traced launch: its core, pipe (as in SimCoreTiming::busy), API, interval.
+typedef void (*SimCallFn)(void* ctx, uint32_t core, uint32_t pipe, const char* api, uint32_t start, uint32_t cycles);
+
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 4; }
+
+__attribute__((visibility("default"))) void sim_chip_timing(SimChipTiming* out)
+{
+    const AscendC::sim::ChipTiming& c = AscendC::sim::kDavC220;
+    *out = SimChipTiming{c.clockHz, c.opHead, c.launchGapUs, c.hccsBytesPerS, c.collectiveLatencyUs};
+}
 
 // Bits of sim_launch's `checks`.
 constexpr uint32_t SIM_CHECK_HAZARDS = 1;   // pipe hazards and cross-core races (sim/hazard.h)
 constexpr uint32_t SIM_CHECK_AUTO_SYNC = 2; // model the compiler's --cce-auto-sync=on
+constexpr uint32_t SIM_TIMELINE = 4;        // modeled device time (needs SIM_CHECK_HAZARDS)
+constexpr uint32_t SIM_TRACE = 8;           // report every call's interval to `onCall`
 
 // Runs `fn` (a kernel taking `nargs` GM_ADDR arguments) on blockDim blocks.
 // mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2; checks: SIM_CHECK_* bits. Returns 0 on
 // success, 1 if the kernel trapped or deadlocked, 2 for invalid launch arguments; `err`
-// receives the message. `traffic` (nullable) receives one entry per argument.
+// receives the message. `traffic` (nullable) receives one entry per argument; `times`
+// (nullable, one entry per core: blockDim, or 3 · blockDim for MIX) the modeled time of each
+// core with SIM_TIMELINE; with SIM_TRACE, `onCall` receives every call after the launch.
 __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, void* fn, uint32_t mode,
                                                           uint32_t blockDim, uint32_t checks, const SimGmArg* args,
                                                           uint32_t nargs, SimStats* stats, SimArgTraffic* traffic,
+                                                          SimCoreTiming* times, SimCallFn onCall, void* ctx,
                                                           char* err, uint64_t errCap)
 {
     using namespace AscendC::sim;
@@ -665,6 +702,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     LaunchChecks lc;
     lc.hazards = (checks & SIM_CHECK_HAZARDS) != 0;
     lc.autoSync = (checks & SIM_CHECK_AUTO_SYNC) != 0;
+    lc.timeline = lc.hazards && (checks & SIM_TIMELINE) != 0;
+    lc.trace = lc.timeline && (checks & SIM_TRACE) != 0 && onCall != nullptr;
     if (lc.hazards && uint64_t(blockDim) * perBlock > kMaxCheckedCores) {
         report("kernel `" + kname + "`: invalid launch: the hazard checker follows at most " +
                std::to_string(kMaxCheckedCores) + " simulated cores (blockDim " + std::to_string(blockDim) +
@@ -722,6 +761,21 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     }
     for (auto& t : threads) {
         t.join();
+    }
+    if (lc.timeline && L.error.empty()) {
+        const std::vector<CoreTime>& ct = LaunchTimes(L.hazards);
+        for (size_t i = 0; i < ct.size(); ++i) {
+            if (times != nullptr) {
+                times[i].aic = L.cores[i]->kind == CoreKind::AIC ? 1 : 0;
+                times[i].end = ct[i].end;
+                std::copy(std::begin(ct[i].busy), std::end(ct[i].busy), times[i].busy);
+            }
+            if (lc.trace) {
+                for (const TimedCall& c : ct[i].calls) {
+                    onCall(ctx, static_cast<uint32_t>(i), static_cast<uint32_t>(c.pipe), c.api, c.start, c.cycles);
+                }
+            }
+        }
     }
     DestroyLaunchHazards(L.hazards);
     if (L.error.empty()) {

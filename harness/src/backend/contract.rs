@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::exchange::Exchange;
 use super::progress::Progress;
 use super::tiling::Tiling;
-use crate::kernel_library::{ArgTraffic, LaunchStats};
+use crate::kernel_library::{ArgTraffic, KernelTime, LaunchStats};
 use abi::plan::{Kernel, Launch, VariantPlan};
 
 /// The byte every output and workspace is filled with before a run (NaN in every float
@@ -67,11 +67,13 @@ pub enum BackendError {
 }
 
 /// Counters of one launch, measured by the sim.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LaunchCounters {
     pub stats: LaunchStats,
     /// DMA traffic per kernel argument (the workspace and tiling arguments last).
     pub args: Vec<ArgTraffic>,
+    /// The modeled device time, when the sim's timeline ran.
+    pub time: Option<KernelTime>,
 }
 
 /// A place kernels can run.

@@ -118,9 +118,9 @@ impl Group for SimGroup<'_> {
             .collect();
         gm.push(GmArg::new("workspace", &mut workspace));
         gm.push(GmArg::new("tiling", &mut tiling));
-        let (stats, traffic) = self
+        let launched = self
             .lib
-            .launch_traced(
+            .launch_measured(
                 launch.kernel,
                 core_mode(launch.cores),
                 launch.block_dim,
@@ -130,8 +130,9 @@ impl Group for SimGroup<'_> {
         drop(gm);
         drop(guards);
         Ok(Some(LaunchCounters {
-            stats,
-            args: traffic,
+            stats: launched.stats,
+            args: launched.args,
+            time: launched.time,
         }))
     }
 

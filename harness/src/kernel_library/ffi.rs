@@ -3,11 +3,13 @@
 
 use std::ffi::{c_char, c_void};
 
-pub(crate) const ABI_VERSION: u32 = 3;
+pub(crate) const ABI_VERSION: u32 = 4;
 
 /// Bits of `sim_launch`'s `checks` argument.
 pub(crate) const CHECK_HAZARDS: u32 = 1;
 pub(crate) const CHECK_AUTO_SYNC: u32 = 2;
+pub(crate) const TIMELINE: u32 = 4;
+pub(crate) const TRACE: u32 = 8;
 
 #[repr(C)]
 pub(crate) struct SimGmArg {
@@ -46,9 +48,32 @@ pub(crate) struct SimArgTraffic {
     pub distinct_write_bytes: u64,
 }
 
-pub(crate) type AbiVersionFn = unsafe extern "C" fn() -> u32;
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SimCoreTiming {
+    pub aic: u32,
+    pub end: u32,
+    pub busy: [u64; 7],
+}
 
-/// `sim_launch(kernel, fn, mode, block_dim, checks, args, nargs, stats, traffic, err, err_cap)`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SimChipTiming {
+    pub clock_hz: f64,
+    pub op_head_cycles: f64,
+    pub launch_gap_us: f64,
+    pub hccs_bytes_per_s: f64,
+    pub collective_latency_us: f64,
+}
+
+/// `onCall(ctx, core, pipe, api, start, cycles)`: one call of a traced launch.
+pub(crate) type CallFn = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_char, u32, u32);
+
+pub(crate) type AbiVersionFn = unsafe extern "C" fn() -> u32;
+pub(crate) type ChipTimingFn = unsafe extern "C" fn(*mut SimChipTiming);
+
+/// `sim_launch(kernel, fn, mode, block_dim, checks, args, nargs, stats, traffic, times,
+/// on_call, ctx, err, err_cap)`.
 pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const c_char,
     *mut c_void,
@@ -59,6 +84,9 @@ pub(crate) type LaunchFn = unsafe extern "C" fn(
     u32,
     *mut SimStats,
     *mut SimArgTraffic,
+    *mut SimCoreTiming,
+    Option<CallFn>,
+    *mut c_void,
     *mut c_char,
     u64,
 ) -> i32;

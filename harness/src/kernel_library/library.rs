@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::builder::{BuildSpec, build_library};
 use super::error::SimError;
 use super::ffi;
+use super::timing::{ChipTiming, CoreTime, KernelTime, Pipe, TimedCall, intern};
 
 /// Which cores a launch runs, as the host launch plan states it (dav-c220 topology).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +153,11 @@ pub struct Checks {
     /// Model the compiler's `--cce-auto-sync=on` (the default of CANN's kernel build
     /// flows): it orders PIPE_V after PIPE_V and PIPE_S against V / MTE2 / MTE3 on AIV.
     pub auto_sync: bool,
+    /// The modeled device time (`harness/sim/include/sim/timing.h`); it rides on the
+    /// ordering checker, so it needs `hazards`.
+    pub timeline: bool,
+    /// With `timeline`: keep every call's interval (for a trace; memory grows with calls).
+    pub trace: bool,
 }
 
 impl Default for Checks {
@@ -159,6 +165,8 @@ impl Default for Checks {
         Checks {
             hazards: true,
             auto_sync: true,
+            timeline: true,
+            trace: false,
         }
     }
 }
@@ -168,22 +176,33 @@ impl Checks {
     pub const UNCHECKED: Checks = Checks {
         hazards: false,
         auto_sync: true,
+        timeline: false,
+        trace: false,
     };
 
     fn bits(self) -> u32 {
-        (if self.hazards { ffi::CHECK_HAZARDS } else { 0 })
-            | (if self.auto_sync {
-                ffi::CHECK_AUTO_SYNC
-            } else {
-                0
-            })
+        let bit = |on: bool, b: u32| if on { b } else { 0 };
+        bit(self.hazards, ffi::CHECK_HAZARDS)
+            | bit(self.auto_sync, ffi::CHECK_AUTO_SYNC)
+            | bit(self.timeline, ffi::TIMELINE)
+            | bit(self.trace, ffi::TRACE)
     }
+}
+
+/// What one launch measured: its counters, each argument's DMA traffic, and (with
+/// [`Checks::timeline`]) its modeled device time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launched {
+    pub stats: LaunchStats,
+    pub args: Vec<ArgTraffic>,
+    pub time: Option<KernelTime>,
 }
 
 /// A compiled, loaded set of kernels.
 pub struct SimLibrary {
     path: PathBuf,
     launch_fn: ffi::LaunchFn,
+    chip: ChipTiming,
     lib: libloading::Library,
     checks: Checks,
 }
@@ -237,9 +256,23 @@ impl SimLibrary {
             });
         }
         let launch_fn = *unsafe { lib.get::<ffi::LaunchFn>(b"sim_launch\0") }.map_err(load_err)?;
+        let chip_fn =
+            *unsafe { lib.get::<ffi::ChipTimingFn>(b"sim_chip_timing\0") }.map_err(load_err)?;
+        let mut c = ffi::SimChipTiming::default();
+        // SAFETY: fills the struct it is given (runtime.cpp).
+        unsafe { chip_fn(&mut c) };
         Ok(SimLibrary {
             path: path.to_path_buf(),
             launch_fn,
+            chip: ChipTiming {
+                clock_hz: c.clock_hz,
+                op_head_cycles: c.op_head_cycles,
+                launch_gap: std::time::Duration::from_secs_f64(c.launch_gap_us * 1e-6),
+                hccs_bytes_per_s: c.hccs_bytes_per_s,
+                collective_latency: std::time::Duration::from_secs_f64(
+                    c.collective_latency_us * 1e-6,
+                ),
+            },
             lib,
             checks: Checks::default(),
         })
@@ -259,6 +292,11 @@ impl SimLibrary {
         self.checks
     }
 
+    /// The chip figures of the model this library was built with.
+    pub fn chip_timing(&self) -> ChipTiming {
+        self.chip
+    }
+
     /// Runs `kernel` (an `extern "C"` kernel of this library taking one GM_ADDR per arg)
     /// on `block_dim` blocks and returns its counters; a trap comes back as an error.
     pub fn launch(
@@ -268,18 +306,19 @@ impl SimLibrary {
         block_dim: u32,
         args: &mut [GmArg<'_>],
     ) -> Result<LaunchStats, SimError> {
-        self.launch_traced(kernel, mode, block_dim, args)
-            .map(|(stats, _)| stats)
+        self.launch_measured(kernel, mode, block_dim, args)
+            .map(|l| l.stats)
     }
 
-    /// [`launch`](Self::launch), also returning the DMA traffic of each argument in order.
-    pub fn launch_traced(
+    /// [`launch`](Self::launch), also returning the DMA traffic of each argument in order
+    /// and the modeled time.
+    pub fn launch_measured(
         &self,
         kernel: &str,
         mode: CoreMode,
         block_dim: u32,
         args: &mut [GmArg<'_>],
-    ) -> Result<(LaunchStats, Vec<ArgTraffic>), SimError> {
+    ) -> Result<Launched, SimError> {
         let invalid = |message: String| SimError::InvalidLaunch {
             kernel: kernel.to_string(),
             message,
@@ -315,6 +354,10 @@ impl SimLibrary {
         let nargs = u32::try_from(raw.len()).map_err(|_| invalid("too many arguments".into()))?;
         let mut stats = ffi::SimStats::default();
         let mut traffic = vec![ffi::SimArgTraffic::default(); raw.len()];
+        let per_block = if mode == CoreMode::Mix { 3 } else { 1 };
+        let mut times = vec![ffi::SimCoreTiming::default(); block_dim as usize * per_block];
+        let mut calls: Vec<TimedCall> = Vec::new();
+        let on_call: Option<ffi::CallFn> = self.checks.trace.then_some(record_call as ffi::CallFn);
         let mut err = vec![0u8; 16 * 1024];
         // SAFETY: every pointer outlives the call; buffers are exclusively borrowed (or
         // vouched for by `GmArg::from_raw`).
@@ -329,6 +372,9 @@ impl SimLibrary {
                 nargs,
                 &mut stats,
                 traffic.as_mut_ptr(),
+                times.as_mut_ptr(),
+                on_call,
+                (&raw mut calls).cast::<c_void>(),
                 err.as_mut_ptr().cast::<c_char>(),
                 err.len() as u64,
             )
@@ -337,9 +383,10 @@ impl SimLibrary {
             let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
             String::from_utf8_lossy(&err[..end]).into_owned()
         };
+        let timed = self.checks.hazards && self.checks.timeline;
         match rc {
-            ffi::LAUNCH_OK => Ok((
-                LaunchStats {
+            ffi::LAUNCH_OK => Ok(Launched {
+                stats: LaunchStats {
                     gm_read_bytes: stats.gm_read_bytes,
                     gm_write_bytes: stats.gm_write_bytes,
                     gm_distinct_read_bytes: stats.gm_distinct_read_bytes,
@@ -357,7 +404,8 @@ impl SimLibrary {
                     peak_l0b: stats.peak_l0b,
                     peak_l0c: stats.peak_l0c,
                 },
-                args.iter()
+                args: args
+                    .iter()
                     .zip(&traffic)
                     .map(|(a, t)| ArgTraffic {
                         name: a.name.clone(),
@@ -367,7 +415,19 @@ impl SimLibrary {
                         distinct_write_bytes: t.distinct_write_bytes,
                     })
                     .collect(),
-            )),
+                time: timed.then(|| KernelTime {
+                    chip: self.chip,
+                    cores: times
+                        .iter()
+                        .map(|t| CoreTime {
+                            aic: t.aic == 1,
+                            end: u64::from(t.end),
+                            busy: t.busy,
+                        })
+                        .collect(),
+                    calls,
+                }),
+            }),
             ffi::LAUNCH_TRAP => Err(SimError::Trap {
                 kernel: kernel.to_string(),
                 message: message(),
@@ -375,6 +435,29 @@ impl SimLibrary {
             _ => Err(invalid(message())),
         }
     }
+}
+
+/// The sim's `onCall`: appends one call to the `Vec<TimedCall>` behind `ctx`.
+unsafe extern "C" fn record_call(
+    ctx: *mut c_void,
+    core: u32,
+    pipe: u32,
+    api: *const c_char,
+    start: u32,
+    cycles: u32,
+) {
+    // SAFETY: `ctx` is the `&mut Vec<TimedCall>` launch_measured passed, alive for the call
+    // (the sim calls back on the launching thread, after its cores joined); `api` is a C
+    // string literal of the sim.
+    let calls = unsafe { &mut *ctx.cast::<Vec<TimedCall>>() };
+    let api = unsafe { std::ffi::CStr::from_ptr(api) }.to_string_lossy();
+    calls.push(TimedCall {
+        core,
+        pipe: Pipe::from_index(pipe),
+        api: intern(&api),
+        start,
+        cycles,
+    });
 }
 
 /// Fills a GM buffer with 0xFF bytes (NaN in fp32/fp16/bf16, -1 in integers), so

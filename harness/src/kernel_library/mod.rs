@@ -17,7 +17,11 @@ mod builder;
 mod error;
 mod ffi;
 mod library;
+mod timing;
 
 pub use builder::{BuildSpec, model_include_dir};
 pub use error::SimError;
-pub use library::{ArgTraffic, Checks, CoreMode, GmArg, GmElem, LaunchStats, SimLibrary, poison};
+pub use library::{
+    ArgTraffic, Checks, CoreMode, GmArg, GmElem, LaunchStats, Launched, SimLibrary, poison,
+};
+pub use timing::{ChipTiming, CoreTime, KernelTime, Pipe, TimedCall};

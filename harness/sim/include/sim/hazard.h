@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "memory.h"
+#include "timing.h"
 
 namespace AscendC {
 namespace sim {
@@ -62,6 +63,11 @@ public:
     Op(const Op&) = delete;
     Op& operator=(const Op&) = delete;
 };
+
+// The work record of the open call, for sim/timing.h's reports (nullptr: no call is open or
+// the timeline is off), and its pipe.
+OpWork* OpenWork();
+Pipe OpenPipe();
 
 // Mmad: the hardware itself orders this call after the pipe's earlier Mmads on the same L0C
 // (Mmad.md: only when (m / 16) * (n / 16) >= 10; below that PipeBarrier<PIPE_M> is needed).
@@ -93,7 +99,24 @@ void Join(std::vector<uint32_t>& into, const std::vector<uint32_t>& clock);
 struct LaunchChecks {
     bool hazards = true;  // the clock-based checks above
     bool autoSync = true; // model --cce-auto-sync=on
+    bool timeline = true; // modeled device time (sim/timing.h); needs `hazards`
+    bool trace = false;   // keep every call's interval for a trace
 };
+// The modeled time of one core: when its last pipe finished, how long each pipe was busy,
+// and (with LaunchChecks::trace) every call as an interval on its pipe.
+struct TimedCall {
+    const char* api;
+    Pipe pipe;
+    uint32_t start;
+    uint32_t cycles;
+};
+struct CoreTime {
+    uint32_t end = 0;
+    uint64_t busy[kPipes] = {};
+    std::vector<TimedCall> calls;
+};
+// The cores' times of a launch, in core order (filled as each core ends).
+const std::vector<CoreTime>& LaunchTimes(const LaunchHazards* h);
 struct LaunchHazards;
 LaunchHazards* CreateLaunchHazards(const LaunchChecks& checks, uint32_t cores, const std::vector<GmBuffer>& gm);
 void DestroyLaunchHazards(LaunchHazards* h);

@@ -195,6 +195,7 @@ __aicore__ inline T GlobalTensor<T>::GetValue(const uint64_t offset) const
     sim::Op op(api, sim::Pipe::S);
     const uint8_t* p = sim::GmAccess(*this, api, "tensor", offset * sizeof(T), sizeof(T));
     sim::HazardGm(gm_, p, sizeof(T), sim::GmAcc::Read);
+    sim::WorkGm(p, sizeof(T), false, 0);
     T v;
     std::memcpy(&v, p, sizeof(T));
     sim::CurCore().counters.scalarGmReads++;
@@ -208,6 +209,7 @@ __aicore__ inline void GlobalTensor<T>::SetValue(const uint64_t offset, const T 
     sim::Op op(api, sim::Pipe::S);
     uint8_t* p = sim::GmAccess(*this, api, "tensor", offset * sizeof(T), sizeof(T));
     sim::HazardGm(gm_, p, sizeof(T), sim::GmAcc::Write);
+    sim::WorkGm(p, sizeof(T), true, 0);
     std::memcpy(p, &value, sizeof(T));
     sim::CurCore().counters.scalarGmWrites++;
 }

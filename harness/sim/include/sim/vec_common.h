@@ -257,6 +257,7 @@ void RunLanes(const char* api, const LanePlan& p, const VecOperand& dst, const V
         }
     }
     CurCore().counters.vecElemOps += p.ActiveCount();
+    WorkVector(p.repeats, p.lanes);
 }
 
 template <typename D, typename S, typename F>
@@ -286,6 +287,13 @@ void Binary0(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& 
     RunLanes<D, S0, S1>(api, p, d, srcs, roles, f, std::make_index_sequence<2>{});
 }
 
+// A level-2 call's work: `count` elements of the widest operand, in 256-byte repeats.
+inline void WorkCount(int32_t count, size_t widest)
+{
+    uint32_t lanes = static_cast<uint32_t>(256 / widest);
+    WorkVector((uint64_t(count) + lanes - 1) / lanes, lanes);
+}
+
 // Level-2 engines: `count` contiguous elements from each tensor start.
 template <typename D, typename S, typename F>
 void Unary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S>& src, int32_t count, F f)
@@ -302,6 +310,7 @@ void Unary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S>& sr
         d[i] = f(s[i]);
     }
     CurCore().counters.vecElemOps += count;
+    WorkCount(count, std::max(sizeof(D), sizeof(S)));
     CountFormDone();
 }
 
@@ -323,6 +332,7 @@ void Binary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& 
         d[i] = f(a[i], b[i]);
     }
     CurCore().counters.vecElemOps += count;
+    WorkCount(count, std::max({sizeof(D), sizeof(S0), sizeof(S1)}));
     CountFormDone();
 }
 

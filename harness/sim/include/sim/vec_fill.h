@@ -45,6 +45,7 @@ void Duplicate0(const char* api, const LocalTensor<T>& dst, T v, const LanePlan&
         }
     }
     CurCore().counters.vecElemOps += p.ActiveCount();
+    WorkVector(p.repeats, p.lanes);
 }
 } // namespace sim
 
