@@ -17,8 +17,9 @@ use harness::runtime::{Runtime, RuntimeError, RuntimeOptions};
 
 use crate::cases::{self, Choice, Source};
 use crate::layer::{self, CaseResult, secs};
+use crate::modeled::Timeline;
 use crate::stop::Stop;
-use crate::{cost, progress, report, variant};
+use crate::{cost, launch_plot, progress, report, trace, variant};
 
 #[derive(Parser)]
 #[command(
@@ -44,8 +45,9 @@ enum Command {
     /// output passed, 1 a comparison or a kernel failed, 2 bad arguments.
     Run(RunArgs),
     /// One sim run (at capacity, default starts; or --start-pos): per kernel launch FLOPs,
-    /// GM bytes moved against the minimum, scalar GM accesses and roofline time on the
-    /// plan's chip.
+    /// GM bytes moved against the minimum, scalar GM accesses, roofline time on the plan's
+    /// chip, and the modeled device time of the sim's timeline with what bounds it (README
+    /// "Modeled time": the model, its constants and their sources).
     Cost(CostArgs),
     /// Time the layer on the sim, with and without its ordering checker, against the golden
     /// on the same inputs (medians).
@@ -101,9 +103,15 @@ struct RunArgs {
     #[arg(long, value_name = "FILE.json")]
     report: Option<PathBuf>,
     /// Turn off the sim's ordering checker (pipe hazards, cross-core races): faster, for
-    /// speed measurements only; a run without it says nothing about synchronisation.
+    /// speed measurements only; a run without it says nothing about synchronisation (nor
+    /// models time: the timeline rides on the checker).
     #[arg(long = "no-hazard-check")]
     no_hazard_check: bool,
+    /// Write the modeled timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev): per
+    /// rank a stream track and one track per core and pipe. With several runs, run i > 1
+    /// goes to FILE with `.run<i>` before the extension.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -120,6 +128,19 @@ struct CostArgs {
     /// One start (batch 1) or one per request, instead of the capacity with default starts.
     #[arg(long = "start-pos", value_name = "N|N,N,…", allow_hyphen_values = true)]
     start_pos: Option<String>,
+    /// Tokens per rank with the default starts (default: the capacity).
+    #[arg(long, value_name = "N")]
+    tokens: Option<usize>,
+    /// Write rank 0's per-launch figures (stage, blocks, roofline µs, modeled µs, bound) and
+    /// the layer totals as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    report: Option<PathBuf>,
+    /// Write the modeled timeline as a Chrome/Perfetto trace (see `run --trace`).
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
+    /// Draw rank 0's modeled and roofline time per launch (SVG).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -261,10 +282,18 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
             "--no-hazard-check turns off a check of the sim; the npu backend has none",
         ));
     }
+    if a.no_hazard_check && a.trace.is_some() {
+        return Err(Stop::usage(
+            "--trace draws the modeled timeline, which rides on the ordering checker that --no-hazard-check turns off",
+        ));
+    }
     let checks = if a.no_hazard_check {
         Checks::UNCHECKED
     } else {
-        Checks::default()
+        Checks {
+            trace: a.trace.is_some(),
+            ..Checks::default()
+        }
     };
     backend
         .create(&devices, checks)
@@ -301,6 +330,14 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
         }
         let result = layer::judge(&runtime, &spec, &case, &want, golden)?;
         layer::print(&result);
+        if let Some(t) = Timeline::of(&result.record) {
+            println!("  {}", t.summary());
+            if let Some(path) = &a.trace {
+                let path = nth_file(path, i + 1);
+                trace::write(&path, plan.name(), &t)?;
+                println!("  trace: {}", path.display());
+            }
+        }
         let stem = format!("{}_run{}", plan.name(), i + 1);
         match &a.plot {
             Some(dir) => layer::draw(&result, dir, &stem, true)?,
@@ -333,16 +370,22 @@ fn cost_command(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
         &spec,
         plan,
         &Choice {
-            tokens: a.start_pos.is_none().then_some(plan.deployment.local_t),
+            tokens: a
+                .tokens
+                .or(a.start_pos.is_none().then_some(plan.deployment.local_t)),
             start_pos: a.start_pos,
             ..Choice::default()
         },
     )?;
+    let checks = Checks {
+        trace: a.trace.is_some(),
+        ..Checks::default()
+    };
     let runtime = prepare(
         plan,
         BackendKind::Sim,
         &devices(None, plan.abi.tp)?,
-        Checks::default(),
+        checks,
         verbose,
     )?;
     let case = cases::cases(&spec, plan, &source)
@@ -364,8 +407,29 @@ fn cost_command(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
         c.vector_elem_ops / 1e12,
         c.hbm_bytes_per_s / 1e12
     );
-    cost::print(&out.record.steps, 0, c);
+    cost::print(&out.record, 0, c);
     println!("sim wall time {}", secs(out.record.total()));
+    if let Some(path) = &a.report {
+        cost::write_report(path, plan.name(), &out.record, 0, c)?;
+        println!("report: {}", path.display());
+    }
+    if let Some(path) = &a.trace {
+        let t = Timeline::of(&out.record).expect("the sim's timeline is on");
+        trace::write(path, plan.name(), &t)?;
+        println!("trace: {}", path.display());
+    }
+    if let Some(path) = &a.plot {
+        let costs: Vec<cost::LaunchCost> = out
+            .record
+            .steps
+            .iter()
+            .filter(|s| s.rank == 0)
+            .filter_map(|s| cost::LaunchCost::of(s, c))
+            .collect();
+        launch_plot::write(path, plan.name(), &costs)
+            .map_err(|e| Stop::usage(format!("--plot {e}")))?;
+        println!("plot: {}", path.display());
+    }
     Ok(0)
 }
 
@@ -494,4 +558,17 @@ mod tests {
         assert!(!line.contains('\n'));
         assert!(line.contains("--bogus"), "{line}");
     }
+}
+
+/// `path` for run 1, and `path` with `.run<n>` before its extension for run n > 1.
+fn nth_file(path: &Path, n: usize) -> PathBuf {
+    if n == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.run{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.run{n}"),
+    };
+    path.with_file_name(name)
 }

@@ -1,13 +1,19 @@
 //! `cost`: what each kernel launch of one sim run costs — FLOPs by input type and vector
 //! element-ops, GM bytes moved against the minimum (the distinct bytes it touched: inputs
-//! read once, outputs written once), scalar GM accesses — and its roofline time on the
-//! plan's chip profile (max of cube, vector and HBM time).
+//! read once, outputs written once), scalar GM accesses, its roofline time on the plan's
+//! chip profile (max of cube, vector and HBM time) — and its modeled device time (the sim's
+//! timeline, [`crate::modeled`]) with what bounds it; the layer's modeled time is the chain.
 
+use std::path::Path;
 use std::time::Duration;
 
 use abi::plan::ChipProfile;
 use harness::backend::LaunchCounters;
-use harness::runtime::{StepKind, StepRecord};
+use harness::runtime::{RunRecord, StepKind, StepRecord};
+use serde_json::{Value, json};
+
+use crate::modeled::{Timeline, us};
+use crate::stop::Stop;
 
 /// Moved / minimum above this is flagged (the project's goal per kernel).
 pub const RATIO_LIMIT: f64 = 1.25;
@@ -33,6 +39,10 @@ pub struct LaunchCost {
     pub scalar_writes: u64,
     pub roofline: Duration,
     pub bound: &'static str,
+    /// Cores the launch occupies (MIX: 3 per block).
+    pub cores: usize,
+    /// The modeled kernel time (op head and the last core's finish) and what bounds it.
+    pub modeled: Option<(Duration, &'static str)>,
 }
 
 impl LaunchCost {
@@ -42,7 +52,7 @@ impl LaunchCost {
         let StepKind::Launch {
             kernel,
             block_dim,
-            counters: Some(LaunchCounters { stats: c, .. }),
+            counters: Some(LaunchCounters { stats: c, time, .. }),
         } = &s.kind
         else {
             return None;
@@ -80,6 +90,8 @@ impl LaunchCost {
             scalar_writes: c.scalar_gm_writes,
             roofline: Duration::from_secs_f64(secs),
             bound,
+            cores: time.as_ref().map_or(*block_dim as usize, |t| t.cores.len()),
+            modeled: time.as_ref().map(|t| (t.duration(), t.bound())),
         })
     }
 
@@ -93,9 +105,11 @@ impl LaunchCost {
     }
 }
 
-/// The table for people: one line per launch of `rank`, collectives, totals, flags.
-pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
-    let mine: Vec<&StepRecord> = steps.iter().filter(|s| s.rank == rank).collect();
+/// The table for people: one line per launch of `rank`, collectives, totals, flags, and
+/// the five launches that take longest on the modeled timeline.
+pub fn print(record: &RunRecord, rank: usize, chip: &ChipProfile) {
+    let timeline = Timeline::of(record);
+    let mine: Vec<&StepRecord> = record.steps.iter().filter(|s| s.rank == rank).collect();
     let costs: Vec<LaunchCost> = mine
         .iter()
         .filter_map(|s| LaunchCost::of(s, chip))
@@ -109,11 +123,12 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
     let sw = mine.iter().map(|s| s.stage.len()).max().unwrap_or(5).max(5);
     let mb = |b: u64| b as f64 / 1e6;
     println!(
-        "{:>3}  {:sw$}  {:kw$}  {:>6}  {:>9}  {:>9}  {:>9}  {:>8}  {:>9}  {:>9}  {:>6}  {:>11}  {:>11}  bound",
+        "{:>3}  {:sw$}  {:kw$}  {:>6}  {:>5}  {:>9}  {:>9}  {:>9}  {:>8}  {:>9}  {:>9}  {:>6}  {:>11}  {:>10}  {:12}  {:>11}  bound",
         "#",
         "stage",
         "kernel",
         "blocks",
+        "cores",
         "bf16 GF",
         "int8 GOP",
         "f32 GF",
@@ -122,6 +137,8 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
         "min MB",
         "ratio",
         "scalar r/w",
+        "modeled µs",
+        "(bound)",
         "roofline µs"
     );
     for s in &mine {
@@ -129,25 +146,37 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
             StepKind::Exchange {
                 bytes,
                 cross_rank_bytes,
-            } => println!(
-                "{:>3}  {:sw$}  {:kw$}  received {:.2} MB, {:.2} MB of it from other ranks",
-                s.step,
-                s.stage,
-                "(collective)",
-                mb(*bytes),
-                mb(*cross_rank_bytes)
-            ),
+            } => {
+                let modeled = timeline
+                    .as_ref()
+                    .and_then(|t| t.rank(rank).find(|x| x.step == s.step))
+                    .map(|x| format!("; modeled {:.1} µs", us(x.time)))
+                    .unwrap_or_default();
+                println!(
+                    "{:>3}  {:sw$}  {:kw$}  received {:.2} MB, {:.2} MB of it from other ranks{modeled}",
+                    s.step,
+                    s.stage,
+                    "(collective)",
+                    mb(*bytes),
+                    mb(*cross_rank_bytes)
+                )
+            }
             StepKind::Launch { .. } => {
                 let Some(c) = costs.iter().find(|c| c.step == s.step) else {
                     continue;
                 };
                 let flag = if c.ratio() > RATIO_LIMIT { " !" } else { "" };
+                let (modeled, why) = match c.modeled {
+                    Some((t, b)) => (format!("{:.1}", us(t)), format!("({b})")),
+                    None => ("-".into(), String::new()),
+                };
                 println!(
-                    "{:>3}  {:sw$}  {:kw$}  {:>6}  {:>9.3}  {:>9.3}  {:>9.3}  {:>8.3}  {:>9.2}  {:>9.2}  {:>6}  {:>11}  {:>11.1}  {}{flag}",
+                    "{:>3}  {:sw$}  {:kw$}  {:>6}  {:>5}  {:>9.3}  {:>9.3}  {:>9.3}  {:>8.3}  {:>9.2}  {:>9.2}  {:>6}  {:>11}  {:>10}  {:12}  {:>11.1}  {}{flag}",
                     c.step,
                     c.stage,
                     c.kernel,
                     c.block_dim,
+                    c.cores,
                     c.bf16_flop / 1e9,
                     c.i8_op / 1e9,
                     c.f32_flop / 1e9,
@@ -156,6 +185,8 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
                     mb(c.min),
                     format!("{:.2}", c.ratio()),
                     format!("{}/{}", c.scalar_reads, c.scalar_writes),
+                    modeled,
+                    why,
                     c.roofline.as_secs_f64() * 1e6,
                     c.bound
                 );
@@ -195,6 +226,90 @@ pub fn print(steps: &[StepRecord], rank: usize, chip: &ChipProfile) {
             over.join(", ")
         );
     }
+    let Some(t) = timeline else {
+        println!("no modeled time (the sim's timeline was off)");
+        return;
+    };
+    println!(
+        "{}; the roofline's sum {:.1} µs",
+        t.summary(),
+        sum(&|c| c.roofline.as_secs_f64()) * 1e6
+    );
+    let mut top: Vec<&LaunchCost> = costs.iter().filter(|c| c.modeled.is_some()).collect();
+    top.sort_by_key(|c| std::cmp::Reverse(c.modeled.map(|m| m.0)));
+    let top: Vec<String> = top
+        .iter()
+        .take(5)
+        .map(|c| {
+            let (t, b) = c.modeled.expect("filtered");
+            format!("{} {:.1} µs ({b})", c.kernel, us(t))
+        })
+        .collect();
+    println!("longest launches: {}", top.join(", "));
+}
+
+/// `cost --report FILE.json`: per launch of `rank` its figures, per collective its
+/// modeled time, and the layer totals.
+pub fn write_report(
+    path: &Path,
+    variant: &str,
+    record: &RunRecord,
+    rank: usize,
+    chip: &ChipProfile,
+) -> Result<(), Stop> {
+    let timeline = Timeline::of(record);
+    let span = |step: usize| {
+        timeline
+            .as_ref()
+            .and_then(|t| t.rank(rank).find(|x| x.step == step))
+    };
+    let steps: Vec<Value> = record
+        .steps
+        .iter()
+        .filter(|s| s.rank == rank)
+        .map(|s| match LaunchCost::of(s, chip) {
+            Some(c) => json!({
+                "step": c.step,
+                "stage": c.stage,
+                "kernel": c.kernel,
+                "blocks": c.block_dim,
+                "cores": c.cores,
+                "roofline_us": us(c.roofline),
+                "roofline_bound": c.bound,
+                "modeled_us": c.modeled.map(|m| us(m.0)),
+                "bound": c.modeled.map(|m| m.1),
+                "start_us": span(c.step).map(|x| us(x.start)),
+                "gm_bytes": c.moved,
+                "gm_min_bytes": c.min,
+            }),
+            None => json!({
+                "step": s.step,
+                "stage": s.stage,
+                "kernel": null,
+                "collective": true,
+                "modeled_us": span(s.step).map(|x| us(x.time)),
+                "start_us": span(s.step).map(|x| us(x.start)),
+            }),
+        })
+        .collect();
+    let costs: Vec<LaunchCost> = record
+        .steps
+        .iter()
+        .filter(|s| s.rank == rank)
+        .filter_map(|s| LaunchCost::of(s, chip))
+        .collect();
+    let doc = json!({
+        "variant": variant,
+        "rank": rank,
+        "steps": steps,
+        "launches": costs.len(),
+        "roofline_us": costs.iter().map(|c| us(c.roofline)).sum::<f64>(),
+        "modeled_us": timeline.as_ref().map(|t| us(t.total)),
+        "launch_gap_us": timeline.as_ref().map(|t| us(t.chip.launch_gap)),
+    });
+    let text = serde_json::to_string_pretty(&doc).expect("JSON serialises");
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Stop::usage(format!("--report {}: {e}", path.display())))
 }
 
 #[cfg(test)]
