@@ -49,8 +49,9 @@ enum Command {
     /// chip, and the modeled device time of the sim's timeline with what bounds it (README
     /// "Modeled time": the model, its constants and their sources).
     Cost(CostArgs),
-    /// Time the layer on the sim, with and without its ordering checker, against the golden
-    /// on the same inputs (medians).
+    /// Time the layer on the sim (sim wall time, not device time: see `cost`) with its
+    /// ordering checker and timeline, with the checker only, and with neither, against the
+    /// golden on the same inputs (medians).
     Bench(BenchArgs),
 }
 
@@ -449,6 +450,11 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     let built = Instant::now();
     let ranks = devices(None, plan.abi.tp)?;
     let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default(), verbose)?;
+    let untimed = Checks {
+        timeline: false,
+        ..Checks::default()
+    };
+    let untimed = prepare(plan, BackendKind::Sim, &ranks, untimed, verbose)?;
     let unchecked = prepare(plan, BackendKind::Sim, &ranks, Checks::UNCHECKED, verbose)?;
     let built = built.elapsed();
     let case = cases::cases(&spec, plan, &source)
@@ -462,9 +468,10 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
         a.reps,
         secs(built)
     );
-    // Each repetition times the checked sim, the unchecked sim (the baseline of the
-    // checker's overhead) and the golden, in that order, on the same inputs.
-    let (mut sim, mut bare, mut gold) = (Vec::new(), Vec::new(), Vec::new());
+    // Each repetition times the checked sim (with its timeline), the checked sim without
+    // the timeline (the baseline of the timeline's overhead), the unchecked sim (the
+    // baseline of the checker's) and the golden, in that order, on the same inputs.
+    let (mut sim, mut plain, mut bare, mut gold) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut stage_walls: Vec<Vec<(&'static str, Duration)>> = Vec::new();
     let mut verdict: Option<CaseResult> = None;
     for rep in 0..a.reps {
@@ -478,6 +485,9 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
                 .map(|s| (s.stage, s.wall))
                 .collect(),
         );
+        let start = Instant::now();
+        untimed.run(&case.inputs)?;
+        plain.push(start.elapsed());
         let start = Instant::now();
         unchecked.run(&case.inputs)?;
         bare.push(start.elapsed());
@@ -495,15 +505,17 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
             secs(*v.iter().max().expect("reps ≥ 1"))
         );
     };
-    line("sim (checked)  ", &sim);
-    line("sim (unchecked)", &bare);
-    line("golden         ", &gold);
+    line("sim (checked, timeline)", &sim);
+    line("sim (checked)          ", &plain);
+    line("sim (unchecked)        ", &bare);
+    line("golden                 ", &gold);
     let ratio = |x: &[Duration], y: &[Duration]| {
         median(x).as_secs_f64() / median(y).as_secs_f64().max(1e-9)
     };
     println!(
-        "  checker overhead: {:.2}× · sim / golden: {:.2}×",
-        ratio(&sim, &bare),
+        "  timeline overhead: {:.2}× · checker overhead: {:.2}× · sim / golden: {:.2}×",
+        ratio(&sim, &plain),
+        ratio(&plain, &bare),
         ratio(&sim, &gold)
     );
     let stages: Vec<String> = stage_walls[0]

@@ -4,7 +4,7 @@
 //! lasts its modeled kernel time; a collective starts when every rank reached it and lasts
 //! its latency plus the bytes received from other ranks at the interconnect's per-peer
 //! bandwidth, the peers sending in parallel. The layer's time is the last rank's end.
-//! Omitted: the host (nothing waits for it), L2 reuse across launches, stream-level overlap.
+//! Omitted: the host (nothing waits for it), overlap of consecutive kernels on the stream.
 
 use std::time::Duration;
 

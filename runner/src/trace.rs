@@ -42,6 +42,7 @@ pub fn document(title: &str, timeline: &Timeline) -> Value {
     };
     let ranks: Vec<usize> = {
         let mut r: Vec<usize> = timeline.spans.iter().map(|s| s.rank).collect();
+        r.sort_unstable();
         r.dedup();
         r
     };

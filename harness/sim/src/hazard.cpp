@@ -430,6 +430,8 @@ void EndOp()
     h.done[p] = std::max(h.done[p], start + cycles + static_cast<uint32_t>(t.latency));
     h.sNow = h.pipe == Pipe::S ? h.done[p] : issue + static_cast<uint32_t>(kDavC220.issue);
     h.time.busy[p] += cycles;
+    h.time.hbmBytes += h.work.gmHbmRead + h.work.gmWrite;
+    h.time.l2Bytes += h.work.gmL2Read;
     if (h.L->checks.trace) {
         h.time.calls.push_back(TimedCall{h.api, h.pipe, start, cycles});
     }

@@ -230,7 +230,7 @@ void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
     (write ? t.writeBytes : t.readBytes).fetch_add(len, std::memory_order_relaxed);
     uint64_t fresh = write ? GmTraffic::Mark(t.writeBits, t.readBits, off, len)
                            : GmTraffic::Mark(t.readBits, t.writeBits, off, len);
-    WorkGm(p, len, write, fresh);
+    WorkGm(p, len, write, L.gm[gm].warm ? 0 : fresh);
 }
 } // namespace
 
@@ -605,6 +605,7 @@ struct SimGmArg {
     uint8_t* ptr;
     uint64_t len;
     const char* name;
+    uint64_t warm; // 1: an earlier launch left it in L2 (the timeline reads it as hits)
 };
 
 struct SimStats {
@@ -639,6 +640,8 @@ struct SimCoreTiming {
     uint32_t aic;  // 1: an AIC, 0: an AIV
     uint32_t end;  // when its last pipe finished
     uint64_t busy[7]; // per pipe (S, V, M, MTE1, MTE2, MTE3, FIX): cycles busy
+    uint64_t hbm_bytes; // GM bytes through HBM (reads missing L2, writes)
+    uint64_t l2_bytes;  // GM bytes read as L2 hits
 };
 
 // The chip figures the host side of the model needs (sim/timing.h's table).
@@ -648,6 +651,9 @@ struct SimChipTiming {
     double launch_gap_us;
     double hccs_bytes_per_s;
     double collective_latency_us;
+    double l2_bytes;
+    double load_a, load_b;      // the shared GM rate: (load_a · N + load_b) bytes per cycle for N cores
+    double gm_peak_bytes_per_s; // all GM traffic, L2 hits included, at most this
 };
 
 // One call of a traced launch: its core, pipe (as in SimCoreTiming::busy), API, interval.
@@ -658,7 +664,8 @@ __attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 4
 __attribute__((visibility("default"))) void sim_chip_timing(SimChipTiming* out)
 {
     const AscendC::sim::ChipTiming& c = AscendC::sim::kDavC220;
-    *out = SimChipTiming{c.clockHz, c.opHead, c.launchGapUs, c.hccsBytesPerS, c.collectiveLatencyUs};
+    *out = SimChipTiming{c.clockHz,       c.opHead,  c.launchGapUs, c.hccsBytesPerS, c.collectiveLatencyUs,
+                         c.l2Bytes,       c.loadA,   c.loadB,       c.l2BytesPerS};
 }
 
 // Bits of sim_launch's `checks`.
@@ -716,7 +723,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     L.blockDim = blockDim;
     std::vector<uint8_t*> gmArgs;
     for (uint32_t i = 0; i < nargs; ++i) {
-        L.gm.push_back(GmBuffer{args[i].ptr, args[i].len, args[i].name ? args[i].name : ("arg" + std::to_string(i))});
+        L.gm.push_back(GmBuffer{args[i].ptr, args[i].len, args[i].name ? args[i].name : ("arg" + std::to_string(i)),
+                                args[i].warm != 0});
         L.traffic.push_back(std::make_unique<GmTraffic>(args[i].len));
         gmArgs.push_back(args[i].ptr);
     }
@@ -769,6 +777,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
                 times[i].aic = L.cores[i]->kind == CoreKind::AIC ? 1 : 0;
                 times[i].end = ct[i].end;
                 std::copy(std::begin(ct[i].busy), std::end(ct[i].busy), times[i].busy);
+                times[i].hbm_bytes = ct[i].hbmBytes;
+                times[i].l2_bytes = ct[i].l2Bytes;
             }
             if (lc.trace) {
                 for (const TimedCall& c : ct[i].calls) {

@@ -21,6 +21,8 @@ const ChipTiming kDavC220 = {
     /*gmReadLatency*/ 1400.0,
     /*gmWriteLatency*/ 300.0,
     /*l2HitLatency*/ 50.0,
+    /*l2Bytes*/ 192e6,
+    /*l2BytesPerS*/ 1.6e12,
     /*l0aBytesPerCycle*/ 1e6 / (1.12719 * 2000.0), /*l0aHead*/ 0.015 * 2000.0,
     /*l0bBytesPerCycle*/ 1e6 / (2.05893 * 2000.0), /*l0bHead*/ 0.012 * 2000.0,
     /*mmadHead*/ 0.0107 * 2000.0,
@@ -151,7 +153,8 @@ OpTime Cost(const char* api, Pipe pipe, const OpWork& w, uint32_t cores)
                 return {c.loadHead, 0};
             }
             double t = c.loadA + c.loadB / n;
-            double cycles = c.loadHead + w.gmHbmRead / t + w.gmL2Read / (c.loadA + c.loadB);
+            double l2 = std::min(c.loadA + c.loadB, c.l2BytesPerS / c.clockHz / n);
+            double cycles = c.loadHead + w.gmHbmRead / t + w.gmL2Read / l2;
             return {cycles, w.gmHbmRead > 0 ? c.gmReadLatency : c.l2HitLatency};
         }
         case Pipe::MTE3:

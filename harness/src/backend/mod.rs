@@ -9,6 +9,7 @@
 
 mod contract;
 mod exchange;
+mod l2;
 pub mod npu;
 mod progress;
 pub mod sim;

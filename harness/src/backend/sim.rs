@@ -4,8 +4,9 @@
 //! buffers.
 
 use std::path::PathBuf;
-use std::sync::{PoisonError, RwLock, RwLockWriteGuard};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockWriteGuard};
 
+use super::l2::L2;
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
 use super::{Exchange, POISON, Progress, Tiling};
 use crate::kernel_library::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
@@ -54,9 +55,13 @@ impl Kernels for SimKernels {
         initial: Vec<Vec<Vec<u8>>>,
         names: &[&'static str],
     ) -> Result<Box<dyn Group + 'a>, BackendError> {
+        let l2 = self.lib.chip_timing().l2_bytes;
         Ok(Box::new(SimGroup {
             lib: &self.lib,
             names: names.to_vec(),
+            l2: (0..initial.len())
+                .map(|_| Mutex::new(L2::new(l2)))
+                .collect(),
             ranks: initial
                 .into_iter()
                 .map(|bufs| bufs.into_iter().map(RwLock::new).collect())
@@ -71,6 +76,8 @@ struct SimGroup<'a> {
     lib: &'a SimLibrary,
     names: Vec<&'static str>,
     ranks: Vec<Vec<RwLock<Vec<u8>>>>,
+    /// Per rank: what the step's launches left in L2 (the timeline's reads of it are hits).
+    l2: Vec<Mutex<L2>>,
 }
 
 fn core_mode(c: Cores) -> CoreMode {
@@ -107,13 +114,14 @@ impl Group for SimGroup<'_> {
             .collect();
         let mut workspace = [POISON; 32];
         let mut tiling = tiling.to_bytes();
+        let mut l2 = self.l2[rank].lock().unwrap_or_else(PoisonError::into_inner);
         let mut gm: Vec<GmArg<'_>> = args
             .iter()
             .map(|a| {
                 let (ptr, len) = raw[ids.iter().position(|i| i == a).expect("locked above")];
                 // SAFETY: the buffer is write-locked by `guards` until after the launch, and
                 // no other GmArg aliases it except the same buffer bound twice by the plan.
-                unsafe { GmArg::from_raw(self.names[*a], ptr, len) }
+                unsafe { GmArg::from_raw(self.names[*a], ptr, len) }.warm(l2.warm(*a))
             })
             .collect();
         gm.push(GmArg::new("workspace", &mut workspace));
@@ -129,6 +137,9 @@ impl Group for SimGroup<'_> {
             .map_err(|e| BackendError::Run(e.to_string()))?;
         drop(gm);
         drop(guards);
+        for (a, t) in args.iter().zip(&launched.args) {
+            l2.touch(*a, t.distinct_read_bytes + t.distinct_write_bytes);
+        }
         Ok(Some(LaunchCounters {
             stats: launched.stats,
             args: launched.args,

@@ -16,6 +16,7 @@ pub(crate) struct SimGmArg {
     pub ptr: *mut u8,
     pub len: u64,
     pub name: *const c_char,
+    pub warm: u64,
 }
 
 #[repr(C)]
@@ -54,6 +55,8 @@ pub(crate) struct SimCoreTiming {
     pub aic: u32,
     pub end: u32,
     pub busy: [u64; 7],
+    pub hbm_bytes: u64,
+    pub l2_bytes: u64,
 }
 
 #[repr(C)]
@@ -64,6 +67,10 @@ pub(crate) struct SimChipTiming {
     pub launch_gap_us: f64,
     pub hccs_bytes_per_s: f64,
     pub collective_latency_us: f64,
+    pub l2_bytes: f64,
+    pub load_a: f64,
+    pub load_b: f64,
+    pub gm_peak_bytes_per_s: f64,
 }
 
 /// `onCall(ctx, core, pipe, api, start, cycles)`: one call of a traced launch.

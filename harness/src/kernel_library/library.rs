@@ -58,6 +58,7 @@ pub struct GmArg<'a> {
     name: String,
     ptr: *mut u8,
     len: usize,
+    warm: bool,
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
@@ -68,6 +69,7 @@ impl<'a> GmArg<'a> {
             name: name.into(),
             ptr: buf.as_mut_ptr().cast::<u8>(),
             len: std::mem::size_of_val(buf),
+            warm: false,
             _borrow: PhantomData,
         }
     }
@@ -82,8 +84,16 @@ impl<'a> GmArg<'a> {
             name: name.into(),
             ptr,
             len,
+            warm: false,
             _borrow: PhantomData,
         }
+    }
+
+    /// Marks the buffer as left in L2 by an earlier launch: the timeline serves its reads
+    /// at L2 speed (`harness/sim/include/sim/timing.h`).
+    pub fn warm(mut self, warm: bool) -> Self {
+        self.warm = warm;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -272,6 +282,9 @@ impl SimLibrary {
                 collective_latency: std::time::Duration::from_secs_f64(
                     c.collective_latency_us * 1e-6,
                 ),
+                l2_bytes: c.l2_bytes as u64,
+                shared_gm: (c.load_a, c.load_b),
+                gm_peak_bytes_per_s: c.gm_peak_bytes_per_s,
             },
             lib,
             checks: Checks::default(),
@@ -349,6 +362,7 @@ impl SimLibrary {
                 ptr: a.ptr,
                 len: a.len as u64,
                 name: n.as_ptr(),
+                warm: u64::from(a.warm),
             })
             .collect();
         let nargs = u32::try_from(raw.len()).map_err(|_| invalid("too many arguments".into()))?;
@@ -423,6 +437,8 @@ impl SimLibrary {
                             aic: t.aic == 1,
                             end: u64::from(t.end),
                             busy: t.busy,
+                            hbm_bytes: t.hbm_bytes,
+                            l2_bytes: t.l2_bytes,
                         })
                         .collect(),
                     calls,

@@ -113,6 +113,8 @@ struct TimedCall {
 struct CoreTime {
     uint32_t end = 0;
     uint64_t busy[kPipes] = {};
+    uint64_t hbmBytes = 0; // GM bytes through HBM (reads that missed L2, and writes)
+    uint64_t l2Bytes = 0;  // GM bytes read as L2 hits
     std::vector<TimedCall> calls;
 };
 // The cores' times of a launch, in core order (filled as each core ends).

@@ -81,6 +81,7 @@ struct GmBuffer {
     uint8_t* base;
     uint64_t len;
     std::string name;
+    bool warm = false; // in L2 from an earlier launch (sim/timing.h): its reads are hits
 };
 
 struct Launch;        // defined in runtime.cpp

@@ -6,13 +6,17 @@
 // sim/hazard.h's timeline starts it when its pipe is free, the scalar unit has issued it and
 // every ordering edge into it has completed, and it occupies the pipe for `Cost(...)` cycles;
 // its result is visible `latency` cycles after that (GM round trips). Cores run their pipes
-// independently; a launch's time is its op head plus the latest finish over its cores.
+// independently; a launch's time is its op head plus the latest finish over its cores, or
+// the shared HBM's time for all its bytes where that is longer (harness/src/kernel_library/
+// timing.rs, KernelTime::cycles).
 //
 // Simple, stated models (README "Modeled time" lists what is omitted): GM bandwidth is
 // shared by the launch's cores through the published linear fit t(N) = a + b / N bytes per
 // cycle per core (the fit itself is Huawei's measurement of N cores loading at once); a
-// byte this launch already read or wrote is an L2 hit at the single-core rate t(1); a scalar
-// GM read misses once per 64-byte line and core; pipes hold one instruction at a time and
+// byte this launch already read or wrote, or any byte of a buffer the host marks warm (an
+// earlier launch of the step left it in L2: harness/src/backend/sim.rs), is an L2 hit at the
+// single-core rate t(1), the cores' hits together at most l2BytesPerS; a scalar GM read misses
+// once per 64-byte line and core; pipes hold one instruction at a time and
 // the scalar unit issues without a queue limit.
 #pragma once
 
@@ -53,6 +57,10 @@ struct ChipTiming {
     double gmReadLatency;             // [pypto] rGmLatency 1400 cycles
     double gmWriteLatency;            // [pypto] wGmLatency 300 cycles
     double l2HitLatency;              // [pypto] CacheConfig l2HitLatency 50 cycles
+    double l2Bytes; // [assumed] 192 MB, the 910B's L2 as commonly quoted (pypto models 20 MiB)
+    // [assumed] what L2 hits of all cores move per second at most: no public figure, so the
+    // HBM peak of the chip profile (1.6 TB/s): conservative, and no launch beats its roofline
+    double l2BytesPerS;
     // L1 → L0A / L0B (MTE1): bytes per cycle and head, [pypto] L1_TO_L0A {1.12719 µs/1e6 B,
     // 0.015 µs}, L1_TO_L0B {2.05893, 0.012} at 2000 cycles per µs
     double l0aBytesPerCycle, l0aHead, l0bBytesPerCycle, l0bHead;
