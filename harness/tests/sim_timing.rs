@@ -1,6 +1,7 @@
 //! The modeled device time on micro-kernels whose time follows by hand from the published
 //! figures (sim_kernels/timing.cpp). The expected values restate the sources here, not the
-//! sim's table: hicann/ge's A2 fits (Load: bytes / (9.9074 + 15.896 / N) + 27.01 cycles; Store:
+//! sim's table: hicann/ge's A2 fits (Load: bytes / (9.9074 + 15.896 / N) + 27.01 cycles, plus
+//! 0.07 · (pitch mod 256) per strided burst; Store:
 //! bytes / (9.96 + 3.79 / N) + 12.09; Muls f32: 0.0142 per element + 23.0966; op head 300),
 //! hicann/pypto's GM latencies (read 1400, write 300 cycles) and Mmad head (0.0107 µs · 2000),
 //! one b16 16×16×16 fractal step per cube cycle.
@@ -76,6 +77,24 @@ fn one_data_copy_costs_its_bytes_at_the_load_rate_plus_the_read_latency() {
     assert_eq!(t.cores[0].busy[4] as f64, load_cycles(65536.0, 1.0));
     assert!((t.cycles() - (want + OP_HEAD)).abs() <= 2.0);
     assert_eq!(t.bound(), "GM read"); // MTE2 busy 2567 of 3967 cycles
+}
+
+#[test]
+fn a_strided_copy_pays_the_block_shape_term() {
+    let mut x = vec![1f32; 64 * 96 / 4];
+    let t = time(
+        lib()
+            .launch_measured(
+                "tm_strided_copy",
+                CoreMode::Aiv,
+                1,
+                &mut [GmArg::new("x", &mut x)],
+            )
+            .unwrap(),
+    );
+    // hicann/ge LoadStride: 0.07 · (pitch mod 256) per burst after the first
+    let want = (27.01_f64 + 4096.0 / (9.9074 + 15.896) + 0.07 * 96.0 * 63.0).ceil();
+    assert_eq!(t.cores[0].busy[4] as f64, want);
 }
 
 #[test]

@@ -18,6 +18,7 @@ const ChipTiming kDavC220 = {
     /*launchGapUs*/ 2.0,
     /*loadA*/ 9.9074, /*loadB*/ 15.896, /*loadHead*/ 27.01,
     /*storeA*/ 9.96, /*storeB*/ 3.79, /*storeHead*/ 12.09,
+    /*loadStrideK*/ 0.07, /*storeStrideK*/ 0.02,
     /*gmReadLatency*/ 1400.0,
     /*gmWriteLatency*/ 300.0,
     /*l2HitLatency*/ 50.0,
@@ -116,6 +117,11 @@ void WorkGm(const uint8_t* p, uint64_t len, bool write, uint64_t fresh)
         }
         return;
     }
+    if (w->burstEnd != nullptr && p != w->burstEnd) {
+        w->stridePitch += static_cast<double>((p > w->burstStart ? p - w->burstStart : w->burstStart - p) % 256);
+    }
+    w->burstStart = p;
+    w->burstEnd = p + len;
     if (write) {
         w->gmWrite += len;
     } else {
@@ -154,13 +160,14 @@ OpTime Cost(const char* api, Pipe pipe, const OpWork& w, uint32_t cores)
             }
             double t = c.loadA + c.loadB / n;
             double l2 = std::min(c.loadA + c.loadB, c.l2BytesPerS / c.clockHz / n);
-            double cycles = c.loadHead + w.gmHbmRead / t + w.gmL2Read / l2;
+            double cycles = c.loadHead + w.gmHbmRead / t + w.gmL2Read / l2 + c.loadStrideK * w.stridePitch;
             return {cycles, w.gmHbmRead > 0 ? c.gmReadLatency : c.l2HitLatency};
         }
         case Pipe::MTE3:
         case Pipe::FIX: {
             double t = c.storeA + c.storeB / n;
-            return {c.storeHead + w.gmWrite / t, w.gmWrite > 0 ? c.gmWriteLatency : 0};
+            return {c.storeHead + w.gmWrite / t + c.storeStrideK * w.stridePitch,
+                    w.gmWrite > 0 ? c.gmWriteLatency : 0};
         }
         case Pipe::MTE1:
             return {(w.l0aBytes ? c.l0aHead + w.l0aBytes / c.l0aBytesPerCycle : 0) +

@@ -19,6 +19,18 @@ extern "C" __global__ __aicore__ void tm_one_copy(GM_ADDR x)
     DataCopy(buf.Get<float>(), gx, kCopyFloats);
 }
 
+// 64 bursts of 64 bytes, 32 bytes apart (a pitch of 96 bytes), GM → UB in one DataCopy.
+extern "C" __global__ __aicore__ void tm_strided_copy(GM_ADDR x)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 64 * 64);
+    GlobalTensor<float> gx;
+    gx.SetGlobalBuffer((__gm__ float*)x, 64 * 96 / sizeof(float));
+    DataCopy(buf.Get<float>(), gx, DataCopyParams(64, 2, 1, 0));
+}
+
 // y = 2·x over kTiles tiles of kTileFloats: copy-in (MTE2), Muls (V), copy-out (MTE3).
 constexpr uint32_t kTiles = 16, kTileFloats = 8192; // 32 KiB tiles
 

@@ -54,6 +54,9 @@ struct ChipTiming {
     // GM through MTE2 (GM→UB/L1) and MTE3/FIX (→GM): bytes / (a + b / N) + h per instruction
     double loadA, loadB, loadHead;    // [ge] "Load" (a 9.9074, b 15.896, h 27.01)
     double storeA, storeB, storeHead; // [ge] "Store" (a 9.96, b 3.79, h 12.09)
+    // a burst that does not continue the previous one: k · (pitch mod 256) cycles, pitch the
+    // bytes between the two bursts' starts ([ge] "LoadStride" k 0.07, "StoreStride" k 0.02)
+    double loadStrideK, storeStrideK;
     double gmReadLatency;             // [pypto] rGmLatency 1400 cycles
     double gmWriteLatency;            // [pypto] wGmLatency 300 cycles
     double l2HitLatency;              // [pypto] CacheConfig l2HitLatency 50 cycles
@@ -88,6 +91,9 @@ struct OpWork {
     bool vecReported = false;
     uint64_t ubRead = 0, ubWrite = 0; // UB bytes the call touched (the fallback measure)
     uint64_t gmHbmRead = 0, gmL2Read = 0, gmWrite = 0;
+    const uint8_t* burstStart = nullptr; // the previous GM burst of the call
+    const uint8_t* burstEnd = nullptr;
+    double stridePitch = 0; // sum over non-contiguous bursts of (pitch mod 256)
     uint64_t scalarMiss = 0, scalarHit = 0;
     uint64_t l0aBytes = 0, l0bBytes = 0; // written into L0A / L0B (MTE1 copies and fills)
     double cubeCycles = 0;
