@@ -29,7 +29,7 @@ fn draw(path: &Path, title: &str, costs: &[LaunchCost]) -> Result<(), Box<dyn st
             ("sans-serif", 18),
         )
         .margin(12)
-        .x_label_area_size(90)
+        .x_label_area_size(50)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
     chart
@@ -39,9 +39,10 @@ fn draw(path: &Path, title: &str, costs: &[LaunchCost]) -> Result<(), Box<dyn st
         .x_label_formatter(&|x| {
             costs
                 .get(x.floor() as usize)
-                .map(|c| c.kernel.chars().take(14).collect())
+                .map(|c| c.step.to_string())
                 .unwrap_or_default()
         })
+        .x_desc("launch (the # of `cost`'s table)")
         .y_desc("µs")
         .draw()?;
     let bars = |offset: f64, colour: RGBColor, value: fn(&LaunchCost) -> f64| {
