@@ -600,7 +600,8 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
 
 extern "C" {
 
-// Keep in sync with harness/src/kernel_library/ffi.rs.
+// Keep in sync with harness/src/kernel_library/ffi.rs (and sim_launch with the fake CANN's
+// runner/tests/fake_cann/device.h).
 struct SimGmArg {
     uint8_t* ptr;
     uint64_t len;

@@ -6,10 +6,11 @@
 #pragma once
 #include <cstdint>
 
-struct FakeGmArg {
+struct FakeGmArg { // sim_launch's SimGmArg (harness/sim/src/runtime.cpp)
     uint8_t* ptr;
     uint64_t len;
     const char* name;
+    uint64_t warm;
 };
 using FakeDeviceRun = int (*)(const char*, void*, uint32_t, uint32_t, const FakeGmArg*, uint32_t, char*, uint64_t);
 
@@ -17,15 +18,18 @@ extern "C" {
 void fake_rt_launch(void* stream, uint32_t block_dim, uint32_t mode, const char* kernel, void* fn, FakeDeviceRun run,
                     uint32_t nargs, void** args);
 int32_t sim_launch(const char* kernel, void* fn, uint32_t mode, uint32_t blockDim, uint32_t checks,
-                   const FakeGmArg* args, uint32_t nargs, void* stats, void* traffic, char* err, uint64_t errCap);
+                   const FakeGmArg* args, uint32_t nargs, void* stats, void* traffic, void* times, void* onCall,
+                   void* ctx, char* err, uint64_t errCap);
 }
 
 namespace fake_cann {
-// Every check the sim backend runs: hazards, with the compiler's auto-sync modelled.
+// Every check the sim backend runs: hazards, with the compiler's auto-sync modelled (no
+// timeline: a device measures its own time).
 inline int Run(const char* kernel, void* fn, uint32_t mode, uint32_t block_dim, const FakeGmArg* args, uint32_t nargs,
                char* err, uint64_t cap)
 {
-    return sim_launch(kernel, fn, mode, block_dim, 3, args, nargs, nullptr, nullptr, err, cap);
+    return sim_launch(kernel, fn, mode, block_dim, 3, args, nargs, nullptr, nullptr, nullptr, nullptr, nullptr, err,
+                      cap);
 }
 
 template <typename K>

@@ -54,6 +54,28 @@ fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cann")
 }
 
+/// The CPU model's files (harness/sim), sorted: the fake device runs kernels in it, so a
+/// change there must not hit a kernel library built with the old one.
+fn sim_sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/sim"),
+        &mut files,
+    );
+    files.sort();
+    files
+}
+
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
@@ -74,13 +96,18 @@ fn install(path: &Path, bytes: &[u8]) {
 impl FakeCann {
     /// Builds the toolkit under the test target's tmp dir (a stable path, so the backend's
     /// build cache can hit across runs: the version file carries a hash of the fake's
-    /// sources) and points `ASCEND_HOME_PATH` and `PATH` at it.
+    /// sources and of the CPU model its "device compiler" builds in) and points
+    /// `ASCEND_HOME_PATH` and `PATH` at it.
     fn build() -> FakeCann {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cann");
         let src = here();
         let mut h = Sha256::new();
         for f in SOURCES {
             h.update(std::fs::read(src.join(f)).unwrap());
+        }
+        for f in sim_sources() {
+            h.update(f.to_string_lossy().as_bytes());
+            h.update(std::fs::read(&f).unwrap());
         }
         let hash: String = h.finalize()[..8]
             .iter()
