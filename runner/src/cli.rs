@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use golden::compare::layer_probes;
 use golden::io;
 use golden::{self, LayerSpec};
-use harness::backend::{BackendKind, KernelSources, Progress};
+use harness::backend::{BackendKind, BackendOptions, KernelSources, Progress};
 use harness::kernel_library::Checks;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions};
 
@@ -113,6 +113,10 @@ struct RunArgs {
     /// goes to FILE with `.run<i>` before the extension.
     #[arg(long, value_name = "FILE.json")]
     trace: Option<PathBuf>,
+    /// npu: synchronise the stream after every launch and collective (a failure then names
+    /// its step at once) instead of once per run after the last step.
+    #[arg(long = "sync-each")]
+    sync_each: bool,
 }
 
 #[derive(Args)]
@@ -236,10 +240,10 @@ fn prepare(
     plan: &'static VariantPlan,
     backend: BackendKind,
     devices: &[u32],
-    checks: Checks,
+    options: impl Into<BackendOptions>,
     verbose: bool,
 ) -> Result<Runtime, Stop> {
-    let backend = backend.create(devices, checks);
+    let backend = backend.create(devices, options.into());
     let spec = variant::layer_spec(plan).map_err(Stop::usage)?;
     let options = RuntimeOptions {
         progress: Progress::to(progress::stderr(plan.name(), verbose)),
@@ -296,8 +300,13 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
             ..Checks::default()
         }
     };
+    if a.sync_each && backend != BackendKind::Npu {
+        return Err(Stop::usage(
+            "--sync-each synchronises the npu backend's stream after every step; the sim has no stream",
+        ));
+    }
     backend
-        .create(&devices, checks)
+        .create(&devices, BackendOptions::from(checks))
         .available()
         .map_err(|e| Stop::from(RuntimeError::from(e)))?;
     let choice = Choice {
@@ -307,7 +316,11 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
         golden_data: a.golden_data,
     };
     let source = Source::choose(&spec, plan, &choice)?;
-    let runtime = prepare(plan, backend, &devices, checks, verbose)?;
+    let options = BackendOptions {
+        checks,
+        sync_each: a.sync_each,
+    };
+    let runtime = prepare(plan, backend, &devices, options, verbose)?;
     let total = cases::count(&source);
     let mut results = Vec::with_capacity(total);
     for (i, case) in cases::cases(&spec, plan, &source).enumerate() {

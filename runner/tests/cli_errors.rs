@@ -205,3 +205,15 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
          install CANN 9.0.0 or later and source its set_env.sh, or use --backend sim"
     );
 }
+
+#[test]
+fn options_of_one_side_are_refused_on_the_other() {
+    refused(
+        &mini("1", &["--sync-each"]),
+        &["--sync-each", "npu backend", "the sim has no stream"],
+    );
+    refused(
+        &mini("1", &["--no-hazard-check", "--trace", "t.json"]),
+        &["--trace", "--no-hazard-check"],
+    );
+}

@@ -114,7 +114,8 @@ pub trait Group: Sync {
         Ok(())
     }
 
-    /// Runs one launch on `rank` with its arguments bound to buffer ids `args`.
+    /// Runs (or, on a device, enqueues) one launch on `rank` with its arguments bound to
+    /// buffer ids `args`. Every launch of a run gets the same `tiling` (the run's extents).
     fn launch(
         &self,
         rank: usize,
@@ -132,6 +133,12 @@ pub trait Group: Sync {
         tp: usize,
         t: usize,
     ) -> Result<(), BackendError>;
+
+    /// Called once on each rank's thread after its last step: waits until everything the
+    /// rank enqueued has run (a device's stream), and reports what failed there.
+    fn finish(&self, _rank: usize) -> Result<(), BackendError> {
+        Ok(())
+    }
 
     /// The current contents of a buffer of `rank`.
     fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError>;

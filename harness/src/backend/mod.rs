@@ -32,16 +32,34 @@ pub enum BackendKind {
     Npu,
 }
 
+/// How a backend runs: what the sim checks (the NPU is the device itself), and whether the
+/// npu backend synchronises after every step instead of once per run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BackendOptions {
+    pub checks: Checks,
+    pub sync_each: bool,
+}
+
+impl From<Checks> for BackendOptions {
+    fn from(checks: Checks) -> Self {
+        BackendOptions {
+            checks,
+            sync_each: false,
+        }
+    }
+}
+
 impl BackendKind {
-    /// The backend, on `devices` (one per TP rank; the sim ignores them), with what the sim
-    /// checks (the NPU is the device itself).
-    pub fn create(self, devices: &[u32], checks: Checks) -> Box<dyn Backend> {
+    /// The backend, on `devices` (one per TP rank; the sim ignores them).
+    pub fn create(self, devices: &[u32], options: BackendOptions) -> Box<dyn Backend> {
         match self {
             BackendKind::Sim => Box::new(sim::Sim {
                 cache_dir: None,
-                checks,
+                checks: options.checks,
             }),
-            BackendKind::Npu => Box::new(npu::Npu::new(devices.to_vec())),
+            BackendKind::Npu => {
+                Box::new(npu::Npu::new(devices.to_vec()).with_sync_each(options.sync_each))
+            }
         }
     }
 }

@@ -454,6 +454,10 @@ impl Runtime {
                 end: start.elapsed(),
             });
         }
+        let last = self.steps.last().map_or(0, |(i, _)| *i);
+        group
+            .finish(rank)
+            .map_err(|e| fail(last, "the stream after the last step".into(), e))?;
         Ok(out)
     }
 }
