@@ -421,26 +421,19 @@ fn cost_command(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
         c.vector_elem_ops / 1e12,
         c.hbm_bytes_per_s / 1e12
     );
-    cost::print(&out.record, 0, c);
+    let timeline = Timeline::of(&out.record);
+    cost::print(&out.record, timeline.as_ref(), 0, c);
     println!("sim wall time {}", secs(out.record.total()));
     if let Some(path) = &a.report {
-        cost::write_report(path, plan.name(), &out.record, 0, c)?;
+        cost::write_report(path, plan.name(), &out.record, timeline.as_ref(), 0, c)?;
         println!("report: {}", path.display());
     }
-    if let Some(path) = &a.trace {
-        let t = Timeline::of(&out.record).expect("the sim's timeline is on");
-        trace::write(path, plan.name(), &t)?;
+    if let (Some(path), Some(t)) = (&a.trace, &timeline) {
+        trace::write(path, plan.name(), t)?;
         println!("trace: {}", path.display());
     }
     if let Some(path) = &a.plot {
-        let costs: Vec<cost::LaunchCost> = out
-            .record
-            .steps
-            .iter()
-            .filter(|s| s.rank == 0)
-            .filter_map(|s| cost::LaunchCost::of(s, c))
-            .collect();
-        launch_plot::write(path, plan.name(), &costs)
+        launch_plot::write(path, plan.name(), &cost::launches(&out.record, 0, c))
             .map_err(|e| Stop::usage(format!("--plot {e}")))?;
         println!("plot: {}", path.display());
     }

@@ -105,15 +105,21 @@ impl LaunchCost {
     }
 }
 
-/// The table for people: one line per launch of `rank`, collectives, totals, flags, and
-/// the five launches that take longest on the modeled timeline.
-pub fn print(record: &RunRecord, rank: usize, chip: &ChipProfile) {
-    let timeline = Timeline::of(record);
-    let mine: Vec<&StepRecord> = record.steps.iter().filter(|s| s.rank == rank).collect();
-    let costs: Vec<LaunchCost> = mine
+/// The costs of `rank`'s launches in `record`, in plan order.
+pub fn launches(record: &RunRecord, rank: usize, chip: &ChipProfile) -> Vec<LaunchCost> {
+    record
+        .steps
         .iter()
+        .filter(|s| s.rank == rank)
         .filter_map(|s| LaunchCost::of(s, chip))
-        .collect();
+        .collect()
+}
+
+/// The table for people: one line per launch of `rank`, collectives, totals, flags, and
+/// (with the run's modeled `timeline`) the chain and the five longest launches.
+pub fn print(record: &RunRecord, timeline: Option<&Timeline>, rank: usize, chip: &ChipProfile) {
+    let mine: Vec<&StepRecord> = record.steps.iter().filter(|s| s.rank == rank).collect();
+    let costs = launches(record, rank, chip);
     let kw = costs
         .iter()
         .map(|c| c.kernel.len())
@@ -148,7 +154,6 @@ pub fn print(record: &RunRecord, rank: usize, chip: &ChipProfile) {
                 cross_rank_bytes,
             } => {
                 let modeled = timeline
-                    .as_ref()
                     .and_then(|t| t.rank(rank).find(|x| x.step == s.step))
                     .map(|x| format!("; modeled {:.1} µs", us(x.time)))
                     .unwrap_or_default();
@@ -254,20 +259,17 @@ pub fn write_report(
     path: &Path,
     variant: &str,
     record: &RunRecord,
+    timeline: Option<&Timeline>,
     rank: usize,
     chip: &ChipProfile,
 ) -> Result<(), Stop> {
-    let timeline = Timeline::of(record);
-    let span = |step: usize| {
-        timeline
-            .as_ref()
-            .and_then(|t| t.rank(rank).find(|x| x.step == step))
-    };
+    let span = |step: usize| timeline.and_then(|t| t.rank(rank).find(|x| x.step == step));
+    let costs = launches(record, rank, chip);
     let steps: Vec<Value> = record
         .steps
         .iter()
         .filter(|s| s.rank == rank)
-        .map(|s| match LaunchCost::of(s, chip) {
+        .map(|s| match costs.iter().find(|c| c.step == s.step) {
             Some(c) => json!({
                 "step": c.step,
                 "stage": c.stage,
@@ -292,20 +294,14 @@ pub fn write_report(
             }),
         })
         .collect();
-    let costs: Vec<LaunchCost> = record
-        .steps
-        .iter()
-        .filter(|s| s.rank == rank)
-        .filter_map(|s| LaunchCost::of(s, chip))
-        .collect();
     let doc = json!({
         "variant": variant,
         "rank": rank,
         "steps": steps,
         "launches": costs.len(),
         "roofline_us": costs.iter().map(|c| us(c.roofline)).sum::<f64>(),
-        "modeled_us": timeline.as_ref().map(|t| us(t.total)),
-        "launch_gap_us": timeline.as_ref().map(|t| us(t.chip.launch_gap)),
+        "modeled_us": timeline.map(|t| us(t.total)),
+        "launch_gap_us": timeline.map(|t| us(t.chip.launch_gap)),
     });
     let text = serde_json::to_string_pretty(&doc).expect("JSON serialises");
     std::fs::write(path, text + "\n")

@@ -13,7 +13,7 @@ use harness::runtime::{RunRecord, StepKind};
 
 /// One step of a rank on the modeled timeline.
 #[derive(Debug, Clone)]
-pub struct Span {
+pub struct Span<'a> {
     pub rank: usize,
     pub step: usize,
     pub stage: &'static str,
@@ -23,24 +23,24 @@ pub struct Span {
     pub time: Duration,
     /// What bounds it: the kernel's busiest resource, or "interconnect".
     pub bound: &'static str,
-    /// The launch's modeled kernel (with its calls when traced).
-    pub kernel: Option<KernelTime>,
+    /// The launch's modeled kernel (with its calls when traced), as the record holds it.
+    pub kernel: Option<&'a KernelTime>,
 }
 
 /// A run on the modeled timeline.
 #[derive(Debug, Clone)]
-pub struct Timeline {
+pub struct Timeline<'a> {
     pub chip: ChipTiming,
     /// Every rank's steps in plan order.
-    pub spans: Vec<Span>,
+    pub spans: Vec<Span<'a>>,
     /// The last rank's end.
     pub total: Duration,
 }
 
-impl Timeline {
+impl<'a> Timeline<'a> {
     /// The modeled timeline of `record`, or `None` when its launches carry no modeled time
     /// (the npu backend, or the sim without its timeline).
-    pub fn of(record: &RunRecord) -> Option<Timeline> {
+    pub fn of(record: &'a RunRecord) -> Option<Timeline<'a>> {
         let chip = record.steps.iter().find_map(|s| match &s.kind {
             StepKind::Launch {
                 counters: Some(c), ..
@@ -61,7 +61,7 @@ impl Timeline {
                     StepKind::Launch {
                         kernel, counters, ..
                     } => {
-                        let t = counters.as_ref().and_then(|c| c.time.clone())?;
+                        let t = counters.as_ref().and_then(|c| c.time.as_ref())?;
                         let start = clock[s.rank] + chip.launch_gap;
                         (*kernel, start, t.duration(), t.bound(), Some(t))
                     }
@@ -92,7 +92,7 @@ impl Timeline {
     }
 
     /// The spans of `rank`.
-    pub fn rank(&self, rank: usize) -> impl Iterator<Item = &Span> {
+    pub fn rank(&self, rank: usize) -> impl Iterator<Item = &Span<'a>> {
         self.spans.iter().filter(move |s| s.rank == rank)
     }
 

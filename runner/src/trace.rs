@@ -3,9 +3,9 @@
 //! in it a `stream` track (one slice per launch and collective) and one track per (core,
 //! pipe) with every call of the sim — the swimlane msprof and pypto draw.
 
+use std::collections::HashSet;
 use std::path::Path;
 
-use harness::kernel_library::Pipe;
 use serde_json::{Value, json};
 
 use crate::modeled::Timeline;
@@ -26,20 +26,22 @@ pub fn write(path: &Path, title: &str, timeline: &Timeline) -> Result<(), Stop> 
 pub fn document(title: &str, timeline: &Timeline) -> Value {
     let clock = timeline.chip.clock_hz;
     let mut events: Vec<Value> = Vec::new();
-    let mut named: Vec<(u64, u64)> = Vec::new();
-    let mut name_track = |events: &mut Vec<Value>, pid: u64, tid: u64, name: String| {
-        if !named.contains(&(pid, tid)) {
-            named.push((pid, tid));
-            events.push(
-                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+    // Each track is named once, when its first event comes (the name built only then).
+    let mut named: HashSet<(u64, u64)> = HashSet::new();
+    let mut name_track =
+        |events: &mut Vec<Value>, pid: u64, tid: u64, name: &dyn Fn() -> String| {
+            if named.insert((pid, tid)) {
+                let name = name();
+                events.push(
+                    json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                                "args": {"name": name}}),
-            );
-            events.push(
-                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                );
+                events.push(
+                    json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                                "args": {"sort_index": tid}}),
-            );
-        }
-    };
+                );
+            }
+        };
     let ranks: Vec<usize> = {
         let mut r: Vec<usize> = timeline.spans.iter().map(|s| s.rank).collect();
         r.sort_unstable();
@@ -50,7 +52,7 @@ pub fn document(title: &str, timeline: &Timeline) -> Value {
         let pid = rank as u64;
         events.push(json!({"ph": "M", "name": "process_name", "pid": pid,
                            "args": {"name": format!("{title} rank {rank}")}}));
-        name_track(&mut events, pid, STREAM, "stream".into());
+        name_track(&mut events, pid, STREAM, &|| "stream".into());
         for s in timeline.rank(rank) {
             let start_ps = ps(s.start.as_secs_f64());
             events.push(slice(
@@ -69,17 +71,14 @@ pub fn document(title: &str, timeline: &Timeline) -> Value {
             for c in &k.calls {
                 let (base, label) = &labels[c.core as usize];
                 let tid = base + c.pipe as u64;
-                name_track(
-                    &mut events,
-                    pid,
-                    tid,
-                    format!("{label} · {}", c.pipe.name()),
-                );
+                name_track(&mut events, pid, tid, &|| {
+                    format!("{label} · {}", c.pipe.name())
+                });
                 let a = ps(origin + f64::from(c.start) / clock);
                 let b = ps(origin + f64::from(c.start + c.cycles) / clock);
                 events.push(slice(
                     c.api,
-                    pipe_category(c.pipe),
+                    c.pipe.resource(),
                     pid,
                     tid,
                     a,
@@ -108,10 +107,6 @@ fn slice(
 ) -> Value {
     json!({"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid,
            "ts": start_ps as f64 / 1e6, "dur": dur_ps as f64 / 1e6, "args": args})
-}
-
-fn pipe_category(p: Pipe) -> &'static str {
-    p.resource()
 }
 
 /// Each core of a launch as a physical core, numbered per kind in launch order (MIX block

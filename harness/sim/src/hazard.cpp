@@ -217,8 +217,7 @@ struct LaunchHazards {
     uint32_t cores = 0;
     uint32_t width = 0; // clock entries: cores * kPipes, then the time entry
     uint32_t tIdx = 0;  // the time entry: the cycle by which everything the clock names is done
-    std::mutex timesMu;
-    std::vector<CoreTime> times; // by core, written as each core ends
+    std::vector<CoreTime> times; // by core, each slot written by its own core as it ends
     std::vector<GmShadow> gm;
     std::mutex stripe[kStripes];
     std::vector<std::vector<GStamp>> spill[kStripes];
@@ -424,7 +423,7 @@ void EndOp()
     const int p = static_cast<int>(h.pipe);
     const uint32_t issue = h.Issue();
     const uint32_t start = std::max({issue, h.pipeFree[p], h.Know(h.pipe)[h.L->tIdx]});
-    const OpTime t = Cost(h.api, h.pipe, h.work, h.L->cores);
+    const OpTime t = Cost(h.api, h.apiId, h.pipe, h.work, h.L->cores);
     const uint32_t cycles = static_cast<uint32_t>(std::ceil(t.cycles));
     h.pipeFree[p] = start + cycles;
     h.done[p] = std::max(h.done[p], start + cycles + static_cast<uint32_t>(t.latency));
@@ -825,7 +824,6 @@ void HazardCoreEnd(bool returned)
         for (int p = 0; p < kPipes; ++p) {
             h->time.end = std::max(h->time.end, h->done[p]);
         }
-        std::lock_guard<std::mutex> g(h->L->timesMu);
         h->L->times[h->self] = std::move(h->time);
     }
     delete h;

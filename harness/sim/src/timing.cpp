@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <unordered_set>
+#include <vector>
 
 #include "kernel_operator.h"
 
@@ -27,7 +28,6 @@ const ChipTiming kDavC220 = {
     /*l0aBytesPerCycle*/ 1e6 / (1.12719 * 2000.0), /*l0aHead*/ 0.015 * 2000.0,
     /*l0bBytesPerCycle*/ 1e6 / (2.05893 * 2000.0), /*l0bHead*/ 0.012 * 2000.0,
     /*mmadHead*/ 0.0107 * 2000.0,
-    /*scalarGmMiss*/ 1400.0,
     /*scalarHit*/ 4.0,
     /*issue*/ 1.0,
     // 392 GB/s HCCS per NPU in an 8-NPU full mesh (Atlas 800T A2 datasheet figure, as
@@ -39,52 +39,61 @@ const ChipTiming kDavC220 = {
 
 namespace {
 
+// Linear cost of a vector API: `head` cycles plus `k` cycles per element of the lane width
+// (16-bit: 128 lanes per 256-byte repeat, 32-bit: 64).
+struct VecCost {
+    const char* api;
+    double kF16;
+    double kF32;
+    double head;
+};
+
 // [ge] v1 table, `float16tofloat16` and `float32tofloat32` (k per element, b); the rows
-// marked assumed have no entry there and borrow the named API's figures.
+// marked "assumed" have no entry there and borrow the named API's figures.
 const VecCost kVec[] = {
-    {"Abs", 0.0077, 0.0147, 20.06, false},
-    {"Add", 0.0103, 0.0206, 23.22, false},
-    {"Adds", 0.0071, 0.0141, 22.09, false},
-    {"BlockReduceMax", 0.0547, 0.0198, 16.74, false},
-    {"BlockReduceSum", 0.0547, 0.0198, 16.74, true}, // as BlockReduceMax
-    {"Brcb", 0.0074, 0.0146, 13.07, false},
-    {"Cast", 0.0087, 0.0147, 20.44, false},    // f32→f16 / f16→f32 rows
-    {"Compare", 0.0155, 0.0310, 21.03, false}, // CompareXXAligned
-    {"DataCopy", 0.0076, 0.0152, 11.64, false}, // Ub2ub
-    {"Div", 0.0460, 0.0454, 29.12, false},
-    {"Duplicate", 0.0078, 0.0156, 17.00, false},
-    {"Exp", 0.0311, 0.0307, 28.04, false},
-    {"Gather", 0.1873, 0.1875, 17.02, false},
-    {"GatherMask", 0.0156, 0.0313, 14.02, false},
-    {"Ln", 0.0311, 0.0307, 28.04, true}, // as Exp
-    {"Max", 0.0111, 0.0215, 20.13, false},
-    {"Maxs", 0.0071, 0.0141, 20.09, false},
-    {"Min", 0.0111, 0.0215, 20.13, false},
-    {"Mins", 0.0071, 0.0142, 20.09, false},
-    {"MrgSort", 0.1873, 0.1875, 17.02, true}, // as Gather (per element moved)
-    {"Mul", 0.0110, 0.0206, 23.23, false},
-    {"Muls", 0.0071, 0.0142, 23.10, false},
-    {"Reciprocal", 0.0078, 0.0146, 21.06, false},
-    {"ReduceMax", 0.0547, 0.1094, 21.00, true}, // as WholeReduceMax
-    {"ReduceSum", 0.0547, 0.1094, 35.00, true}, // as WholeReduceSum
-    {"Relu", 0.0077, 0.0154, 20.02, false},
-    {"Rsqrt", 0.0071, 0.0143, 21.10, false},
-    {"Select", 0.0118, 0.0229, 45.97, false},
-    {"Sort32", 0.1873, 0.1875, 17.02, true}, // as Gather
-    {"Sqrt", 0.0312, 0.0313, 29.01, false},
-    {"Sub", 0.0107, 0.0213, 22.13, false},
-    {"WholeReduceMax", 0.0547, 0.1094, 21.00, false},
-    {"WholeReduceSum", 0.0547, 0.1094, 35.00, false},
+    {"Abs", 0.0077, 0.0147, 20.06},
+    {"Add", 0.0103, 0.0206, 23.22},
+    {"Adds", 0.0071, 0.0141, 22.09},
+    {"BlockReduceMax", 0.0547, 0.0198, 16.74},
+    {"BlockReduceSum", 0.0547, 0.0198, 16.74}, // assumed: as BlockReduceMax
+    {"Brcb", 0.0074, 0.0146, 13.07},
+    {"Cast", 0.0087, 0.0147, 20.44},     // f32→f16 / f16→f32 rows
+    {"Compare", 0.0155, 0.0310, 21.03},  // CompareXXAligned
+    {"DataCopy", 0.0076, 0.0152, 11.64}, // Ub2ub
+    {"Div", 0.0460, 0.0454, 29.12},
+    {"Duplicate", 0.0078, 0.0156, 17.00},
+    {"Exp", 0.0311, 0.0307, 28.04},
+    {"Gather", 0.1873, 0.1875, 17.02},
+    {"GatherMask", 0.0156, 0.0313, 14.02},
+    {"Ln", 0.0311, 0.0307, 28.04}, // assumed: as Exp
+    {"Max", 0.0111, 0.0215, 20.13},
+    {"Maxs", 0.0071, 0.0141, 20.09},
+    {"Min", 0.0111, 0.0215, 20.13},
+    {"Mins", 0.0071, 0.0142, 20.09},
+    {"MrgSort", 0.1873, 0.1875, 17.02}, // assumed: as Gather (per element moved)
+    {"Mul", 0.0110, 0.0206, 23.23},
+    {"Muls", 0.0071, 0.0142, 23.10},
+    {"Reciprocal", 0.0078, 0.0146, 21.06},
+    {"ReduceMax", 0.0547, 0.1094, 21.00}, // assumed: as WholeReduceMax
+    {"ReduceSum", 0.0547, 0.1094, 35.00}, // assumed: as WholeReduceSum
+    {"Relu", 0.0077, 0.0154, 20.02},
+    {"Rsqrt", 0.0071, 0.0143, 21.10},
+    {"Select", 0.0118, 0.0229, 45.97},
+    {"Sort32", 0.1873, 0.1875, 17.02}, // assumed: as Gather
+    {"Sqrt", 0.0312, 0.0313, 29.01},
+    {"Sub", 0.0107, 0.0213, 22.13},
+    {"WholeReduceMax", 0.0547, 0.1094, 21.00},
+    {"WholeReduceSum", 0.0547, 0.1094, 35.00},
 };
 // Any other vector call: [ge] "Copy" (assumed).
-const VecCost kVecDefault = {"(other)", 0.0078, 0.0157, 13.0, true};
+const VecCost kVecDefault = {"(other)", 0.0078, 0.0157, 13.0};
 
-// Per core (one thread per core for the launch): the 64-byte lines its scalar unit read.
+// Per core (one thread per core for the launch): the 64-byte lines its scalar unit read,
+// and the vector table's row of each API by the checker's API id.
 thread_local std::unordered_set<uint64_t> tlsScalarLines;
+thread_local std::vector<const VecCost*> tlsVecRows;
 
-} // namespace
-
-const VecCost& VectorCost(const char* api)
+const VecCost& LookUp(const char* api)
 {
     for (const VecCost& c : kVec) {
         if (std::strcmp(c.api, api) == 0) {
@@ -94,12 +103,29 @@ const VecCost& VectorCost(const char* api)
     return kVecDefault;
 }
 
+// apiId 0 is the checker's "no id" (its table full): looked up every time.
+const VecCost& VectorCost(const char* api, uint16_t apiId)
+{
+    if (apiId == 0) {
+        return LookUp(api);
+    }
+    if (apiId >= tlsVecRows.size()) {
+        tlsVecRows.resize(apiId + 1, nullptr);
+    }
+    const VecCost*& row = tlsVecRows[apiId];
+    if (row == nullptr) {
+        row = &LookUp(api);
+    }
+    return *row;
+}
+
+} // namespace
+
 void WorkVector(uint64_t repeats, uint32_t lanes)
 {
     if (OpWork* w = OpenWork()) {
         w->vecRepeats += static_cast<double>(repeats);
         w->vecLanes = std::max(w->vecLanes, lanes);
-        w->vecReported = true;
     }
 }
 
@@ -138,21 +164,21 @@ void WorkMmad(uint32_t m, uint32_t n, uint32_t k, uint32_t kPerCycle)
     }
 }
 
-OpTime Cost(const char* api, Pipe pipe, const OpWork& w, uint32_t cores)
+OpTime Cost(const char* api, uint16_t apiId, Pipe pipe, const OpWork& w, uint32_t cores)
 {
     const ChipTiming& c = kDavC220;
     double n = std::max<uint32_t>(cores, 1);
     switch (pipe) {
         case Pipe::V: {
-            const VecCost& v = VectorCost(api);
+            const VecCost& v = VectorCost(api, apiId);
             double repeats = w.vecRepeats;
             uint32_t lanes = w.vecLanes;
-            if (!w.vecReported) { // calls without an engine report: their UB bytes
+            if (lanes == 0) { // calls without an engine report: their UB bytes, 32-bit lanes
                 repeats = std::ceil(double(std::max(w.ubRead, w.ubWrite)) / 256.0);
                 lanes = 64;
             }
             double k = lanes >= 128 ? v.kF16 : v.kF32;
-            return {v.head + k * repeats * (lanes ? lanes : 64), 0};
+            return {v.head + k * repeats * lanes, 0};
         }
         case Pipe::MTE2: {
             if (w.gmHbmRead + w.gmL2Read == 0) { // local fills (Fill into L1)
@@ -177,7 +203,7 @@ OpTime Cost(const char* api, Pipe pipe, const OpWork& w, uint32_t cores)
         case Pipe::M:
             return {c.mmadHead + w.cubeCycles, 0};
         case Pipe::S:
-            return {w.scalarMiss * c.scalarGmMiss + std::max<double>(double(w.scalarHit), 1.0) * c.scalarHit, 0};
+            return {w.scalarMiss * c.gmReadLatency + std::max<double>(double(w.scalarHit), 1.0) * c.scalarHit, 0};
     }
     return {0, 0};
 }

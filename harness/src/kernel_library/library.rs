@@ -1,5 +1,6 @@
 //! A loaded sim library and kernel launches on raw GM byte buffers.
 
+use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -370,7 +371,7 @@ impl SimLibrary {
         let mut traffic = vec![ffi::SimArgTraffic::default(); raw.len()];
         let per_block = if mode == CoreMode::Mix { 3 } else { 1 };
         let mut times = vec![ffi::SimCoreTiming::default(); block_dim as usize * per_block];
-        let mut calls: Vec<TimedCall> = Vec::new();
+        let mut recorder = Recorder::default();
         let on_call: Option<ffi::CallFn> = self.checks.trace.then_some(record_call as ffi::CallFn);
         let mut err = vec![0u8; 16 * 1024];
         // SAFETY: every pointer outlives the call; buffers are exclusively borrowed (or
@@ -388,7 +389,7 @@ impl SimLibrary {
                 traffic.as_mut_ptr(),
                 times.as_mut_ptr(),
                 on_call,
-                (&raw mut calls).cast::<c_void>(),
+                (&raw mut recorder).cast::<c_void>(),
                 err.as_mut_ptr().cast::<c_char>(),
                 err.len() as u64,
             )
@@ -441,7 +442,7 @@ impl SimLibrary {
                             l2_bytes: t.l2_bytes,
                         })
                         .collect(),
-                    calls,
+                    calls: recorder.calls,
                 }),
             }),
             ffi::LAUNCH_TRAP => Err(SimError::Trap {
@@ -453,7 +454,15 @@ impl SimLibrary {
     }
 }
 
-/// The sim's `onCall`: appends one call to the `Vec<TimedCall>` behind `ctx`.
+/// The calls of a traced launch, and each API name's `'static` copy by the sim's pointer
+/// (the names are literals: one lookup in the process-wide set per name, not per call).
+#[derive(Default)]
+struct Recorder {
+    calls: Vec<TimedCall>,
+    names: HashMap<usize, &'static str>,
+}
+
+/// The sim's `onCall`: appends one call to the [`Recorder`] behind `ctx`.
 unsafe extern "C" fn record_call(
     ctx: *mut c_void,
     core: u32,
@@ -462,15 +471,18 @@ unsafe extern "C" fn record_call(
     start: u32,
     cycles: u32,
 ) {
-    // SAFETY: `ctx` is the `&mut Vec<TimedCall>` launch_measured passed, alive for the call
-    // (the sim calls back on the launching thread, after its cores joined); `api` is a C
-    // string literal of the sim.
-    let calls = unsafe { &mut *ctx.cast::<Vec<TimedCall>>() };
-    let api = unsafe { std::ffi::CStr::from_ptr(api) }.to_string_lossy();
-    calls.push(TimedCall {
+    // SAFETY: `ctx` is the `&mut Recorder` launch_measured passed, alive for the call (the
+    // sim calls back on the launching thread, after its cores joined); `api` is a C string
+    // literal of the sim.
+    let r = unsafe { &mut *ctx.cast::<Recorder>() };
+    let api = *r
+        .names
+        .entry(api as usize)
+        .or_insert_with(|| intern(&unsafe { std::ffi::CStr::from_ptr(api) }.to_string_lossy()));
+    r.calls.push(TimedCall {
         core,
         pipe: Pipe::from_index(pipe),
-        api: intern(&api),
+        api,
         start,
         cycles,
     });

@@ -57,23 +57,13 @@ fn here() -> PathBuf {
 /// The CPU model's files (harness/sim), sorted: the fake device runs kernels in it, so a
 /// change there must not hit a kernel library built with the old one.
 fn sim_sources() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/sim"),
-        &mut files,
-    );
-    files.sort();
-    files
+    walkdir::WalkDir::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/sim"))
+        .sort_by_file_name()
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(walkdir::DirEntry::into_path)
+        .collect()
 }
 
 fn run(cmd: &mut Command) {

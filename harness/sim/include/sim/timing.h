@@ -27,15 +27,6 @@ namespace sim {
 
 enum class Pipe : uint8_t;
 
-// Linear cost of a vector API: `head` cycles plus `perRepeat` cycles per 256-byte repeat.
-struct VecCost {
-    const char* api;
-    double kF16; // cycles per element, 16-bit lanes (128 per repeat)
-    double kF32; // cycles per element, 32-bit lanes (64 per repeat)
-    double head;
-    bool assumed; // no published figure: borrowed from the API named in timing.cpp
-};
-
 // The dav-c220 (Atlas A2 / 910B) table. Sources, by key:
 //  [ge]    hicann/ge compiler/graph/optimize/autofuse/att/gen_model_info/api_perf_register/
 //          v1/perf_param_v1.cpp (Huawei's fitted per-API costs for A2/A3, cycles: vector APIs
@@ -70,8 +61,7 @@ struct ChipTiming {
     // Cube: one b16 fractal step (16×16×16 MACs) per cycle [doc]; int8 16×32×16; fp32 at a
     // quarter of the b16 MAC rate [doc, Mmad dtype table]; head [pypto] A_MUL_B 0.0107 µs
     double mmadHead;
-    // Scalar unit
-    double scalarGmMiss;  // a scalar GM read of a line this core has not read: gmReadLatency
+    // Scalar unit (a GM read of a line the core has not read costs gmReadLatency)
     double scalarHit;     // [assumed] 4 cycles: a scalar data-cache hit, a UB scalar access
     double issue;         // [assumed] 1 cycle for the scalar unit to issue one instruction
     // Interconnect (HCCS) for the TP collectives
@@ -81,15 +71,11 @@ struct ChipTiming {
 
 extern const ChipTiming kDavC220;
 
-// The cost of one vector API (the table's entry, or its stated stand-in).
-const VecCost& VectorCost(const char* api);
-
 // What the open call did, reported while it runs (sim/hazard.cpp keeps one per core).
 struct OpWork {
     double vecRepeats = 0;  // 256-byte repeats (exact: reported by the vector engines)
-    uint32_t vecLanes = 0;  // lanes per repeat of those repeats (64: 32-bit, 128: 16-bit)
-    bool vecReported = false;
-    uint64_t ubRead = 0, ubWrite = 0; // UB bytes the call touched (the fallback measure)
+    uint32_t vecLanes = 0;  // lanes per repeat of those repeats (64: 32-bit, 128: 16-bit; 0: none reported)
+    uint64_t ubRead = 0, ubWrite = 0; // UB bytes the call touched (the measure when none is reported)
     uint64_t gmHbmRead = 0, gmL2Read = 0, gmWrite = 0;
     const uint8_t* burstStart = nullptr; // the previous GM burst of the call
     const uint8_t* burstEnd = nullptr;
@@ -106,12 +92,13 @@ void WorkGm(const uint8_t* p, uint64_t len, bool write, uint64_t fresh);
 void WorkMmad(uint32_t m, uint32_t n, uint32_t k, uint32_t kPerCycle);
 
 // Cycles the call occupies its pipe and the latency after which its result is visible,
-// for a launch of `cores` cores.
+// for a launch of `cores` cores. `apiId` is the checker's id of `api` (the vector table is
+// looked up once per API and core).
 struct OpTime {
     double cycles;
     double latency;
 };
-OpTime Cost(const char* api, Pipe pipe, const OpWork& w, uint32_t cores);
+OpTime Cost(const char* api, uint16_t apiId, Pipe pipe, const OpWork& w, uint32_t cores);
 
 } // namespace sim
 } // namespace AscendC
