@@ -19,7 +19,7 @@ use crate::cases::{self, Choice, Source};
 use crate::layer::{self, CaseResult, secs};
 use crate::modeled::Timeline;
 use crate::stop::Stop;
-use crate::{cost, launch_plot, progress, report, trace, variant};
+use crate::{cost, launch_plot, measured, modeled, progress, report, trace, variant};
 
 #[derive(Parser)]
 #[command(
@@ -49,9 +49,12 @@ enum Command {
     /// chip, and the modeled device time of the sim's timeline with what bounds it (README
     /// "Modeled time": the model, its constants and their sources).
     Cost(CostArgs),
-    /// Time the layer on the sim (sim wall time, not device time: see `cost`) with its
-    /// ordering checker and timeline, with the checker only, and with neither, against the
-    /// golden on the same inputs (medians).
+    /// Time the layer. On the sim (the default): sim wall time (not device time: see
+    /// `cost`) with the ordering checker and timeline, with the checker only, and with
+    /// neither, against the golden on the same inputs (medians). With --backend npu: the
+    /// device's own time from events around every launch and collective, over --warmup
+    /// untimed and --reps timed steps, per step of rank 0 and per layer (medians), next to
+    /// the modeled time of a sim run of the same case and their ratio.
     Bench(BenchArgs),
 }
 
@@ -66,17 +69,8 @@ struct RunArgs {
     /// The spec whose generated plan runs (default specs/<layer>.yaml).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
-    /// sim (the CPU model) or npu (CANN).
-    #[arg(long, default_value = "sim")]
-    backend: String,
-    /// Device ids, one per rank (default 0,…,TP−1).
-    #[arg(
-        short = 'd',
-        long = "devices",
-        value_name = "0,1,…",
-        allow_hyphen_values = true
-    )]
-    devices: Option<String>,
+    #[command(flatten)]
+    placement: Placement,
     /// One start (batch 1) or one per request (every rank gets the list). Default: the
     /// reference's start set of the layer tiled over the requests, each start clipped to the
     /// spec's max_positions − decode_seq.
@@ -117,6 +111,27 @@ struct RunArgs {
     /// its step at once) instead of once per run after the last step.
     #[arg(long = "sync-each")]
     sync_each: bool,
+    /// npu: capture the first run's step as an ACL graph (aclmdlRICaptureBegin/End) and
+    /// replay it (aclmdlRIExecuteAsync) for every later run, on the same device buffers,
+    /// into which each run uploads its inputs first. Needs CANN 8.1.RC1 or later.
+    #[arg(long)]
+    graph: bool,
+}
+
+/// Where a layer runs.
+#[derive(Args)]
+struct Placement {
+    /// sim (the CPU model) or npu (CANN; `bench` then measures the device's own time).
+    #[arg(long, default_value = "sim")]
+    backend: String,
+    /// npu: device ids, one per rank (default 0,…,TP−1).
+    #[arg(
+        short = 'd',
+        long = "devices",
+        value_name = "0,1,…",
+        allow_hyphen_values = true
+    )]
+    devices: Option<String>,
 }
 
 #[derive(Args)]
@@ -150,15 +165,31 @@ struct CostArgs {
 
 #[derive(Args)]
 struct BenchArgs {
+    /// The layer kind of the spec: swa, hca or csa.
     #[arg(long, default_value = "swa")]
     layer: String,
+    /// TP degree: one rank per device.
     #[arg(long, default_value_t = 2)]
     tp: usize,
+    /// The spec whose generated plan runs (default specs/<layer>.yaml).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
-    /// Repetitions of each side.
+    #[command(flatten)]
+    placement: Placement,
+    /// sim: repetitions of each side. npu: timed steps.
     #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// npu: untimed steps first (kernel loading, caches, the graph's capture); default 2.
+    #[arg(long, value_name = "N")]
+    warmup: Option<usize>,
+    /// npu: replay a captured graph (see `run --graph`); the device then times the layer
+    /// as a whole, not each step.
+    #[arg(long)]
+    graph: bool,
+    /// npu: write the last timed step's measured launches and collectives as a
+    /// Chrome/Perfetto trace, on the modeled trace's track layout (a stream track per rank).
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
     /// Tokens per rank (default: the capacity).
     #[arg(long, value_name = "N")]
     tokens: Option<usize>,
@@ -280,8 +311,8 @@ fn target(
 
 fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
     let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
-    let backend: BackendKind = a.backend.parse().map_err(Stop::usage)?;
-    let devices = devices(a.devices.as_deref(), plan.abi.tp)?;
+    let backend: BackendKind = a.placement.backend.parse().map_err(Stop::usage)?;
+    let devices = devices(a.placement.devices.as_deref(), plan.abi.tp)?;
     if a.no_hazard_check && backend != BackendKind::Sim {
         return Err(Stop::usage(
             "--no-hazard-check turns off a check of the sim; the npu backend has none",
@@ -300,11 +331,7 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
             ..Checks::default()
         }
     };
-    if a.sync_each && backend != BackendKind::Npu {
-        return Err(Stop::usage(
-            "--sync-each synchronises the npu backend's stream after every step; the sim has no stream",
-        ));
-    }
+    npu_modes(backend, a.sync_each, a.graph)?;
     backend
         .create(&devices, BackendOptions::from(checks))
         .available()
@@ -319,6 +346,7 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
     let options = BackendOptions {
         checks,
         sync_each: a.sync_each,
+        graph: a.graph,
     };
     let runtime = prepare(plan, backend, &devices, options, verbose)?;
     let total = cases::count(&source);
@@ -344,6 +372,12 @@ fn run(a: RunArgs, verbose: bool) -> Result<u8, Stop> {
         }
         let result = layer::judge(&runtime, &spec, &case, &want, golden)?;
         layer::print(&result);
+        if let Some(d) = result.record.device {
+            println!(
+                "  measured device time {:.1} µs (the device's events, slowest rank; `bench --backend npu` for each step)",
+                modeled::us(d)
+            );
+        }
         if let Some(t) = Timeline::of(&result.record) {
             println!("  {}", t.summary());
             if let Some(path) = &a.trace {
@@ -440,11 +474,48 @@ fn cost_command(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
     Ok(0)
 }
 
+/// Refuses the npu backend's execution modes elsewhere and together.
+fn npu_modes(backend: BackendKind, sync_each: bool, graph: bool) -> Result<(), Stop> {
+    if sync_each && backend != BackendKind::Npu {
+        return Err(Stop::usage(
+            "--sync-each synchronises the npu backend's stream after every step; the sim has no stream",
+        ));
+    }
+    if graph && backend != BackendKind::Npu {
+        return Err(Stop::usage(
+            "--graph replays a captured ACL graph on the npu backend; the sim runs each launch itself",
+        ));
+    }
+    if graph && sync_each {
+        return Err(Stop::usage(
+            "--graph and --sync-each exclude each other: a replayed graph runs its steps without the host",
+        ));
+    }
+    Ok(())
+}
+
 fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     if a.reps == 0 {
         return Err(Stop::usage("--reps must be at least 1"));
     }
+    let backend: BackendKind = a.placement.backend.parse().map_err(Stop::usage)?;
+    npu_modes(backend, false, a.graph)?;
+    if backend == BackendKind::Sim {
+        let npu_only = [
+            ("-d/--devices", a.placement.devices.is_some()),
+            ("--trace", a.trace.is_some()),
+            ("--warmup", a.warmup.is_some()),
+        ];
+        if let Some((flag, _)) = npu_only.iter().find(|(_, given)| *given) {
+            return Err(Stop::usage(format!(
+                "{flag} is an option of bench --backend npu (the sim's bench times wall clock; `cost --trace` draws the modeled timeline)"
+            )));
+        }
+    }
     let (plan, spec) = target(&a.layer, a.tp, a.spec.as_deref())?;
+    if backend == BackendKind::Npu {
+        return bench_npu(a, plan, &spec, verbose);
+    }
     let source = Source::choose(
         &spec,
         plan,
@@ -506,7 +577,7 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     let line = |name: &str, v: &[Duration]| {
         println!(
             "  {name} median {}  (min {}, max {})",
-            secs(median(v)),
+            secs(measured::median(v)),
             secs(*v.iter().min().expect("reps ≥ 1")),
             secs(*v.iter().max().expect("reps ≥ 1"))
         );
@@ -516,7 +587,7 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     line("sim (unchecked)        ", &bare);
     line("golden                 ", &gold);
     let ratio = |x: &[Duration], y: &[Duration]| {
-        median(x).as_secs_f64() / median(y).as_secs_f64().max(1e-9)
+        measured::median(x).as_secs_f64() / measured::median(y).as_secs_f64().max(1e-9)
     };
     println!(
         "  timeline overhead: {:.2}× · checker overhead: {:.2}× · sim / golden: {:.2}×",
@@ -531,7 +602,7 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
                 .iter()
                 .filter_map(|r| r.iter().find(|(s, _)| s == stage).map(|(_, w)| *w))
                 .collect();
-            format!("{stage} {}", secs(median(&walls)))
+            format!("{stage} {}", secs(measured::median(&walls)))
         })
         .collect();
     println!("  stage medians (checked): {}", stages.join(" · "));
@@ -541,10 +612,97 @@ fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     Ok(if verdict.pass() { 0 } else { 1 })
 }
 
-fn median(v: &[Duration]) -> Duration {
-    let mut s = v.to_vec();
-    s.sort();
-    s[s.len() / 2]
+/// `bench --backend npu`: warm-up and timed steps on the device, against the modeled time.
+fn bench_npu(
+    a: BenchArgs,
+    plan: &'static VariantPlan,
+    spec: &LayerSpec,
+    verbose: bool,
+) -> Result<u8, Stop> {
+    let devices = devices(a.placement.devices.as_deref(), plan.abi.tp)?;
+    let options = BackendOptions {
+        graph: a.graph,
+        ..BackendOptions::default()
+    };
+    BackendKind::Npu
+        .create(&devices, options)
+        .available()
+        .map_err(|e| Stop::from(RuntimeError::from(e)))?;
+    let source = Source::choose(
+        spec,
+        plan,
+        &Choice {
+            tokens: Some(a.tokens.unwrap_or(plan.deployment.local_t)),
+            ..Choice::default()
+        },
+    )?;
+    let case = cases::cases(spec, plan, &source)
+        .next()
+        .expect("one case")?;
+    let warmup = a.warmup.unwrap_or(2);
+    let built = Instant::now();
+    let npu = prepare(plan, BackendKind::Npu, &devices, options, verbose)?;
+    let built = built.elapsed();
+    let mode = if a.graph {
+        "graph replay"
+    } else {
+        "stream order"
+    };
+    println!(
+        "bench {} ({}) on npu ({mode}, devices {devices:?}): {}, {} warm-up + {} timed step(s); kernels built or found in {}",
+        plan.name(),
+        plan.spec.path,
+        case.label,
+        warmup,
+        a.reps,
+        secs(built)
+    );
+    // The modeled side: one sim run of the same case with its timeline.
+    let sim = prepare(plan, BackendKind::Sim, &devices, Checks::default(), verbose)?;
+    let modeled_run = sim.run(&case.inputs)?;
+    let modeled = Timeline::of(&modeled_run.record);
+    for _ in 0..warmup {
+        npu.run(&case.inputs)?;
+    }
+    let mut timed = Vec::with_capacity(a.reps);
+    let mut verdict = None;
+    for rep in 0..a.reps {
+        let out = npu.run(&case.inputs)?;
+        timed.push(out.record.clone());
+        if rep == 0 {
+            let (want, golden) = layer::expected(spec, &case)?;
+            verdict = Some(layer::verdict(spec, &case, out, &want, golden)?);
+        }
+    }
+    let rows = measured::rows(&timed, modeled.as_ref());
+    measured::print(&rows, measured::layer(&timed), modeled.as_ref());
+    if a.graph {
+        println!(
+            "  (a replayed graph is timed as a whole: run without --graph for each step's time)"
+        );
+    }
+    if let Some(path) = &a.trace {
+        let last = timed.last().expect("reps ≥ 1");
+        trace::write_measured(path, plan.name(), last)?;
+        println!("  trace: {}", path.display());
+    }
+    let verdict = verdict.expect("reps ≥ 1");
+    println!("  verdict of timed step 1:");
+    layer::print(&verdict);
+    Ok(if verdict.pass() { 0 } else { 1 })
+}
+
+/// `path` for run 1, and `path` with `.run<n>` before its extension for run n > 1.
+fn nth_file(path: &Path, n: usize) -> PathBuf {
+    if n == 1 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.run{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.run{n}"),
+    };
+    path.with_file_name(name)
 }
 
 #[cfg(test)]
@@ -576,17 +734,4 @@ mod tests {
         assert!(!line.contains('\n'));
         assert!(line.contains("--bogus"), "{line}");
     }
-}
-
-/// `path` for run 1, and `path` with `.run<n>` before its extension for run n > 1.
-fn nth_file(path: &Path, n: usize) -> PathBuf {
-    if n == 1 {
-        return path.to_path_buf();
-    }
-    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}.run{n}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.run{n}"),
-    };
-    path.with_file_name(name)
 }

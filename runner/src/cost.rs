@@ -340,6 +340,7 @@ mod tests {
             },
             start: Duration::ZERO,
             end: Duration::from_millis(1),
+            device: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cost;
 pub mod launch_plot;
 pub mod layer;
+pub mod measured;
 pub mod modeled;
 pub mod plots;
 pub mod progress;

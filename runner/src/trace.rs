@@ -1,12 +1,15 @@
 //! `--trace FILE.json`: the modeled timeline as a Chrome / Perfetto trace (the JSON trace
 //! event format: complete events `ph: "X"` with `ts` / `dur` in µs). One process per rank;
 //! in it a `stream` track (one slice per launch and collective) and one track per (core,
-//! pipe) with every call of the sim — the swimlane msprof and pypto draw.
+//! pipe) with every call of the sim — the swimlane msprof and pypto draw. A measured run
+//! (`bench --backend npu --trace`) fills the same stream tracks from the device's events.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::{Value, json};
+
+use harness::runtime::{RunRecord, StepKind};
 
 use crate::modeled::Timeline;
 use crate::stop::Stop;
@@ -86,6 +89,58 @@ pub fn document(title: &str, timeline: &Timeline) -> Value {
                     json!({}),
                 ));
             }
+        }
+    }
+    json!({"traceEvents": events, "displayTimeUnit": "ns"})
+}
+
+/// Writes the device's measured steps of `record` (the npu backend's events) to `path`: per
+/// rank the stream track of the modeled trace, a slice per launch and collective (one
+/// slice of the layer per rank when a replayed graph was timed as a whole).
+pub fn write_measured(path: &Path, title: &str, record: &RunRecord) -> Result<(), Stop> {
+    let text = serde_json::to_string(&measured_document(title, record)).expect("JSON serialises");
+    std::fs::write(path, text).map_err(|e| Stop::usage(format!("--trace {}: {e}", path.display())))
+}
+
+pub fn measured_document(title: &str, record: &RunRecord) -> Value {
+    let mut events: Vec<Value> = Vec::new();
+    for rank in 0..record.tp {
+        let pid = rank as u64;
+        events.push(json!({"ph": "M", "name": "process_name", "pid": pid,
+                           "args": {"name": format!("{title} rank {rank} (measured)")}}));
+        events.push(
+            json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": STREAM,
+                           "args": {"name": "stream"}}),
+        );
+        let mut timed = false;
+        for s in record.rank(rank) {
+            let Some(d) = s.device else { continue };
+            timed = true;
+            let name = match &s.kind {
+                StepKind::Launch { kernel, .. } => kernel,
+                StepKind::Exchange { .. } => "collective",
+            };
+            let start = ps(d.start.as_secs_f64());
+            events.push(slice(
+                name,
+                "launch",
+                pid,
+                STREAM,
+                start,
+                ps((d.start + d.time).as_secs_f64()) - start,
+                json!({"stage": s.stage, "step": s.step}),
+            ));
+        }
+        if let (false, Some(total)) = (timed, record.device) {
+            events.push(slice(
+                "graph replay (slowest rank)",
+                "launch",
+                pid,
+                STREAM,
+                0,
+                ps(total.as_secs_f64()),
+                json!({}),
+            ));
         }
     }
     json!({"traceEvents": events, "displayTimeUnit": "ns"})

@@ -217,3 +217,32 @@ fn options_of_one_side_are_refused_on_the_other() {
         &["--trace", "--no-hazard-check"],
     );
 }
+
+#[test]
+fn the_npu_execution_modes_are_refused_elsewhere_and_together() {
+    refused(
+        &mini("1", &["--graph"]),
+        &["--graph replays a captured ACL graph on the npu backend"],
+    );
+    refused(
+        &mini("1", &["--backend", "npu", "--graph", "--sync-each"]),
+        &["--graph and --sync-each exclude each other"],
+    );
+    for flag in [["--trace", "t.json"], ["--warmup", "1"], ["-d", "0"]] {
+        let args = [
+            "bench",
+            "--layer",
+            "swa",
+            "--spec",
+            "specs/test/swa_mini.yaml",
+            "--tp",
+            "1",
+        ];
+        let args: Vec<&str> = args.iter().chain(&flag).copied().collect();
+        refused(&args, &["is an option of bench --backend npu"]);
+    }
+    refused(
+        &["bench", "--layer", "swa", "--graph"],
+        &["--graph replays a captured ACL graph"],
+    );
+}

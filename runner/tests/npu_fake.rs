@@ -28,54 +28,92 @@ fn plan(name: &str) -> &'static VariantPlan {
     variant::by_name(name).unwrap_or_else(|| panic!("no variant {name}"))
 }
 
-/// `name` on the fake NPU, devices 0..tp.
-fn npu_runtime(name: &str) -> Result<Runtime, String> {
-    npu_runtime_with(name, false)
+/// How the npu backend runs a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Stream,
+    SyncEach,
+    Graph,
 }
 
-/// [`npu_runtime`], synchronising after every step when `sync_each`.
-fn npu_runtime_with(name: &str, sync_each: bool) -> Result<Runtime, String> {
+/// `name` on the fake NPU, devices 0..tp, in stream order.
+fn npu_runtime(name: &str) -> Result<Runtime, String> {
+    npu_runtime_in(name, Mode::Stream)
+}
+
+fn npu_runtime_in(name: &str, mode: Mode) -> Result<Runtime, String> {
     let plan = plan(name);
     let npu = Npu::new((0..plan.abi.tp as u32).collect())
         .with_timeout(TIMEOUT)
-        .with_sync_each(sync_each);
+        .with_sync_each(mode == Mode::SyncEach)
+        .with_graph(mode == Mode::Graph);
     let sources = KernelSources::in_repo(&variant::repo_root());
     Runtime::prepare(plan, &npu, &sources, RuntimeOptions::default()).map_err(|e| e.to_string())
 }
 
-/// The default-start inputs of `name` at capacity.
-fn inputs(name: &str) -> TensorMap {
+/// The default-start inputs of `name` at capacity, drawn with `seed`.
+fn inputs_seeded(name: &str, seed: u64) -> TensorMap {
     let spec = variant::layer_spec(plan(name)).unwrap();
     let opts = FixtureOptions {
-        seed: DEFAULT_SEED,
+        seed,
         starts: StartPositions::Default,
         tokens: None,
     };
     fixtures::build(&spec, &opts).unwrap().inputs
 }
 
-/// Runs `name` on the fake NPU and on the sim and requires the same bytes in every output.
-fn same_bits_as_the_sim(name: &str) {
-    let (kit, _serial) = fake_cann::kit();
-    let inputs = inputs(name);
-    let npu = npu_runtime(name).unwrap_or_else(|e| panic!("{e}"));
-    let got = npu
-        .run(&inputs)
-        .unwrap_or_else(|e| panic!("{name} on the fake npu: {e}"));
-    drop(npu);
-    let want = layer_checks::runtime(name).run(&inputs).unwrap();
-    let names: Vec<&str> = want.outputs.names().collect();
+fn inputs(name: &str) -> TensorMap {
+    inputs_seeded(name, DEFAULT_SEED)
+}
+
+/// Requires every output of `got` to be `want`'s bytes.
+fn same_bits(name: &str, what: &str, got: &TensorMap, want: &TensorMap) {
+    let names: Vec<&str> = want.names().collect();
     assert!(!names.is_empty());
     for n in names {
-        let (g, w) = (got.outputs.get(n).unwrap(), want.outputs.get(n).unwrap());
-        assert_eq!(g.shape(), w.shape(), "{name}: {n}");
+        let (g, w) = (got.get(n).unwrap(), want.get(n).unwrap());
+        assert_eq!(g.shape(), w.shape(), "{name} ({what}): {n}");
         assert!(
             g.as_le_bytes() == w.as_le_bytes(),
-            "{name}: {n} differs from the sim backend's"
+            "{name} ({what}): {n} differs from the sim backend's"
         );
     }
-    assert_eq!(got.outputs.len(), want.outputs.len());
+    assert_eq!(got.len(), want.len());
+}
+
+/// Runs `name` on the fake NPU in stream order, and as a captured graph (captured on one
+/// case, replayed on a case drawn with another seed), and requires the sim's bytes in
+/// every output of each.
+fn same_bits_as_the_sim(name: &str) {
+    let (kit, _serial) = fake_cann::kit();
+    let (first, second) = (inputs(name), inputs_seeded(name, DEFAULT_SEED + 17));
+    let sim = layer_checks::runtime(name);
+    let want_first = sim.run(&first).unwrap().outputs;
+    let want_second = sim.run(&second).unwrap().outputs;
+    assert_ne!(want_first, want_second, "{name}: the two cases must differ");
+
+    let stream = npu_runtime(name).unwrap_or_else(|e| panic!("{e}"));
+    let got = stream
+        .run(&first)
+        .unwrap_or_else(|e| panic!("{name} on the fake npu: {e}"));
+    same_bits(name, "stream order", &got.outputs, &want_first);
+    drop(stream);
     assert_eq!(kit.leaks(), "", "{name}: leaks after the run");
+
+    let graph = npu_runtime_in(name, Mode::Graph).unwrap_or_else(|e| panic!("{e}"));
+    let captured = graph
+        .run(&first)
+        .unwrap_or_else(|e| panic!("{name} captured on the fake npu: {e}"));
+    same_bits(name, "graph capture", &captured.outputs, &want_first);
+    let before = kit.log().lines().filter(|l| l.contains(" launch ")).count();
+    let replayed = graph
+        .run(&second)
+        .unwrap_or_else(|e| panic!("{name} replayed on the fake npu: {e}"));
+    same_bits(name, "graph replay", &replayed.outputs, &want_second);
+    let after = kit.log().lines().filter(|l| l.contains(" launch ")).count();
+    assert_eq!(before, after, "{name}: a replay launched kernels itself");
+    drop(graph);
+    assert_eq!(kit.leaks(), "", "{name}: leaks after the graph runs");
 }
 
 #[test]
@@ -106,6 +144,21 @@ fn hca_small_tp2_matches_the_sim_bit_for_bit() {
 #[test]
 fn hca_small_tp4_matches_the_sim_bit_for_bit() {
     same_bits_as_the_sim("hca_small_tp4");
+}
+
+#[test]
+fn csa_small_tp1_matches_the_sim_bit_for_bit() {
+    same_bits_as_the_sim("csa_small_tp1");
+}
+
+#[test]
+fn csa_small_tp2_matches_the_sim_bit_for_bit() {
+    same_bits_as_the_sim("csa_small_tp2");
+}
+
+#[test]
+fn csa_small_tp4_matches_the_sim_bit_for_bit() {
+    same_bits_as_the_sim("csa_small_tp4");
 }
 
 /// A call log line: thread, device, call, the rest.
@@ -265,7 +318,7 @@ fn sync_each_synchronises_after_every_launch_and_collective_with_the_same_bits()
     let (kit, _serial) = fake_cann::kit();
     let name = "swa_small_tp2";
     let inputs = inputs(name);
-    let each = npu_runtime_with(name, true).unwrap();
+    let each = npu_runtime_in(name, Mode::SyncEach).unwrap();
     kit.reset("Ascend910B1", 24, 48);
     let stepwise = each.run(&inputs).unwrap();
     drop(each);
@@ -491,32 +544,46 @@ fn a_20_aic_chip_refuses_the_24_block_mixed_launch() {
     );
 }
 
+/// The runner binary (what `cargo xtask run` starts; it inherits the fake's
+/// ASCEND_HOME_PATH and PATH) running SWA small on the npu backend at `tp`.
+fn swa_small_on_npu(tp: &str, more: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.args([
+        "run",
+        "--layer",
+        "swa",
+        "--spec",
+        "specs/test/swa_small.yaml",
+    ])
+    .args(["--tp", tp, "--backend", "npu"])
+    .args(more)
+    .current_dir(variant::repo_root());
+    c
+}
+
 #[test]
 fn xtask_run_with_the_npu_backend_runs_a_layer_on_the_fake() {
     let (_kit, _serial) = fake_cann::kit();
     // The runner binary is what `cargo xtask run` starts; it inherits the fake's
-    // ASCEND_HOME_PATH and PATH.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "run",
-            "--layer",
-            "swa",
-            "--spec",
-            "specs/test/swa_small.yaml",
-        ])
-        .args(["--tp", "2", "--backend", "npu", "-d", "2,3"])
-        .current_dir(variant::repo_root())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("swa_small_tp2 (specs/test/swa_small.yaml) on npu, run 1/2")
-            && stdout.contains("x_out  PASS")
-            && stdout.contains("kv_cache  PASS"),
-        "{stdout}"
-    );
+    // ASCEND_HOME_PATH and PATH. TP 2 runs two cases (capacity and capacity − 8 tokens per
+    // rank): with --graph the second replays the first's graph with other tiling words.
+    for mode in [None, Some("--graph")] {
+        let out = swa_small_on_npu("2", &["-d", "2,3"])
+            .args(mode)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{mode:?}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("swa_small_tp2 (specs/test/swa_small.yaml) on npu, run 2/2")
+                && stdout.contains("x_out  PASS")
+                && stdout.contains("kv_cache  PASS")
+                && stdout.contains("measured device time ")
+                && stdout.contains("PASS: 2 run(s)"),
+            "{mode:?}: {stdout}"
+        );
+    }
 }
 
 #[test]
@@ -524,17 +591,8 @@ fn a_failed_teardown_call_is_reported_and_the_leak_shown_at_finalize() {
     let (_kit, _serial) = fake_cann::kit();
     // The first free on device 0 fails: the run's outputs are fine, the failure is reported,
     // the other buffers are still freed, and aclFinalize at exit reports the one leak.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "run",
-            "--layer",
-            "swa",
-            "--spec",
-            "specs/test/swa_small.yaml",
-        ])
-        .args(["--tp", "1", "--backend", "npu"])
+    let out = swa_small_on_npu("1", &[])
         .env("FAKE_CANN_FAIL", "aclrtFree:0:1:107000")
-        .current_dir(variant::repo_root())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -560,25 +618,10 @@ fn a_failed_teardown_call_is_reported_and_the_leak_shown_at_finalize() {
 /// The fake's rules, called directly: what the backend passing the tests above kept.
 #[test]
 fn the_fake_acl_refuses_what_the_runtime_refuses() {
-    type Init = unsafe extern "C" fn(*const std::ffi::c_char) -> i32;
-    type Device = unsafe extern "C" fn(i32) -> i32;
-    type Malloc = unsafe extern "C" fn(*mut *mut u8, usize, i32) -> i32;
-    type Memcpy = unsafe extern "C" fn(*mut u8, usize, *const u8, usize, i32) -> i32;
-    type CreateStream = unsafe extern "C" fn(*mut *mut u8) -> i32;
-    type Stream = unsafe extern "C" fn(*mut u8) -> i32;
-    type Free = unsafe extern "C" fn(*mut u8) -> i32;
-    type Task = unsafe extern "C" fn(*mut u8, i64, *mut u8, usize) -> i32;
-    type Enqueue = unsafe extern "C" fn(
-        *mut u8,
-        Task,
-        unsafe extern "C" fn(*mut u8),
-        *mut u8,
-        *const u8,
-    ) -> i32;
+    use fake_cann::c::*;
     unsafe extern "C" fn nothing(_: *mut u8, _: i64, _: *mut u8, _: usize) -> i32 {
         0
     }
-    unsafe extern "C" fn keep(_: *mut u8) {}
     let (kit, _serial) = fake_cann::kit();
     let path = kit.root.join("lib64/libascendcl.so");
     // SAFETY: the fake's own functions, with the signatures of acl.c.
@@ -588,11 +631,11 @@ fn the_fake_acl_refuses_what_the_runtime_refuses() {
         let set: libloading::Symbol<Device> = lib.get(b"aclrtSetDevice\0").unwrap();
         let reset: libloading::Symbol<Device> = lib.get(b"aclrtResetDevice\0").unwrap();
         let malloc: libloading::Symbol<Malloc> = lib.get(b"aclrtMalloc\0").unwrap();
-        let free: libloading::Symbol<Free> = lib.get(b"aclrtFree\0").unwrap();
+        let free: libloading::Symbol<Handle> = lib.get(b"aclrtFree\0").unwrap();
         let memcpy: libloading::Symbol<Memcpy> = lib.get(b"aclrtMemcpy\0").unwrap();
-        let create: libloading::Symbol<CreateStream> = lib.get(b"aclrtCreateStream\0").unwrap();
-        let sync: libloading::Symbol<Stream> = lib.get(b"aclrtSynchronizeStream\0").unwrap();
-        let destroy: libloading::Symbol<Stream> = lib.get(b"aclrtDestroyStream\0").unwrap();
+        let create: libloading::Symbol<Create> = lib.get(b"aclrtCreateStream\0").unwrap();
+        let sync: libloading::Symbol<Handle> = lib.get(b"aclrtSynchronizeStream\0").unwrap();
+        let destroy: libloading::Symbol<Handle> = lib.get(b"aclrtDestroyStream\0").unwrap();
         let enqueue: libloading::Symbol<Enqueue> = lib.get(b"fake_acl_enqueue\0").unwrap();
         let none = c"";
         init(none.as_ptr()); // the backend's, if no earlier test made one
@@ -619,6 +662,7 @@ fn the_fake_acl_refuses_what_the_runtime_refuses() {
                         nothing,
                         keep,
                         std::ptr::null_mut(),
+                        0,
                         what.as_ptr().cast()
                     ),
                     0
@@ -647,28 +691,8 @@ fn the_fake_acl_refuses_what_the_runtime_refuses() {
 /// not pair up fails the rank that sees it, with a message naming both sides.
 #[test]
 fn the_fake_hccl_moves_bytes_and_rejects_mismatched_counts() {
-    use std::ffi::{CStr, c_char};
-    type Init = unsafe extern "C" fn(*const c_char) -> i32;
-    type Device = unsafe extern "C" fn(i32) -> i32;
-    type Malloc = unsafe extern "C" fn(*mut *mut u8, usize, i32) -> i32;
-    type Memcpy = unsafe extern "C" fn(*mut u8, usize, *const u8, usize, i32) -> i32;
-    type CreateStream = unsafe extern "C" fn(*mut *mut u8) -> i32;
-    type Handle = unsafe extern "C" fn(*mut u8) -> i32;
-    type Recent = unsafe extern "C" fn() -> *const c_char;
-    type RootInfo = unsafe extern "C" fn(*mut u8) -> i32;
-    type Join = unsafe extern "C" fn(u32, *const u8, u32, *mut *mut u8) -> i32;
-    type AllToAllV = unsafe extern "C" fn(
-        *const u8,
-        *const u64,
-        *const u64,
-        i32,
-        *const u8,
-        *const u64,
-        *const u64,
-        i32,
-        *mut u8,
-        *mut u8,
-    ) -> i32;
+    use fake_cann::c::*;
+    use std::ffi::CStr;
     let (kit, _serial) = fake_cann::kit();
     // SAFETY: the fake's own functions, with the signatures of acl.c and hccl.c.
     unsafe {
@@ -680,7 +704,7 @@ fn the_fake_hccl_moves_bytes_and_rejects_mismatched_counts() {
         let malloc: libloading::Symbol<Malloc> = acl.get(b"aclrtMalloc\0").unwrap();
         let free: libloading::Symbol<Handle> = acl.get(b"aclrtFree\0").unwrap();
         let memcpy: libloading::Symbol<Memcpy> = acl.get(b"aclrtMemcpy\0").unwrap();
-        let create: libloading::Symbol<CreateStream> = acl.get(b"aclrtCreateStream\0").unwrap();
+        let create: libloading::Symbol<Create> = acl.get(b"aclrtCreateStream\0").unwrap();
         let sync: libloading::Symbol<Handle> = acl.get(b"aclrtSynchronizeStream\0").unwrap();
         let destroy: libloading::Symbol<Handle> = acl.get(b"aclrtDestroyStream\0").unwrap();
         let recent: libloading::Symbol<Recent> = acl.get(b"aclGetRecentErrMsg\0").unwrap();
@@ -763,6 +787,310 @@ fn the_fake_hccl_moves_bytes_and_rejects_mismatched_counts() {
             message.contains("rank 0 sends 16 bytes but rank 1 expects 8"),
             "{message}"
         );
+    }
+    assert_eq!(kit.leaks(), "");
+}
+
+/// Calls named `call` in `log`.
+fn count(log: &str, call: &str) -> usize {
+    calls(log).iter().filter(|c| c.call == call).count()
+}
+
+#[test]
+fn graph_mode_captures_once_and_replays_without_launching() {
+    let (kit, _serial) = fake_cann::kit();
+    let name = "swa_small_tp2";
+    let inputs = inputs(name);
+    let graph = npu_runtime_in(name, Mode::Graph).unwrap();
+    kit.reset("Ascend910B1", 24, 48);
+    let first = graph.run(&inputs).unwrap();
+    let captured = kit.log();
+    kit.reset("Ascend910B1", 24, 48);
+    let second = graph.run(&inputs).unwrap();
+    let replayed = kit.log();
+    drop(graph);
+    assert_eq!(first.outputs, second.outputs);
+    let tiling = format!("H2D {} bytes", 4 * abi::tiling::TILING_WORDS);
+    let uploads = |log: &str| {
+        calls(log)
+            .iter()
+            .filter(|c| c.call == "aclrtMemcpy" && c.rest.starts_with(&tiling))
+            .count()
+    };
+    let launches = plan(name)
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Launch(_)))
+        .count();
+    // the first run: every launch captured once per rank, then one replay and one sync each
+    assert_eq!(count(&captured, "aclmdlRICaptureBegin"), 2, "{captured}");
+    assert_eq!(count(&captured, "aclmdlRICaptureEnd"), 2, "{captured}");
+    assert_eq!(count(&captured, "launch"), 2 * launches, "{captured}");
+    assert_eq!(count(&captured, "aclmdlRIExecuteAsync"), 2, "{captured}");
+    assert_eq!(count(&captured, "aclrtSynchronizeStreamWithTimeout"), 2);
+    assert_eq!(uploads(&captured), 2, "{captured}");
+    // the replay: no launch, no collective call, no capture, no new communicator; the
+    // unchanged tiling words are not uploaded again
+    for call in [
+        "launch",
+        "HcclAlltoAllV",
+        "aclmdlRICaptureBegin",
+        "HcclGetRootInfo",
+        "HcclCommInitRootInfo",
+        "aclrtMalloc",
+    ] {
+        assert_eq!(count(&replayed, call), 0, "{call} in a replay:\n{replayed}");
+    }
+    assert_eq!(count(&replayed, "aclmdlRIExecuteAsync"), 2, "{replayed}");
+    assert_eq!(count(&replayed, "aclrtSynchronizeStreamWithTimeout"), 2);
+    assert_eq!(uploads(&replayed), 0, "{replayed}");
+    assert!(
+        replayed.contains("kernel ") && replayed.contains(" ran rc=0"),
+        "the replay ran no kernel:\n{replayed}"
+    );
+    assert_eq!(kit.leaks(), "");
+}
+
+#[test]
+fn a_kernel_failing_on_the_device_is_named_by_the_events() {
+    let plan = plan("swa_small_tp2");
+    let kernels: Vec<(&str, &str)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Launch(l) => Some((l.stage, l.kernel)),
+            _ => None,
+        })
+        .collect();
+    for k in [1, 3] {
+        // the k-th kernel device 1 runs traps; the stream ran k − 1 steps before it
+        let err = injected("kernel", Some(1), k, fake_cann::PARAM_INVALID);
+        let (stage, kernel) = kernels[k - 1];
+        let last = match k {
+            1 => "last completed: none".to_string(),
+            _ => format!(
+                "last completed: launch {} ({} {})",
+                k - 1,
+                kernels[k - 2].0,
+                kernels[k - 2].1
+            ),
+        };
+        assert_mentions(
+            &err,
+            &[
+                "rank 1, step ",
+                "aicore exception in kernel",
+                &format!("the stream completed {} of", k - 1),
+                &last,
+                &format!("failed or not run: launch {k} ({stage} {kernel})"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_toolkit_without_the_capture_api_refuses_graph_mode() {
+    let (kit, _serial) = fake_cann::kit();
+    let old = kit.without_capture();
+    let out = swa_small_on_npu("1", &["--graph"])
+        .env("ASCEND_HOME_PATH", old)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_mentions(
+        &stderr,
+        &[
+            "--graph needs ACL's model-capture API",
+            "it arrived in CANN 8.1.RC1",
+            "is version 8.0.RC3",
+        ],
+    );
+    // without --graph the same toolkit gets past ACL (and fails later only for its missing
+    // kernel compiler, which this toolkit does not fake)
+    let out = swa_small_on_npu("1", &[])
+        .env("ASCEND_HOME_PATH", old)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("model-capture"), "{stderr}");
+}
+
+#[test]
+fn bench_on_the_npu_prints_a_measured_row_per_launch_next_to_the_model() {
+    let (_kit, _serial) = fake_cann::kit();
+    let name = "swa_small_tp2";
+    let plan = plan(name);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("measured.json");
+    let bench = |more: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args([
+                "bench",
+                "--layer",
+                "swa",
+                "--spec",
+                "specs/test/swa_small.yaml",
+            ])
+            .args(["--tp", "2", "--backend", "npu", "-d", "0,1"])
+            .args(["--warmup", "1", "--reps", "2"])
+            .args(more)
+            .current_dir(variant::repo_root())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        stdout
+    };
+    let stdout = bench(&["--trace", trace.to_str().unwrap()]);
+    assert!(
+        stdout.contains("on npu (stream order, devices [0, 1])")
+            && stdout.contains("1 warm-up + 2 timed step(s)"),
+        "{stdout}"
+    );
+    // one row per step of rank 0 (step, stage, measured, modeled, ratio, kernel): each
+    // launch took the fake clock's 20 µs, each collective (one HCCL call here) 10 µs
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 6 && w[0].parse::<usize>().is_ok()
+        })
+        .collect();
+    assert_eq!(rows.len(), plan.steps.len(), "{stdout}");
+    let mut want_total = 0.0;
+    for (row, step) in rows.iter().zip(plan.steps) {
+        let w: Vec<&str> = row.split_whitespace().collect();
+        let measured = match step {
+            Step::Launch(l) => {
+                assert_eq!(w[5], l.kernel, "{row}");
+                fake_cann::KERNEL_US
+            }
+            _ => {
+                assert_eq!(w[5], "collective", "{row}");
+                fake_cann::COLLECTIVE_US
+            }
+        };
+        want_total += measured;
+        assert_eq!(w[2], format!("{measured:.1}"), "{row}");
+        let modeled: f64 = w[3].parse().unwrap_or_else(|_| panic!("{row}"));
+        assert!(modeled > 0.0, "{row}");
+        let ratio: f64 = w[4].parse().unwrap();
+        // the modeled cell is rounded to 0.1 µs; the ratio is of the unrounded time
+        assert!((ratio * modeled / measured - 1.0).abs() < 0.1, "{row}");
+    }
+    assert!(
+        stdout.contains(&format!(
+            "layer (slowest rank, first event to last): measured {want_total:.1} µs"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("x_out  PASS"), "{stdout}");
+    // the trace: per rank a stream track with every launch and collective at the measured times
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let slices: Vec<&serde_json::Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert_eq!(slices.len(), 2 * plan.steps.len());
+    let rank0: Vec<f64> = slices
+        .iter()
+        .filter(|e| e["pid"] == 0)
+        .map(|e| e["dur"].as_f64().unwrap())
+        .collect();
+    assert!(
+        (rank0.iter().sum::<f64>() - want_total).abs() < 1e-6,
+        "{rank0:?}"
+    );
+    // a replayed graph is timed as a whole
+    let stdout = bench(&["--graph"]);
+    assert!(stdout.contains("on npu (graph replay"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("measured {want_total:.1} µs")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("timed as a whole"), "{stdout}");
+}
+
+/// The fake's capture and events, called directly: a captured task does not run until its
+/// model is executed, runs again at each execution, and the capturing thread may neither
+/// copy nor synchronise the stream; events read the fake clock.
+#[test]
+fn the_fake_acl_captures_replays_and_times() {
+    use fake_cann::c::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn count(_: *mut u8, _: i64, _: *mut u8, _: usize) -> i32 {
+        RUNS.fetch_add(1, Ordering::SeqCst);
+        0
+    }
+    let (kit, _serial) = fake_cann::kit();
+    // SAFETY: the fake's own functions, with the signatures of acl.c.
+    unsafe {
+        let lib = libloading::Library::new(kit.root.join("lib64/libascendcl.so")).unwrap();
+        let init: libloading::Symbol<Init> = lib.get(b"aclInit\0").unwrap();
+        let set: libloading::Symbol<Device> = lib.get(b"aclrtSetDevice\0").unwrap();
+        let reset: libloading::Symbol<Device> = lib.get(b"aclrtResetDevice\0").unwrap();
+        let malloc: libloading::Symbol<Malloc> = lib.get(b"aclrtMalloc\0").unwrap();
+        let free: libloading::Symbol<Handle> = lib.get(b"aclrtFree\0").unwrap();
+        let memcpy: libloading::Symbol<Memcpy> = lib.get(b"aclrtMemcpy\0").unwrap();
+        let stream_new: libloading::Symbol<Create> = lib.get(b"aclrtCreateStream\0").unwrap();
+        let stream_end: libloading::Symbol<Handle> = lib.get(b"aclrtDestroyStream\0").unwrap();
+        let sync: libloading::Symbol<Handle> = lib.get(b"aclrtSynchronizeStream\0").unwrap();
+        let event_new: libloading::Symbol<Create> = lib.get(b"aclrtCreateEvent\0").unwrap();
+        let event_end: libloading::Symbol<Handle> = lib.get(b"aclrtDestroyEvent\0").unwrap();
+        let record: libloading::Symbol<Pair> = lib.get(b"aclrtRecordEvent\0").unwrap();
+        let elapsed: libloading::Symbol<Elapsed> = lib.get(b"aclrtEventElapsedTime\0").unwrap();
+        let begin: libloading::Symbol<CaptureBegin> = lib.get(b"aclmdlRICaptureBegin\0").unwrap();
+        let end: libloading::Symbol<CaptureEnd> = lib.get(b"aclmdlRICaptureEnd\0").unwrap();
+        let execute: libloading::Symbol<Pair> = lib.get(b"aclmdlRIExecuteAsync\0").unwrap();
+        let destroy: libloading::Symbol<Handle> = lib.get(b"aclmdlRIDestroy\0").unwrap();
+        let enqueue: libloading::Symbol<Enqueue> = lib.get(b"fake_acl_enqueue\0").unwrap();
+        init(c"".as_ptr()); // the backend's, if no earlier test made one
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(set(4), 0);
+                let (mut p, mut stream, mut model) = (
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                );
+                assert_eq!(malloc(&mut p, 64, 0), 0);
+                assert_eq!(stream_new(&mut stream), 0);
+                let (mut e0, mut e1) = (std::ptr::null_mut(), std::ptr::null_mut());
+                assert_eq!(event_new(&mut e0), 0);
+                assert_eq!(event_new(&mut e1), 0);
+                RUNS.store(0, Ordering::SeqCst);
+                assert_eq!(begin(stream, 1), 0); // THREAD_LOCAL
+                let what = c"test";
+                let task = enqueue(stream, count, keep, p, 5000, what.as_ptr().cast());
+                assert_eq!(task, 0);
+                let host = [1u8; 64];
+                let copy = memcpy(p, 64, host.as_ptr(), 64, 1);
+                assert_eq!(copy, 107_026, "a copy from the capturing thread");
+                assert_eq!(sync(stream), 107_026, "a synchronise of a capturing stream");
+                assert_eq!(end(stream, &mut model), 0);
+                assert_eq!(RUNS.load(Ordering::SeqCst), 0, "a captured task ran");
+                assert_eq!(record(e0, stream), 0);
+                assert_eq!(execute(model, stream), 0);
+                assert_eq!(execute(model, stream), 0);
+                assert_eq!(record(e1, stream), 0);
+                assert_eq!(sync(stream), 0);
+                assert_eq!(RUNS.load(Ordering::SeqCst), 2, "two replays");
+                let mut ms = 0f32;
+                assert_eq!(elapsed(&mut ms, e0, e1), 0);
+                assert!((ms - 0.010).abs() < 1e-6, "{ms} ms for two 5 µs tasks");
+                assert_eq!(destroy(model), 0);
+                assert_eq!(event_end(e0), 0);
+                assert_eq!(event_end(e1), 0);
+                assert_eq!(stream_end(stream), 0);
+                assert_eq!(free(p), 0);
+                assert_eq!(reset(4), 0);
+            });
+        });
     }
     assert_eq!(kit.leaks(), "");
 }

@@ -3,6 +3,7 @@
 //! poison byte).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::exchange::Exchange;
 use super::progress::Progress;
@@ -76,6 +77,23 @@ pub struct LaunchCounters {
     pub time: Option<KernelTime>,
 }
 
+/// A step's device time as the device measured it (events around it on its stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepTime {
+    /// From the rank's first event to the step's start.
+    pub start: Duration,
+    pub time: Duration,
+}
+
+/// A rank's run as the device measured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceTime {
+    /// From before the first step to after the last.
+    pub total: Duration,
+    /// Each step in the order run; `None` when the steps ran as one replayed graph.
+    pub steps: Option<Vec<StepTime>>,
+}
+
 /// A place kernels can run.
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
@@ -138,6 +156,12 @@ pub trait Group: Sync {
     /// rank enqueued has run (a device's stream), and reports what failed there.
     fn finish(&self, _rank: usize) -> Result<(), BackendError> {
         Ok(())
+    }
+
+    /// After [`Group::finish`]: the device's own time of the rank's run, on a backend that
+    /// measures one.
+    fn measured(&self, _rank: usize) -> Result<Option<DeviceTime>, BackendError> {
+        Ok(None)
     }
 
     /// The current contents of a buffer of `rank`.

@@ -15,7 +15,10 @@ mod progress;
 pub mod sim;
 mod tiling;
 
-pub use contract::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters, POISON};
+pub use contract::{
+    Backend, BackendError, DeviceTime, Group, KernelSources, Kernels, LaunchCounters, POISON,
+    StepTime,
+};
 pub use exchange::{Exchange, Pattern, Transfer};
 pub use progress::{Observer, Progress};
 pub use tiling::Tiling;
@@ -32,19 +35,21 @@ pub enum BackendKind {
     Npu,
 }
 
-/// How a backend runs: what the sim checks (the NPU is the device itself), and whether the
-/// npu backend synchronises after every step instead of once per run.
+/// How a backend runs: what the sim checks (the NPU is the device itself), and how the
+/// npu backend runs a step: synchronising after every step instead of once per run, or
+/// replaying a captured graph.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BackendOptions {
     pub checks: Checks,
     pub sync_each: bool,
+    pub graph: bool,
 }
 
 impl From<Checks> for BackendOptions {
     fn from(checks: Checks) -> Self {
         BackendOptions {
             checks,
-            sync_each: false,
+            ..BackendOptions::default()
         }
     }
 }
@@ -57,9 +62,11 @@ impl BackendKind {
                 cache_dir: None,
                 checks: options.checks,
             }),
-            BackendKind::Npu => {
-                Box::new(npu::Npu::new(devices.to_vec()).with_sync_each(options.sync_each))
-            }
+            BackendKind::Npu => Box::new(
+                npu::Npu::new(devices.to_vec())
+                    .with_sync_each(options.sync_each)
+                    .with_graph(options.graph),
+            ),
         }
     }
 }

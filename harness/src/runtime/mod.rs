@@ -32,7 +32,7 @@ pub use error::RuntimeError;
 pub use record::{RunRecord, StageTime, StepKind, StepRecord};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backend::{
     Backend, BackendError, Exchange, Group, KernelSources, Kernels, Progress, Tiling, Transfer,
@@ -251,7 +251,8 @@ impl Runtime {
         // timing out in a collective the failed rank never joined) are its consequences.
         let failures = AtomicUsize::new(0);
         let start = Instant::now();
-        let results: Vec<(usize, Result<Vec<StepRecord>, RankFailure>)> = std::thread::scope(|s| {
+        type RankResult = Result<(Vec<StepRecord>, Option<Duration>), RankFailure>;
+        let results: Vec<(usize, RankResult)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..tp)
                 .map(|rank| {
                     let (group, meet, tiling) = (&*group, &meet, &tiling);
@@ -281,10 +282,14 @@ impl Runtime {
             .map(|(order, _)| *order)
             .min();
         let mut records = Vec::new();
+        let mut device: Option<Duration> = None;
         let mut aborted = false;
         for (rank, (order, r)) in results.into_iter().enumerate() {
             match r {
-                Ok(steps) => records.extend(steps),
+                Ok((steps, measured)) => {
+                    records.extend(steps);
+                    device = device.max(measured);
+                }
                 Err(RankFailure::Error(e)) if Some(order) == first => return Err(e),
                 Err(RankFailure::Error(_)) => {}
                 Err(RankFailure::Aborted) => aborted = true,
@@ -326,6 +331,7 @@ impl Runtime {
                 setup,
                 execute,
                 readback,
+                device,
             },
         })
     }
@@ -360,7 +366,7 @@ impl Runtime {
             .map(|i| self.layout.spec(i).decl.name)
             .collect();
         let group = self.kernels.group(vec![buffers.initial], &names)?;
-        let steps = self
+        let (steps, _) = self
             .rank_steps(&*group, &Rendezvous::new(1), 0, tiling, 0, Instant::now())
             .map_err(|f| match f {
                 RankFailure::Error(e) => e,
@@ -381,7 +387,7 @@ impl Runtime {
         })
     }
 
-    /// One rank's pass over the steps.
+    /// One rank's pass over the steps: their records and the rank's device time.
     fn rank_steps(
         &self,
         group: &dyn Group,
@@ -390,7 +396,7 @@ impl Runtime {
         tiling: &Tiling,
         t: usize,
         start: Instant,
-    ) -> Result<Vec<StepRecord>, RankFailure> {
+    ) -> Result<(Vec<StepRecord>, Option<Duration>), RankFailure> {
         let tp = self.plan.abi.tp;
         let fail = |step: usize, what: String, e: BackendError| {
             RankFailure::Error(RuntimeError::Step {
@@ -452,13 +458,25 @@ impl Runtime {
                 kind,
                 start: begin,
                 end: start.elapsed(),
+                device: None,
             });
         }
         let last = self.steps.last().map_or(0, |(i, _)| *i);
         group
             .finish(rank)
             .map_err(|e| fail(last, "the stream after the last step".into(), e))?;
-        Ok(out)
+        let measured = group
+            .measured(rank)
+            .map_err(|e| fail(last, "reading the device's times".into(), e))?;
+        let Some(measured) = measured else {
+            return Ok((out, None));
+        };
+        if let Some(steps) = measured.steps {
+            for (record, time) in out.iter_mut().zip(steps) {
+                record.device = Some(time);
+            }
+        }
+        Ok((out, Some(measured.total)))
     }
 }
 

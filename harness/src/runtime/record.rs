@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::backend::LaunchCounters;
+use crate::backend::{LaunchCounters, StepTime};
 
 /// What a step did.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,8 @@ pub struct StepRecord {
     pub kind: StepKind,
     pub start: Duration,
     pub end: Duration,
+    /// The step's time as the device measured it (the npu backend's events), when known.
+    pub device: Option<StepTime>,
 }
 
 impl StepRecord {
@@ -55,6 +57,9 @@ pub struct RunRecord {
     pub execute: Duration,
     /// Reading the outputs back.
     pub readback: Duration,
+    /// The layer as the device measured it: the slowest rank's time from before its first
+    /// step to after its last (the npu backend's events).
+    pub device: Option<Duration>,
 }
 
 impl RunRecord {

@@ -1,12 +1,20 @@
 /* A fake libascendcl.so for the npu backend's tests, written from the public ACL
- * signatures (aclInit, aclrtSetDevice, aclrtMalloc, aclrtMemcpy, ...). Device memory is
- * host memory, poisoned at allocation; a stream is a queue of tasks run in order when it
- * is synchronised (kernel launches, which the fake cmake's `<<<>>>` hands to the CPU model,
- * and HCCL collectives). It keeps the runtime's rules the backend must follow (aclInit
+ * signatures (aclInit, aclrtSetDevice, aclrtMalloc, aclrtMemcpy, aclrtRecordEvent,
+ * aclmdlRICaptureBegin, ...). Device memory is host memory, poisoned at allocation; a
+ * stream is a queue of tasks run in order when it is synchronised (kernel launches, which
+ * the fake cmake's `<<<>>>` hands to the CPU model, HCCL collectives, event records and
+ * captured models), so a kernel reads only what earlier work on its stream wrote. Each
+ * device has a fake clock that a kernel advances by FAKE_KERNEL_NS and a collective by
+ * FAKE_COLLECTIVE_NS when it runs; an event takes the clock's value when its record runs.
+ * Capture (aclmdlRICaptureBegin .. End) moves a stream's tasks into a model instead of
+ * running them; aclmdlRIExecuteAsync queues the model, whose tasks then run again with
+ * their captured arguments (built with -DFAKE_NO_CAPTURE the library lacks that API, as an
+ * older toolkit would). It keeps the runtime's rules the backend must follow (aclInit
  * once, a device set on the calling thread, copies within allocations, no copy while a
- * stream of the device has tasks pending), per-thread last error and recent-error
- * message, fault injection by call count, a per-call log and a leak report, all reached
- * by the tests through the fake_* control functions. */
+ * stream of the device has tasks pending or from a thread capturing in a mode that forbids
+ * it), per-thread last error and recent-error message, fault injection by call count, a
+ * per-call log and a leak report, all reached by the tests through the fake_* control
+ * functions. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdarg.h>
@@ -29,7 +37,16 @@ typedef int aclError;
 #define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
 #define ACL_ERROR_RT_NO_STREAM_RESOURCE 207008
 #define ACL_ERROR_RT_AICORE_EXCEPTION 507015
+#define ACL_ERROR_RT_EVENT_NOT_COMPLETE 207014
+#define ACL_ERROR_RT_STREAM_CAPTURED 107026
 #define DEVICES 8
+/* What the fake clock charges a kernel and a collective (HCCL's tasks charge the latter). */
+#define FAKE_KERNEL_NS 20000
+#define FAKE_COLLECTIVE_NS 10000
+/* aclmdlRICaptureMode */
+#define CAPTURE_GLOBAL 0
+#define CAPTURE_THREAD_LOCAL 1
+#define CAPTURE_RELAXED 2
 
 /* A task on a stream: returns an ACL error and fills `err` on failure. */
 typedef int (*task_fn)(void* ctx, int64_t deadline_ms, char* err, size_t cap);
@@ -37,12 +54,25 @@ struct task {
     task_fn run;
     void (*drop)(void*);
     void* ctx;
+    int64_t cost_ns;
     struct task* next;
+};
+/* A captured model (aclmdlRI): the tasks a capture took, run again by each execution. */
+struct model {
+    int dev, live, tasks;
+    struct task *head, *tail;
 };
 struct stream {
     int dev, live;
     struct task *head, *tail;
     int pending;
+    struct model* capturing;
+    int capture_mode, capture_tid;
+};
+/* An event: `complete` once its last record ran, at device time `stamp_ns`. */
+struct event {
+    int dev, live, recorded, complete;
+    int64_t stamp_ns;
 };
 struct alloc {
     uint8_t* p;
@@ -62,6 +92,11 @@ static int64_t aic_cores = 24, aiv_cores = 48;
 static char* log_buf;
 static size_t log_len, log_cap;
 static int thread_ids;
+static int64_t clock_ns[DEVICES];
+static struct event* events[65536];
+static size_t nevents;
+static struct model* models[1024];
+static size_t nmodels;
 static struct {
     char call[64];
     int dev, nth, code, seen;
@@ -195,8 +230,9 @@ static aclError need_device(const char* call)
         }                                                                                                          \
     } while (0)
 
-/* Queues a task on `stream` of the current device (used by launches and by HCCL). */
-aclError fake_acl_enqueue(void* stream, task_fn run, void (*drop)(void*), void* ctx, const char* call)
+/* Queues a task costing `cost_ns` of device time on `stream` of the current device (used by
+ * launches, event records, model executions and HCCL); a capturing stream's model takes it. */
+aclError fake_acl_enqueue(void* stream, task_fn run, void (*drop)(void*), void* ctx, int64_t cost_ns, const char* call)
 {
     aclError e = need_device(call);
     if (e) {
@@ -214,15 +250,49 @@ aclError fake_acl_enqueue(void* stream, task_fn run, void (*drop)(void*), void* 
     t->run = run;
     t->drop = drop;
     t->ctx = ctx;
-    if (s->tail) {
-        s->tail->next = t;
+    t->cost_ns = cost_ns;
+    if (s->capturing) {
+        struct model* m = s->capturing;
+        if (m->tail) {
+            m->tail->next = t;
+        } else {
+            m->head = t;
+        }
+        m->tail = t;
+        m->tasks++;
     } else {
-        s->head = t;
+        if (s->tail) {
+            s->tail->next = t;
+        } else {
+            s->head = t;
+        }
+        s->tail = t;
+        s->pending++;
     }
-    s->tail = t;
-    s->pending++;
     pthread_mutex_unlock(&mu);
     return 0;
+}
+
+/* Runs `t` on the calling thread and, when it succeeds, charges its cost to `dev`'s clock. */
+static int run_task(struct task* t, int dev, int64_t deadline, char* err, size_t cap)
+{
+    int code = t->run(t->ctx, deadline, err, cap);
+    if (code == 0) {
+        pthread_mutex_lock(&mu);
+        clock_ns[dev] += t->cost_ns;
+        pthread_mutex_unlock(&mu);
+    }
+    return code;
+}
+
+static void free_tasks(struct task* t)
+{
+    while (t) {
+        struct task* next = t->next;
+        t->drop(t->ctx);
+        free(t);
+        t = next;
+    }
 }
 
 aclError aclInit(const char* config)
@@ -261,6 +331,16 @@ size_t fake_acl_leaks(char* buf, size_t cap)
     for (size_t i = 0; i < nstreams; ++i) {
         if (streams[i]->live && n < cap) {
             n += snprintf(buf + n, cap - n, "stream on device %d\n", streams[i]->dev);
+        }
+    }
+    for (size_t i = 0; i < nevents; ++i) {
+        if (events[i]->live && n < cap) {
+            n += snprintf(buf + n, cap - n, "event on device %d\n", events[i]->dev);
+        }
+    }
+    for (size_t i = 0; i < nmodels; ++i) {
+        if (models[i]->live && n < cap) {
+            n += snprintf(buf + n, cap - n, "captured model on device %d\n", models[i]->dev);
         }
     }
     pthread_mutex_unlock(&mu);
@@ -368,12 +448,7 @@ aclError aclrtCreateStream(void** out)
 
 static void drop_tasks(struct stream* s)
 {
-    for (struct task* t = s->head; t;) {
-        struct task* next = t->next;
-        t->drop(t->ctx);
-        free(t);
-        t = next;
-    }
+    free_tasks(s->head);
     s->head = s->tail = NULL;
     s->pending = 0;
 }
@@ -404,8 +479,12 @@ static aclError synchronize(void* stream, int32_t timeout_ms, const char* call)
         return fail(ACL_ERROR_RT_STREAM_CONTEXT, call, "stream %p is not a live stream of device %d", stream, cur_dev);
     }
     int pending = s->pending;
+    int capturing = s->capturing != NULL;
     pthread_mutex_unlock(&mu);
     fake_acl_log("%s %p tasks=%d", call, stream, pending);
+    if (capturing) {
+        return fail(ACL_ERROR_RT_STREAM_CAPTURED, call, "stream %p is capturing (aclmdlRICaptureEnd first)", stream);
+    }
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : INT64_MAX;
     for (;;) {
         pthread_mutex_lock(&mu);
@@ -421,7 +500,7 @@ static aclError synchronize(void* stream, int32_t timeout_ms, const char* call)
             break;
         }
         char err[1500] = "";
-        int code = t->run(t->ctx, deadline, err, sizeof err);
+        int code = run_task(t, s->dev, deadline, err, sizeof err);
         t->drop(t->ctx);
         free(t);
         pthread_mutex_lock(&mu);
@@ -524,6 +603,23 @@ aclError aclrtMemcpy(void* dst, size_t dst_max, const void* src, size_t count, i
         return fail(ACL_ERROR_RT_PARAM_INVALID, call, "%zu bytes at %p are outside any device allocation (%zu left)",
                     count, dev_ptr, room);
     }
+    if (tid == 0) {
+        tid = ++thread_ids;
+    }
+    pthread_mutex_lock(&mu);
+    int forbidden = 0;
+    for (size_t i = 0; i < nstreams; ++i) {
+        struct stream* c = streams[i];
+        if (c->live && c->capturing && c->capture_mode != CAPTURE_RELAXED &&
+            (c->capture_mode == CAPTURE_GLOBAL || c->capture_tid == tid)) {
+            forbidden = 1;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    if (forbidden) {
+        return fail(ACL_ERROR_RT_STREAM_CAPTURED, call,
+                    "a stream is capturing in a mode that forbids aclrtMemcpy on this thread");
+    }
     int pending = pending_on(dev);
     if (pending) {
         return fail(ACL_ERROR_RT_PARAM_INVALID, call,
@@ -533,6 +629,228 @@ aclError aclrtMemcpy(void* dst, size_t dst_max, const void* src, size_t count, i
     memcpy(dst, src, count);
     return 0;
 }
+
+/* Events. */
+static struct event* live_event(void* e)
+{
+    for (size_t i = 0; i < nevents; ++i) {
+        if (events[i] == e && events[i]->live) {
+            return events[i];
+        }
+    }
+    return NULL;
+}
+
+aclError aclrtCreateEvent(void** out)
+{
+    aclError e = need_device("aclrtCreateEvent");
+    if (e) {
+        return e;
+    }
+    INJECT("aclrtCreateEvent");
+    pthread_mutex_lock(&mu);
+    if (nevents == sizeof events / sizeof events[0]) {
+        pthread_mutex_unlock(&mu);
+        return fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtCreateEvent", "the fake's events are used up");
+    }
+    struct event* ev = calloc(1, sizeof *ev);
+    ev->dev = cur_dev;
+    ev->live = 1;
+    events[nevents++] = ev;
+    pthread_mutex_unlock(&mu);
+    *out = ev;
+    fake_acl_log("aclrtCreateEvent %p", (void*)ev);
+    return 0;
+}
+
+aclError aclrtDestroyEvent(void* event)
+{
+    fake_acl_log("aclrtDestroyEvent %p", event);
+    pthread_mutex_lock(&mu);
+    struct event* ev = live_event(event);
+    if (ev) {
+        ev->live = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return ev ? 0 : fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyEvent", "%p is not a live event", event);
+}
+
+static int run_record(void* ctx, int64_t deadline, char* err, size_t cap)
+{
+    struct event* ev = ctx;
+    pthread_mutex_lock(&mu);
+    ev->complete = 1;
+    ev->stamp_ns = clock_ns[ev->dev];
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+
+static void keep(void* ctx) {}
+
+aclError aclrtRecordEvent(void* event, void* stream)
+{
+    const char* call = "aclrtRecordEvent";
+    fake_acl_log("%s %p stream=%p", call, event, stream);
+    pthread_mutex_lock(&mu);
+    struct event* ev = live_event(event);
+    if (ev && ev->dev == cur_dev) {
+        ev->recorded = 1;
+        ev->complete = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!ev || ev->dev != cur_dev) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, call, "%p is not a live event of device %d", event, cur_dev);
+    }
+    return fake_acl_enqueue(stream, run_record, keep, ev, 0, call);
+}
+
+/* aclrtEventRecordedStatus: 0 not ready, 1 complete. */
+aclError aclrtQueryEventStatus(void* event, int* status)
+{
+    pthread_mutex_lock(&mu);
+    struct event* ev = live_event(event);
+    if (ev) {
+        *status = ev->recorded && ev->complete;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!ev) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, "aclrtQueryEventStatus", "%p is not a live event", event);
+    }
+    fake_acl_log("aclrtQueryEventStatus %p -> %d", event, *status);
+    return 0;
+}
+
+aclError aclrtEventElapsedTime(float* ms, void* start, void* end)
+{
+    const char* call = "aclrtEventElapsedTime";
+    pthread_mutex_lock(&mu);
+    struct event *a = live_event(start), *b = live_event(end);
+    int ok = a && b && a->complete && b->complete;
+    if (ok) {
+        *ms = (float)((double)(b->stamp_ns - a->stamp_ns) / 1e6);
+    }
+    pthread_mutex_unlock(&mu);
+    if (!a || !b) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, call, "not two live events");
+    }
+    if (!ok) {
+        return fail(ACL_ERROR_RT_EVENT_NOT_COMPLETE, call, "an event has not completed");
+    }
+    return 0;
+}
+
+#ifndef FAKE_NO_CAPTURE
+/* Model capture (aclmdlRI*). */
+static struct model* live_model(void* m)
+{
+    for (size_t i = 0; i < nmodels; ++i) {
+        if (models[i] == m && models[i]->live) {
+            return models[i];
+        }
+    }
+    return NULL;
+}
+
+aclError aclmdlRICaptureBegin(void* stream, int mode)
+{
+    const char* call = "aclmdlRICaptureBegin";
+    aclError e = need_device(call);
+    if (e) {
+        return e;
+    }
+    fake_acl_log("%s %p mode=%d", call, stream, mode);
+    INJECT(call);
+    if (mode < CAPTURE_GLOBAL || mode > CAPTURE_RELAXED) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, call, "capture mode %d", mode);
+    }
+    if (tid == 0) {
+        tid = ++thread_ids;
+    }
+    pthread_mutex_lock(&mu);
+    struct stream* s = live_stream(stream);
+    const char* why = s == NULL || s->dev != cur_dev ? "is not a live stream of this device"
+                      : s->capturing                   ? "is already capturing"
+                      : nmodels == sizeof models / sizeof models[0] ? "cannot capture: the fake's models are used up"
+                                                                    : NULL;
+    if (!why) {
+        struct model* m = calloc(1, sizeof *m);
+        m->dev = cur_dev;
+        models[nmodels++] = m;
+        s->capturing = m;
+        s->capture_mode = mode;
+        s->capture_tid = tid;
+    }
+    pthread_mutex_unlock(&mu);
+    return why ? fail(ACL_ERROR_RT_PARAM_INVALID, call, "stream %p %s", stream, why) : 0;
+}
+
+aclError aclmdlRICaptureEnd(void* stream, void** out)
+{
+    const char* call = "aclmdlRICaptureEnd";
+    aclError e = need_device(call);
+    if (e) {
+        return e;
+    }
+    pthread_mutex_lock(&mu);
+    struct stream* s = live_stream(stream);
+    struct model* m = s && s->dev == cur_dev ? s->capturing : NULL;
+    if (m) {
+        s->capturing = NULL;
+        m->live = 1;
+        *out = m;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!m) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, call, "stream %p of device %d is not capturing", stream, cur_dev);
+    }
+    fake_acl_log("%s %p -> model %p tasks=%d", call, stream, (void*)m, m->tasks);
+    return 0;
+}
+
+static int run_model(void* ctx, int64_t deadline, char* err, size_t cap)
+{
+    struct model* m = ctx;
+    for (struct task* t = m->head; t; t = t->next) {
+        int code = run_task(t, m->dev, deadline, err, cap);
+        if (code) {
+            return code;
+        }
+    }
+    return 0;
+}
+
+aclError aclmdlRIExecuteAsync(void* model, void* stream)
+{
+    const char* call = "aclmdlRIExecuteAsync";
+    aclError e = need_device(call);
+    if (e) {
+        return e;
+    }
+    fake_acl_log("%s model %p stream=%p", call, model, stream);
+    INJECT(call);
+    pthread_mutex_lock(&mu);
+    struct model* m = live_model(model);
+    pthread_mutex_unlock(&mu);
+    if (!m || m->dev != cur_dev) {
+        return fail(ACL_ERROR_RT_PARAM_INVALID, call, "%p is not a captured model of device %d", model, cur_dev);
+    }
+    return fake_acl_enqueue(stream, run_model, keep, m, 0, call);
+}
+
+aclError aclmdlRIDestroy(void* model)
+{
+    fake_acl_log("aclmdlRIDestroy %p", model);
+    pthread_mutex_lock(&mu);
+    struct model* m = live_model(model);
+    if (m) {
+        m->live = 0;
+        free_tasks(m->head);
+        m->head = m->tail = NULL;
+    }
+    pthread_mutex_unlock(&mu);
+    return m ? 0 : fail(ACL_ERROR_RT_PARAM_INVALID, "aclmdlRIDestroy", "%p is not a live model", model);
+}
+#endif
 
 /* A kernel launch: what the fake cmake's `<<<>>>` calls. `run` is the CPU model's entry in
  * the kernel library (sim_launch's shape); the launch is checked against the chip and runs
@@ -556,7 +874,11 @@ static int run_launch(void* ctx, int64_t deadline, char* err, size_t cap)
 {
     struct launch* l = ctx;
     char msg[1400] = "";
-    int rc = l->run(l->kernel, l->fn, l->mode, l->block_dim, l->args, l->nargs, msg, sizeof msg);
+    int injected = fake_acl_injected("kernel");
+    int rc = injected ? -1 : l->run(l->kernel, l->fn, l->mode, l->block_dim, l->args, l->nargs, msg, sizeof msg);
+    if (injected) {
+        snprintf(msg, sizeof msg, "injected failure");
+    }
     fake_acl_log("kernel %s ran rc=%d", l->kernel, rc);
     if (rc != 0) {
         snprintf(err, cap, "aicore exception in kernel %s: %s", l->kernel, msg);
@@ -602,7 +924,7 @@ void fake_rt_launch(void* stream, uint32_t block_dim, uint32_t mode, const char*
         l->mode = mode;
         l->block_dim = block_dim;
         l->nargs = nargs;
-        e = fake_acl_enqueue(stream, run_launch, free, l, call);
+        e = fake_acl_enqueue(stream, run_launch, free, l, FAKE_KERNEL_NS, call);
     }
     if (e) {
         last_err = e;

@@ -23,7 +23,8 @@
 #define ACL_ERROR_RT_COMM_FAILURE 507899 /* the fake's stream error for a failed collective */
 
 typedef int (*task_fn)(void* ctx, int64_t deadline_ms, char* err, size_t cap);
-int fake_acl_enqueue(void* stream, task_fn run, void (*drop)(void*), void* ctx, const char* call);
+int fake_acl_enqueue(void* stream, task_fn run, void (*drop)(void*), void* ctx, int64_t cost_ns, const char* call);
+#define FAKE_COLLECTIVE_NS 10000 /* acl.c's charge for a collective */
 int fake_acl_current_device(void);
 size_t fake_acl_extent(const void* p, int* dev);
 void fake_acl_log(const char* fmt, ...);
@@ -49,7 +50,7 @@ struct comm {
     struct world* w;
     uint32_t rank;
     int dev, live;
-    uint64_t ops;
+    uint64_t ops; /* collectives this rank has run (a replayed capture runs them again) */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -204,6 +205,7 @@ static int leave(struct world* w, int code, char* err, size_t cap, const char* w
 static int run_all_to_all(void* ctx, int64_t sync_deadline, char* err, size_t cap)
 {
     struct op* o = ctx;
+    o->seq = o->c->ops++; /* numbered when it runs, so a replay meets its peers' replays */
     struct world* w = o->c->w;
     uint32_t me = o->c->rank, n = w->ranks;
     int64_t deadline = now_ms() + env_timeout_ms("HCCL_EXEC_TIMEOUT", 1836);
@@ -280,7 +282,6 @@ int HcclAlltoAllV(const void* send, const void* send_counts, const void* sdispls
     }
     struct op* o = calloc(1, sizeof *o);
     o->c = c;
-    o->seq = c->ops++;
     o->p.send = send;
     o->p.recv = (uint8_t*)recv;
     uint32_t n = c->w->ranks;
@@ -295,7 +296,7 @@ int HcclAlltoAllV(const void* send, const void* send_counts, const void* sdispls
             return failed(HCCL_E_PARA, call, "%s", "a count + displacement lies outside its device buffer");
         }
     }
-    int e = fake_acl_enqueue(stream, run_all_to_all, free, o, call);
+    int e = fake_acl_enqueue(stream, run_all_to_all, free, o, FAKE_COLLECTIVE_NS, call);
     return e ? failed(HCCL_E_PARA, call, "%s", "the stream refused the task") : 0;
 }
 

@@ -38,7 +38,62 @@ const SOURCES: [&str; 6] = [
     "mod.rs",
 ];
 
+/// The fake clock's charge for a kernel and for a collective (acl.c's FAKE_KERNEL_NS and
+/// FAKE_COLLECTIVE_NS).
+pub const KERNEL_US: f64 = 20.0;
+pub const COLLECTIVE_US: f64 = 10.0;
+
+/// The C signatures of the fake's functions, for the tests that call them directly
+/// (acl.c and hccl.c; handles are untyped pointers).
+pub mod c {
+    use std::ffi::c_char;
+    pub type Init = unsafe extern "C" fn(*const c_char) -> i32;
+    /// aclrtSetDevice, aclrtResetDevice.
+    pub type Device = unsafe extern "C" fn(i32) -> i32;
+    pub type Malloc = unsafe extern "C" fn(*mut *mut u8, usize, i32) -> i32;
+    pub type Memcpy = unsafe extern "C" fn(*mut u8, usize, *const u8, usize, i32) -> i32;
+    /// aclrtCreateStream, aclrtCreateEvent.
+    pub type Create = unsafe extern "C" fn(*mut *mut u8) -> i32;
+    /// Calls on one handle: free, destroy, synchronise.
+    pub type Handle = unsafe extern "C" fn(*mut u8) -> i32;
+    /// aclrtRecordEvent(event, stream), aclmdlRIExecuteAsync(model, stream).
+    pub type Pair = unsafe extern "C" fn(*mut u8, *mut u8) -> i32;
+    pub type CaptureBegin = unsafe extern "C" fn(*mut u8, i32) -> i32;
+    pub type CaptureEnd = unsafe extern "C" fn(*mut u8, *mut *mut u8) -> i32;
+    pub type Elapsed = unsafe extern "C" fn(*mut f32, *mut u8, *mut u8) -> i32;
+    pub type Recent = unsafe extern "C" fn() -> *const c_char;
+    /// A stream task of fake_acl_enqueue.
+    pub type Task = unsafe extern "C" fn(*mut u8, i64, *mut u8, usize) -> i32;
+    /// fake_acl_enqueue(stream, task, drop, ctx, cost_ns, call).
+    pub type Enqueue = unsafe extern "C" fn(
+        *mut u8,
+        Task,
+        unsafe extern "C" fn(*mut u8),
+        *mut u8,
+        i64,
+        *const u8,
+    ) -> i32;
+    pub type RootInfo = unsafe extern "C" fn(*mut u8) -> i32;
+    pub type Join = unsafe extern "C" fn(u32, *const u8, u32, *mut *mut u8) -> i32;
+    pub type AllToAllV = unsafe extern "C" fn(
+        *const u8,
+        *const u64,
+        *const u64,
+        i32,
+        *const u8,
+        *const u64,
+        *const u64,
+        i32,
+        *mut u8,
+        *mut u8,
+    ) -> i32;
+
+    /// A task context's drop that keeps it (the test owns it).
+    pub unsafe extern "C" fn keep(_: *mut u8) {}
+}
+
 static KIT: OnceLock<FakeCann> = OnceLock::new();
+static WITHOUT_CAPTURE: OnceLock<PathBuf> = OnceLock::new();
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The fake toolkit (built on first use, environment pointed at it) as a 910B1 with a
@@ -176,6 +231,43 @@ impl FakeCann {
             )
         };
         FakeCann { root, acl, hccl }
+    }
+
+    /// A second toolkit whose ACL lacks the model-capture API (acl.c built with
+    /// FAKE_NO_CAPTURE), as an older CANN's would: its root, for a subprocess's
+    /// ASCEND_HOME_PATH (this process has initialised the first toolkit's ACL).
+    pub fn without_capture(&self) -> &'static Path {
+        WITHOUT_CAPTURE.get_or_init(|| {
+            let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cann-no-capture");
+            let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+            let scratch = tempfile::tempdir().unwrap();
+            let acl = scratch.path().join("libascendcl.so");
+            run(Command::new(&cc)
+                .args([
+                    "-shared",
+                    "-fPIC",
+                    "-O1",
+                    "-pthread",
+                    "-Wall",
+                    "-DFAKE_NO_CAPTURE",
+                ])
+                .arg("-Wl,-soname,libascendcl.so")
+                .arg("-o")
+                .arg(&acl)
+                .arg(here().join("acl.c")));
+            install(
+                &root.join("lib64/libascendcl.so"),
+                &std::fs::read(&acl).unwrap(),
+            );
+            for f in [
+                "lib64/libhccl.so",
+                "compiler/tikcpp/ascendc_kernel_cmake/asc-config.cmake",
+            ] {
+                install(&root.join(f), &std::fs::read(self.root.join(f)).unwrap());
+            }
+            install(&root.join("compiler/version.info"), b"Version=8.0.RC3\n");
+            root
+        })
     }
 
     /// Acts as `chip` with `aic` AI Cores and `aiv` vector cores; forgets log and faults.

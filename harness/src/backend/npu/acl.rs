@@ -1,5 +1,7 @@
 //! The ACL runtime calls the `npu` backend makes, loaded from `libascendcl.so` at run time
-//! (signatures: ascendc.md §B.3, CANN's acl_rt.h). Every call's status is checked; a failure
+//! (signatures: ascendc.md §B.3, CANN's acl_rt.h and acl_mdl.h). The model-capture calls
+//! are optional: a toolkit without them refuses only graph replay ([`Acl::capture`]).
+//! Every call's status is checked; a failure
 //! names the call, the ACL error code and the runtime's recent-error message
 //! (`aclGetRecentErrMsg`, as the asc-devkit samples print it).
 //!
@@ -24,7 +26,20 @@ const MEMCPY_DEVICE_TO_HOST: i32 = 2;
 const DEV_ATTR_AICORE_CORE_NUM: i32 = 101;
 const DEV_ATTR_VECTOR_CORE_NUM: i32 = 201;
 
+/// `aclmdlRICaptureMode::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL`: the capturing thread may
+/// not make unsafe calls (synchronous copies); the other ranks' threads may.
+const CAPTURE_THREAD_LOCAL: i32 = 1;
+/// `aclrtEventRecordedStatus::ACL_EVENT_RECORDED_STATUS_COMPLETE`.
+const EVENT_COMPLETE: i32 = 1;
+
+/// The first CANN whose ACL documents the model-capture API (`aclmdlRICaptureBegin`, …;
+/// marked experimental there).
+pub const CAPTURE_CANN: &str = "8.1.RC1";
+
 pub type Stream = *mut c_void;
+pub type Event = *mut c_void;
+/// A captured model run instance (`aclmdlRI`).
+pub type Graph = *mut c_void;
 
 type InitFn = unsafe extern "C" fn(*const c_char) -> i32;
 type FinalizeFn = unsafe extern "C" fn() -> i32;
@@ -38,6 +53,23 @@ type SyncTimeoutFn = unsafe extern "C" fn(Stream, i32) -> i32;
 type MallocFn = unsafe extern "C" fn(*mut *mut c_void, usize, i32) -> i32;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> i32;
 type MemcpyFn = unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, i32) -> i32;
+type CreateEventFn = unsafe extern "C" fn(*mut Event) -> i32;
+type EventFn = unsafe extern "C" fn(Event) -> i32;
+type RecordEventFn = unsafe extern "C" fn(Event, Stream) -> i32;
+type QueryEventFn = unsafe extern "C" fn(Event, *mut i32) -> i32;
+type ElapsedFn = unsafe extern "C" fn(*mut f32, Event, Event) -> i32;
+type CaptureBeginFn = unsafe extern "C" fn(Stream, i32) -> i32;
+type CaptureEndFn = unsafe extern "C" fn(Stream, *mut Graph) -> i32;
+type ExecuteFn = unsafe extern "C" fn(Graph, Stream) -> i32;
+type GraphFn = unsafe extern "C" fn(Graph) -> i32;
+
+/// ACL's model-capture calls (acl_mdl.h), present from CANN [`CAPTURE_CANN`].
+struct Capture {
+    begin: CaptureBeginFn,
+    end: CaptureEndFn,
+    execute: ExecuteFn,
+    destroy: GraphFn,
+}
 
 /// The loaded ACL library.
 pub struct Acl {
@@ -54,6 +86,12 @@ pub struct Acl {
     malloc: MallocFn,
     free: FreeFn,
     memcpy: MemcpyFn,
+    create_event: CreateEventFn,
+    destroy_event: EventFn,
+    record_event: RecordEventFn,
+    query_event: QueryEventFn,
+    elapsed: ElapsedFn,
+    capture: Option<Capture>,
     _lib: libloading::Library,
 }
 
@@ -128,6 +166,17 @@ impl Acl {
                 };
             }
             let init: InitFn = sym!("aclInit");
+            let optional = |name: &[u8]| lib.get::<*const c_void>(name).is_ok();
+            let capture = if optional(b"aclmdlRICaptureBegin\0") {
+                Some(Capture {
+                    begin: sym!("aclmdlRICaptureBegin"),
+                    end: sym!("aclmdlRICaptureEnd"),
+                    execute: sym!("aclmdlRIExecuteAsync"),
+                    destroy: sym!("aclmdlRIDestroy"),
+                })
+            } else {
+                None
+            };
             let acl = Acl {
                 path: path.to_path_buf(),
                 finalize: sym!("aclFinalize"),
@@ -142,6 +191,12 @@ impl Acl {
                 malloc: sym!("aclrtMalloc"),
                 free: sym!("aclrtFree"),
                 memcpy: sym!("aclrtMemcpy"),
+                create_event: sym!("aclrtCreateEvent"),
+                destroy_event: sym!("aclrtDestroyEvent"),
+                record_event: sym!("aclrtRecordEvent"),
+                query_event: sym!("aclrtQueryEventStatus"),
+                elapsed: sym!("aclrtEventElapsedTime"),
+                capture,
                 _lib: lib,
             };
             Ok((acl, init))
@@ -292,5 +347,88 @@ impl Acl {
             )
         })?;
         Ok(out)
+    }
+    pub(crate) fn create_event(&self) -> Result<Event, BackendError> {
+        let mut e: Event = std::ptr::null_mut();
+        // SAFETY: ACL writes the new event handle into `e`.
+        self.check("aclrtCreateEvent", unsafe { (self.create_event)(&mut e) })?;
+        Ok(e)
+    }
+
+    pub(crate) fn destroy_event(&self, e: Event) -> Result<(), BackendError> {
+        // SAFETY: `e` came from create_event and is not used afterwards.
+        self.check("aclrtDestroyEvent", unsafe { (self.destroy_event)(e) })
+    }
+
+    /// Enqueues on `s` a record of `e`: it completes, with the device's time, when the work
+    /// enqueued before it has.
+    pub(crate) fn record(&self, e: Event, s: Stream) -> Result<(), BackendError> {
+        // SAFETY: `e` and `s` are live handles of the current device.
+        self.check("aclrtRecordEvent", unsafe { (self.record_event)(e, s) })
+    }
+
+    /// Whether `e`'s last record has completed.
+    pub(crate) fn completed(&self, e: Event) -> Result<bool, BackendError> {
+        let mut status = 0i32;
+        // SAFETY: ACL writes one status value.
+        self.check("aclrtQueryEventStatus", unsafe {
+            (self.query_event)(e, &mut status)
+        })?;
+        Ok(status == EVENT_COMPLETE)
+    }
+
+    /// Device time from `start`'s record to `end`'s (both completed).
+    pub(crate) fn elapsed(&self, start: Event, end: Event) -> Result<Duration, BackendError> {
+        let mut ms = 0f32;
+        // SAFETY: ACL writes one float.
+        self.check("aclrtEventElapsedTime", unsafe {
+            (self.elapsed)(&mut ms, start, end)
+        })?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+
+    /// Whether this ACL has the model-capture API graph replay needs.
+    pub(crate) fn can_capture(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    fn capture_api(&self) -> Result<&Capture, BackendError> {
+        self.capture.as_ref().ok_or_else(|| {
+            BackendError::Unavailable(format!(
+                "{} has no model-capture API (aclmdlRICaptureBegin): graph replay needs CANN {CAPTURE_CANN} or later",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Starts capturing `s`: its work is kept in a graph instead of running.
+    pub(crate) fn capture_begin(&self, s: Stream) -> Result<(), BackendError> {
+        let api = self.capture_api()?;
+        // SAFETY: `s` is a live stream of the current device.
+        self.check("aclmdlRICaptureBegin", unsafe {
+            (api.begin)(s, CAPTURE_THREAD_LOCAL)
+        })
+    }
+
+    /// Ends `s`'s capture: the graph of what was enqueued since [`Acl::capture_begin`].
+    pub(crate) fn capture_end(&self, s: Stream) -> Result<Graph, BackendError> {
+        let api = self.capture_api()?;
+        let mut g: Graph = std::ptr::null_mut();
+        // SAFETY: `s` is capturing; ACL writes the graph handle into `g`.
+        self.check("aclmdlRICaptureEnd", unsafe { (api.end)(s, &mut g) })?;
+        Ok(g)
+    }
+
+    /// Enqueues a replay of `g` on `s`.
+    pub(crate) fn replay(&self, g: Graph, s: Stream) -> Result<(), BackendError> {
+        let api = self.capture_api()?;
+        // SAFETY: `g` is a live graph of the current device, `s` a live stream of it.
+        self.check("aclmdlRIExecuteAsync", unsafe { (api.execute)(g, s) })
+    }
+
+    pub(crate) fn destroy_graph(&self, g: Graph) -> Result<(), BackendError> {
+        let api = self.capture_api()?;
+        // SAFETY: `g` came from capture_end and is not used afterwards.
+        self.check("aclmdlRIDestroy", unsafe { (api.destroy)(g) })
     }
 }

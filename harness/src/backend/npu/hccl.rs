@@ -14,7 +14,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::path::Path;
 
 use super::acl::{Acl, Stream};
-use crate::backend::BackendError;
+use crate::backend::{BackendError, Exchange};
 
 /// `HCCL_ROOT_INFO_BYTES`.
 const ROOT_INFO_BYTES: usize = 4108;
@@ -168,5 +168,91 @@ impl Hccl {
     pub(crate) fn destroy(&self, comm: Comm) -> Result<(), BackendError> {
         // SAFETY: `comm` came from join and is not used afterwards.
         self.check("HcclCommDestroy", unsafe { (self.comm_destroy)(comm) })
+    }
+}
+
+/// `rank`'s HCCL all-to-all calls for a collective: one call per round, a round holding
+/// at most one contiguous run per (sender, receiver) pair, in bytes.
+pub fn all_to_all_rounds(ex: &Exchange, rank: usize, tp: usize, t: usize) -> Vec<AllToAllV> {
+    let all = ex.all(tp, t);
+    // The k-th run between a pair goes to round k.
+    let mut tagged = Vec::with_capacity(all.len());
+    for (i, &(to, x)) in all.iter().enumerate() {
+        let k = all[..i]
+            .iter()
+            .filter(|(o, y)| *o == to && y.from == x.from)
+            .count();
+        tagged.push((k, to, x));
+    }
+    let rounds = tagged.iter().map(|(k, _, _)| k + 1).max().unwrap_or(0);
+    let rb = ex.row_bytes as u64;
+    (0..rounds)
+        .map(|round| {
+            let mut a = AllToAllV {
+                send_counts: vec![0; tp],
+                send_displs: vec![0; tp],
+                recv_counts: vec![0; tp],
+                recv_displs: vec![0; tp],
+            };
+            for &(k, to, x) in &tagged {
+                if k != round {
+                    continue;
+                }
+                if x.from == rank {
+                    a.send_counts[to] = x.rows as u64 * rb;
+                    a.send_displs[to] = x.src_row as u64 * rb;
+                }
+                if to == rank {
+                    a.recv_counts[x.from] = x.rows as u64 * rb;
+                    a.recv_displs[x.from] = x.dst_row as u64 * rb;
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Pattern;
+
+    #[test]
+    fn all_to_all_rounds_pair_every_send_with_a_receive() {
+        let ex = Exchange {
+            pattern: Pattern::GroupAllToAll {
+                local_groups: 2,
+                src_slab_rows: 16,
+                dst_slab_rows: 32,
+            },
+            src: 0,
+            dst: 1,
+            row_bytes: 4,
+            src_rows: 64,
+            dst_rows: 64,
+        };
+        let (tp, t) = (2, 8);
+        let per_rank: Vec<Vec<AllToAllV>> =
+            (0..tp).map(|r| all_to_all_rounds(&ex, r, tp, t)).collect();
+        // two local groups: two rounds, one run per pair each
+        assert!(per_rank.iter().all(|r| r.len() == 2));
+        for s in 0..tp {
+            for d in 0..tp {
+                let rounds = per_rank[s].iter().zip(&per_rank[d]).enumerate();
+                for (round, (sender, receiver)) in rounds {
+                    assert_eq!(
+                        sender.send_counts[d], receiver.recv_counts[s],
+                        "round {round}: {s} -> {d}"
+                    );
+                    assert_eq!(sender.send_counts[d], 8 * 4);
+                }
+            }
+        }
+        // rank 1 receives group 2 (round 0) from rank 0's rows 32.. into its rows 0..8
+        assert_eq!(per_rank[0][0].send_displs[1], 32 * 4);
+        assert_eq!(per_rank[1][0].recv_displs[0], 0);
+        assert_eq!(per_rank[1][0].recv_displs[1], 8 * 4);
+        // and group 3 in round 1 at rows 32 + r·t
+        assert_eq!(per_rank[1][1].recv_displs[1], (32 + 8) * 4);
     }
 }
