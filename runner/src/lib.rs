@@ -8,6 +8,7 @@ pub mod generated;
 
 pub mod cases;
 pub mod cli;
+pub mod commands;
 pub mod cost;
 pub mod launch_plot;
 pub mod layer;
