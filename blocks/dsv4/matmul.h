@@ -86,9 +86,18 @@ public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
+        RunOn(a, b, c, tiling, static_cast<uint32_t>(AscendC::GetBlockIdx()),
+              static_cast<uint32_t>(AscendC::GetBlockNum()));
+    }
+
+    // The work of block `block` of `blocks`, as if the launch had `blocks` blocks (a
+    // MatmulGroup runs several products side by side in one launch).
+    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, uint32_t block,
+                                        uint32_t blocks)
+    {
         Matmul op;
         op.Init(a, b, c, tiling);
-        op.Process();
+        op.Process(block, blocks);
     }
 
 private:
@@ -110,14 +119,13 @@ private:
         pipe_.InitBuffer(cL0_, 1, P::C_STRIP_BYTES);
     }
 
-    __aicore__ inline void Process()
+    __aicore__ inline void Process(uint32_t block, uint32_t blocks)
     {
         const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
         const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
         const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
         const uint32_t items = P::BATCH * mRanges * nRanges * kSlices;
-        const uint32_t step = static_cast<uint32_t>(AscendC::GetBlockNum());
-        for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < items; item += step) {
+        for (uint32_t item = block; item < items; item += blocks) {
             uint32_t rest = item;
             const uint32_t ks = rest % kSlices;
             rest /= kSlices;

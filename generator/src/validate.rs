@@ -33,6 +33,8 @@ pub struct Validated {
     pub model_locs: ModelLocs,
     /// `draft: true` where it is written: stages without kernels are allowed.
     pub draft: Option<Loc>,
+    /// Whether launches that can share a kernel are merged (`fuse`, default true).
+    pub fuse: bool,
 }
 
 pub fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Validated> {
@@ -144,6 +146,7 @@ pub fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Validated> {
     }
     Some(Validated {
         draft: f.draft.as_ref().filter(|d| d.value).map(Loc::of),
+        fuse: f.fuse.as_ref().is_none_or(|f| f.value),
         name,
         layer: f.layer.value,
         chip,

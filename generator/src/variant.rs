@@ -5,7 +5,7 @@
 use crate::budget;
 use crate::derive;
 use crate::diag::{Diagnostics, SpecError};
-use crate::kernel_plan::{KernelPlan, Step};
+use crate::kernel_plan::{KernelPlan, Step, fuse};
 use crate::plan::Plan;
 use crate::stages::{self, Spec, StagePlan};
 use crate::validate::{self, Validated};
@@ -45,10 +45,16 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
     }
     let variants: Vec<Variant> = planned
         .into_iter()
-        .map(|(plan, stages)| Variant {
-            kernels: stages::plan_kernels(&plan, &stages),
-            plan,
-            stages,
+        .map(|(plan, stages)| {
+            let mut kernels = stages::plan_kernels(&plan, &stages);
+            if base.fuse {
+                kernels = fuse::fuse(kernels, plan.chip.aic_cores).0;
+            }
+            Variant {
+                kernels,
+                plan,
+                stages,
+            }
         })
         .collect();
     for v in &variants {
@@ -81,9 +87,17 @@ fn check_budgets(base: &Validated, v: &Variant, d: &mut Diagnostics) {
             .iter()
             .find(|s| s.params.name() == launch.stage)
             .expect("a launch belongs to a stage of the spec");
-        let label = format!("{} kernel {}", launch.stage, kernel.name);
-        for e in budget::check(&label, &kernel.buffers, stage.pad_unaligned, base.chip) {
-            d.error(stage.tiling_loc, e.message, e.rule);
+        // a fused kernel's block runs one of its parts: each part fits on its own
+        let parts = if kernel.parts.is_empty() {
+            std::slice::from_ref(kernel)
+        } else {
+            &kernel.parts[..]
+        };
+        for k in parts {
+            let label = format!("{} kernel {}", launch.stage, k.name);
+            for e in budget::check(&label, &k.buffers, stage.pad_unaligned, base.chip) {
+                d.error(stage.tiling_loc, e.message, e.rule);
+            }
         }
     }
 }

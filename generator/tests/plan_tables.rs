@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use abi::Dim;
-use kernelgen::budget;
 use kernelgen::chip::Mem;
 use kernelgen::plan::Plan;
 use kernelgen::variant::{self, Variant};
@@ -334,7 +333,7 @@ fn every_flash_kernel_fits_the_910b() {
             assert!(!v.kernels.kernels.is_empty(), "{}", v.plan.variant);
             for k in &v.kernels.kernels {
                 for mem in Mem::ALL {
-                    let bytes = budget::bytes_in(&k.buffers, mem, chip);
+                    let bytes = k.bytes_in(mem, chip);
                     assert!(
                         bytes <= chip.capacity(mem),
                         "{} {} {mem}: {bytes} B",

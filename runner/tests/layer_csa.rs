@@ -109,3 +109,9 @@ fn csa_ref_judges_x_out_by_the_kernels_admissible_top_k() {
          judgement of a different choice: {notes:?}"
     );
 }
+
+/// The plan with `fuse: false` gives the fused plan's bits, and both pass.
+#[test]
+fn csa_small_unfused_gives_the_fused_bits() {
+    layer_checks::fused_as_unfused("csa_small_tp1", "csa_small_unfused_tp1", &outputs());
+}

@@ -68,3 +68,9 @@ fn the_reference_vectors_replay_through_hca_ref_at_tp1() {
         &OUTPUTS,
     );
 }
+
+/// The plan with `fuse: false` gives the fused plan's bits, and both pass.
+#[test]
+fn hca_small_unfused_gives_the_fused_bits() {
+    layer_checks::fused_as_unfused("hca_small_tp1", "hca_small_unfused_tp1", &OUTPUTS);
+}

@@ -160,3 +160,9 @@ fn a_plan_that_skips_the_cache_insert_fails_on_x_out() {
     let kv = reports.iter().find(|r| r.output == "kv_cache").unwrap();
     assert!(!kv.pass, "{}", kv.detail());
 }
+
+/// The plan with `fuse: false` gives the fused plan's bits, and both pass.
+#[test]
+fn swa_small_unfused_gives_the_fused_bits() {
+    layer_checks::fused_as_unfused("swa_small_tp2", "swa_small_unfused_tp2", &OUTPUTS);
+}

@@ -12,6 +12,7 @@
 //! cube matmul the projection stages share. Launches and steps are the `abi` crate's
 //! types, the ones the generated host tables are written in.
 
+pub mod fuse;
 pub mod gemm;
 
 use std::collections::BTreeSet;
@@ -20,7 +21,8 @@ use std::sync::Mutex;
 pub use abi::plan::{Cores, Launch, Step};
 use abi::{DType, Dim, Dir, Placement};
 
-use crate::budget::Buffer;
+use crate::budget::{self, Buffer};
+use crate::chip::{Chip, Mem};
 use crate::plan::{Plan, TensorPlan};
 
 /// A compile-time constant of a kernel specialisation.
@@ -67,10 +69,38 @@ pub struct Kernel {
     /// Its on-chip buffers: the plan decides every `InitBuffer` size and passes each as
     /// the knob `<NAME>_BYTES`; the budget check sums exactly these, per launch.
     pub buffers: Vec<Buffer>,
+    /// A fused kernel's parts (`crate::kernel_plan::fuse`): each a kernel of its own whose
+    /// params and buffers become the parameter struct `P<i>` of the class template;
+    /// empty for a kernel of one building block call (its struct is `Params`).
+    pub parts: Vec<Kernel>,
 }
 
 impl Kernel {
     /// The entry's kernel-type marking, spelled as the `.asc` samples of asc-devkit do.
+    /// The parameter structs the class template takes: `Params`, or `P0, P1, …`.
+    pub fn param_structs(&self) -> String {
+        if self.parts.is_empty() {
+            "Params".into()
+        } else {
+            let names: Vec<String> = (0..self.parts.len()).map(|i| format!("P{i}")).collect();
+            names.join(", ")
+        }
+    }
+
+    /// What a block of this kernel holds of `mem`: its buffers, or a fused kernel's
+    /// largest part (each block runs one part).
+    pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
+        if self.parts.is_empty() {
+            budget::bytes_in(&self.buffers, mem, chip)
+        } else {
+            self.parts
+                .iter()
+                .map(|p| p.bytes_in(mem, chip))
+                .max()
+                .unwrap_or(0)
+        }
+    }
+
     pub fn marking(&self) -> &'static str {
         match self.cores {
             Cores::Aiv => "__vector__",

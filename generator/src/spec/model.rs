@@ -27,6 +27,10 @@ pub struct SpecFile<S> {
     /// A knowingly incomplete spec: stages without kernels are listed, not refused.
     #[serde(default)]
     pub draft: Option<Sp<bool>>,
+    /// Whether the planner merges launches that can share a kernel (default true;
+    /// `false` keeps each stage's launches as planned, for debugging).
+    #[serde(default)]
+    pub fuse: Option<Sp<bool>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -66,6 +66,7 @@ impl Kind for CacheInsert {
             args: vec!["kv", "slots", "kv_cache"],
             // `tokens` kv rows staged per DMA; the slots are scalar GM reads.
             buffers: vec![row("kv_rows", Ub, DType::Bf16, tokens * hd, 2, Some(hd))],
+            parts: Vec::new(),
         };
         let blocks = p.chip.aiv_cores.min(p.shape.local_t);
         b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);

@@ -300,6 +300,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
             out_arg,
         ],
         buffers: pool_buffers(hd, c.pool_entries, channels, rd, positions),
+        parts: Vec::new(),
     };
     let rope = if positions {
         kernel.name.push_str("_positions");
@@ -353,6 +354,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         ],
         args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
         buffers: commit_buffers(seq, out),
+        parts: Vec::new(),
     };
     b.launch(
         commit,

@@ -62,6 +62,7 @@ impl Kind for HcPost {
             ],
             args: vec!["attn_out", "x_hc", "post", "comb", "x_out"],
             buffers: buffers(tokens, cols, hc),
+            parts: Vec::new(),
         };
         let items = p.shape.local_t / tokens * (hidden / cols);
         b.launch(

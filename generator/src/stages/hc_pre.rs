@@ -153,6 +153,7 @@ fn projection(md: &ModelDims, m: usize, k: usize, split: Split) -> Kernel {
         ],
         args: vec!["x_hc", "hc_attn_fn", "hc_partials"],
         buffers: projection_buffers(md, m, k, split),
+        parts: Vec::new(),
     }
 }
 
@@ -187,6 +188,7 @@ fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
             "comb",
         ],
         buffers: mix_buffers(md, m, parts, cols),
+        parts: Vec::new(),
     }
 }
 

@@ -130,6 +130,7 @@ fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
         ],
         args: vec!["kf", "positions", "idx_slots", "keys", "scales"],
         buffers: key_write_buffers(hd),
+        parts: Vec::new(),
     }
 }
 

@@ -204,6 +204,7 @@ fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize) -> Kernel {
             "q",
         ],
         buffers: q_heads_buffers(hd, rd, per_item),
+        parts: Vec::new(),
     }
 }
 
@@ -229,6 +230,7 @@ fn q_quant(ix: &IndexerPlan, tile_rows: usize) -> Kernel {
         ],
         args: vec!["qh", "head_sums", "q", "q_scale", "weights"],
         buffers: q_quant_buffers(heads, hd, tile_rows),
+        parts: Vec::new(),
     }
 }
 

@@ -227,6 +227,7 @@ impl Kind for Indexer {
             ],
             args: vec!["q", "kv_seq_lens", "keys", "table", "raw"],
             buffers: score_buffers((seq * heads).next_multiple_of(16), hd, (m, n, k), key_rows),
+            parts: Vec::new(),
         };
         b.launch(
             scores,
@@ -268,6 +269,7 @@ impl Kind for Indexer {
                 "topk",
             ],
             buffers: select_buffers(heads, bs, key_rows, stride, topk, chunk),
+            parts: Vec::new(),
         };
         b.launch(
             select,

@@ -171,6 +171,7 @@ fn quant(groups: usize, rows: usize, k: usize, tile_rows: usize) -> Kernel {
         ],
         args: vec!["x", "q", "scale"],
         buffers: quant_buffers(k, tile_rows),
+        parts: Vec::new(),
     }
 }
 
@@ -193,6 +194,7 @@ fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Ker
         ],
         args: vec!["p", "scale", "wo_b_scale", "out"],
         buffers: combine_buffers(groups, cols, bf16),
+        parts: Vec::new(),
     }
 }
 

@@ -80,6 +80,7 @@ fn rank_sum(tp: usize, n: usize, tile_rows: usize, tile_n: usize) -> Kernel {
         ],
         args: vec!["window", "out"],
         buffers: buffers(tile_rows, tile_n),
+        parts: Vec::new(),
     }
 }
 

@@ -193,6 +193,7 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
         ],
         args: vec!["latent", "gamma", "qr", "qr_scale"],
         buffers: q_latent_quant_buffers(ql, tile_rows),
+        parts: Vec::new(),
     }
 }
 
@@ -224,6 +225,7 @@ fn q_heads(
         ],
         args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
         buffers: q_heads_buffers(hd, rd, per_item),
+        parts: Vec::new(),
     };
     if positions {
         at_positions(&mut k, "sin");
@@ -250,6 +252,7 @@ fn kv_finish(hd: usize, rd: usize, tile_rows: usize, eps: f32, positions: bool) 
         ],
         args: vec!["latent", "gamma", "cos", "sin", "kv"],
         buffers: kv_finish_buffers(hd, rd, tile_rows),
+        parts: Vec::new(),
     };
     if positions {
         at_positions(&mut k, "sin");

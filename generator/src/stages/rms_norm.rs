@@ -62,6 +62,7 @@ impl Kind for RmsNorm {
             ],
             args: vec!["x", "weight", "y"],
             buffers: buffers(tokens, cols, hidden),
+            parts: Vec::new(),
         };
         // Work items are groups of 8 rows, the runtime token granularity.
         let blocks = p.chip.aiv_cores.min(p.shape.local_t / 8);

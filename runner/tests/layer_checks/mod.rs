@@ -146,3 +146,36 @@ pub fn start_sets(name: &str, others: Vec<StartPositions>, runs: usize, outputs:
     }
     aliases
 }
+
+/// Fusion changes launches, not results: `fused` (a plan with merged launches) and
+/// `unfused` (the same spec with `fuse: false`) give the same bytes in every output on the
+/// same inputs, those pass against the golden, and the fused plan has fewer launches (so
+/// a fusion that stopped happening fails here too).
+pub fn fused_as_unfused(fused: &str, unfused: &str, outputs: &[&str]) {
+    let launches = |name: &str| {
+        variant::by_name(name)
+            .unwrap()
+            .steps
+            .iter()
+            .filter(|s| matches!(s, abi::plan::Step::Launch(_)))
+            .count()
+    };
+    assert!(
+        launches(fused) < launches(unfused),
+        "{fused}: {} launches, {unfused}: {}",
+        launches(fused),
+        launches(unfused)
+    );
+    let (a, b) = (runtime(fused), runtime(unfused));
+    let spec = variant::layer_spec(a.plan()).unwrap();
+    let (f, want) = seeded(&spec, StartPositions::Default, None);
+    let what = format!("{unfused} beside {fused}");
+    judge_repeated(&what, b, &spec, (&f.inputs, &want), 1, outputs);
+    let (x, y) = (a.run(&f.inputs).unwrap(), b.run(&f.inputs).unwrap());
+    for (name, t) in x.outputs.iter() {
+        assert!(
+            t.as_le_bytes() == y.outputs.get(name).unwrap().as_le_bytes(),
+            "{name}: {fused} and {unfused} differ"
+        );
+    }
+}

@@ -53,7 +53,7 @@ pub fn budget(name: &str, kernel: &str, mem: Mem) -> usize {
         .iter()
         .find(|k| k.name == kernel)
         .unwrap_or_else(|| panic!("{name} plans no kernel {kernel}"));
-    kernelgen::budget::bytes_in(&k.buffers, mem, v.plan.chip)
+    k.bytes_in(mem, v.plan.chip)
 }
 
 /// A launch's peak use of each on-chip memory.

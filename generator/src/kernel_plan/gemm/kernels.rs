@@ -115,6 +115,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         .collect(),
         args: vec!["a", "b", "c"],
         buffers: buffers(mm, split),
+        parts: Vec::new(),
     }
 }
 
@@ -202,6 +203,7 @@ pub(super) fn zero(mm: &Matmul) -> Kernel {
         params,
         args: vec!["out"],
         buffers: zero_buffers(tile),
+        parts: Vec::new(),
     }
 }
 
@@ -233,6 +235,7 @@ pub(super) fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
         params,
         args: vec!["parts", "out"],
         buffers: slice_sum_buffers(tile),
+        parts: Vec::new(),
     }
 }
 

@@ -45,6 +45,7 @@
 //! gemm::launch(b, [tile.m, tile.n, tile.k], &mm, ["x_normed", "wq_a", "q_latent"]);
 //! ```
 
+pub(crate) mod group;
 mod kernels;
 mod matmul;
 mod split;

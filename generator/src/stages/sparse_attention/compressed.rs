@@ -72,6 +72,7 @@ pub(super) fn launch(
             vector_buffers(heads, hd, seq, chunk),
         ]
         .concat(),
+        parts: Vec::new(),
     };
     let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
     b.launch(

@@ -57,6 +57,7 @@ pub(super) fn launch(
             vector_buffers(heads, hd, topk, kv_tile),
         ]
         .concat(),
+        parts: Vec::new(),
     };
     let blocks = p.chip.aic_cores.min(p.shape.local_t) as u32;
     b.launch(

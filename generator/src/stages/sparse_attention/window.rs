@@ -241,6 +241,7 @@ pub(super) fn kernels(
         params: cube_params.clone(),
         args: [&["q"][..], &cube_args, &["scores"]].concat(),
         buffers: cube_buffers.clone(),
+        parts: Vec::new(),
     };
     // With a further source the softmax also hands each head's max to it.
     let max_tag = if with_further { "_max" } else { "" };
@@ -271,6 +272,7 @@ pub(super) fn kernels(
         ],
         args: softmax_args,
         buffers: softmax_buffers(heads, window, union, head_tile),
+        parts: Vec::new(),
     };
     let values = Kernel {
         name: format!("attn_window_values_{cube_tag}"),
@@ -281,6 +283,7 @@ pub(super) fn kernels(
         params: cube_params,
         args: [&["probs"][..], &cube_args, &["o"]].concat(),
         buffers: cube_buffers,
+        parts: Vec::new(),
     };
     let finish = Kernel {
         name: format!(
@@ -302,6 +305,7 @@ pub(super) fn kernels(
         ],
         args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
         buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
+        parts: Vec::new(),
     };
     [scores, softmax, values, finish]
 }

@@ -1,0 +1,424 @@
+//! Fusion: after every stage has added its launches, the planner merges launches whose
+//! work can share one kernel, so data and cores are shared instead of passing through
+//! launch boundaries. `fuse: false` in a spec leaves the launches as the stages made them.
+//!
+//! One capability so far, offered by the cube matmul ([`gemm::group`]): products that
+//! read the same A (the projections of one input) run side by side in one launch, each
+//! on the blocks its own launch had (shares of the AI Cores by weight bytes when they
+//! would need more). A later product joins an earlier one when
+//! - both are whole products (one K slice) reading A the same way;
+//! - it belongs to the same stage (a stage's launches stay its own, for its stage test);
+//! - it can move up to the first: only launches lie between them, none of which binds
+//!   any tensor the later one binds (so nothing between writes what it reads or reads or
+//!   writes what it writes), and the first binds none of its B and C.
+
+use super::gemm::group;
+use super::{Kernel, KernelPlan, Launch, Step};
+
+/// A launch joining an earlier one, or why it does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Step `later` (a matmul) joins the group of step `first`.
+    Joins { first: usize, later: usize },
+    /// Step `later` stays: `why`.
+    Stays {
+        first: usize,
+        later: usize,
+        why: String,
+    },
+}
+
+/// `plan` with its groupable launches merged, and every decision taken on the way (for
+/// tests and for people reading why a launch stayed alone).
+pub fn fuse(plan: KernelPlan, aic_cores: usize) -> (KernelPlan, Vec<Decision>) {
+    let mut decisions = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut taken = vec![false; plan.steps.len()];
+    for first in 0..plan.steps.len() {
+        let Some((l1, k1)) = matmul(&plan, first) else {
+            continue;
+        };
+        if taken[first] || group::unfit(k1).is_some() {
+            continue;
+        }
+        let mut members = vec![first];
+        for later in first + 1..plan.steps.len() {
+            if members.len() == group::MAX_PARTS {
+                break;
+            }
+            let Some((l2, k2)) = matmul(&plan, later) else {
+                continue;
+            };
+            if taken[later] || l2.args[0] != l1.args[0] {
+                continue;
+            }
+            match why_not(&plan, &members, later, (l1, k1), (l2, k2)) {
+                None => {
+                    decisions.push(Decision::Joins { first, later });
+                    members.push(later);
+                }
+                Some(why) => decisions.push(Decision::Stays { first, later, why }),
+            }
+        }
+        if members.len() > 1 {
+            for &m in &members {
+                taken[m] = true;
+            }
+            groups.push(members);
+        }
+    }
+    (merge(plan, &groups, aic_cores, &mut decisions), decisions)
+}
+
+/// Why step `later` cannot join the group `members` (led by `first`).
+fn why_not(
+    plan: &KernelPlan,
+    members: &[usize],
+    later: usize,
+    (l1, k1): (&Launch, &Kernel),
+    (l2, k2): (&Launch, &Kernel),
+) -> Option<String> {
+    if l2.stage != l1.stage {
+        return Some(format!(
+            "it belongs to stage {}, not {}",
+            l2.stage, l1.stage
+        ));
+    }
+    if let Some(why) = group::unfit(k2) {
+        return Some(why.into());
+    }
+    if let Some(why) = group::conflict(k1, k2) {
+        return Some(why.into());
+    }
+    let binds = |l: &Launch, name: &str| l.args.contains(&name);
+    let mine = &l2.args[1..];
+    for m in members {
+        let Step::Launch(l) = &plan.steps[*m] else {
+            unreachable!("members are launches")
+        };
+        if let Some(t) = mine.iter().find(|t| binds(l, t)) {
+            return Some(format!("the group already binds its {t}"));
+        }
+    }
+    let first = members[0];
+    for between in first + 1..later {
+        if members.contains(&between) {
+            continue;
+        }
+        match &plan.steps[between] {
+            Step::Launch(l) => {
+                if let Some(t) = l2.args.iter().find(|t| binds(l, t)) {
+                    return Some(format!(
+                        "step {between} ({}) binds its {t} and runs between them",
+                        l.kernel
+                    ));
+                }
+            }
+            _ => return Some(format!("step {between} is a collective between them")),
+        }
+    }
+    None
+}
+
+/// Step `i` as a matmul launch with its kernel.
+fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
+    let Step::Launch(l) = &plan.steps[i] else {
+        return None;
+    };
+    let k = plan.kernels.iter().find(|k| k.name == l.kernel)?;
+    (k.block == "matmul.h").then_some((l, k))
+}
+
+/// `plan` with each group's launches replaced by one group launch at its first's place.
+fn merge(
+    mut plan: KernelPlan,
+    groups: &[Vec<usize>],
+    aic_cores: usize,
+    decisions: &mut Vec<Decision>,
+) -> KernelPlan {
+    let mut drop = vec![false; plan.steps.len()];
+    for members in groups {
+        let parts: Vec<(&Kernel, &Launch)> = members
+            .iter()
+            .map(|&i| {
+                let (l, k) = matmul(&plan, i).expect("members are matmul launches");
+                (k, l)
+            })
+            .collect();
+        let blocks = shares(&parts, aic_cores);
+        let with_blocks: Vec<(&Kernel, u32)> = parts
+            .iter()
+            .zip(&blocks)
+            .map(|((k, _), b)| (*k, *b))
+            .collect();
+        let Some(kernel) = group::kernel(&with_blocks) else {
+            for &later in &members[1..] {
+                decisions.retain(|d| {
+                    *d != Decision::Joins {
+                        first: members[0],
+                        later,
+                    }
+                });
+                decisions.push(Decision::Stays {
+                    first: members[0],
+                    later,
+                    why: "the group's kernel name would be too long".into(),
+                });
+            }
+            continue;
+        };
+        let mut args: Vec<&'static str> = vec![parts[0].1.args[0]];
+        for (_, l) in &parts {
+            args.extend_from_slice(&l.args[1..]);
+        }
+        let stage = parts[0].1.stage;
+        let launch = Launch {
+            stage,
+            kernel: super::intern(&kernel.name),
+            cores: kernel.cores,
+            block_dim: blocks.iter().sum(),
+            args: super::intern_list(&args),
+        };
+        plan.steps[members[0]] = Step::Launch(launch);
+        for &m in &members[1..] {
+            drop[m] = true;
+        }
+        if !plan.kernels.iter().any(|k| k.name == kernel.name) {
+            plan.kernels.push(kernel);
+        }
+    }
+    let mut i = 0;
+    plan.steps.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
+    // kernels no launch uses any more go (their files with them)
+    let used = |k: &Kernel| {
+        plan.steps
+            .iter()
+            .any(|s| matches!(s, Step::Launch(l) if l.kernel == k.name))
+    };
+    let kernels = std::mem::take(&mut plan.kernels);
+    plan.kernels = kernels.into_iter().filter(|k| used(k)).collect();
+    plan
+}
+
+/// The parts' blocks: each its own launch's count while they fit the AI Cores together,
+/// else shares of the cores by weight bytes (at least one each, at most its own count).
+fn shares(parts: &[(&Kernel, &Launch)], aic_cores: usize) -> Vec<u32> {
+    let own: Vec<u32> = parts.iter().map(|(_, l)| l.block_dim).collect();
+    let cores = aic_cores as u32;
+    if own.iter().sum::<u32>() <= cores {
+        return own;
+    }
+    let weights: Vec<u64> = parts.iter().map(|(k, _)| group::weight_bytes(k)).collect();
+    let total: u64 = weights.iter().sum();
+    let mut blocks: Vec<u32> = weights
+        .iter()
+        .zip(&own)
+        .map(|(w, o)| ((u64::from(cores) * w / total.max(1)) as u32).clamp(1, *o))
+        .collect();
+    while blocks.iter().sum::<u32>() > cores {
+        let i = (0..blocks.len()).max_by_key(|&i| blocks[i]).expect("parts");
+        blocks[i] -= 1;
+    }
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel_plan::{Cores, Value, intern_list};
+    use abi::plan::Step;
+
+    /// A matmul kernel with the parameters the pass reads.
+    fn mm(name: &str, n: u32, k: u32, slice_k: u32) -> Kernel {
+        Kernel {
+            name: name.into(),
+            doc: String::new(),
+            block: "matmul.h",
+            class: "Matmul",
+            cores: Cores::Aic,
+            params: vec![
+                ("INT8", Value::Bool(false)),
+                ("GROUP_ROWS", Value::Bool(false)),
+                ("ROWS_PER_TOKEN", Value::U32(1)),
+                ("N", Value::U32(n)),
+                ("K", Value::U32(k)),
+                ("BATCH", Value::U32(1)),
+                ("LDA", Value::U32(k)),
+                ("SLICE_K", Value::U32(slice_k)),
+            ],
+            args: vec!["a", "b", "c"],
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    fn vector(name: &str) -> Kernel {
+        Kernel {
+            block: "rms_norm.h",
+            class: "RmsNorm",
+            cores: Cores::Aiv,
+            params: Vec::new(),
+            ..mm(name, 0, 0, 0)
+        }
+    }
+
+    fn launch(stage: &'static str, k: &Kernel, blocks: u32, args: &[&str]) -> Step {
+        Step::Launch(Launch {
+            stage,
+            kernel: super::super::intern(&k.name),
+            cores: k.cores,
+            block_dim: blocks,
+            args: intern_list(args),
+        })
+    }
+
+    /// `steps` of `kernels` (distinct by name).
+    fn plan(kernels: &[&Kernel], steps: Vec<Step>) -> KernelPlan {
+        KernelPlan {
+            kernels: kernels.iter().map(|k| (*k).clone()).collect(),
+            steps,
+            ..KernelPlan::default()
+        }
+    }
+
+    #[test]
+    fn projections_of_one_input_merge_across_independent_launches() {
+        let (wq, wkv, quant) = (
+            mm("q", 1024, 4096, 4096),
+            mm("kv", 512, 4096, 4096),
+            vector("quant"),
+        );
+        let p = plan(
+            &[&wq, &quant, &wkv],
+            vec![
+                launch("s", &wq, 16, &["x", "wq_a", "q_latent"]),
+                launch("s", &quant, 1, &["q_latent", "qr"]),
+                launch("s", &wkv, 8, &["x", "wkv", "kv_latent"]),
+            ],
+        );
+        let (fused, decisions) = fuse(p, 24);
+        assert_eq!(decisions, [Decision::Joins { first: 0, later: 2 }]);
+        assert_eq!(fused.steps.len(), 2);
+        let Step::Launch(g) = &fused.steps[0] else {
+            panic!()
+        };
+        assert_eq!(g.args, ["x", "wq_a", "q_latent", "wkv", "kv_latent"]);
+        assert_eq!(g.block_dim, 24);
+        let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
+        assert_eq!(kernel.class, "MatmulGroup");
+        assert_eq!(kernel.param_structs(), "P0, P1");
+        let blocks: Vec<Value> = kernel
+            .parts
+            .iter()
+            .map(|p| p.params.iter().find(|(n, _)| *n == "BLOCKS").unwrap().1)
+            .collect();
+        assert_eq!(blocks, [Value::U32(16), Value::U32(8)]);
+        // the parts' own kernels are no longer launched, so no longer planned
+        assert!(
+            fused
+                .kernels
+                .iter()
+                .all(|k| k.name != "q" && k.name != "kv")
+        );
+        assert!(fused.kernels.iter().any(|k| k.name == "quant"));
+    }
+
+    #[test]
+    fn what_stays_apart_and_why() {
+        let (a, b) = (mm("a", 256, 512, 512), mm("b", 256, 512, 512));
+        let split = mm("split", 256, 512, 256);
+        let narrow = mm("narrow", 256, 1024, 1024);
+        let touch = vector("touch");
+        let cases: Vec<(Vec<&Kernel>, Vec<Step>, &str)> = vec![
+            (
+                vec![&a, &touch, &b],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    launch("s", &touch, 1, &["y2"]),
+                    launch("s", &b, 2, &["x", "w2", "y2"]),
+                ],
+                "step 1 (touch) binds its y2 and runs between them",
+            ),
+            (
+                vec![&a, &b],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    launch("t", &b, 2, &["x", "w2", "y2"]),
+                ],
+                "it belongs to stage t, not s",
+            ),
+            (
+                vec![&a, &split],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    launch("s", &split, 2, &["x", "w2", "y2"]),
+                ],
+                "its K is split",
+            ),
+            (
+                vec![&a, &narrow],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    launch("s", &narrow, 2, &["x", "w2", "y2"]),
+                ],
+                "they read A differently",
+            ),
+            (
+                vec![&a, &b],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    launch("s", &b, 2, &["x", "w1", "y1"]),
+                ],
+                "the group already binds its w1",
+            ),
+            (
+                vec![&a, &b],
+                vec![
+                    launch("s", &a, 2, &["x", "w1", "y1"]),
+                    Step::TokenScatter {
+                        src: "y0",
+                        dst: "y9",
+                    },
+                    launch("s", &b, 2, &["x", "w2", "y2"]),
+                ],
+                "step 1 is a collective between them",
+            ),
+        ];
+        for (kernels, steps, why) in cases {
+            let n = steps.len();
+            let (fused, decisions) = fuse(plan(&kernels, steps), 24);
+            assert_eq!(fused.steps.len(), n, "{why}");
+            match decisions.as_slice() {
+                [Decision::Stays { why: got, .. }] => assert!(got.starts_with(why), "{got}"),
+                other => panic!("{why}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn parts_share_the_cores_by_weight_bytes_when_they_need_more() {
+        let (big, small) = (mm("big", 3072, 4096, 4096), mm("small", 1024, 4096, 4096));
+        let p = plan(
+            &[&big, &small],
+            vec![
+                launch("s", &big, 24, &["x", "w1", "y1"]),
+                launch("s", &small, 16, &["x", "w2", "y2"]),
+            ],
+        );
+        let (fused, _) = fuse(p, 24);
+        let Step::Launch(g) = &fused.steps[0] else {
+            panic!()
+        };
+        assert_eq!(g.block_dim, 24);
+        let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
+        let blocks: Vec<Value> = kernel
+            .parts
+            .iter()
+            .map(|p| p.params.iter().find(|(n, _)| *n == "BLOCKS").unwrap().1)
+            .collect();
+        assert_eq!(blocks, [Value::U32(18), Value::U32(6)]);
+    }
+}

@@ -1,0 +1,104 @@
+//! What a matmul launch offers the fusion pass (`crate::kernel_plan::fuse`): products
+//! that read the same A run side by side as one `dsv4/matmul_group.h` launch, each part
+//! on its own blocks exactly as its own launch would run.
+
+use crate::kernel_plan::{Cores, Kernel, Value};
+
+/// Names longer than this would not make a file name (255 bytes) with room to spare.
+const MAX_NAME: usize = 200;
+
+/// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
+pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
+    if kernel.block != "matmul.h" || !kernel.parts.is_empty() {
+        return Some("not a matmul");
+    }
+    if param(kernel, "SLICE_K") < param(kernel, "K") {
+        return Some("its K is split (a zero fill or a slice sum goes with it)");
+    }
+    if param(kernel, "BATCH") != 1 {
+        return Some("it is batched");
+    }
+    None
+}
+
+/// Why two groupable matmuls cannot share their A operand (`None`: they can): they must
+/// read it as the same rows of the same element type.
+pub(crate) fn conflict(a: &Kernel, b: &Kernel) -> Option<&'static str> {
+    let same = |p: &str| param(a, p) == param(b, p);
+    if !["INT8", "K", "LDA", "GROUP_ROWS", "ROWS_PER_TOKEN"]
+        .iter()
+        .all(|p| same(p))
+    {
+        return Some("they read A differently (element type, K, leading dimension or rows)");
+    }
+    None
+}
+
+/// The bytes of B a part streams: what its share of the blocks follows.
+pub(crate) fn weight_bytes(kernel: &Kernel) -> u64 {
+    let elem = if param(kernel, "INT8") == 1 { 1 } else { 2 };
+    u64::from(param(kernel, "N")) * u64::from(param(kernel, "K")) * elem
+}
+
+/// The group kernel of `parts` (each a groupable matmul, its blocks beside it): the parts
+/// as they are plus their block count, one launch on the sum of the blocks. `None` when
+/// its name would be too long.
+pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Option<Kernel> {
+    let op = if param(parts[0].0, "INT8") == 1 {
+        "i8"
+    } else {
+        "bf16"
+    };
+    let prefix = format!("matmul_{op}_");
+    let descs: Vec<&str> = parts
+        .iter()
+        .map(|(k, _)| k.name.strip_prefix(&prefix).unwrap_or(&k.name))
+        .collect();
+    let blocks: Vec<String> = parts.iter().map(|(_, b)| b.to_string()).collect();
+    let name = format!(
+        "matmul_group_{op}_{}_blocks{}",
+        descs.join("__"),
+        blocks.join("x")
+    );
+    if name.len() > MAX_NAME {
+        return None;
+    }
+    let mut args = vec!["a"];
+    for i in 0..parts.len() {
+        args.push(["b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"][i]);
+        args.push(["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"][i]);
+    }
+    Some(Kernel {
+        name,
+        doc: format!(
+            "{} matmuls of one A side by side, on {} blocks",
+            parts.len(),
+            blocks.join(" + ")
+        ),
+        block: "matmul_group.h",
+        class: "MatmulGroup",
+        cores: Cores::Aic,
+        params: Vec::new(),
+        args,
+        buffers: Vec::new(),
+        parts: parts
+            .iter()
+            .map(|(k, b)| {
+                let mut part = (*k).clone();
+                part.params.push(("BLOCKS", Value::U32(*b)));
+                part
+            })
+            .collect(),
+    })
+}
+
+/// The most parts a group binds (B and C each).
+pub(crate) const MAX_PARTS: usize = 8;
+
+fn param(kernel: &Kernel, name: &str) -> u32 {
+    match kernel.params.iter().find(|(n, _)| *n == name) {
+        Some((_, Value::U32(v))) => *v,
+        Some((_, Value::Bool(v))) => u32::from(*v),
+        _ => panic!("matmul kernel {} has no parameter {name}", kernel.name),
+    }
+}
