@@ -42,6 +42,16 @@ pub struct Launch {
     pub block_dim: u32,
     /// ABI tensor or workspace names bound to the kernel's parameters, in order.
     pub args: &'static [&'static str],
+    /// Other stages whose work a fused launch does besides its own stage's (it runs where
+    /// the first of its parts would have run): a run of one of them runs it too.
+    pub also: &'static [&'static str],
+}
+
+impl Launch {
+    /// Whether the launch does work of `stage`.
+    pub fn serves(&self, stage: &str) -> bool {
+        self.stage == stage || self.also.contains(&stage)
+    }
 }
 
 /// Stage name of [`Step::GroupAllToAll`].

@@ -71,6 +71,7 @@ const FILL: Step = Step::Launch(Launch {
     cores: Cores::Aiv,
     block_dim: 1,
     args: &["x", "groups", "words"],
+    also: &[],
 });
 const A2A: Step = Step::GroupAllToAll {
     src: "groups",
@@ -298,6 +299,7 @@ fn rows_written_beyond_the_runtime_extent_are_reported() {
             cores: Cores::Aiv,
             block_dim: 1,
             args: &["y"],
+            also: &[],
         })])),
         ..PLAN
     });
@@ -331,6 +333,7 @@ fn a_trap_on_one_rank_fails_the_run_and_releases_the_others() {
                 cores: Cores::Aiv,
                 block_dim: 1,
                 args: &["x"],
+                also: &[],
             }),
             FILL,
             A2A,
@@ -367,6 +370,7 @@ fn plans_that_cannot_run_and_inputs_that_do_not_fit_are_refused() {
             cores: Cores::Aiv,
             block_dim: 1,
             args: &["x", "nowhere", "words"],
+            also: &[],
         })])),
         ..PLAN
     });

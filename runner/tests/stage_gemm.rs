@@ -692,6 +692,7 @@ fn products_plan(products: &[Product], kernels: Vec<abi::plan::Kernel>) -> &'sta
                 cores: k.cores,
                 block_dim,
                 args: args.leak(),
+                also: &[],
             })
         };
         if let Some(zero) = l.zero {

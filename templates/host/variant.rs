@@ -106,7 +106,7 @@ pub const STEPS: &[Step] = &[
 {%- for s in v.kernels.steps %}
 {%- match s %}
 {%- when Step::Launch with (l) %}
-    Step::Launch(plan::Launch { stage: "{{ l.stage }}", kernel: "{{ l.kernel }}", cores: plan::Cores::{{ l.cores|fmt("{:?}") }}, block_dim: {{ l.block_dim }}, args: &[{% for a in l.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] }),
+    Step::Launch(plan::Launch { stage: "{{ l.stage }}", kernel: "{{ l.kernel }}", cores: plan::Cores::{{ l.cores|fmt("{:?}") }}, block_dim: {{ l.block_dim }}, args: &[{% for a in l.args %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}], also: &[{% for a in l.also %}"{{ a }}"{% if !loop.last %}, {% endif %}{% endfor %}] }),
 {%- when Step::GroupAllToAll with { src, dst, local_groups, src_slab_rows, dst_slab_rows } %}
     Step::GroupAllToAll { src: "{{ src }}", dst: "{{ dst }}", local_groups: {{ local_groups }}, src_slab_rows: {{ src_slab_rows }}, dst_slab_rows: {{ dst_slab_rows }} },
 {%- when Step::TokenScatter with { src, dst } %}

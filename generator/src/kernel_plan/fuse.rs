@@ -7,10 +7,11 @@
 //! on the blocks its own launch had (shares of the AI Cores by weight bytes when they
 //! would need more). A later product joins an earlier one when
 //! - both are whole products (one K slice) reading A the same way;
-//! - it belongs to the same stage (a stage's launches stay its own, for its stage test);
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
-//!   writes what it writes), and the first binds none of its B and C.
+//!   writes what it writes), and the group binds none of its B and C.
+//! Parts may come from several stages: the launch belongs to its first part's stage and
+//! names the others in [`Launch::also`], so a run of one of those stages runs it too.
 
 use super::gemm::group;
 use super::{Kernel, KernelPlan, Launch, Step};
@@ -67,7 +68,7 @@ pub fn fuse(plan: KernelPlan, aic_cores: usize) -> (KernelPlan, Vec<Decision>) {
             groups.push(members);
         }
     }
-    (merge(plan, &groups, aic_cores, &mut decisions), decisions)
+    (merge(plan, &groups, aic_cores), decisions)
 }
 
 /// Why step `later` cannot join the group `members` (led by `first`).
@@ -75,15 +76,9 @@ fn why_not(
     plan: &KernelPlan,
     members: &[usize],
     later: usize,
-    (l1, k1): (&Launch, &Kernel),
+    (_, k1): (&Launch, &Kernel),
     (l2, k2): (&Launch, &Kernel),
 ) -> Option<String> {
-    if l2.stage != l1.stage {
-        return Some(format!(
-            "it belongs to stage {}, not {}",
-            l2.stage, l1.stage
-        ));
-    }
     if let Some(why) = group::unfit(k2) {
         return Some(why.into());
     }
@@ -130,12 +125,7 @@ fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
 }
 
 /// `plan` with each group's launches replaced by one group launch at its first's place.
-fn merge(
-    mut plan: KernelPlan,
-    groups: &[Vec<usize>],
-    aic_cores: usize,
-    decisions: &mut Vec<Decision>,
-) -> KernelPlan {
+fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> KernelPlan {
     let mut drop = vec![false; plan.steps.len()];
     for members in groups {
         let parts: Vec<(&Kernel, &Launch)> = members
@@ -151,33 +141,25 @@ fn merge(
             .zip(&blocks)
             .map(|((k, _), b)| (*k, *b))
             .collect();
-        let Some(kernel) = group::kernel(&with_blocks) else {
-            for &later in &members[1..] {
-                decisions.retain(|d| {
-                    *d != Decision::Joins {
-                        first: members[0],
-                        later,
-                    }
-                });
-                decisions.push(Decision::Stays {
-                    first: members[0],
-                    later,
-                    why: "the group's kernel name would be too long".into(),
-                });
-            }
-            continue;
-        };
+        let kernel = group::kernel(&with_blocks);
         let mut args: Vec<&'static str> = vec![parts[0].1.args[0]];
         for (_, l) in &parts {
             args.extend_from_slice(&l.args[1..]);
         }
         let stage = parts[0].1.stage;
+        let mut also: Vec<&str> = Vec::new();
+        for (_, l) in &parts {
+            if l.stage != stage && !also.contains(&l.stage) {
+                also.push(l.stage);
+            }
+        }
         let launch = Launch {
             stage,
             kernel: super::intern(&kernel.name),
             cores: kernel.cores,
             block_dim: blocks.iter().sum(),
             args: super::intern_list(&args),
+            also: super::intern_list(&also),
         };
         plan.steps[members[0]] = Step::Launch(launch);
         for &m in &members[1..] {
@@ -204,7 +186,9 @@ fn merge(
 }
 
 /// The parts' blocks: each its own launch's count while they fit the AI Cores together,
-/// else shares of the cores by weight bytes (at least one each, at most its own count).
+/// else each core in turn to the part that would take longest (its work items — its own
+/// launch's blocks, one item each — in rounds over its blocks, times its weight bytes per
+/// item), at least one each and at most its own count.
 fn shares(parts: &[(&Kernel, &Launch)], aic_cores: usize) -> Vec<u32> {
     let own: Vec<u32> = parts.iter().map(|(_, l)| l.block_dim).collect();
     let cores = aic_cores as u32;
@@ -212,15 +196,16 @@ fn shares(parts: &[(&Kernel, &Launch)], aic_cores: usize) -> Vec<u32> {
         return own;
     }
     let weights: Vec<u64> = parts.iter().map(|(k, _)| group::weight_bytes(k)).collect();
-    let total: u64 = weights.iter().sum();
-    let mut blocks: Vec<u32> = weights
-        .iter()
-        .zip(&own)
-        .map(|(w, o)| ((u64::from(cores) * w / total.max(1)) as u32).clamp(1, *o))
-        .collect();
-    while blocks.iter().sum::<u32>() > cores {
-        let i = (0..blocks.len()).max_by_key(|&i| blocks[i]).expect("parts");
-        blocks[i] -= 1;
+    let time = |i: usize, b: u32| u64::from(own[i].div_ceil(b)) * weights[i] / u64::from(own[i]);
+    let mut blocks = vec![1u32; parts.len()];
+    while blocks.iter().sum::<u32>() < cores {
+        let Some(i) = (0..blocks.len())
+            .filter(|&i| blocks[i] < own[i])
+            .max_by_key(|&i| (time(i, blocks[i]), std::cmp::Reverse(i)))
+        else {
+            break;
+        };
+        blocks[i] += 1;
     }
     blocks
 }
@@ -272,6 +257,7 @@ mod tests {
             cores: k.cores,
             block_dim: blocks,
             args: intern_list(args),
+            also: &[],
         })
     }
 
@@ -343,14 +329,6 @@ mod tests {
                 "step 1 (touch) binds its y2 and runs between them",
             ),
             (
-                vec![&a, &b],
-                vec![
-                    launch("s", &a, 2, &["x", "w1", "y1"]),
-                    launch("t", &b, 2, &["x", "w2", "y2"]),
-                ],
-                "it belongs to stage t, not s",
-            ),
-            (
                 vec![&a, &split],
                 vec![
                     launch("s", &a, 2, &["x", "w1", "y1"]),
@@ -399,7 +377,34 @@ mod tests {
     }
 
     #[test]
-    fn parts_share_the_cores_by_weight_bytes_when_they_need_more() {
+    fn parts_of_several_stages_make_one_launch_that_serves_them_all() {
+        let (a, b, c) = (
+            mm("a", 256, 512, 512),
+            mm("b", 128, 512, 512),
+            mm("c", 64, 512, 512),
+        );
+        let p = plan(
+            &[&a, &b, &c],
+            vec![
+                launch("qkv", &a, 2, &["x", "w1", "y1"]),
+                launch("compressor", &b, 1, &["x", "w2", "y2"]),
+                launch("indexer", &c, 1, &["x", "w3", "y3"]),
+            ],
+        );
+        let (fused, _) = fuse(p, 24);
+        assert_eq!(fused.steps.len(), 1);
+        let Step::Launch(g) = &fused.steps[0] else {
+            panic!()
+        };
+        assert_eq!((g.stage, g.also), ("qkv", &["compressor", "indexer"][..]));
+        assert!(g.serves("indexer") && !g.serves("o_proj"));
+    }
+
+    /// 24 + 16 blocks do not fit 24 cores: each core goes to the part that would take
+    /// longest; the big part's 24 items in two rounds over 20 blocks take as long as the
+    /// small part's 16 in four rounds over 4 (its bytes per item a quarter of the big's).
+    #[test]
+    fn parts_share_the_cores_by_their_time_when_they_need_more() {
         let (big, small) = (mm("big", 3072, 4096, 4096), mm("small", 1024, 4096, 4096));
         let p = plan(
             &[&big, &small],
@@ -419,6 +424,6 @@ mod tests {
             .iter()
             .map(|p| p.params.iter().find(|(n, _)| *n == "BLOCKS").unwrap().1)
             .collect();
-        assert_eq!(blocks, [Value::U32(18), Value::U32(6)]);
+        assert_eq!(blocks, [Value::U32(20), Value::U32(4)]);
     }
 }

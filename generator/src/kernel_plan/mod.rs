@@ -185,6 +185,7 @@ impl<'p> Builder<'p> {
             cores: kernel.cores,
             block_dim,
             args: intern_list(args),
+            also: &[],
         }));
         match self.out.kernels.iter().find(|k| k.name == kernel.name) {
             // Same name means same specialisation: anything else is a naming bug.

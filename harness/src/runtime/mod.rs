@@ -157,7 +157,7 @@ impl Runtime {
             .into_iter()
             .enumerate()
             .filter(|(_, r)| {
-                matches!(r, Resolved::Launch { launch, .. } if stages.contains(&launch.stage))
+                matches!(r, Resolved::Launch { launch, .. } if stages.iter().any(|s| launch.serves(s)))
             })
             .collect();
         let mut kernels: Vec<Kernel> = Vec::new();
@@ -169,7 +169,9 @@ impl Runtime {
             }
         }
         for stage in stages {
-            let launched = steps.iter().any(|(i, _)| plan.steps[*i].stage() == *stage);
+            let launched = steps
+                .iter()
+                .any(|(_, r)| matches!(r, Resolved::Launch { launch, .. } if launch.serves(stage)));
             if !launched {
                 return Err(RuntimeError::Stages(format!(
                     "{}: stage `{stage}` launches no kernels (a collective, or not a stage of the plan)",

@@ -2,10 +2,13 @@
 //! that read the same A run side by side as one `dsv4/matmul_group.h` launch, each part
 //! on its own blocks exactly as its own launch would run.
 
+use sha2::{Digest, Sha256};
+
 use crate::kernel_plan::{Cores, Kernel, Value};
 
-/// Names longer than this would not make a file name (255 bytes) with room to spare.
-const MAX_NAME: usize = 200;
+/// Names longer than this would not make a file name (255 bytes) with room to spare: a
+/// longer group is named by its shapes and a digest of its parts' names.
+const MAX_NAME: usize = 160;
 
 /// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
 pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
@@ -41,9 +44,8 @@ pub(crate) fn weight_bytes(kernel: &Kernel) -> u64 {
 }
 
 /// The group kernel of `parts` (each a groupable matmul, its blocks beside it): the parts
-/// as they are plus their block count, one launch on the sum of the blocks. `None` when
-/// its name would be too long.
-pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Option<Kernel> {
+/// as they are plus their block count, one launch on the sum of the blocks.
+pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Kernel {
     let op = if param(parts[0].0, "INT8") == 1 {
         "i8"
     } else {
@@ -55,20 +57,40 @@ pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Option<Kernel> {
         .map(|(k, _)| k.name.strip_prefix(&prefix).unwrap_or(&k.name))
         .collect();
     let blocks: Vec<String> = parts.iter().map(|(_, b)| b.to_string()).collect();
-    let name = format!(
+    let mut name = format!(
         "matmul_group_{op}_{}_blocks{}",
         descs.join("__"),
         blocks.join("x")
     );
     if name.len() > MAX_NAME {
-        return None;
+        // the parts' names (each its full specialisation) and blocks, digested
+        let mut h = Sha256::new();
+        for (k, b) in parts {
+            h.update(k.name.as_bytes());
+            h.update(b.to_le_bytes());
+        }
+        let digest: String = h.finalize()[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let ns: Vec<String> = parts
+            .iter()
+            .map(|(k, _)| param(k, "N").to_string())
+            .collect();
+        name = format!(
+            "matmul_group{}_{op}_k{}_n{}_blocks{}_{digest}",
+            parts.len(),
+            param(parts[0].0, "K"),
+            ns.join("x"),
+            blocks.join("x")
+        );
     }
     let mut args = vec!["a"];
     for i in 0..parts.len() {
         args.push(["b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7"][i]);
         args.push(["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"][i]);
     }
-    Some(Kernel {
+    Kernel {
         name,
         doc: format!(
             "{} matmuls of one A side by side, on {} blocks",
@@ -89,7 +111,7 @@ pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Option<Kernel> {
                 part
             })
             .collect(),
-    })
+    }
 }
 
 /// The most parts a group binds (B and C each).
