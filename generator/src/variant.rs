@@ -47,6 +47,9 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
         .into_iter()
         .map(|(plan, stages)| {
             let mut kernels = stages::plan_kernels(&plan, &stages);
+            // Checked as the stages planned them: fusion puts kernels side by side, and
+            // each block still holds one stage kernel's buffers.
+            check_budgets(&base, &kernels, &mut diags);
             if base.fuse {
                 kernels = fuse::fuse(kernels, plan.chip.aic_cores).0;
             }
@@ -57,9 +60,6 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
             }
         })
         .collect();
-    for v in &variants {
-        check_budgets(&base, v, &mut diags);
-    }
     check_planned(&base, &variants, &mut diags);
     if diags.is_clean() {
         Ok(variants)
@@ -71,13 +71,12 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
 /// Every launched kernel's buffers (the sizes its `InitBuffer` calls receive) fit each
 /// on-chip memory of the chip, and move GM rows it can align; reported at the stage's
 /// tiling.
-fn check_budgets(base: &Validated, v: &Variant, d: &mut Diagnostics) {
-    for step in &v.kernels.steps {
+fn check_budgets(base: &Validated, kernels: &KernelPlan, d: &mut Diagnostics) {
+    for step in &kernels.steps {
         let Step::Launch(launch) = step else {
             continue;
         };
-        let kernel = v
-            .kernels
+        let kernel = kernels
             .kernels
             .iter()
             .find(|k| k.name == launch.kernel)
@@ -87,17 +86,9 @@ fn check_budgets(base: &Validated, v: &Variant, d: &mut Diagnostics) {
             .iter()
             .find(|s| s.params.name() == launch.stage)
             .expect("a launch belongs to a stage of the spec");
-        // a fused kernel's block runs one of its parts: each part fits on its own
-        let parts = if kernel.parts.is_empty() {
-            std::slice::from_ref(kernel)
-        } else {
-            &kernel.parts[..]
-        };
-        for k in parts {
-            let label = format!("{} kernel {}", launch.stage, k.name);
-            for e in budget::check(&label, &k.buffers, stage.pad_unaligned, base.chip) {
-                d.error(stage.tiling_loc, e.message, e.rule);
-            }
+        let label = format!("{} kernel {}", launch.stage, kernel.name);
+        for e in budget::check(&label, &kernel.buffers, stage.pad_unaligned, base.chip) {
+            d.error(stage.tiling_loc, e.message, e.rule);
         }
     }
 }

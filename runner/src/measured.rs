@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use harness::runtime::{RunRecord, StepKind};
+use harness::runtime::RunRecord;
 
 use crate::modeled::{Timeline, us};
 
@@ -36,10 +36,7 @@ pub fn rows(runs: &[RunRecord], modeled: Option<&Timeline>) -> Vec<Row> {
             Row {
                 step: s.step,
                 stage: s.stage,
-                name: match &s.kind {
-                    StepKind::Launch { kernel, .. } => kernel,
-                    StepKind::Exchange { .. } => "collective",
-                },
+                name: s.kind.name(),
                 measured: (times.len() == runs.len()).then(|| median(&times)),
                 modeled: modeled
                     .and_then(|t| t.rank(0).find(|m| m.step == s.step))
@@ -102,7 +99,7 @@ pub fn print(rows: &[Row], layer: Option<Duration>, modeled: Option<&Timeline>) 
 mod tests {
     use super::*;
     use harness::backend::StepTime;
-    use harness::runtime::StepRecord;
+    use harness::runtime::{StepKind, StepRecord};
 
     fn run(times_us: &[u64], total_us: u64) -> RunRecord {
         let steps = times_us

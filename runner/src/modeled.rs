@@ -57,13 +57,11 @@ impl<'a> Timeline<'a> {
             let here: Vec<_> = record.steps.iter().filter(|s| s.step == step).collect();
             let meet = here.iter().map(|s| clock[s.rank]).max().unwrap_or_default();
             for s in &here {
-                let (name, start, time, bound, kernel) = match &s.kind {
-                    StepKind::Launch {
-                        kernel, counters, ..
-                    } => {
+                let (start, time, bound, kernel) = match &s.kind {
+                    StepKind::Launch { counters, .. } => {
                         let t = counters.as_ref().and_then(|c| c.time.as_ref())?;
                         let start = clock[s.rank] + chip.launch_gap;
-                        (*kernel, start, t.duration(), t.bound(), Some(t))
+                        (start, t.duration(), t.bound(), Some(t))
                     }
                     StepKind::Exchange {
                         cross_rank_bytes, ..
@@ -71,7 +69,7 @@ impl<'a> Timeline<'a> {
                         let peers = (tp - 1).max(1) as f64;
                         let wire = *cross_rank_bytes as f64 / (peers * chip.hccs_bytes_per_s);
                         let time = chip.collective_latency + Duration::from_secs_f64(wire);
-                        ("collective", meet, time, "interconnect", None)
+                        (meet, time, "interconnect", None)
                     }
                 };
                 clock[s.rank] = start + time;
@@ -79,7 +77,7 @@ impl<'a> Timeline<'a> {
                     rank: s.rank,
                     step,
                     stage: s.stage,
-                    name,
+                    name: s.kind.name(),
                     start,
                     time,
                     bound,

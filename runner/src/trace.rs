@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use harness::runtime::{RunRecord, StepKind};
+use harness::runtime::RunRecord;
 
 use crate::modeled::Timeline;
 use crate::stop::Stop;
@@ -21,7 +21,11 @@ const AIV_BASE: u64 = 2000;
 
 /// Writes `timeline` (traced: with the calls) to `path`.
 pub fn write(path: &Path, title: &str, timeline: &Timeline) -> Result<(), Stop> {
-    let text = serde_json::to_string(&document(title, timeline)).expect("JSON serialises");
+    save(path, &document(title, timeline))
+}
+
+fn save(path: &Path, doc: &Value) -> Result<(), Stop> {
+    let text = serde_json::to_string(doc).expect("JSON serialises");
     std::fs::write(path, text).map_err(|e| Stop::usage(format!("--trace {}: {e}", path.display())))
 }
 
@@ -98,8 +102,7 @@ pub fn document(title: &str, timeline: &Timeline) -> Value {
 /// rank the stream track of the modeled trace, a slice per launch and collective (one
 /// slice of the layer per rank when a replayed graph was timed as a whole).
 pub fn write_measured(path: &Path, title: &str, record: &RunRecord) -> Result<(), Stop> {
-    let text = serde_json::to_string(&measured_document(title, record)).expect("JSON serialises");
-    std::fs::write(path, text).map_err(|e| Stop::usage(format!("--trace {}: {e}", path.display())))
+    save(path, &measured_document(title, record))
 }
 
 pub fn measured_document(title: &str, record: &RunRecord) -> Value {
@@ -116,13 +119,9 @@ pub fn measured_document(title: &str, record: &RunRecord) -> Value {
         for s in record.rank(rank) {
             let Some(d) = s.device else { continue };
             timed = true;
-            let name = match &s.kind {
-                StepKind::Launch { kernel, .. } => kernel,
-                StepKind::Exchange { .. } => "collective",
-            };
             let start = ps(d.start.as_secs_f64());
             events.push(slice(
-                name,
+                s.kind.name(),
                 "launch",
                 pid,
                 STREAM,

@@ -4,12 +4,15 @@
 //!
 //! One capability so far, offered by the cube matmul ([`gemm::group`]): products that
 //! read the same A (the projections of one input) run side by side in one launch, each
-//! on the blocks its own launch had (shares of the AI Cores by weight bytes when they
-//! would need more). A later product joins an earlier one when
+//! on the blocks its own launch had (or, when together they need more than the AI Cores,
+//! shares of them: [`shares`]). A launch's parts run what they ran alone, so the buffers
+//! the stages planned (and the budget check passed) stay what each block holds. A later
+//! product joins an earlier one when
 //! - both are whole products (one K slice) reading A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
 //!   writes what it writes), and the group binds none of its B and C.
+//!
 //! Parts may come from several stages: the launch belongs to its first part's stage and
 //! names the others in [`Launch::also`], so a run of one of those stages runs it too.
 
@@ -53,7 +56,7 @@ pub fn fuse(plan: KernelPlan, aic_cores: usize) -> (KernelPlan, Vec<Decision>) {
             if taken[later] || l2.args[0] != l1.args[0] {
                 continue;
             }
-            match why_not(&plan, &members, later, (l1, k1), (l2, k2)) {
+            match why_not(&plan, &members, later, k1, (l2, k2)) {
                 None => {
                     decisions.push(Decision::Joins { first, later });
                     members.push(later);
@@ -76,7 +79,7 @@ fn why_not(
     plan: &KernelPlan,
     members: &[usize],
     later: usize,
-    (_, k1): (&Launch, &Kernel),
+    k1: &Kernel,
     (l2, k2): (&Launch, &Kernel),
 ) -> Option<String> {
     if let Some(why) = group::unfit(k2) {
@@ -128,27 +131,24 @@ fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
 fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> KernelPlan {
     let mut drop = vec![false; plan.steps.len()];
     for members in groups {
-        let parts: Vec<(&Kernel, &Launch)> = members
+        let parts: Vec<(&Launch, &Kernel)> = members
             .iter()
-            .map(|&i| {
-                let (l, k) = matmul(&plan, i).expect("members are matmul launches");
-                (k, l)
-            })
+            .map(|&i| matmul(&plan, i).expect("members are matmul launches"))
             .collect();
         let blocks = shares(&parts, aic_cores);
         let with_blocks: Vec<(&Kernel, u32)> = parts
             .iter()
             .zip(&blocks)
-            .map(|((k, _), b)| (*k, *b))
+            .map(|((_, k), b)| (*k, *b))
             .collect();
         let kernel = group::kernel(&with_blocks);
-        let mut args: Vec<&'static str> = vec![parts[0].1.args[0]];
-        for (_, l) in &parts {
+        let mut args: Vec<&'static str> = vec![parts[0].0.args[0]];
+        for (l, _) in &parts {
             args.extend_from_slice(&l.args[1..]);
         }
-        let stage = parts[0].1.stage;
+        let stage = parts[0].0.stage;
         let mut also: Vec<&str> = Vec::new();
-        for (_, l) in &parts {
+        for (l, _) in &parts {
             if l.stage != stage && !also.contains(&l.stage) {
                 also.push(l.stage);
             }
@@ -189,13 +189,13 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
 /// else each core in turn to the part that would take longest (its work items — its own
 /// launch's blocks, one item each — in rounds over its blocks, times its weight bytes per
 /// item), at least one each and at most its own count.
-fn shares(parts: &[(&Kernel, &Launch)], aic_cores: usize) -> Vec<u32> {
-    let own: Vec<u32> = parts.iter().map(|(_, l)| l.block_dim).collect();
+fn shares(parts: &[(&Launch, &Kernel)], aic_cores: usize) -> Vec<u32> {
+    let own: Vec<u32> = parts.iter().map(|(l, _)| l.block_dim).collect();
     let cores = aic_cores as u32;
     if own.iter().sum::<u32>() <= cores {
         return own;
     }
-    let weights: Vec<u64> = parts.iter().map(|(k, _)| group::weight_bytes(k)).collect();
+    let weights: Vec<u64> = parts.iter().map(|(_, k)| group::weight_bytes(k)).collect();
     let time = |i: usize, b: u32| u64::from(own[i].div_ceil(b)) * weights[i] / u64::from(own[i]);
     let mut blocks = vec![1u32; parts.len()];
     while blocks.iter().sum::<u32>() < cores {

@@ -76,7 +76,6 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// The entry's kernel-type marking, spelled as the `.asc` samples of asc-devkit do.
     /// The parameter structs the class template takes: `Params`, or `P0, P1, …`.
     pub fn param_structs(&self) -> String {
         if self.parts.is_empty() {
@@ -101,6 +100,7 @@ impl Kernel {
         }
     }
 
+    /// The entry's kernel-type marking, spelled as the `.asc` samples of asc-devkit do.
     pub fn marking(&self) -> &'static str {
         match self.cores {
             Cores::Aiv => "__vector__",

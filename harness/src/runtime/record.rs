@@ -18,6 +18,16 @@ pub enum StepKind {
     Exchange { bytes: u64, cross_rank_bytes: u64 },
 }
 
+impl StepKind {
+    /// The kernel, or "collective".
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepKind::Launch { kernel, .. } => kernel,
+            StepKind::Exchange { .. } => "collective",
+        }
+    }
+}
+
 /// One step on one rank; times are offsets from the start of the run's steps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {

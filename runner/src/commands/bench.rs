@@ -12,7 +12,7 @@ use harness::kernel_library::Checks;
 use harness::runtime::RuntimeError;
 
 use super::{Placement, devices, npu_modes, prepare, target};
-use crate::cases::{self, Choice, Source};
+use crate::cases::{self, Case, Choice, Source};
 use crate::layer::{self, CaseResult, secs};
 use crate::modeled::Timeline;
 use crate::stop::Stop;
@@ -72,14 +72,6 @@ pub fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     if backend == BackendKind::Npu {
         return bench_npu(a, plan, &spec, verbose);
     }
-    let source = Source::choose(
-        &spec,
-        plan,
-        &Choice {
-            tokens: Some(a.tokens.unwrap_or(plan.deployment.local_t)),
-            ..Choice::default()
-        },
-    )?;
     let built = Instant::now();
     let ranks = devices(None, plan.abi.tp)?;
     let checked = prepare(plan, BackendKind::Sim, &ranks, Checks::default(), verbose)?;
@@ -90,9 +82,7 @@ pub fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
     let untimed = prepare(plan, BackendKind::Sim, &ranks, untimed, verbose)?;
     let unchecked = prepare(plan, BackendKind::Sim, &ranks, Checks::UNCHECKED, verbose)?;
     let built = built.elapsed();
-    let case = cases::cases(&spec, plan, &source)
-        .next()
-        .expect("one case")?;
+    let case = bench_case(&spec, plan, a.tokens)?;
     println!(
         "bench {} ({}): {}, {} repetition(s); kernels built or found in {}",
         plan.name(),
@@ -162,10 +152,29 @@ pub fn bench(a: BenchArgs, verbose: bool) -> Result<u8, Stop> {
         })
         .collect();
     println!("  stage medians (checked): {}", stages.join(" · "));
+    Ok(print_verdict("repetition 1", verdict))
+}
+
+/// The one case a bench times: default starts at `tokens` per rank (default the capacity).
+fn bench_case(
+    spec: &LayerSpec,
+    plan: &'static VariantPlan,
+    tokens: Option<usize>,
+) -> Result<Case, Stop> {
+    let choice = Choice {
+        tokens: Some(tokens.unwrap_or(plan.deployment.local_t)),
+        ..Choice::default()
+    };
+    let source = Source::choose(spec, plan, &choice)?;
+    cases::cases(spec, plan, &source).next().expect("one case")
+}
+
+/// Prints the golden's verdict on `which` run and returns the exit code.
+fn print_verdict(which: &str, verdict: Option<CaseResult>) -> u8 {
     let verdict = verdict.expect("reps ≥ 1");
-    println!("  verdict of repetition 1:");
+    println!("  verdict of {which}:");
     layer::print(&verdict);
-    Ok(if verdict.pass() { 0 } else { 1 })
+    if verdict.pass() { 0 } else { 1 }
 }
 
 /// `bench --backend npu`: warm-up and timed steps on the device, against the modeled time.
@@ -184,17 +193,7 @@ fn bench_npu(
         .create(&devices, options)
         .available()
         .map_err(|e| Stop::from(RuntimeError::from(e)))?;
-    let source = Source::choose(
-        spec,
-        plan,
-        &Choice {
-            tokens: Some(a.tokens.unwrap_or(plan.deployment.local_t)),
-            ..Choice::default()
-        },
-    )?;
-    let case = cases::cases(spec, plan, &source)
-        .next()
-        .expect("one case")?;
+    let case = bench_case(spec, plan, a.tokens)?;
     let warmup = a.warmup.unwrap_or(2);
     let built = Instant::now();
     let npu = prepare(plan, BackendKind::Npu, &devices, options, verbose)?;
@@ -242,8 +241,5 @@ fn bench_npu(
         trace::write_measured(path, plan.name(), last)?;
         println!("  trace: {}", path.display());
     }
-    let verdict = verdict.expect("reps ≥ 1");
-    println!("  verdict of timed step 1:");
-    layer::print(&verdict);
-    Ok(if verdict.pass() { 0 } else { 1 })
+    Ok(print_verdict("timed step 1", verdict))
 }

@@ -12,9 +12,6 @@ const MAX_NAME: usize = 160;
 
 /// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
 pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
-    if kernel.block != "matmul.h" || !kernel.parts.is_empty() {
-        return Some("not a matmul");
-    }
     if param(kernel, "SLICE_K") < param(kernel, "K") {
         return Some("its K is split (a zero fill or a slice sum goes with it)");
     }

@@ -64,7 +64,7 @@ type ExecuteFn = unsafe extern "C" fn(Graph, Stream) -> i32;
 type GraphFn = unsafe extern "C" fn(Graph) -> i32;
 
 /// ACL's model-capture calls (acl_mdl.h), present from CANN [`CAPTURE_CANN`].
-struct Capture {
+pub(crate) struct Capture {
     begin: CaptureBeginFn,
     end: CaptureEndFn,
     execute: ExecuteFn,
@@ -387,15 +387,12 @@ impl Acl {
         Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 
-    /// Whether this ACL has the model-capture API graph replay needs.
-    pub(crate) fn can_capture(&self) -> bool {
-        self.capture.is_some()
-    }
-
-    fn capture_api(&self) -> Result<&Capture, BackendError> {
+    /// The model-capture API graph replay needs, or why this ACL cannot replay.
+    pub(crate) fn capture_api(&self) -> Result<&Capture, BackendError> {
         self.capture.as_ref().ok_or_else(|| {
             BackendError::Unavailable(format!(
-                "{} has no model-capture API (aclmdlRICaptureBegin): graph replay needs CANN {CAPTURE_CANN} or later",
+                "backend npu: --graph needs ACL's model-capture API (aclmdlRICaptureBegin, aclmdlRICaptureEnd, \
+                 aclmdlRIExecuteAsync), which {} lacks: it arrived in CANN {CAPTURE_CANN}",
                 self.path.display()
             ))
         })

@@ -100,9 +100,10 @@ struct RankRun {
 }
 
 impl RankRun {
-    /// A step's name in messages: `launch 3 (stage kernel)` or `collective (stage)`.
-    fn label(&self, what: Option<&Launch>, stage: &str) -> String {
-        match what {
+    /// The next step's name in messages: `launch 3 (stage kernel)` (the rank's third
+    /// launch), or `collective` for `None`.
+    fn label(&self, launch: Option<&Launch>) -> String {
+        match launch {
             Some(l) => {
                 let n = self
                     .steps
@@ -112,7 +113,7 @@ impl RankRun {
                     + 1;
                 format!("launch {n} ({} {})", l.stage, l.kernel)
             }
-            None => format!("collective ({stage})"),
+            None => "collective".into(),
         }
     }
 
@@ -244,7 +245,7 @@ impl RankState {
 }
 
 pub(super) struct NpuGroup<'a> {
-    pub(super) k: &'a Context,
+    pub(super) cx: &'a Context,
     pub(super) ranks: Vec<RankState>,
     pub(super) root: Option<RootInfo>,
     /// Set by any failed call: a failed run's state is released, never kept for a replay.
@@ -274,6 +275,14 @@ fn on_device(device: u32, e: BackendError) -> BackendError {
     on(format!("device {device}"), e)
 }
 
+/// `e` with `what` the caller knows about it appended.
+fn noting(e: BackendError, what: impl std::fmt::Display) -> BackendError {
+    match e {
+        BackendError::Run(m) => BackendError::Run(format!("{m}; {what}")),
+        other => other,
+    }
+}
+
 impl NpuGroup<'_> {
     /// `res`, remembering a failure.
     fn noted<T>(&self, res: Result<T, BackendError>) -> Result<T, BackendError> {
@@ -292,7 +301,7 @@ impl NpuGroup<'_> {
         label: String,
         enqueue: impl FnOnce() -> Result<(), BackendError>,
     ) -> Result<(), BackendError> {
-        let (acl, r) = (self.k.acl, &self.ranks[rank]);
+        let (acl, r) = (self.cx.acl, &self.ranks[rank]);
         if let Some(c) = &run.graph {
             let n = run.steps.len();
             if c.steps.get(n) != Some(&label) {
@@ -305,7 +314,7 @@ impl NpuGroup<'_> {
             run.steps.push(label);
             return Ok(());
         }
-        if self.k.graph {
+        if self.cx.graph {
             if !run.capturing {
                 acl.capture_begin(r.stream)?;
                 run.capturing = true;
@@ -315,11 +324,11 @@ impl NpuGroup<'_> {
         }
         enqueue()?;
         run.steps.push(label);
-        if !self.k.graph {
+        if !self.cx.graph {
             let n = run.steps.len();
             acl.record(run.event(acl, n)?, r.stream)?;
-            if self.k.sync_each {
-                acl.synchronize(r.stream, self.k.timeout)?;
+            if self.cx.sync_each {
+                acl.synchronize(r.stream, self.cx.timeout)?;
             }
         }
         Ok(())
@@ -338,14 +347,14 @@ impl NpuGroup<'_> {
             ));
         }
         // before anything of this run is enqueued: nothing on the stream reads the region
-        self.k.acl.upload(self.ranks[rank].tiling.ptr, &words)?;
+        self.cx.acl.upload(self.ranks[rank].tiling.ptr, &words)?;
         run.tiling = Some(words.to_vec());
         Ok(())
     }
 
     /// Names, after a failed synchronisation, the steps the stream completed.
     fn completed(&self, run: &RankRun) -> String {
-        let acl = self.k.acl;
+        let acl = self.cx.acl;
         let done = (1..=run.steps.len())
             .take_while(|&i| {
                 run.events
@@ -368,9 +377,9 @@ impl NpuGroup<'_> {
 impl Group for NpuGroup<'_> {
     fn enter(&self, rank: usize) -> Result<(), BackendError> {
         let r = &self.ranks[rank];
-        let joined = self.k.acl.set_device(r.device).and_then(|()| {
+        let joined = self.cx.acl.set_device(r.device).and_then(|()| {
             let mut run = r.lock();
-            if let (Some(h), Some(root), None) = (&self.k.hccl, &self.root, run.comm) {
+            if let (Some(h), Some(root), None) = (&self.cx.hccl, &self.root, run.comm) {
                 run.comm = Some(h.join(self.ranks.len(), root, rank)?);
             }
             Ok(())
@@ -388,12 +397,12 @@ impl Group for NpuGroup<'_> {
         let r = &self.ranks[rank];
         let mut run = r.lock();
         let res = self.tiling(rank, &mut run, tiling).and_then(|()| {
-            let label = run.label(Some(launch), launch.stage);
+            let label = run.label(Some(launch));
             self.step(rank, &mut run, label, || {
                 let mut ptrs: Vec<*mut c_void> = args.iter().map(|&a| r.bufs[a].ptr).collect();
                 ptrs.push(r.workspace.ptr);
                 ptrs.push(r.tiling.ptr);
-                let f = self.k.launcher(launch.kernel)?;
+                let f = self.cx.launcher(launch.kernel)?;
                 // SAFETY: `ptrs` holds one device pointer per kernel parameter (the runtime
                 // checked the count against the kernel), all live allocations of this
                 // rank's device.
@@ -401,7 +410,7 @@ impl Group for NpuGroup<'_> {
                 if status != 0 {
                     let call =
                         format!("launching {} on {} blocks", launch.kernel, launch.block_dim);
-                    return Err(self.k.acl.error(&call, status));
+                    return Err(self.cx.acl.error(&call, status));
                 }
                 Ok(())
             })
@@ -420,14 +429,14 @@ impl Group for NpuGroup<'_> {
         let mut run = r.lock();
         let res = (|| {
             let h = self
-                .k
+                .cx
                 .hccl
                 .as_ref()
                 .ok_or_else(|| BackendError::Run("a collective at TP 1".into()))?;
             let comm = run.comm.ok_or_else(|| {
                 BackendError::Run(format!("rank {rank} has no HCCL communicator"))
             })?;
-            let label = run.label(None, "all-to-all");
+            let label = run.label(None);
             self.step(rank, &mut run, label, || {
                 for round in all_to_all_rounds(ex, rank, tp, t) {
                     h.all_to_all_v(
@@ -445,18 +454,13 @@ impl Group for NpuGroup<'_> {
     }
 
     fn finish(&self, rank: usize) -> Result<(), BackendError> {
-        let (acl, r) = (self.k.acl, &self.ranks[rank]);
+        let (acl, r) = (self.cx.acl, &self.ranks[rank]);
         let mut run = r.lock();
         let res = (|| {
-            if !self.k.graph {
+            if !self.cx.graph {
                 return acl
-                    .synchronize(r.stream, self.k.timeout)
-                    .map_err(|e| match e {
-                        BackendError::Run(m) => {
-                            BackendError::Run(format!("{m}; {}", self.completed(&run)))
-                        }
-                        other => other,
-                    });
+                    .synchronize(r.stream, self.cx.timeout)
+                    .map_err(|e| noting(e, self.completed(&run)));
             }
             if run.capturing {
                 let graph = acl.capture_end(r.stream)?;
@@ -466,7 +470,7 @@ impl Group for NpuGroup<'_> {
             }
             let Some(c) = run.graph.as_ref() else {
                 // a run without steps captured nothing
-                return acl.synchronize(r.stream, self.k.timeout);
+                return acl.synchronize(r.stream, self.cx.timeout);
             };
             let (graph, held) = (c.graph, c.steps.len());
             if run.steps.len() != held {
@@ -478,50 +482,48 @@ impl Group for NpuGroup<'_> {
             acl.record(run.event(acl, 0)?, r.stream)?;
             acl.replay(graph, r.stream)?;
             acl.record(run.event(acl, 1)?, r.stream)?;
-            acl.synchronize(r.stream, self.k.timeout).map_err(|e| match e {
-                BackendError::Run(m) => BackendError::Run(format!(
-                    "{m}; in the replay of the captured graph of {held} steps (run without --graph to name the step)"
-                )),
-                other => other,
+            acl.synchronize(r.stream, self.cx.timeout).map_err(|e| {
+                noting(
+                    e,
+                    format!(
+                        "in the replay of the captured graph of {held} steps (run without --graph to name the step)"
+                    ),
+                )
             })
         })();
         self.noted(res.map_err(|e| on_device(r.device, e)))
     }
 
     fn measured(&self, rank: usize) -> Result<Option<DeviceTime>, BackendError> {
-        let (acl, r) = (self.k.acl, &self.ranks[rank]);
+        let (acl, r) = (self.cx.acl, &self.ranks[rank]);
         let run = r.lock();
         let read = || -> Result<Option<DeviceTime>, BackendError> {
             if run.steps.is_empty() {
                 return Ok(None);
             }
-            let at = |i: usize| acl.elapsed(run.events[0], run.events[i]);
-            if self.k.graph {
-                return Ok(Some(DeviceTime {
-                    total: at(1)?,
-                    steps: None,
-                }));
-            }
-            let n = run.steps.len();
-            let steps = (0..n)
-                .map(|i| {
-                    let start = at(i)?;
-                    Ok(StepTime {
-                        start,
-                        time: at(i + 1)?.saturating_sub(start),
-                    })
-                })
+            // every event's time after the first, each read once
+            let last = if self.cx.graph { 1 } else { run.steps.len() };
+            let at = (0..=last)
+                .map(|i| acl.elapsed(run.events[0], run.events[i]))
                 .collect::<Result<Vec<_>, BackendError>>()?;
+            let steps = (!self.cx.graph).then(|| {
+                at.windows(2)
+                    .map(|w| StepTime {
+                        start: w[0],
+                        time: w[1].saturating_sub(w[0]),
+                    })
+                    .collect()
+            });
             Ok(Some(DeviceTime {
-                total: at(n)?,
-                steps: Some(steps),
+                total: at[last],
+                steps,
             }))
         };
         self.noted(read().map_err(|e| on_device(r.device, e)))
     }
 
     fn read(&self, rank: usize, id: usize) -> Result<Vec<u8>, BackendError> {
-        let (acl, r) = (self.k.acl, &self.ranks[rank]);
+        let (acl, r) = (self.cx.acl, &self.ranks[rank]);
         let res = acl
             .set_device(r.device)
             .and_then(|()| acl.download(r.bufs[id].ptr, r.bufs[id].len))
@@ -533,11 +535,11 @@ impl Group for NpuGroup<'_> {
 impl Drop for NpuGroup<'_> {
     fn drop(&mut self) {
         let ranks = std::mem::take(&mut self.ranks);
-        if self.k.graph && !*self.failed.get_mut() {
+        if self.cx.graph && !*self.failed.get_mut() {
             // kept for the next run's replay
-            self.k.keep(ranks);
+            self.cx.keep(ranks);
         } else {
-            self.k.release(ranks, "freeing a run's buffers");
+            self.cx.release(ranks, "freeing a run's buffers");
         }
     }
 }

@@ -115,15 +115,14 @@ impl Backend for Npu {
         let acl_path = toolkit.ascendcl()?;
         let hccl_path = if tp > 1 { Some(toolkit.hccl()?) } else { None };
         let acl = Acl::get(&acl_path)?;
-        if self.graph && !acl.can_capture() {
+        if self.graph
+            && let Err(BackendError::Unavailable(why)) = acl.capture_api()
+        {
             let version = toolkit
                 .version()
                 .map_or("names no version".into(), |v| format!("is version {v}"));
             return Err(BackendError::Unavailable(format!(
-                "backend npu: --graph needs ACL's model-capture API (aclmdlRICaptureBegin, aclmdlRICaptureEnd, \
-                 aclmdlRIExecuteAsync), which {} lacks: it arrived in CANN {}; the toolkit at {} {version}",
-                acl_path.display(),
-                acl::CAPTURE_CANN,
+                "{why}; the toolkit at {} {version}",
                 toolkit.root.display()
             )));
         }
@@ -205,7 +204,7 @@ impl Kernels for NpuKernels {
         let replay =
             kept.len() == initial.len() && kept.iter().zip(&initial).all(|(r, bufs)| r.fits(bufs));
         let mut group = NpuGroup {
-            k: &self.cx,
+            cx: &self.cx,
             ranks: Vec::with_capacity(initial.len()),
             root: None,
             // until set up: a group dropped half-made is released, not kept
