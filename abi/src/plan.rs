@@ -160,6 +160,10 @@ pub struct Compressor {
     pub ratio: usize,
     pub overlap: bool,
     pub state_block_size: usize,
+    /// The state is a ring of 2·ratio rows per request, pooled against the step's own rows
+    /// before it is committed (CSA at 1M, pypto-lib PR #1013; csa_1m.md §4), not pages by
+    /// position.
+    pub state_ring: bool,
     pub state_pool_blocks: usize,
     pub cmp_pool_blocks: usize,
 }

@@ -5,7 +5,8 @@
 // it (dsv4/state_overlay.h):
 //  Compressor (one request per work item, blocks over requests): at the request's first
 //     token with (p+1) mod R == 0 (position e; only the first boundary of a step is pooled,
-//     §4.2, §11.1), if its cmp_slot_mapping entry is >= 0, pool the COFF·R state rows of
+//     §4.2, §11.1; with P::RING every boundary, see below), if its cmp_slot_mapping entry is
+//     >= 0, pool the COFF·R state rows of
 //     positions e−COFF·R+1 .. e, read through the state block table (whole pages; a
 //     negative page or a position before 0 reads as kv 0, score FP32_NEG_INF) - or, for a
 //     row a token t' of requests 0..b writes this step, its new row
@@ -24,6 +25,12 @@
 //     mapping (idx_slot_mapping) still decides whether there is a row.
 //  CompressorCommit (one request's SEQ tokens per work item): sc[t] += ape[p_t mod R]; if
 //     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
+// P::RING (CSA at 1M, pypto-lib PR #1013; csa_1m.md §4): the state is a ring of TABLE_W
+// pages per request (position q at table[b, (q mod TABLE_W·BS) / BS]); EVERY boundary token
+// of the step is pooled, a position before the request's first one p0 from the ring as the
+// previous step left it, one from p0 on from this request's own token of that position
+// (StateOverlay::BuildOwn); the RoPE row is the boundary token's (CMP_ROPE_TOKEN) and
+// CompressorToToken writes to the boundary token's own row. The commit is the same.
 #pragma once
 
 #include "dsv4/rope.h"
@@ -33,18 +40,27 @@
 
 namespace dsv4 {
 
-// The rotation of a compressed row's last RD dims (hca_csa.md §4.5). P::POSITIONS false
-// (`rope.table: per_token`, HCA): the host's f32 angles of request b, rows [b, RD/2] of
-// cmp_freqs_cos / _sin. P::POSITIONS true (CSA, §2.3, §3): the row p0 − p0 mod
-// P::ROPE_ALIGN of the full bf16 table [max_positions, RD] (p0 the request's first
-// position: the window start for the main compressor, ROPE_ALIGN = RATIO), gathered here
-// with rope.h's Rope. Fetch starts the loads, Ready (after other vector work) builds the
-// tables, Apply rotates.
-template <class P, bool POSITIONS = P::POSITIONS>
+// Where a pooled row's RoPE angles come from (P::CMP_ROPE).
+enum CmpRope : uint32_t {
+    // The host's f32 angles of request b, rows [b, RD/2] of cmp_freqs_cos / _sin (HCA,
+    // `rope.table: per_token`).
+    CMP_ROPE_REQUEST = 0,
+    // The row p0 − p0 mod P::ROPE_ALIGN of the full bf16 table [max_positions, RD] (the
+    // snapshot CSA, §2.3, §3; p0 the request's first position: the window start for the
+    // main compressor, ROPE_ALIGN = RATIO).
+    CMP_ROPE_POSITION = 1,
+    // The boundary token's row of bf16 [t, RD] rows (the ring CSA's cmp_freqs_*, at p − 3).
+    CMP_ROPE_TOKEN = 2,
+};
+
+// The rotation of a compressed row's last RD dims (hca_csa.md §4.5), from the rows P::CMP_ROPE
+// names; the bf16 rows go through rope.h's Rope. Fetch starts the loads, Ready (after other
+// vector work) builds the tables, Apply rotates.
+template <class P, uint32_t FROM = P::CMP_ROPE>
 class CompressedRope;
 
 template <class P>
-class CompressedRope<P, false> {
+class CompressedRope<P, CMP_ROPE_REQUEST> {
     static constexpr uint32_t HALF = P::RD / 2;
     static_assert(P::CMP_TRIG_BYTES >= 3 * HALF * sizeof(float), "cos | sin | -sin");
 
@@ -57,9 +73,10 @@ public:
         rot_.Init(pipe, false);
     }
 
-    __aicore__ inline void Fetch(uint32_t b, uint32_t p0)
+    __aicore__ inline void Fetch(uint32_t b, uint32_t p0, uint32_t tok)
     {
         (void)p0;
+        (void)tok;
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::DataCopy(trig, cos_[uint64_t(b) * HALF], HALF);
         AscendC::DataCopy(trig[HALF], sin_[uint64_t(b) * HALF], HALF);
@@ -81,9 +98,9 @@ private:
     AscendC::GlobalTensor<float> cos_, sin_;
 };
 
-template <class P>
-class CompressedRope<P, true> {
-    static_assert(P::ROPE_ALIGN >= 1, "the row is p0 rounded down to a multiple of ROPE_ALIGN");
+template <class P, uint32_t FROM>
+class CompressedRope {
+    static_assert(FROM == CMP_ROPE_POSITION || FROM == CMP_ROPE_TOKEN, "a CmpRope");
 
 public:
     __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR cos, GM_ADDR sin)
@@ -93,10 +110,15 @@ public:
         rope_.Init(pipe, false);
     }
 
-    __aicore__ inline void Fetch(uint32_t b, uint32_t p0)
+    __aicore__ inline void Fetch(uint32_t b, uint32_t p0, uint32_t tok)
     {
         (void)b;
-        row_ = p0 - p0 % P::ROPE_ALIGN;
+        if constexpr (FROM == CMP_ROPE_POSITION) {
+            static_assert(P::ROPE_ALIGN >= 1, "the row is p0 rounded down to a multiple of ROPE_ALIGN");
+            row_ = p0 - p0 % P::ROPE_ALIGN;
+        } else {
+            row_ = tok;
+        }
     }
 
     __aicore__ inline void Ready() { rope_.Load(cos_, sin_, row_); }
@@ -111,10 +133,11 @@ private:
 
 // P: HD (pooled width), COFF (projection streams: 2 with overlap, else 1), RATIO, SEQ
 // (tokens per request), STATE_BS (rows per state page), TABLE_W (state block-table width),
-// CH (channels per pooling tile), RD (rope dims), EPS, INV_HD, POSITIONS (and ROPE_ALIGN
-// when set; CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least
-// what its use below needs). TO_TOKEN: the row goes to row b·SEQ of `cmpKv` (a [t, HD]
-// workspace) rather than to the slot's row.
+// RING (the state is a ring of TABLE_W pages per request), CH (channels per pooling tile),
+// RD (rope dims), EPS, INV_HD, CMP_ROPE (and ROPE_ALIGN for CMP_ROPE_POSITION;
+// CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least what its use
+// below needs). TO_TOKEN: the row goes to row b·SEQ (with RING: the boundary token's row)
+// of `cmpKv` (a [t, HD] workspace) rather than to the slot's row.
 template <class P, bool TO_TOKEN = false>
 class Compressor {
     static constexpr uint32_t HD = P::HD;
@@ -136,6 +159,8 @@ class Compressor {
     static_assert(COFF == 1 || COFF == 2, "one projection stream, or front and back");
     static_assert((ENTRIES & (ENTRIES - 1)) == 0 && ENTRIES <= 255, "halving trees over the entries; a repeat each");
     static_assert(R % BS == 0, "a window is whole state pages");
+    static_assert(!P::RING || (P::TABLE_W * BS == ENTRIES && SEQ <= ENTRIES && P::CMP_ROPE == CMP_ROPE_TOKEN),
+                  "a ring holds one window (2·RATIO rows), a step's tokens, and rotates at the boundary token's row");
     static_assert(BS <= 4095 && (WIDTH - CH) * sizeof(float) / BLOCK_BYTES <= 65535,
                   "a DataCopy of a state page's channels: at most 4095 rows, a 16-bit gap in blocks");
     static_assert(CH % LANES == 0 && CH / LANES <= 255 && (CH <= REPEAT || CH % REPEAT == 0) && HD % CH == 0,
@@ -214,6 +239,10 @@ private:
 
     __aicore__ inline void Request(uint32_t b)
     {
+        if constexpr (P::RING) {
+            RingRequest(b);
+            return;
+        }
         const uint32_t tok0 = b * SEQ;
         int32_t boundary = -1, pos = 0;
         for (uint32_t s = 0; s < SEQ && boundary < 0; ++s) {
@@ -241,7 +270,38 @@ private:
             PoolTile(pages, c0);
         }
         const uint64_t row = TO_TOKEN ? uint64_t(tok0) : static_cast<uint64_t>(cmpSlot);
-        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), row);
+        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), tok0 + boundary, row);
+    }
+
+    // Every boundary e of request b's step (P::RING): the window e − ENTRIES + 1 .. e from
+    // the ring pages of its positions, the positions from p0 on from this step's tokens.
+    __aicore__ inline void RingRequest(uint32_t b)
+    {
+        const uint32_t tok0 = b * SEQ;
+        const int64_t p0 = positions_.GetValue(tok0);
+        for (uint32_t s = 0; s < SEQ; ++s) {
+            const int64_t e = p0 + s;
+            if ((e + 1) % R != 0) {
+                continue;
+            }
+            const int64_t cmpSlot = cmpSlots_.GetValue(tok0 + s);
+            if (cmpSlot < 0) {
+                continue;
+            }
+            const int64_t first = e + 1 - ENTRIES;  // a multiple of BS: R % BS == 0
+            int32_t pages[PAGES];
+            for (uint32_t p = 0; p < PAGES; ++p) {
+                const int64_t q = first + int64_t(p * BS);
+                pages[p] = q < 0 ? -1
+                                 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(q % (P::TABLE_W * BS)) / BS);
+            }
+            overlay_.BuildOwn(first, p0, tok0);
+            for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
+                PoolTile(pages, c0);
+            }
+            const uint64_t row = TO_TOKEN ? uint64_t(tok0 + s) : static_cast<uint64_t>(cmpSlot);
+            Finish(b, static_cast<uint32_t>(p0), tok0 + s, row);
+        }
     }
 
     // The column of page p's entries within a projected row: front halves for the
@@ -320,14 +380,14 @@ private:
         Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
-    // RMSNorm, rotation of the rope dims (request b, first position p0), bf16 row out to
-    // row `row` of cmpKv.
-    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint64_t row)
+    // RMSNorm, rotation of the rope dims (request b, first position p0, boundary token
+    // tok), bf16 row out to row `row` of cmpKv.
+    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint32_t tok, uint64_t row)
     {
         AscendC::LocalTensor<float> x = pooled_.Get<float>();
         AscendC::LocalTensor<float> sq = work_.Get<float>();
         AscendC::LocalTensor<float> inv = scalar_.Get<float>();
-        rope_.Fetch(b, p0);
+        rope_.Fetch(b, p0, tok);
         AscendC::Mul(sq, x, x, HD);
         AscendC::ReduceSum(inv, sq, reduceTmp_.Get<float>(), HD);
         AscendC::Muls(inv, inv, P::INV_HD, 1);

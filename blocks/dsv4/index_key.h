@@ -5,7 +5,8 @@
 // entry is >= 0: v = f32(bf16_RNE(kf[b·SEQ])), quantised per row to int8 (dsv4/quant.h:
 // amax = max(max|v|, 1e-4), sq = 127/amax, RNE(v·sq), scale 1/sq) into idx_kv_cache row
 // `slot` and its scale into idx_kv_scale[slot]. Rows of kf of requests without such a row
-// were never written and are not read.
+// were never written and are not read. P::RING (CSA at 1M, csa_1m.md §4.5): every boundary
+// token's row of kf, at its own idx slot.
 #pragma once
 
 #include "dsv4/quant.h"
@@ -14,7 +15,7 @@
 
 namespace dsv4 {
 
-// P: HD (key width), RATIO, SEQ (tokens per request), and the UB sizes the plan decided
+// P: HD (key width), RATIO, SEQ (tokens per request), RING, and the UB sizes the plan decided
 // (`*_BYTES`, each at least what its use below needs). A block takes the requests whose
 // scale lands in its 32-byte block of idx_kv_scale ((slot / 8) mod blocks == block): two
 // cores never write one block (requests may share a cache page), and each key row is
@@ -44,6 +45,15 @@ public:
         const uint64_t blocks = static_cast<uint64_t>(AscendC::GetBlockNum());
         const uint64_t idx = static_cast<uint64_t>(AscendC::GetBlockIdx());
         for (uint32_t b = 0; b < td.b; ++b) {
+            if constexpr (P::RING) {
+                for (uint32_t t = b * SEQ; t < (b + 1) * SEQ; ++t) {
+                    const int64_t slot = op.BoundarySlot(t);
+                    if (slot >= 0 && uint64_t(slot) / LANES % blocks == idx) {
+                        op.Write(t, uint64_t(slot));
+                    }
+                }
+                continue;
+            }
             const int64_t slot = op.Slot(b);
             if (slot >= 0 && uint64_t(slot) / LANES % blocks == idx) {
                 op.Write(b * SEQ, uint64_t(slot));
@@ -79,6 +89,13 @@ private:
             }
         }
         return -1;
+    }
+
+    // Token t's idx slot if it is a boundary, or -1.
+    __aicore__ inline int64_t BoundarySlot(uint32_t t)
+    {
+        const bool boundary = (static_cast<uint32_t>(positions_.GetValue(t)) + 1) % P::RATIO == 0;
+        return boundary ? slots_.GetValue(t) : -1;
     }
 
     // kf row `row` -> bf16 -> f32 -> int8 key row and scale at `slot`.

@@ -7,7 +7,9 @@
 //                 WEIGHTS_SCALE -> idx_weights f32 [t, H]
 // The step row (§5.1, §11.6): every token of a request rotates with row p0_b of the full
 // [max_positions, RD] table, p0_b = position_ids of the request's first token (requests
-// are SEQ consecutive tokens); rope.h RopeRow gathers it. No RMSNorm on index queries.
+// are SEQ consecutive tokens); rope.h RopeRow gathers it. With P::TOKEN_ROWS (the ring CSA,
+// csa_1m.md §5.1) each token rotates with its own row t of the token-local [t, RD] tables.
+// No RMSNorm on index queries.
 // Each kernel's UB sizes are the plan's `*_BYTES` params (IndexQHeads also passes rope.h's
 // ROPE_*_BYTES), each at least what its use below needs.
 #pragma once
@@ -18,7 +20,7 @@ namespace dsv4 {
 
 using namespace AscendC;
 
-// Params: H, HD, RD, HG (heads per work item), SEQ (tokens per request), and the UB sizes
+// Params: H, HD, RD, HG (heads per work item), SEQ (tokens per request), TOKEN_ROWS, and the UB sizes
 // ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE (`*_BYTES`). Blocks form a grid of H/HG head
 // groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a block loads its
 // heads' idx_wq_b_scale once, walks its tokens one at a time and loads a request's step
@@ -72,7 +74,8 @@ private:
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         DataCopy(ws, gWScale[col], W);
-        // The first token of the request whose step row the tables hold (none yet).
+        // The token (TOKEN_ROWS) or the request's first token whose row the tables hold (none
+        // yet).
         uint32_t loaded = t;
         for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
             DataCopy(ts, gTokScale[row0], 8);
@@ -84,9 +87,10 @@ private:
                 DataCopy(a, gAcc[uint64_t(row) * ROW + col], W);
                 in_.EnQue(a);
                 a = in_.DeQue<int32_t>();
-                if (first != loaded) {
-                    rope_.Load(gCos, gSin, RopeRow<true>(gPos, first));
-                    loaded = first;
+                const uint32_t key = P::TOKEN_ROWS ? row : first;
+                if (key != loaded) {
+                    rope_.Load(gCos, gSin, P::TOKEN_ROWS ? RopeRow<false>(gPos, row) : RopeRow<true>(gPos, first));
+                    loaded = key;
                 }
                 Cast(x, a, RoundMode::CAST_NONE, W);
                 in_.FreeTensor(a);

@@ -19,25 +19,26 @@
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, SEQ, RATIO, BLOCK_SIZE (rows per index-cache page), CAP (candidate rows
-// per request), STRIDE (raw row length: CAP in whole pages), TILE_M (query rows per Mmad),
-// TILE_N (key rows per Mmad), TILE_K (head dims per Mmad), KEY_ROWS (keys per L1 load), and
-// the L1 and L0 sizes the plan decided (`*_BYTES`, each at least what its use below needs).
-// GM: idx_q [t, HEADS·HEAD_DIM] i8, kv_seq_lens [b] i32, idx_kv_cache [pages·BLOCK_SIZE,
-// HEAD_DIM] i8, idx_block_table [b, idx_tw] i32, raw [t, HEADS, STRIDE] i32.
+// The cube work of the scores, for the kernels that use it (IndexScores below, IndexLeaves in
+// dsv4/index_leaves.h). P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE (rows per index-cache page),
+// TILE_M (query rows per Mmad), TILE_N (key rows per Mmad), TILE_K (head dims per Mmad),
+// KEY_ROWS (keys per L1 load), and the L1 and L0 sizes the plan decided (`*_BYTES`, each at
+// least what its use below needs). GM: idx_q [t, HEADS·HEAD_DIM] i8, idx_kv_cache
+// [pages·BLOCK_SIZE, HEAD_DIM] i8, idx_block_table [b, idx_tw] i32.
 template <class P>
-class IndexScores {
+class ScoreCube {
     static constexpr uint32_t C0 = 32;    // int8 columns of a fractal
     static constexpr uint32_t FRAC = 512; // int8 elements of a fractal (16 x 32)
-    static constexpr uint32_t ROWS = P::SEQ * P::HEADS;
-    static constexpr uint32_t ROWS_PAD = AlignUp(ROWS, 16);
     static constexpr uint32_t KEY_BLOCKS = P::KEY_ROWS / 16;
+
+public:
+    static constexpr uint32_t ROWS = P::SEQ * P::HEADS;  // a request's query rows
+    static constexpr uint32_t ROWS_PAD = AlignUp(ROWS, 16);
     static_assert(P::HEAD_DIM % C0 == 0 && P::TILE_K % C0 == 0 && P::HEAD_DIM % P::TILE_K == 0,
                   "TILE_K: whole int8 fractals dividing HEAD_DIM");
     static_assert(P::TILE_M % 16 == 0 && ROWS % P::TILE_M == 0, "TILE_M: whole fractals dividing SEQ*HEADS");
     static_assert(P::TILE_N % 16 == 0 && P::KEY_ROWS % P::TILE_N == 0, "TILE_N: whole fractals dividing KEY_ROWS");
     static_assert(P::KEY_ROWS % P::BLOCK_SIZE == 0 && P::BLOCK_SIZE % 16 == 0, "key loads are whole pages");
-    static_assert(P::STRIDE % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP, "raw rows hold CAP in whole pages");
     static_assert(P::HEAD_DIM <= 65535 && ROWS_PAD <= 16384 && P::KEY_ROWS <= 16384,
                   "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     static_assert(P::Q_L1_BYTES >= ROWS_PAD * P::HEAD_DIM, "q_l1 holds a request's query rows");
@@ -46,68 +47,60 @@ class IndexScores {
                       P::C_L0_BYTES >= P::TILE_M * P::TILE_N * sizeof(int32_t),
                   "L0 tiles");
 
-public:
-    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvSeqLens, GM_ADDR keys, GM_ADDR table, GM_ADDR raw,
-                                      GM_ADDR workspace, GM_ADDR tiling)
-    {
-        (void)workspace;
-        const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
-        IndexScores op;
-        op.Init(q, kvSeqLens, keys, table, raw, td);
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            op.Request(b);
-        }
-    }
-
-private:
-    __aicore__ inline void Init(GM_ADDR q, GM_ADDR kvSeqLens, GM_ADDR keys, GM_ADDR table, GM_ADDR raw,
-                                const TilingData& td)
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR q, GM_ADDR keys, GM_ADDR table, const TilingData& td)
     {
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q));
-        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         keys_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(keys));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(table));
-        raw_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
         pages_ = td.idx_nb;
         tableWidth_ = td.idx_tw;
-        pipe_.InitBuffer(qL1_, 1, P::Q_L1_BYTES);
-        pipe_.InitBuffer(keysL1_, 2, P::KEYS_L1_BYTES);
-        pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
-        pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
-        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
+        pipe.InitBuffer(qL1_, 1, P::Q_L1_BYTES);
+        pipe.InitBuffer(keysL1_, 2, P::KEYS_L1_BYTES);
+        pipe.InitBuffer(aL0_, 2, P::A_L0_BYTES);
+        pipe.InitBuffer(bL0_, 2, P::B_L0_BYTES);
+        pipe.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
-    __aicore__ inline void Request(uint32_t b)
+    // Request b's query rows into L1, held until the next Query or Release.
+    __aicore__ inline void Query(uint32_t b)
     {
-        const int32_t len = lens_.GetValue(b);
-        const uint32_t visible = Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
-        if (visible == 0) {
-            return;
-        }
-        const uint32_t rows = AlignUp(visible, P::BLOCK_SIZE);
-        AscendC::LocalTensor<int8_t> q = qL1_.AllocTensor<int8_t>();
-        AscendC::DataCopy(q, q_[static_cast<uint64_t>(b) * ROWS * P::HEAD_DIM],
+        Release();
+        qHeld_ = qL1_.AllocTensor<int8_t>();
+        AscendC::DataCopy(qHeld_, q_[static_cast<uint64_t>(b) * ROWS * P::HEAD_DIM],
                           AscendC::Nd2NzParams(1, ROWS, P::HEAD_DIM, 0, P::HEAD_DIM, ROWS_PAD, 1, 0));
-        qL1_.EnQue(q);
-        q = qL1_.DeQue<int8_t>();
+        qL1_.EnQue(qHeld_);
+        qHeld_ = qL1_.DeQue<int8_t>();
+        held_ = true;
+    }
+
+    __aicore__ inline void Release()
+    {
+        if (held_) {
+            qL1_.FreeTensor(qHeld_);
+            held_ = false;
+        }
+    }
+
+    // raw[r, j] = ReLU(Σ_d q_i8[r, d] · k_i8[begin + j, d]) for the query rows r of the held
+    // request b and its keys begin .. begin + rows (`rows` whole pages from a page start),
+    // into dst (row r at dst[r · stride]).
+    __aicore__ inline void Keys(uint32_t b, uint32_t begin, uint32_t rows, const AscendC::GlobalTensor<int32_t>& dst,
+                                uint32_t stride)
+    {
         for (uint32_t c0 = 0; c0 < rows; c0 += P::KEY_ROWS) {
             const uint32_t keyRows = Min(P::KEY_ROWS, rows - c0);
-            AscendC::LocalTensor<int8_t> k = LoadKeys(b, c0, keyRows);
+            AscendC::LocalTensor<int8_t> k = LoadKeys(b, begin + c0, keyRows);
             for (uint32_t m0 = 0; m0 < ROWS; m0 += P::TILE_M) {
-                const uint64_t out = (static_cast<uint64_t>(b) * ROWS + m0) * P::STRIDE + c0;
+                const uint64_t out = static_cast<uint64_t>(m0) * stride + c0;
                 for (uint32_t n0 = 0; n0 < keyRows; n0 += P::TILE_N) {
-                    Tile(q, k, m0, n0, Min(P::TILE_N, keyRows - n0), raw_[out + n0]);
+                    Tile(k, m0, n0, Min(P::TILE_N, keyRows - n0), dst[out + n0], stride);
                 }
             }
             keysL1_.FreeTensor(k);
         }
-        qL1_.FreeTensor(q);
     }
 
+private:
     // Keys c0 .. c0 + keyRows of request b (whole pages) into an NZ tile of KEY_ROWS-row
     // column blocks.
     __aicore__ inline AscendC::LocalTensor<int8_t> LoadKeys(uint32_t b, uint32_t c0, uint32_t keyRows)
@@ -125,11 +118,12 @@ private:
         return keysL1_.DeQue<int8_t>();
     }
 
-    // dst[TILE_M, nLen] (row stride STRIDE) = ReLU(q rows m0.. · keys n0..ᵀ), over HEAD_DIM in
+    // dst[TILE_M, nLen] (row stride `stride`) = ReLU(q rows m0.. · keys n0..ᵀ), over HEAD_DIM in
     // TILE_K steps through L0A/L0B and one L0C tile.
-    __aicore__ inline void Tile(const AscendC::LocalTensor<int8_t>& q, const AscendC::LocalTensor<int8_t>& k,
-                                uint32_t m0, uint32_t n0, uint32_t nLen, const AscendC::GlobalTensor<int32_t>& dst)
+    __aicore__ inline void Tile(const AscendC::LocalTensor<int8_t>& k, uint32_t m0, uint32_t n0, uint32_t nLen,
+                                const AscendC::GlobalTensor<int32_t>& dst, uint32_t stride)
     {
+        const AscendC::LocalTensor<int8_t>& q = qHeld_;
         constexpr uint32_t M_BLOCKS = P::TILE_M / 16;
         constexpr uint32_t K_BLOCKS = P::TILE_K / C0;
         constexpr uint32_t ROW_BLOCKS = ROWS_PAD / 16;
@@ -164,20 +158,59 @@ private:
         }
         cL0_.EnQue(c);
         c = cL0_.DeQue<int32_t>();
-        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(nLen, P::TILE_M, P::TILE_M, P::STRIDE, true));
+        AscendC::Fixpipe(dst, c, AscendC::FixpipeParamsV220(nLen, P::TILE_M, P::TILE_M, stride, true));
         cL0_.FreeTensor(c);
     }
 
-    AscendC::TPipe pipe_;
     AscendC::TQue<AscendC::TPosition::A1, 1> qL1_;
     AscendC::TQue<AscendC::TPosition::B1, 1> keysL1_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     AscendC::GlobalTensor<int8_t> q_, keys_;
-    AscendC::GlobalTensor<int32_t> lens_, table_, raw_;
+    AscendC::GlobalTensor<int32_t> table_;
+    AscendC::LocalTensor<int8_t> qHeld_;
+    bool held_ = false;
     uint32_t pages_ = 0;
     uint32_t tableWidth_ = 0;
+};
+
+// Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible rows, its raw rows of
+// all V_b keys (rounded up to whole pages) into raw [t, HEADS, STRIDE], blocks over
+// requests. P: ScoreCube's, RATIO, CAP (candidate rows per request), STRIDE (raw row
+// length: CAP in whole pages). GM: kv_seq_lens [b] i32, raw [t, HEADS, STRIDE] i32.
+template <class P>
+class IndexScores {
+    static_assert(P::STRIDE % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP, "raw rows hold CAP in whole pages");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvSeqLens, GM_ADDR keys, GM_ADDR table, GM_ADDR raw,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const Share share = BlockShare(td.b);
+        if (share.begin >= share.end) {
+            return;
+        }
+        AscendC::TPipe pipe;
+        ScoreCube<P> cube;
+        cube.Init(pipe, q, keys, table, td);
+        AscendC::GlobalTensor<int32_t> lens, out;
+        lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
+        for (uint32_t b = share.begin; b < share.end; ++b) {
+            const int32_t len = lens.GetValue(b);
+            const uint32_t visible = Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
+            if (visible == 0) {
+                continue;
+            }
+            cube.Query(b);
+            cube.Keys(b, 0, AlignUp(visible, P::BLOCK_SIZE),
+                      out[static_cast<uint64_t>(b) * ScoreCube<P>::ROWS * P::STRIDE], P::STRIDE);
+        }
+        cube.Release();
+    }
 };
 
 }  // namespace dsv4

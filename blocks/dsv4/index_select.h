@@ -17,6 +17,78 @@
 
 namespace dsv4 {
 
+// The head-weighted scores of raw passes (§5.4), for the kernels that use them (IndexSelect
+// below, IndexLeaves in dsv4/index_leaves.h): per token the [HEADS, KEY_ROWS] tile of
+// c[h] = q_s[t, h] · w[t, h] (HeadScales), then per pass of KEY_ROWS raw columns of the
+// token's HEADS rows: cast to f32, · c, summed over heads by a halving tree of adds, · k_s.
+// P: HEADS, KEY_ROWS, and the UB sizes RAW_I32 (a pass of raw rows), RAW_F32 (the same as
+// f32), HEAD_SCALES (the c[h] tile), HEAD_ROWS (q_s and w rows as read). GM: idx_q_scale
+// [t, HEADS] f32, idx_weights [t, HEADS] f32.
+template <class P>
+class HeadWeighted {
+    static constexpr uint32_t KR = P::KEY_ROWS;
+    static constexpr uint32_t HEADS_PAD = AlignUp(P::HEADS, 8);
+    static_assert(P::RAW_I32_BYTES >= P::HEADS * KR * sizeof(int32_t) &&
+                      P::RAW_F32_BYTES >= P::HEADS * KR * sizeof(float) &&
+                      P::HEAD_SCALES_BYTES >= P::HEADS * KR * sizeof(float),
+                  "a pass of HEADS raw rows, as read, as f32, and its c[h] rows");
+    static_assert(P::HEAD_ROWS_BYTES >= 2 * HEADS_PAD * sizeof(float), "q_s and w rows");
+    static_assert(P::HEADS <= 4095, "a DataCopy of a pass of raw rows: at most 4095 rows");
+
+public:
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR qScale, GM_ADDR weights)
+    {
+        qScale_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qScale));
+        weights_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights));
+        pipe.InitBuffer(rawI_, P::RAW_I32_BYTES);
+        pipe.InitBuffer(rawF_, P::RAW_F32_BYTES);
+        pipe.InitBuffer(headScales_, P::HEAD_SCALES_BYTES);
+        pipe.InitBuffer(headRows_, P::HEAD_ROWS_BYTES);
+    }
+
+    // c[h] = q_s[t, h] · w[t, h], each as a row of KEY_ROWS.
+    __aicore__ inline void HeadScales(uint32_t t)
+    {
+        AscendC::LocalTensor<float> rows = headRows_.Get<float>();
+        const AscendC::DataCopyExtParams copy(1, P::HEADS * sizeof(float), 0, 0, 0);
+        const AscendC::DataCopyPadExtParams<float> pad(false, 0, 0, 0.0f);
+        AscendC::DataCopyPad(rows, qScale_[static_cast<uint64_t>(t) * P::HEADS], copy, pad);
+        AscendC::DataCopyPad(rows[HEADS_PAD], weights_[static_cast<uint64_t>(t) * P::HEADS], copy, pad);
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        AscendC::LocalTensor<float> c = headScales_.Get<float>();
+        for (uint32_t h = 0; h < P::HEADS; ++h) {
+            const float v = rows.GetValue(h) * rows.GetValue(HEADS_PAD + h);
+            AscendC::Duplicate(c[h * KR], v, static_cast<int32_t>(KR));
+        }
+    }
+
+    // out[0 .. KEY_ROWS) = ks[j] · Σ_h c[h] · raw[h · stride + j] for the token's raw rows
+    // from `raw` (its head 0, the pass's first column) and the pass's key scales `ks`.
+    __aicore__ inline void Pass(const AscendC::GlobalTensor<int32_t>& raw, uint32_t stride,
+                                const AscendC::LocalTensor<float>& ks, const AscendC::LocalTensor<float>& out)
+    {
+        AscendC::LocalTensor<int32_t> rawI = rawI_.Get<int32_t>();
+        AscendC::LocalTensor<float> rawF = rawF_.Get<float>();
+        Handshake<AscendC::HardEvent::V_MTE2>();  // the previous pass has read rawI
+        ascendc_assert((stride - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535);
+        AscendC::DataCopy(rawI, raw,
+                          AscendC::DataCopyParams(P::HEADS, BlocksOf<int32_t>(KR), BlocksOf<int32_t>(stride - KR), 0));
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::Cast(rawF, rawI, AscendC::RoundMode::CAST_NONE, static_cast<int32_t>(P::HEADS * KR));
+        AscendC::Mul(rawF, rawF, headScales_.Get<float>(), static_cast<int32_t>(P::HEADS * KR));
+        for (uint32_t rows = P::HEADS; rows > 1;) {
+            const uint32_t half = rows / 2;
+            AscendC::Add(rawF, rawF, rawF[(rows - half) * KR], static_cast<int32_t>(half * KR));
+            rows -= half;
+        }
+        AscendC::Mul(out, rawF, ks, static_cast<int32_t>(KR));
+    }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rawI_, rawF_, headScales_, headRows_;
+    AscendC::GlobalTensor<float> qScale_, weights_;
+};
+
 // P: HEADS, SEQ, RATIO, BLOCK_SIZE, CAP, STRIDE (raw row length: CAP in whole pages),
 // KEY_ROWS (raw columns per pass), TOPK and SORT_CHUNK (dsv4/topk.h), and the UB sizes the
 // plan decided (`*_BYTES`): RAW_I32 (a pass of raw rows), RAW_F32 (the same as f32),
@@ -28,7 +100,6 @@ namespace dsv4 {
 template <class P>
 class IndexSelect {
     static constexpr uint32_t KR = P::KEY_ROWS;
-    static constexpr uint32_t HEADS_PAD = AlignUp(P::HEADS, 8);
     static constexpr uint32_t UNIT = 32;  // Sort32's list length
     static constexpr float NEG = -3.4028234663852886e38f;  // FP32_NEG_INF
     static_assert(KR % UNIT == 0 && P::SORT_CHUNK % KR == 0, "raw passes of whole sort lists, whole passes per chunk");
@@ -36,13 +107,8 @@ class IndexSelect {
     static_assert(P::STRIDE % KR == 0 && KR % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP,
                   "raw rows hold CAP in whole passes of whole pages");
     static_assert(P::TOPK % 8 == 0, "top-k rows in whole 32-byte blocks");
-    static_assert(P::HEADS <= 4095 && (P::STRIDE - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535,
-                  "a DataCopy of a pass of raw rows: at most 4095 rows, a 16-bit gap in blocks");
-    static_assert(P::RAW_I32_BYTES >= P::HEADS * KR * sizeof(int32_t) &&
-                      P::RAW_F32_BYTES >= P::HEADS * KR * sizeof(float) &&
-                      P::HEAD_SCALES_BYTES >= P::HEADS * KR * sizeof(float),
-                  "a pass of HEADS raw rows, as read, as f32, and its c[h] rows");
-    static_assert(P::HEAD_ROWS_BYTES >= 2 * HEADS_PAD * sizeof(float), "q_s and w rows");
+    static_assert((P::STRIDE - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535,
+                  "a DataCopy of a pass of raw rows: a 16-bit gap in blocks");
     static_assert(P::KEY_SCALES_BYTES >= P::STRIDE * sizeof(float), "a request's key scales");
     static_assert(P::OUT_BYTES >= P::TOPK * sizeof(int32_t), "a top-k row");
 
@@ -69,8 +135,6 @@ private:
                                 GM_ADDR kvSeqLens, GM_ADDR positions, GM_ADDR topk, const TilingData& td)
     {
         raw_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
-        qScale_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qScale));
-        weights_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights));
         keyScale_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(keyScale));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(table));
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
@@ -79,10 +143,7 @@ private:
         pages_ = td.idx_nb;
         tableWidth_ = td.idx_tw;
         best_.Init(pipe_);  // first: its sort buffers' alignment
-        pipe_.InitBuffer(rawI_, P::RAW_I32_BYTES);
-        pipe_.InitBuffer(rawF_, P::RAW_F32_BYTES);
-        pipe_.InitBuffer(headScales_, P::HEAD_SCALES_BYTES);
-        pipe_.InitBuffer(headRows_, P::HEAD_ROWS_BYTES);
+        weighted_.Init(pipe_, qScale, weights);
         pipe_.InitBuffer(keyScales_, P::KEY_SCALES_BYTES);
         pipe_.InitBuffer(out_, P::OUT_BYTES);
         // Passes read whole KEY_ROWS of scales: the ones past a request's pages are defined.
@@ -131,31 +192,16 @@ private:
     // The scores of token t's `visible` rows (padded to 32 with FP32_NEG_INF), into the top-k.
     __aicore__ inline void Scores(uint32_t t, uint32_t visible)
     {
-        HeadScales(t);
+        weighted_.HeadScales(t);
         best_.Reset();
         const uint32_t n = AlignUp(visible, UNIT);
-        AscendC::LocalTensor<int32_t> rawI = rawI_.Get<int32_t>();
-        AscendC::LocalTensor<float> rawF = rawF_.Get<float>();
-        AscendC::LocalTensor<float> c = headScales_.Get<float>();
         AscendC::LocalTensor<float> ks = keyScales_.Get<float>();
         AscendC::LocalTensor<float> scores = best_.Scores();
         const uint64_t row = static_cast<uint64_t>(t) * P::HEADS * P::STRIDE;
         for (uint32_t c0 = 0; c0 < n; c0 += KR) {
             // Whole passes (the columns past n are the last page's or unwritten raw, unused).
             const uint32_t base = c0 / P::SORT_CHUNK * P::SORT_CHUNK;
-            Handshake<AscendC::HardEvent::V_MTE2>();  // the previous pass has read rawI
-            AscendC::DataCopy(rawI, raw_[row + c0],
-                              AscendC::DataCopyParams(P::HEADS, BlocksOf<int32_t>(KR),
-                                                      BlocksOf<int32_t>(P::STRIDE - KR), 0));
-            Handshake<AscendC::HardEvent::MTE2_V>();
-            AscendC::Cast(rawF, rawI, AscendC::RoundMode::CAST_NONE, static_cast<int32_t>(P::HEADS * KR));
-            AscendC::Mul(rawF, rawF, c, static_cast<int32_t>(P::HEADS * KR));
-            for (uint32_t rows = P::HEADS; rows > 1;) {
-                const uint32_t half = rows / 2;
-                AscendC::Add(rawF, rawF, rawF[(rows - half) * KR], static_cast<int32_t>(half * KR));
-                rows -= half;
-            }
-            AscendC::Mul(scores[c0 - base], rawF, ks[c0], static_cast<int32_t>(KR));
+            weighted_.Pass(raw_[row + c0], P::STRIDE, ks[c0], scores[c0 - base]);
             const uint32_t end = Min(c0 + KR, n);
             if (end == n && visible < n) {
                 Handshake<AscendC::HardEvent::V_S>();
@@ -170,27 +216,12 @@ private:
         }
     }
 
-    // c[h] = q_s[t, h] · w[t, h], each as a row of KEY_ROWS.
-    __aicore__ inline void HeadScales(uint32_t t)
-    {
-        AscendC::LocalTensor<float> rows = headRows_.Get<float>();
-        const AscendC::DataCopyExtParams copy(1, P::HEADS * sizeof(float), 0, 0, 0);
-        const AscendC::DataCopyPadExtParams<float> pad(false, 0, 0, 0.0f);
-        AscendC::DataCopyPad(rows, qScale_[static_cast<uint64_t>(t) * P::HEADS], copy, pad);
-        AscendC::DataCopyPad(rows[HEADS_PAD], weights_[static_cast<uint64_t>(t) * P::HEADS], copy, pad);
-        Handshake<AscendC::HardEvent::MTE2_S>();
-        AscendC::LocalTensor<float> c = headScales_.Get<float>();
-        for (uint32_t h = 0; h < P::HEADS; ++h) {
-            const float v = rows.GetValue(h) * rows.GetValue(HEADS_PAD + h);
-            AscendC::Duplicate(c[h * KR], v, static_cast<int32_t>(KR));
-        }
-    }
-
     AscendC::TPipe pipe_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> rawI_, rawF_, headScales_, headRows_, keyScales_, out_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> keyScales_, out_;
     TopK<P> best_;
+    HeadWeighted<P> weighted_;
     AscendC::GlobalTensor<int32_t> raw_, table_, lens_, positions_, topk_;
-    AscendC::GlobalTensor<float> qScale_, weights_, keyScale_;
+    AscendC::GlobalTensor<float> keyScale_;
     uint32_t pages_ = 0;
     uint32_t tableWidth_ = 0;
     uint32_t loaded_ = 0xFFFFFFFFu;

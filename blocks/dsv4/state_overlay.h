@@ -43,6 +43,21 @@ public:
         }
     }
 
+    // The ring layer's overlay (csa_1m.md §4.3): the window's positions from `first` on, in
+    // pages of BS; a position at or after the request's first position p0 is its own token
+    // tok0 + (q − p0) of this step, one before it the ring as the previous step left it.
+    __aicore__ inline void BuildOwn(int64_t first, int64_t p0, uint32_t tok0)
+    {
+        for (uint32_t p = 0; p < PAGES; ++p) {
+            any_[p] = false;
+            for (uint32_t r = 0; r < BS; ++r) {
+                const int64_t q = first + int64_t(p * BS + r);
+                writer_[p * BS + r] = q >= p0 ? static_cast<int32_t>(tok0 + (q - p0)) : -1;
+                any_[p] = any_[p] || q >= p0;
+            }
+        }
+    }
+
     // Whether a token of this step writes a row of window page p.
     __aicore__ inline bool Touched(uint32_t p) const { return any_[p]; }
     // The token whose new row replaces row r of window page p, or -1 (the previous state).

@@ -69,6 +69,9 @@ public:
     // Where the caller writes a chunk's scores for Add.
     __aicore__ inline AscendC::LocalTensor<float> Scores() { return scores_.Get<float>(); }
 
+    // Where the caller writes a chunk's candidate indices for AddIndexed.
+    __aicore__ inline AscendC::LocalTensor<int32_t> Index() { return index_.Get<int32_t>(); }
+
     // Candidates base .. base + n − 1 with scores Scores()[0 .. n): n a multiple of 32, at most
     // SORT_CHUNK, no NaN.
     __aicore__ inline void Add(uint32_t n, uint32_t base)
@@ -78,6 +81,21 @@ public:
             index = index_.Get<int32_t>();
             AscendC::Adds(index, iota_.Get<int32_t>(), static_cast<int32_t>(base), static_cast<int32_t>(n));
         }
+        Merge(n, index);
+    }
+
+    // Candidates Index()[0 .. n) with scores Scores()[0 .. n), as Add: equal scores keep their
+    // order here and lose to the running best, so the tie order is the golden's when the
+    // caller's candidates come in ascending index among equal scores, after the ones added
+    // before.
+    __aicore__ inline void AddIndexed(uint32_t n) { Merge(n, index_.Get<int32_t>()); }
+
+    // The running best as sorted (score, index) elements, Kept() of them.
+    __aicore__ inline AscendC::LocalTensor<float> Best() { return best_.Get<float>(); }
+
+private:
+    __aicore__ inline void Merge(uint32_t n, const AscendC::LocalTensor<int32_t>& index)
+    {
         AscendC::LocalTensor<float> cur = sortA_.Get<float>();
         AscendC::LocalTensor<float> nxt = sortB_.Get<float>();
         AscendC::Sort32(cur, scores_.Get<float>(), index.ReinterpretCast<uint32_t>(), static_cast<int32_t>(n / UNIT));
@@ -130,6 +148,8 @@ public:
         kept_ = Min(kept_ + len, K);
         AscendC::DataCopy(best, nxt, kept_ * 2);
     }
+
+public:
 
     // Candidates kept: min(TOPK, candidates added since Reset).
     __aicore__ inline uint32_t Kept() const { return kept_; }

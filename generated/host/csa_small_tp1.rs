@@ -53,6 +53,7 @@ pub const PADDED_TOPK: usize = 256;
 pub const COMPRESS_RATIO: usize = 4;
 pub const COMPRESS_OVERLAP: bool = true;
 pub const STATE_BLOCK_SIZE: usize = 2;
+pub const STATE_RING: bool = false;
 pub const STATE_POOL_BLOCKS: usize = 64;
 pub const CMP_POOL_BLOCKS: usize = 64;
 pub const INDEX_HEADS: usize = 16;
@@ -235,8 +236,8 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "idx_q", shape: &[Var("t"), Const(2048)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_q_scale", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_weights", shape: &[Var("t"), Const(16)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "index_raw", shape: &[Var("t"), Const(16), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "topk_idx", shape: &[Var("t"), Const(64)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "index_raw", shape: &[Var("t"), Const(16), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(8), Const(144)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(8), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
@@ -302,6 +303,7 @@ pub const PLAN: VariantPlan = VariantPlan {
         ratio: COMPRESS_RATIO,
         overlap: COMPRESS_OVERLAP,
         state_block_size: STATE_BLOCK_SIZE,
+        state_ring: STATE_RING,
         state_pool_blocks: STATE_POOL_BLOCKS,
         cmp_pool_blocks: CMP_POOL_BLOCKS,
     }),

@@ -53,6 +53,7 @@ pub const PADDED_TOPK: usize = 128;
 pub const COMPRESS_RATIO: usize = 128;
 pub const COMPRESS_OVERLAP: bool = false;
 pub const STATE_BLOCK_SIZE: usize = 8;
+pub const STATE_RING: bool = false;
 pub const STATE_POOL_BLOCKS: usize = 64;
 pub const CMP_POOL_BLOCKS: usize = 256;
 
@@ -250,6 +251,7 @@ pub const PLAN: VariantPlan = VariantPlan {
         ratio: COMPRESS_RATIO,
         overlap: COMPRESS_OVERLAP,
         state_block_size: STATE_BLOCK_SIZE,
+        state_ring: STATE_RING,
         state_pool_blocks: STATE_POOL_BLOCKS,
         cmp_pool_blocks: CMP_POOL_BLOCKS,
     }),

@@ -53,6 +53,7 @@ pub const PADDED_TOPK: usize = 1152;
 pub const COMPRESS_RATIO: usize = 4;
 pub const COMPRESS_OVERLAP: bool = true;
 pub const STATE_BLOCK_SIZE: usize = 4;
+pub const STATE_RING: bool = false;
 pub const STATE_POOL_BLOCKS: usize = 65;
 pub const CMP_POOL_BLOCKS: usize = 32;
 pub const INDEX_HEADS: usize = 64;
@@ -236,8 +237,8 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "idx_q", shape: &[Var("t"), Const(8192)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_q_scale", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "idx_weights", shape: &[Var("t"), Const(64)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "index_raw", shape: &[Var("t"), Const(64), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "topk_idx", shape: &[Var("t"), Const(1024)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "index_raw", shape: &[Var("t"), Const(64), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(128), Const(144)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(128), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
@@ -303,6 +304,7 @@ pub const PLAN: VariantPlan = VariantPlan {
         ratio: COMPRESS_RATIO,
         overlap: COMPRESS_OVERLAP,
         state_block_size: STATE_BLOCK_SIZE,
+        state_ring: STATE_RING,
         state_pool_blocks: STATE_POOL_BLOCKS,
         cmp_pool_blocks: CMP_POOL_BLOCKS,
     }),

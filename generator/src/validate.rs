@@ -131,8 +131,11 @@ pub fn check(spec: &Spec, d: &mut Diagnostics) -> Option<Validated> {
     graph::check(d, f, &stages);
     let model = dims.derive(hc_eps, rms_eps);
     let mut parts = LayerParts {
+        layer: f.layer.value,
         model: &model,
         pools: &pools,
+        rope_table: (m.rope.value.table.value, Loc::of(&m.rope.value.table)),
+        decode_batch,
         compressor: None,
         indexer: None,
         attention: None,

@@ -5,6 +5,8 @@
 //! the score, write `[kv | score]` to its state row. Per request (ascending,
 //! after all of its writes): at the first boundary `(p+1) mod ratio == 0`,
 //! softmax-pool the window's state rows read through the state block table.
+//! The ring CSA of PR #1013 (csa_1m.md §4) pools every boundary before it commits:
+//! `pool_every_boundary`.
 
 use super::GoldenError;
 use super::arith::{mean_square, rsqrt, sum, to_bf16, widen};
@@ -124,7 +126,9 @@ pub fn update_and_pool(
             }
         }
         if let Some((s, e)) = boundary {
-            let values = pool(g, b, e, table, state, table_name)?;
+            let values = pool(g, e, |q, back| {
+                read_state(g, b, q, q, back, table, state, table_name)
+            })?;
             pooled.push(Pooled {
                 request: b,
                 boundary: s,
@@ -143,49 +147,58 @@ fn position(p: i32, tok: usize) -> Result<usize, GoldenError> {
 /// One pooled entry: kv values and score values of `head_dim` channels.
 type Entry<'a> = (Option<&'a [f32]>, Option<&'a [f32]>);
 
-/// Softmax-pools the window ending at boundary `e` of request `b`.
-fn pool(
+/// The column of an entry within a projected row: with overlap, back (current-window)
+/// entries use the second halves.
+fn half(g: Geometry, back: bool) -> usize {
+    if back && g.overlap { g.head_dim } else { 0 }
+}
+
+/// Position `q` of request `b` from the state, in the state page `page_of` (the position
+/// itself, or its ring slot) through the table: a negative entry is kv 0 / score −inf.
+#[allow(clippy::too_many_arguments)]
+fn read_state<'a>(
     g: Geometry,
     b: usize,
-    e: usize,
+    q: i64,
+    page_of: i64,
+    back: bool,
     table: StateTable,
-    state: &[f32],
+    state: &'a [f32],
     table_name: &str,
-) -> Result<Vec<f32>, GoldenError> {
+) -> Result<Entry<'a>, GoldenError> {
+    if q < 0 {
+        return Ok((None, None));
+    }
     let (hd, out, width) = (g.head_dim, g.out_dim(), g.state_width());
     let state_rows = state.len() / width;
-    let read = |q: i64, back: bool| -> Result<Entry, GoldenError> {
-        if q < 0 {
-            return Ok((None, None));
-        }
-        let q = q as usize;
-        let page = q / g.state_block;
-        if page >= table.width {
-            return Err(GoldenError::Contract(format!(
-                "{table_name}: position {q} of request {b} is past the table's {} pages",
-                table.width
-            )));
-        }
-        let entry = table.entries[b * table.width + page];
-        let Ok(page) = usize::try_from(entry) else {
-            return Ok((None, None));
-        };
-        let r = page * g.state_block + q % g.state_block;
-        if r >= state_rows {
-            return Err(GoldenError::Contract(format!(
-                "{table_name}[{b}, {}]={entry} is outside the {}-row state pool",
-                q / g.state_block,
-                state_rows
-            )));
-        }
-        let row = &state[r * width..(r + 1) * width];
-        // Back (current-window) entries use the second halves when overlapping.
-        let half = if back && g.overlap { hd } else { 0 };
-        Ok((
-            Some(&row[half..half + hd]),
-            Some(&row[out + half..out + half + hd]),
-        ))
+    let page = page_of as usize / g.state_block;
+    if page >= table.width {
+        return Err(GoldenError::Contract(format!(
+            "{table_name}: position {q} of request {b} is past the table's {} pages",
+            table.width
+        )));
+    }
+    let entry = table.entries[b * table.width + page];
+    let Ok(p) = usize::try_from(entry) else {
+        return Ok((None, None));
     };
+    let r = p * g.state_block + q as usize % g.state_block;
+    if r >= state_rows {
+        return Err(GoldenError::Contract(format!(
+            "{table_name}[{b}, {page}]={entry} is outside the {state_rows}-row state pool"
+        )));
+    }
+    let row = &state[r * width..(r + 1) * width];
+    let h = half(g, back);
+    Ok((Some(&row[h..h + hd]), Some(&row[out + h..out + h + hd])))
+}
+
+/// Softmax-pools the window ending at boundary `e`, each position read by `read(q, back)`.
+fn pool<'a>(
+    g: Geometry,
+    e: usize,
+    read: impl Fn(i64, bool) -> Result<Entry<'a>, GoldenError>,
+) -> Result<Vec<f32>, GoldenError> {
     let (e, r) = (e as i64, g.ratio as i64);
     let mut entries: Vec<Entry> = Vec::new();
     if g.overlap {
@@ -198,7 +211,7 @@ fn pool(
     }
     // Per channel: softmax over the entries, then the weighted kv sum.
     // Unmapped / pre-sequence entries are kv 0 with score −inf.
-    Ok((0..hd)
+    Ok((0..g.head_dim)
         .map(|c| {
             let sc = |en: &Entry| en.1.map_or(f32::NEG_INFINITY, |s| s[c]);
             let max = entries.iter().map(sc).fold(f32::NEG_INFINITY, f32::max);
@@ -210,6 +223,120 @@ fn pool(
                 .map(|(en, &x)| en.0.map_or(0.0, |kv| kv[c]) * (x / total)))
         })
         .collect())
+}
+
+/// The ring compressor of PR #1013 (csa_1m.md §4.2–4.4): projects `x` like
+/// `update_and_pool`, pools EVERY boundary of every request against the state as the step
+/// found it - a position before the request's first one from its ring slot
+/// `table[b, (q mod ring) / state_block]` - plus the request's own projections for the
+/// positions of this step, and only then commits every token's row
+/// `[kv | score + ape]` at its state slot (in token order). A request's positions must be
+/// consecutive.
+#[allow(clippy::too_many_arguments)]
+pub fn pool_every_boundary(
+    g: Geometry,
+    x: &[f32],
+    hidden: usize,
+    seq: usize,
+    w: Weights,
+    positions: &[i32],
+    state_slots: &[i64],
+    table: StateTable,
+    state: &mut [f32],
+    names: (&str, &str),
+) -> Result<Vec<Pooled>, GoldenError> {
+    let (out, width, hd) = (g.out_dim(), g.state_width(), g.head_dim);
+    let t = positions.len();
+    let xm = Mat::rows(x, t, hidden);
+    let kv = matmul(
+        xm,
+        Mat::transposed(&widen(w.wkv), hidden, out),
+        Threads::All,
+    );
+    let mut score = matmul(
+        xm,
+        Mat::transposed(&widen(w.wgate), hidden, out),
+        Threads::All,
+    );
+    let pos = positions
+        .iter()
+        .enumerate()
+        .map(|(tok, &p)| position(p, tok))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (tok, &p) in pos.iter().enumerate() {
+        let ape = &w.ape[(p % g.ratio) * out..(p % g.ratio + 1) * out];
+        score[tok * out..(tok + 1) * out]
+            .iter_mut()
+            .zip(ape)
+            .for_each(|(v, &a)| *v += a);
+    }
+    let ring = (table.width * g.state_block) as i64;
+    let (slot_name, table_name) = names;
+    let mut pooled = Vec::new();
+    for b in 0..t / seq {
+        let p0 = pos[b * seq];
+        if let Some(s) = (1..seq).find(|&s| pos[b * seq + s] != p0 + s) {
+            return Err(GoldenError::Contract(format!(
+                "position_ids[{}]={} does not follow request {b}'s first position {p0}",
+                b * seq + s,
+                pos[b * seq + s]
+            )));
+        }
+        for s in (0..seq).filter(|&s| (p0 + s + 1) % g.ratio == 0) {
+            let read = |q: i64, back: bool| {
+                if q < p0 as i64 {
+                    return read_state(g, b, q, q.rem_euclid(ring), back, table, state, table_name);
+                }
+                let (tok, h) = (b * seq + (q as usize - p0), half(g, back));
+                Ok((
+                    Some(&kv[tok * out + h..tok * out + h + hd]),
+                    Some(&score[tok * out + h..tok * out + h + hd]),
+                ))
+            };
+            let values = pool(g, p0 + s, read)?;
+            pooled.push(Pooled {
+                request: b,
+                boundary: s,
+                values,
+            });
+        }
+    }
+    let state_rows = state.len() / width;
+    for (tok, &slot) in state_slots.iter().enumerate().take(t) {
+        if slot == -1 {
+            continue;
+        }
+        let r = usize::try_from(slot)
+            .ok()
+            .filter(|&r| r < state_rows)
+            .ok_or_else(|| {
+                GoldenError::Contract(format!(
+                    "{slot_name}[{tok}]={slot}: expected -1 or a row in [0, {state_rows})"
+                ))
+            })?;
+        let row = &mut state[r * width..(r + 1) * width];
+        row[..out].copy_from_slice(&kv[tok * out..(tok + 1) * out]);
+        row[out..].copy_from_slice(&score[tok * out..(tok + 1) * out]);
+    }
+    Ok(pooled)
+}
+
+/// Which row of the RoPE rows rotates a pooled row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeRowOf {
+    /// The request's row (the snapshot: one row per request).
+    Request,
+    /// The boundary token's row (the ring layer's `cmp_freqs_*`, row t at `p_t − 3`).
+    Token,
+}
+
+impl RopeRowOf {
+    pub fn row(self, p: &Pooled, seq: usize) -> usize {
+        match self {
+            RopeRowOf::Request => p.request,
+            RopeRowOf::Token => p.request * seq + p.boundary,
+        }
+    }
 }
 
 /// RMSNorm with `norm_w` (`(x · rsqrt(mean(x²) + eps)) · w`, f32) then the
@@ -226,25 +353,22 @@ pub fn normalize_rotate(values: &mut [f32], norm_w: &[bf16], eps: f32, cos: &[f3
 
 /// Writes the step's pooled rows into `cmp_kv` (`[rows, head_dim]`, head_dim =
 /// `norm_w.len()`) as the layers do (hca_csa.md §4.5): RMSNorm with `norm_w`, rotation of
-/// the rope dims with the request's compressed RoPE row, one bf16 rounding, at the
-/// `cmp_slot_mapping` slot of the boundary token (`seq` tokens per request; −1 drops it).
+/// the rope dims with the compressed RoPE row `of` the pooled row, one bf16 rounding, at
+/// the `cmp_slot_mapping` slot of the boundary token (`seq` tokens per request; −1 drops it).
+#[allow(clippy::too_many_arguments)]
 pub fn insert_pooled(
     pooled: Vec<Pooled>,
     norm_w: &[bf16],
     eps: f32,
     rope: &RopeRows,
+    of: RopeRowOf,
     seq: usize,
     cmp_kv: &mut [bf16],
     cmp_slots: &[i64],
 ) -> Result<(), GoldenError> {
     for mut p in pooled {
-        normalize_rotate(
-            &mut p.values,
-            norm_w,
-            eps,
-            rope.cos(p.request),
-            rope.sin(p.request),
-        );
+        let r = of.row(&p, seq);
+        normalize_rotate(&mut p.values, norm_w, eps, rope.cos(r), rope.sin(r));
         let row: Vec<bf16> = p.values.iter().map(|&v| to_bf16(v)).collect();
         let tok = p.request * seq + p.boundary;
         insert_rows(

@@ -92,9 +92,24 @@ pub struct HcaDims {
     pub cmp_pool_blocks: usize,
 }
 
+/// How CSA keeps its compressor state, and with it which reference CSA a layer follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsaState {
+    /// The reference snapshot (hca_csa.md): state rows by position through a
+    /// `[B, max_seq_len / state_block]` table, a step pools its first boundary, RoPE rows
+    /// gathered from the whole table (index queries at p0, index keys at p0).
+    Paged,
+    /// pypto-lib PR #1013 (csa_1m.md): an 8-row ring per request (`position mod 8`), every
+    /// boundary pooled against the old ring plus the step's own rows before the ring is
+    /// committed, token-local RoPE rows with `cmp_freqs_*` at `p − 3`, index queries at
+    /// p_t, pools sized from the positions.
+    Ring,
+}
+
 /// Ratio-4 compressor and lightning-indexer constants (CSA).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CsaDims {
+    pub state: CsaState,
     pub ratio: usize,
     pub state_block: usize,
     pub state_pool_blocks: usize,
@@ -300,6 +315,7 @@ impl CsaDims {
     /// FLASH ratio-4 + indexer constants (hca_csa.md §1.2, §5).
     pub fn flash() -> CsaDims {
         CsaDims {
+            state: CsaState::Paged,
             ratio: 4,
             state_block: 2,
             state_pool_blocks: 260,
@@ -320,13 +336,25 @@ impl CsaDims {
     pub fn cmp_table_blocks(&self, d: &Dims) -> usize {
         (d.max_seq_len / self.ratio).div_ceil(d.block_size)
     }
-    /// idx_block_table width: twice the cmp table (only the first half is reachable).
+    /// idx_block_table width: the snapshot's is twice the cmp table (only the first half is
+    /// reachable); the ring layer's equals it (csa_1m.md §1.1).
     pub fn idx_table_blocks(&self, d: &Dims) -> usize {
-        2 * self.cmp_table_blocks(d)
+        match self.state {
+            CsaState::Paged => 2 * self.cmp_table_blocks(d),
+            CsaState::Ring => self.cmp_table_blocks(d),
+        }
     }
-    /// State block-table width: ceil(max_seq_len / state_block).
+    /// State block-table width: ceil(max_seq_len / state_block) pages by position, or the
+    /// ring's 2 · ratio rows in pages.
     pub fn state_table_blocks(&self, d: &Dims) -> usize {
-        d.max_seq_len.div_ceil(self.state_block)
+        match self.state {
+            CsaState::Paged => d.max_seq_len.div_ceil(self.state_block),
+            CsaState::Ring => self.ring_rows().div_ceil(self.state_block),
+        }
+    }
+    /// Rows of a request's state ring (csa_1m.md §1.2): the 2 · ratio pooled positions.
+    pub fn ring_rows(&self) -> usize {
+        2 * self.ratio
     }
     /// Raw-KV block-table width: ceil(max_seq_len / block).
     pub fn raw_table_blocks(&self, d: &Dims) -> usize {
@@ -480,11 +508,32 @@ impl LayerSpec {
                 if [c.cmp_pool_blocks, c.idx_pool_blocks].contains(&0) {
                     return fail("cmp and idx pools must be positive".into());
                 }
-                if d.rope_table != RopeTable::Positions {
-                    return fail(
-                        "CSA gathers its RoPE rows from the whole table (rope table: positions)"
-                            .into(),
-                    );
+                match (c.state, d.rope_table) {
+                    (CsaState::Paged, RopeTable::Positions) => {}
+                    (CsaState::Ring, RopeTable::PerToken) => {
+                        if c.ratio * 2 % c.state_block != 0 || c.ring_rows() < d.seq {
+                            return fail(format!(
+                                "the {}-row state ring must be whole pages of {} rows and hold a step's {} tokens",
+                                c.ring_rows(),
+                                c.state_block,
+                                d.seq
+                            ));
+                        }
+                    }
+                    (CsaState::Paged, RopeTable::PerToken) => {
+                        return fail(
+                            "the snapshot CSA (paged state) gathers its RoPE rows from the whole table \
+                             (rope table: positions); token-local rows go with the state ring"
+                                .into(),
+                        );
+                    }
+                    (CsaState::Ring, RopeTable::Positions) => {
+                        return fail(
+                            "the ring CSA (pypto-lib PR #1013) takes token-local RoPE rows \
+                             (rope table: per_token), not the whole table"
+                                .into(),
+                        );
+                    }
                 }
             }
         }
@@ -547,6 +596,11 @@ impl LayerSpec {
             rope_table: RopeTable::PerToken,
             tp,
         };
+        // PR #1013's CSA names its ring length (csa_1m.md §1.2).
+        let ring = meta
+            .get("module_constants")
+            .and_then(|m| m.get("MAIN_STATE_LEN"))
+            .is_some();
         let spec = if layer == "swa" {
             LayerSpec {
                 dims,
@@ -570,8 +624,25 @@ impl LayerSpec {
                     state_pool_blocks: int("deployment", "HCA_STATE_PHYSICAL_BLOCKS")?,
                     cmp_pool_blocks: int("deployment", "KV_CMP_BLOCK_NUM")?,
                 })
+            } else if ring {
+                // PR #1013's meta: rings of MAIN_STATE_LEN rows, pools sized by the fixture.
+                LayerKind::Csa(CsaDims {
+                    state: CsaState::Ring,
+                    ratio: int("module_constants", "COMPRESS_RATIO")?,
+                    state_block: int("module_constants", "C4A_COMPRESSOR_BLOCK_SIZE")?,
+                    state_pool_blocks: int("module_constants", "MAIN_STATE_MAX_BLOCKS")?
+                        * int("deployment", "DECODE_BATCH")?,
+                    inner_state_pool_blocks: int("module_constants", "INNER_STATE_MAX_BLOCKS")?
+                        * int("deployment", "DECODE_BATCH")?,
+                    cmp_pool_blocks: int("deployment", "CMP_POOL_PAGES")?,
+                    idx_pool_blocks: int("deployment", "IDX_POOL_PAGES")?,
+                    index_heads: int("dims", "index_n_heads")?,
+                    index_head_dim: int("dims", "index_head_dim")?,
+                    index_topk: int("dims", "index_topk")?,
+                })
             } else {
                 LayerKind::Csa(CsaDims {
+                    state: CsaState::Paged,
                     ratio: int("module_constants", "COMPRESS_RATIO")?,
                     state_block: int("module_constants", "C4A_COMPRESSOR_BLOCK_SIZE")?,
                     state_pool_blocks: int("deployment", "CSA_STATE_PHYSICAL_BLOCKS")?,
@@ -587,8 +658,8 @@ impl LayerSpec {
                 dims: Dims {
                     max_seq_len: int("module_constants", "MAX_SEQ_LEN")?,
                     rope,
-                    // The CSA reference passes the whole table (hca_csa.md §2.3).
-                    rope_table: if layer == "csa" {
+                    // The snapshot CSA passes the whole table (hca_csa.md §2.3).
+                    rope_table: if layer == "csa" && !ring {
                         RopeTable::Positions
                     } else {
                         RopeTable::PerToken

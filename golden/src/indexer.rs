@@ -5,7 +5,7 @@
 use super::GoldenError;
 use super::arith::{bf16_round, sum, widen};
 use super::cache_insert::insert_rows;
-use super::compressor::{self, Pooled};
+use super::compressor::{self, Pooled, RopeRowOf};
 use super::dims::{CsaDims, Dims};
 use super::gemm::{Mat, Threads, matmul, matmul_i8, matmul_int, widen_i8};
 use super::quant::quantize_row;
@@ -24,8 +24,9 @@ pub struct IndexQuery {
 }
 
 /// Index queries (§5.1): `(qr · idx_wq_b)` exact, dequantised, RoPE on the
-/// last rope dims with the request's step row, bf16, times the Hadamard
-/// matrix, int8 per (token, head). `step` has one row per request.
+/// last rope dims with the token's row of `rows` (the snapshot repeats its request's step
+/// row at p0; the ring layer's is the token's own, csa_1m.md §5.1), bf16, times the
+/// Hadamard matrix, int8 per (token, head).
 #[allow(clippy::too_many_arguments)]
 pub fn index_query(
     d: &Dims,
@@ -35,7 +36,7 @@ pub fn index_query(
     idx_wq_b: &[i8],
     idx_wq_b_scale: &[f32],
     hadamard: &[bf16],
-    step: &RopeRows,
+    rows: &RopeRows,
 ) -> IndexQuery {
     let t = qr_scale.len();
     let (ih, id) = (c.index_heads, c.index_head_dim);
@@ -46,13 +47,12 @@ pub fn index_query(
         Threads::All,
     );
     q.par_chunks_mut(width).enumerate().for_each(|(tok, row)| {
-        let b = tok / d.seq;
         for (v, &s) in row.iter_mut().zip(idx_wq_b_scale) {
             *v = (*v * qr_scale[tok]) * s;
         }
         for head in row.chunks_exact_mut(id) {
             let n = head.len();
-            rotate(&mut head[n - d.rope_dim..], step.cos(b), step.sin(b));
+            rotate(&mut head[n - d.rope_dim..], rows.cos(tok), rows.sin(tok));
             head.iter_mut().for_each(|v| *v = bf16_round(*v));
         }
     });
@@ -125,6 +125,10 @@ pub fn top_k_rows(c: &CsaDims, rows: &[Vec<f32>]) -> Vec<i32> {
     out
 }
 
+/// Index-cache rows scored per matmul: bounds the golden's int32 scratch at 1M
+/// (262,144 rows per request).
+const SCORE_CHUNK: usize = 4096;
+
 /// The scores (§5.4) of every token's visible compressed rows j < V_t, one row per token.
 #[allow(clippy::too_many_arguments)]
 pub fn scores(
@@ -147,54 +151,60 @@ pub fn scores(
             if cache_len == 0 {
                 return Ok(vec![Vec::new(); seq]);
             }
-            // Gather the request's keys through idx_block_table.
-            let mut keys = Vec::with_capacity(cache_len * id);
-            let mut key_scale = Vec::with_capacity(cache_len);
-            for j in 0..cache_len {
-                let entry = if j / bs < cache.width { cache.table[b * cache.width + j / bs] } else { -1 };
-                let r = usize::try_from(entry)
-                    .ok()
-                    .map(|p| p * bs + j % bs)
-                    .filter(|&r| r < rows)
-                    .ok_or_else(|| {
-                        GoldenError::Contract(format!(
-                            "idx_block_table[{b}, {}]={entry} does not map index-cache row {j} into the {rows}-row pool",
-                            j / bs
-                        ))
-                    })?;
-                keys.extend(cache.keys[r * id..(r + 1) * id].iter().map(|&v| f32::from(v)));
-                key_scale.push(cache.scales[r]);
-            }
-            let q = widen_i8(&query.q[b * seq * ih * id..(b + 1) * seq * ih * id]);
-            let raw = matmul_int(
-                Mat::rows(&q, seq * ih, id),
-                Mat::transposed(&keys, id, cache_len),
-                Threads::One,
-            );
-            Ok((0..seq)
+            let visible: Vec<usize> = (0..seq)
                 .map(|s| {
-                    let tok = b * seq + s;
-                    let visible = cache_len
-                        .min((i64::from(positions[tok]) + 1).max(0) as usize / c.ratio)
-                        .min(score_len);
-                    (0..visible)
-                        .map(|j| {
-                            let head_sum = sum((0..ih).map(|h| {
-                                let v = raw[(s * ih + h) * cache_len + j] * query.scale[tok * ih + h];
-                                v.max(0.0) * weights[tok * ih + h]
-                            }));
-                            head_sum * key_scale[j]
-                        })
-                        .collect()
+                    cache_len
+                        .min((i64::from(positions[b * seq + s]) + 1).max(0) as usize / c.ratio)
+                        .min(score_len)
                 })
-                .collect())
+                .collect();
+            let q = widen_i8(&query.q[b * seq * ih * id..(b + 1) * seq * ih * id]);
+            let mut rows_out: Vec<Vec<f32>> = visible.iter().map(|&v| Vec::with_capacity(v)).collect();
+            // Keys in chunks (a 1M request has 262,144), gathered through idx_block_table.
+            let needed = visible.iter().copied().max().unwrap_or(0);
+            for j0 in (0..needed).step_by(SCORE_CHUNK) {
+                let n = SCORE_CHUNK.min(needed - j0);
+                let mut keys = Vec::with_capacity(n * id);
+                let mut key_scale = Vec::with_capacity(n);
+                for j in j0..j0 + n {
+                    let entry = if j / bs < cache.width { cache.table[b * cache.width + j / bs] } else { -1 };
+                    let r = usize::try_from(entry)
+                        .ok()
+                        .map(|p| p * bs + j % bs)
+                        .filter(|&r| r < rows)
+                        .ok_or_else(|| {
+                            GoldenError::Contract(format!(
+                                "idx_block_table[{b}, {}]={entry} does not map index-cache row {j} into the {rows}-row pool",
+                                j / bs
+                            ))
+                        })?;
+                    keys.extend(cache.keys[r * id..(r + 1) * id].iter().map(|&v| f32::from(v)));
+                    key_scale.push(cache.scales[r]);
+                }
+                let raw = matmul_int(
+                    Mat::rows(&q, seq * ih, id),
+                    Mat::transposed(&keys, id, n),
+                    Threads::One,
+                );
+                for (s, out) in rows_out.iter_mut().enumerate() {
+                    let tok = b * seq + s;
+                    for j in j0..visible[s].min(j0 + n) {
+                        let head_sum = sum((0..ih).map(|h| {
+                            let v = raw[(s * ih + h) * n + j - j0] * query.scale[tok * ih + h];
+                            v.max(0.0) * weights[tok * ih + h]
+                        }));
+                        out.push(head_sum * key_scale[j - j0]);
+                    }
+                }
+            }
+            Ok(rows_out)
         })
         .collect::<Result<_, _>>()?;
     Ok(per_request.concat())
 }
 
 /// The inner compressor's tail (hca_csa.md §4.5, §5.3): norm + RoPE with the
-/// step row, bf16, times the Hadamard matrix, then quant-on-write of the
+/// row `of` the pooled row (the snapshot's step row at p0, the ring layer's at e − 3), bf16, times the Hadamard matrix, then quant-on-write of the
 /// bf16-rounded row into the int8 index cache and its scale.
 #[allow(clippy::too_many_arguments)]
 pub fn write_index_keys(
@@ -203,7 +213,8 @@ pub fn write_index_keys(
     pooled: Vec<Pooled>,
     norm_w: &[bf16],
     hadamard: &[bf16],
-    step: &RopeRows,
+    rope: &RopeRows,
+    of: RopeRowOf,
     idx_slots: &[i64],
     keys: &mut [i8],
     scales: &mut [f32],
@@ -211,13 +222,8 @@ pub fn write_index_keys(
     let id = c.index_head_dim;
     let h = widen(hadamard);
     for mut p in pooled {
-        compressor::normalize_rotate(
-            &mut p.values,
-            norm_w,
-            d.rms_eps,
-            step.cos(p.request),
-            step.sin(p.request),
-        );
+        let r = of.row(&p, d.seq);
+        compressor::normalize_rotate(&mut p.values, norm_w, d.rms_eps, rope.cos(r), rope.sin(r));
         let rounded: Vec<f32> = p.values.iter().map(|&v| bf16_round(v)).collect();
         let kf = matmul(
             Mat::rows(&rounded, 1, id),

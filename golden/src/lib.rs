@@ -41,8 +41,8 @@ pub mod topk;
 pub use tensor;
 
 pub use dims::{
-    CsaDims, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile, RopeTable,
-    SwaDims, Yarn,
+    CsaDims, CsaState, Dims, DimsError, HcaDims, Layer, LayerKind, LayerSpec, RopeProfile,
+    RopeTable, SwaDims, Yarn,
 };
 pub use error::GoldenError;
 pub use family::Family;

@@ -71,3 +71,72 @@ fn csa_small_tp1_matches_reference_outputs() {
     let x_out = &reports[0];
     assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
 }
+
+/// PR #1013's 1M CSA (8-row rings, every boundary pooled, token-local RoPE rows, 262,144
+/// indexer candidates): the same seven outputs by the same comparators.
+#[test]
+fn csa1m_small_tp1_matches_reference_outputs() {
+    let reports = replay("csa1m_small_tp1");
+    let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
+    assert_eq!(
+        outputs,
+        [
+            "x_out",
+            "compress_state",
+            "inner_compress_state",
+            "kv_cache",
+            "cmp_kv",
+            "idx_kv_cache",
+            "idx_kv_scale"
+        ]
+    );
+    let x_out = &reports[0];
+    assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
+
+    // The compact top-512 (diagnostic outputs of the reference): the golden's scores at its
+    // own choice lane by lane against idx_topk_scores (atol 1e-4, rtol 1/128; NEG padding),
+    // its indices against idx_topk where the expected scores do not tie (they have none).
+    let dir = vectors("csa1m_small_tp1");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    let spec = LayerSpec::from_reference_meta(&meta).unwrap();
+    let case = load_case(&dir).unwrap();
+    let traced = golden::run_traced(&spec, &case.inputs).unwrap();
+    let scores =
+        golden::csa_device_scores(&spec, &case.inputs, &traced.trace, &traced.outputs).unwrap();
+    let own = traced.trace.values::<i32>("topk_idx").unwrap();
+    let want_idx = case.outputs.values::<i32>("idx_topk").unwrap();
+    let want_scores = case.outputs.values::<f32>("idx_topk_scores").unwrap();
+    let k = 512;
+    assert_eq!((own.len(), want_idx.len()), (8 * k, 8 * k));
+    let (mut lanes, mut candidates, mut swaps) = (0, 0, 0);
+    for (t, row) in scores.iter().enumerate() {
+        candidates = candidates.max(row.len());
+        for lane in 0..k {
+            let (i, want) = (own[t * k + lane], want_scores[t * k + lane]);
+            let got = if i < 0 {
+                -3.402_823_5e38
+            } else {
+                row[i as usize]
+            };
+            assert!(
+                (got - want).abs() <= 1e-4 + want.abs() / 128.0,
+                "token {t} lane {lane}: score {got} (row {i}), reference {want}"
+            );
+            let w = want_idx[t * k + lane];
+            if i != w {
+                // A swap of rows whose scores tie within the score tolerance.
+                let other = row[w as usize];
+                assert!(
+                    (other - got).abs() <= 1e-4 + got.abs() / 128.0,
+                    "token {t} lane {lane}: row {i} ({got}) where the reference has row {w} ({other})"
+                );
+                swaps += 1;
+            }
+            lanes += 1;
+        }
+    }
+    assert_eq!(lanes, 8 * k);
+    println!("top-k: {lanes} lanes, {swaps} hold another row of a score within tolerance");
+    assert_eq!(candidates, 262_144, "the last token scores every candidate");
+}

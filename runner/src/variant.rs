@@ -5,7 +5,9 @@
 use std::path::{Component, Path, PathBuf};
 
 use abi::plan::VariantPlan;
-use golden::{CsaDims, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn};
+use golden::{
+    CsaDims, CsaState, Dims, HcaDims, LayerKind, LayerSpec, RopeProfile, RopeTable, Yarn,
+};
 
 use crate::generated::VARIANTS;
 
@@ -158,6 +160,11 @@ pub fn layer_spec(p: &VariantPlan) -> Result<LayerSpec, String> {
             let c = p.compressor.ok_or_else(|| missing("a compressor"))?;
             let i = p.indexer.ok_or_else(|| missing("an indexer"))?;
             LayerKind::Csa(CsaDims {
+                state: if c.state_ring {
+                    CsaState::Ring
+                } else {
+                    CsaState::Paged
+                },
                 ratio: c.ratio,
                 state_block: c.state_block_size,
                 state_pool_blocks: c.state_pool_blocks,

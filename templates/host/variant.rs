@@ -56,6 +56,7 @@ pub const PADDED_TOPK: usize = {{ p.attention.padded_topk }};
 pub const COMPRESS_RATIO: usize = {{ c.ratio }};
 pub const COMPRESS_OVERLAP: bool = {{ c.overlap }};
 pub const STATE_BLOCK_SIZE: usize = {{ c.state_block_size }};
+pub const STATE_RING: bool = {{ c.state.is_ring() }};
 pub const STATE_POOL_BLOCKS: usize = {{ c.state_pool_blocks }};
 pub const CMP_POOL_BLOCKS: usize = {{ c.cache_pool_blocks }};
 {%- endif %}
@@ -177,6 +178,7 @@ pub const PLAN: VariantPlan = VariantPlan {
         ratio: COMPRESS_RATIO,
         overlap: COMPRESS_OVERLAP,
         state_block_size: STATE_BLOCK_SIZE,
+        state_ring: STATE_RING,
         state_pool_blocks: STATE_POOL_BLOCKS,
         cmp_pool_blocks: CMP_POOL_BLOCKS,
     }),

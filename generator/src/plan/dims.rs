@@ -1,7 +1,7 @@
 //! The numbers of a variant: model dims, RoPE, per-rank shapes, pools, and the
 //! layer-level parameters of its compressor, indexer and attention.
 
-use crate::spec::{KvSource, RopeTable};
+use crate::spec::{KvSource, RopeTable, StateLayout};
 
 /// Model dimensions and the constants derived from them (swa.md §1.1).
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +80,7 @@ pub struct Pools {
 /// A compressor and its state (hca_csa.md §1.2); also describes the indexer's inner one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompressorPlan {
+    pub state: StateLayout,
     pub ratio: usize,
     pub overlap: bool,
     /// Projection streams: 2 with overlap, else 1.
@@ -95,7 +96,8 @@ pub struct CompressorPlan {
     pub state_block_size: usize,
     pub state_pool_blocks: usize,
     pub state_pool_rows: usize,
-    /// Logical state pages per request: ceil(max_positions / state_block_size).
+    /// Logical state pages per request: ceil(max_positions / state_block_size), or the
+    /// ring's 2·ratio rows in pages.
     pub state_table_width: usize,
     /// Physical pages of the compressed-row cache (`cmp_kv` or the index-key cache).
     pub cache_pool_blocks: usize,

@@ -5,7 +5,7 @@
 use abi::{DType, Dim, Dir, Placement};
 
 use super::dims::{CompressorPlan, IndexerPlan, ModelDims, Pools, RopePlan, TpShape};
-use crate::spec::RopeTable;
+use crate::spec::{RopeTable, StateLayout};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorPlan {
@@ -172,15 +172,20 @@ pub fn tensors(a: &AbiInput) -> Vec<TensorPlan> {
         RopeTable::PerToken => {
             v.push(per_rank("freqs_cos", vec![V("t"), C(m.rope_dim)], Bf16));
             v.push(per_rank("freqs_sin", vec![V("t"), C(m.rope_dim)], Bf16));
-            // Compressed rows rotate at their window start, one row per request.
-            if compressed {
-                v.push(per_rank("cmp_freqs_cos", vec![C(s.b), C(m.half_rope)], F32));
-                v.push(per_rank("cmp_freqs_sin", vec![C(s.b), C(m.half_rope)], F32));
-            }
-            // Index queries and index keys rotate at the step's first position.
-            if a.indexer.is_some() {
-                v.push(per_rank("idx_freqs_cos", vec![C(s.b), C(m.half_rope)], F32));
-                v.push(per_rank("idx_freqs_sin", vec![C(s.b), C(m.half_rope)], F32));
+            match a.compressor.map(|c| c.state) {
+                // HCA's compressed rows rotate at their window start, one f32 half row per
+                // request.
+                Some(StateLayout::Paged) => {
+                    v.push(per_rank("cmp_freqs_cos", vec![C(s.b), C(m.half_rope)], F32));
+                    v.push(per_rank("cmp_freqs_sin", vec![C(s.b), C(m.half_rope)], F32));
+                }
+                // The ring CSA's boundary tokens carry the row at p − 3 (csa_1m.md §1.4);
+                // index queries take the token rows.
+                Some(StateLayout::Ring) => {
+                    v.push(per_rank("cmp_freqs_cos", vec![V("t"), C(m.rope_dim)], Bf16));
+                    v.push(per_rank("cmp_freqs_sin", vec![V("t"), C(m.rope_dim)], Bf16));
+                }
+                None => {}
             }
         }
         RopeTable::Positions => {

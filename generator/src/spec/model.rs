@@ -112,6 +112,27 @@ pub struct Deployment {
     pub max_positions: Int,
 }
 
+/// How a ratio-4 (overlapping) compressor keeps its state, and with it which reference CSA
+/// the layer follows (README, "CSA").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StateLayout {
+    /// The reference snapshot (hca_csa.md): state rows by position through a
+    /// `[b, max_positions / state_block_size]` table; a step pools its first boundary.
+    #[default]
+    Paged,
+    /// pypto-lib PR #1013 (csa_1m.md): a ring of 2·ratio rows per request, every boundary
+    /// pooled against the old ring plus the step's own rows, then committed; token-local
+    /// RoPE rows (`cmp_freqs_*` at p − 3), index queries at each token's position.
+    Ring,
+}
+
+impl StateLayout {
+    pub fn is_ring(self) -> bool {
+        self == StateLayout::Ring
+    }
+}
+
 /// Data-movement policy for GM rows that are not a whole number of 32-byte blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -29,7 +29,7 @@ use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag, unmet};
 use crate::plan::{CompressorPlan, Pools};
 use crate::spec::range::{positive, positive_large};
-use crate::spec::{Int, PadPolicy, RopeTable, Sp};
+use crate::spec::{Int, LayerKind, PadPolicy, RopeTable, Sp, StateLayout};
 
 pub struct Compressor;
 
@@ -41,6 +41,10 @@ pub struct Spec {
     /// Overlapping windows: two projection streams pooled over 2·ratio entries.
     pub overlap: Sp<bool>,
     pub state_block_size: Int,
+    /// Paged by position (the snapshot CSA, HCA; the default) or a ring per request (CSA
+    /// at 1M, pypto-lib PR #1013).
+    #[serde(default)]
+    pub state: Option<Sp<StateLayout>>,
     pub state_pool_blocks: Int,
     /// Physical pages of the compressed-KV pool (`cmp_kv`), `block_size` rows each.
     pub cmp_pool_blocks: Int,
@@ -60,7 +64,10 @@ pub struct Params {
     pub ratio_loc: Loc,
     pub overlap: bool,
     pub state_block_size: usize,
+    pub state: StateLayout,
+    pub state_loc: Option<Loc>,
     pub state_pool_blocks: usize,
+    pub state_pool_loc: Loc,
     pub cmp_pool_blocks: usize,
     pub tiling: Tiling<Tile>,
 }
@@ -79,7 +86,10 @@ impl Kind for Compressor {
             ratio_loc: Loc::of(&spec.ratio),
             overlap: spec.overlap.value,
             state_block_size: positive(d, &spec.state_block_size, "state_block_size"),
+            state: spec.state.as_ref().map(|s| s.value).unwrap_or_default(),
+            state_loc: spec.state.as_ref().map(Loc::of),
             state_pool_blocks: positive_large(d, &spec.state_pool_blocks, "state_pool_blocks"),
+            state_pool_loc: Loc::of(&spec.state_pool_blocks),
             cmp_pool_blocks: positive_large(d, &spec.cmp_pool_blocks, "cmp_pool_blocks"),
         }
     }
@@ -96,7 +106,9 @@ impl Kind for Compressor {
                 "a compressed row covers ratio positions, so ratio <= max_positions",
             );
         }
+        check_state(s, parts, d);
         parts.compressor = Some(cache_compressor(
+            s.state,
             s.ratio,
             s.overlap,
             parts.model.head_dim,
@@ -155,7 +167,8 @@ pub struct Instance<'a> {
     /// The row goes to row b·SEQ (the request's first token) of a `[t, head_dim]` bf16
     /// workspace, declared here, rather than to the slot's row of a pool.
     pub to_token: bool,
-    /// The host's per-request f32 RoPE rows with `rope.table: per_token`.
+    /// The host's RoPE rows with `rope.table: per_token`: f32 per request (HCA), or, with
+    /// the ring state, bf16 per token (`cmp_freqs_*`, the row at p − 3 of boundary tokens).
     pub per_token_rope: [&'static str; 2],
     /// With `rope.table: positions`, a pooled row rotates with the table row p0 rounded
     /// down to a multiple of this (the ratio: the window start; 1: the step's first position).
@@ -172,6 +185,14 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     let tiles = [t.m.value, t.n.value, t.k.value];
     let (hd, rd, out) = (c.head_dim, m.rope_dim, c.out_width);
     let positions = p.rope.table == RopeTable::Positions;
+    let ring = c.state == StateLayout::Ring;
+    // The rows a pooled row rotates with (dsv4/compressor.h CmpRope): the host's f32 rows
+    // per request, the position table's, or (ring) the boundary token's bf16 row.
+    let cmp_rope = match (ring, positions) {
+        (true, _) => 2,
+        (false, true) => 1,
+        (false, false) => 0,
+    };
     // What dsv4/compressor.h handles: one request per state-update tile, halving trees
     // over a power-of-two window of whole state pages, channel tiles in whole blocks and
     // whole repeats, rope rows and slice in whole f32 blocks, bf16 rows in blocks.
@@ -283,7 +304,8 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
             ("RD", Value::u32(rd)),
             ("EPS", Value::F32(m.rms_eps)),
             ("INV_HD", Value::F32(1.0 / hd as f32)),
-            ("POSITIONS", Value::Bool(positions)),
+            ("RING", Value::Bool(ring)),
+            ("CMP_ROPE", Value::u32(cmp_rope)),
         ],
         args: vec![
             "kvp",
@@ -299,10 +321,17 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
             "state",
             out_arg,
         ],
-        buffers: pool_buffers(hd, c.pool_entries, channels, rd, positions),
+        buffers: pool_buffers(hd, c.pool_entries, channels, rd, cmp_rope != 0),
         parts: Vec::new(),
     };
-    let rope = if positions {
+    let rope = if ring {
+        kernel.name.push_str("_ring");
+        kernel.doc = format!(
+            "at every boundary softmax pooling of the window from the ring and the request's \
+             own rows, RMSNorm, RoPE with the boundary token's row, bf16 row {dest}"
+        );
+        inst.per_token_rope
+    } else if positions {
         kernel.name.push_str("_positions");
         if inst.rope_align != c.ratio {
             kernel.name.push_str(&format!("_a{}", inst.rope_align));
@@ -375,7 +404,7 @@ fn pool_buffers(
     entries: usize,
     channels: usize,
     rd: usize,
-    positions: bool,
+    bf16_rows: bool,
 ) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
@@ -396,7 +425,7 @@ fn pool_buffers(
         row("scalars", Ub, F32, 16, 1, None),
     ];
     let [rows, trig, rotation @ ..] = rope_buffers(rd);
-    if positions {
+    if bf16_rows {
         v.extend([rows, trig]);
     } else {
         v.push(row("cmp_trig", Ub, F32, 3 * half, 1, Some(half)));
@@ -416,8 +445,67 @@ fn commit_buffers(seq: usize, out: usize) -> Vec<Buffer> {
     ]
 }
 
+/// The state layout against the layer, its RoPE rows and its pool: a ring is CSA's
+/// (pypto-lib PR #1013, the overlapping compressor) with token-local RoPE rows and a ring of
+/// pages for every request; the snapshot CSA gathers from the whole table. The reference
+/// defines no other mix.
+fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) {
+    let (table, table_loc) = parts.rope_table;
+    let loc = s.state_loc.unwrap_or(s.ratio_loc);
+    match s.state {
+        StateLayout::Ring => {
+            if parts.layer != LayerKind::Csa || !s.overlap {
+                d.error(
+                    loc,
+                    format!(
+                        "state: ring on a{} {} compressor",
+                        if s.overlap {
+                            "n overlapping"
+                        } else {
+                            " non-overlapping"
+                        },
+                        parts.layer.name()
+                    ),
+                    "the state ring is CSA's overlapping compressor's (pypto-lib PR #1013): \
+                     layer: csa with overlap: true",
+                );
+            }
+            if table != RopeTable::PerToken {
+                d.error(
+                    loc,
+                    "state: ring with rope.table: positions",
+                    "the ring CSA (PR #1013) takes token-local RoPE rows: rope.table: per_token",
+                );
+            }
+            let ring_pages = (2 * s.ratio).div_ceil(s.state_block_size.max(1));
+            let need = parts.decode_batch * ring_pages;
+            if s.state_block_size > 0 && s.state_pool_blocks < need {
+                d.error(
+                    s.state_pool_loc,
+                    format!(
+                        "state_pool_blocks {} holds fewer than decode_batch {} rings of {ring_pages} pages",
+                        s.state_pool_blocks, parts.decode_batch
+                    ),
+                    "with state: ring every request owns a ring: state_pool_blocks >= decode_batch x 2·ratio / state_block_size",
+                );
+            }
+        }
+        StateLayout::Paged => {
+            if parts.layer == LayerKind::Csa && table == RopeTable::PerToken {
+                d.error(
+                    table_loc,
+                    "rope.table: per_token on a CSA layer with paged compressor state",
+                    "the snapshot CSA (paged state) gathers its RoPE rows from the whole table \
+                     (rope.table: positions); token-local rows are the ring CSA's (compressor state: ring)",
+                );
+            }
+        }
+    }
+}
+
 /// A compressor `head_dim` wide whose rows land in a cache of `cache_blocks` pages.
 pub fn cache_compressor(
+    state: StateLayout,
     ratio: usize,
     overlap: bool,
     head_dim: usize,
@@ -431,7 +519,12 @@ pub fn cache_compressor(
     // A per-request ceiling, apart from the pool's capacity (pages may alias, as in the
     // reference's fixtures): every position compressed.
     let max_rows = pools.max_positions / ratio;
+    let state_rows = match state {
+        StateLayout::Paged => pools.max_positions,
+        StateLayout::Ring => coff * ratio,
+    };
     CompressorPlan {
+        state,
         ratio,
         overlap,
         coff,
@@ -442,7 +535,7 @@ pub fn cache_compressor(
         state_block_size,
         state_pool_blocks,
         state_pool_rows: state_block_size * state_pool_blocks,
-        state_table_width: pools.max_positions.div_ceil(state_block_size),
+        state_table_width: state_rows.div_ceil(state_block_size),
         cache_pool_blocks: cache_blocks,
         cache_pool_rows: cache_rows,
         max_rows,

@@ -1,12 +1,14 @@
 //! Stage index_compressor: the lightning indexer's own ratio-4 overlapping compressor
 //! (hca_csa.md §4.4, §4.5 end, §5.3), the main compressor's building blocks with the
 //! geometry of the layer's indexer (`IndexerPlan.inner`): its pooled row rotates at the
-//! step's first position p0_b, is rounded to bf16, multiplied by the Hadamard matrix and
+//! step's first position p0_b (the ring CSA's, every boundary's, at e − 3 with the
+//! boundary token's `cmp_freqs_*` row), is rounded to bf16, multiplied by the Hadamard matrix and
 //! quantised to int8 on its write into `idx_kv_cache` / `idx_kv_scale`.
 //!
 //! ```text
 //! x_normed ·inner_wkvᵀ  → inner_kv f32   ─┐
-//! x_normed ·inner_wgateᵀ→ inner_score f32 ┴─CompressorToToken→ idx_rows bf16 (row b·SEQ)
+//! x_normed ·inner_wgateᵀ→ inner_score f32 ┴─CompressorToToken→ idx_rows bf16 (row b·SEQ;
+//!                                                       ring: every boundary token's row)
 //!     ─CompressorCommit→ inner_compress_state
 //! idx_rows ·hadamard_idx→ idx_kf f32 ─IndexKeyWrite→ idx_kv_cache i8, idx_kv_scale f32
 //! ```
@@ -27,7 +29,7 @@ use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernel_plan::{Builder, Cores, Kernel, Value};
 use crate::plan::CompressorPlan;
-use crate::spec::RopeTable;
+use crate::spec::StateLayout;
 
 pub struct IndexCompressor;
 
@@ -59,13 +61,6 @@ impl Kind for IndexCompressor {
         let Some(ix) = &p.indexer else {
             unreachable!("the graph check puts an indexer beside index_compressor")
         };
-        if p.rope.table != RopeTable::Positions {
-            b.missing(
-                "the index keys gather their step row from the full position table \
-                 (rope.table: positions)",
-            );
-            return;
-        }
         let c = &ix.inner;
         let inner = Instance {
             plan: c,
@@ -78,8 +73,9 @@ impl Kind for IndexCompressor {
             ],
             rows: ["idx_slot_mapping", "idx_rows"],
             to_token: true,
-            per_token_rope: ["idx_freqs_cos", "idx_freqs_sin"],
-            // The step's first position p0_b, not the window start (§4.5).
+            // The ring layer's: the main compressor's rows at e − 3 (csa_1m.md §1.4).
+            per_token_rope: ["cmp_freqs_cos", "cmp_freqs_sin"],
+            // The snapshot's: the step's first position p0_b, not the window start (§4.5).
             rope_align: 1,
         };
         if !plan_instance(b, &inner, t) {
@@ -115,11 +111,22 @@ impl Kind for IndexCompressor {
 
 fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
     let hd = c.head_dim;
+    let ring = c.state == StateLayout::Ring;
     Kernel {
-        name: format!("index_key_write_r{}_hd{hd}_s{seq}", c.ratio),
-        doc: "the first boundary's Hadamard row of each request rounded to bf16, quantised \
-              to int8 into idx_kv_cache with its scale in idx_kv_scale"
-            .into(),
+        name: format!(
+            "index_key_write_r{}_hd{hd}_s{seq}{}",
+            c.ratio,
+            if ring { "_ring" } else { "" }
+        ),
+        doc: format!(
+            "the Hadamard row of {} rounded to bf16, quantised to int8 into idx_kv_cache with \
+             its scale in idx_kv_scale",
+            if ring {
+                "every boundary token"
+            } else {
+                "each request's first boundary"
+            }
+        ),
         block: "index_key.h",
         class: "IndexKeyWrite",
         cores: Cores::Aiv,
@@ -127,6 +134,7 @@ fn key_write(c: &CompressorPlan, seq: usize) -> Kernel {
             ("HD", Value::u32(hd)),
             ("RATIO", Value::u32(c.ratio)),
             ("SEQ", Value::u32(seq)),
+            ("RING", Value::Bool(ring)),
         ],
         args: vec!["kf", "positions", "idx_slots", "keys", "scales"],
         buffers: key_write_buffers(hd),

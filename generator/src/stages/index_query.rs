@@ -27,7 +27,7 @@ use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
 use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag, unmet};
 use crate::plan::IndexerPlan;
-use crate::spec::RopeTable;
+use crate::spec::{RopeTable, StateLayout};
 
 pub struct IndexQuery;
 
@@ -73,13 +73,15 @@ impl Kind for IndexQuery {
         let (heads, hd, rd, nope) = (ix.heads, ix.head_dim, ix.rope_dim, ix.nope_dim);
         let (width, ql, seq) = (ix.q_width, p.model.q_lora_rank, p.shape.decode_seq);
         let tile_rows = t.tokens.value;
+        // The ring CSA rotates each token's query at its own position (csa_1m.md §5.1).
+        let token_rows = ix.inner.state == StateLayout::Ring;
         // Whole 32-byte blocks: bf16 RoPE rows and heads, f32 rope slices, a token's f32
         // scales and weights.
         let unmet = unmet([
             (
-                p.rope.table == RopeTable::Positions,
-                "the index queries gather their step row from the full position table \
-                 (rope.table: positions)"
+                p.rope.table == RopeTable::Positions || token_rows,
+                "the snapshot's index queries gather their step row from the full position \
+                 table (rope.table: positions)"
                     .into(),
             ),
             (
@@ -121,7 +123,7 @@ impl Kind for IndexQuery {
         let groups = heads / per_item;
         let ranges = (p.chip.aiv_cores / groups).clamp(1, t_cap / 8);
         b.launch(
-            q_heads(ix, per_item, seq),
+            q_heads(ix, per_item, seq, token_rows),
             (groups * ranges) as u32,
             &[
                 "idx_acc",
@@ -177,13 +179,21 @@ impl Kind for IndexQuery {
     }
 }
 
-fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize) -> Kernel {
+fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize, token_rows: bool) -> Kernel {
     let (heads, hd, rd) = (ix.heads, ix.head_dim, ix.rope_dim);
     Kernel {
-        name: format!("index_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_s{seq}"),
-        doc: "dequant of the int8 index-query product, RoPE of each head's rope dims with \
-              the request's step row (position_ids of its first token), bf16"
-            .into(),
+        name: format!(
+            "index_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_s{seq}{}",
+            if token_rows { "_tok" } else { "" }
+        ),
+        doc: format!(
+            "dequant of the int8 index-query product, RoPE of each head's rope dims with {}, bf16",
+            if token_rows {
+                "the token's own row"
+            } else {
+                "the request's step row (position_ids of its first token)"
+            }
+        ),
         block: "index_query.h",
         class: "IndexQHeads",
         cores: Cores::Aiv,
@@ -193,6 +203,7 @@ fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize) -> Kernel {
             ("RD", Value::u32(rd)),
             ("HG", Value::u32(per_item)),
             ("SEQ", Value::u32(seq)),
+            ("TOKEN_ROWS", Value::Bool(token_rows)),
         ],
         args: vec![
             "acc",

@@ -21,7 +21,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::kernel_plan::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::IndexerPlan;
 use crate::spec::range::{positive, positive_large};
-use crate::spec::{Int, PadPolicy, Sp};
+use crate::spec::{Int, PadPolicy, Sp, StateLayout};
 
 pub struct Indexer;
 
@@ -56,6 +56,7 @@ pub struct Params {
     pub topk_loc: Loc,
     pub state_block_size: usize,
     pub state_pool_blocks: usize,
+    pub state_pool_loc: Loc,
     pub key_pool_blocks: usize,
     pub tiling: Tiling<Tile>,
 }
@@ -77,6 +78,7 @@ impl Kind for Indexer {
             heads: positive(d, &spec.heads, "indexer heads"),
             state_block_size: positive(d, &spec.state_block_size, "state_block_size"),
             state_pool_blocks: positive_large(d, &spec.state_pool_blocks, "state_pool_blocks"),
+            state_pool_loc: Loc::of(&spec.state_pool_blocks),
             key_pool_blocks: positive_large(d, &spec.key_pool_blocks, "key_pool_blocks"),
         }
     }
@@ -105,6 +107,7 @@ impl Kind for Indexer {
             );
         }
         let inner = cache_compressor(
+            main.state,
             main.ratio,
             main.overlap,
             head_dim,
@@ -112,6 +115,17 @@ impl Kind for Indexer {
             raw.key_pool_blocks,
             parts.pools,
         );
+        let rings = parts.decode_batch * inner.state_table_width;
+        if inner.state == StateLayout::Ring && raw.state_pool_blocks < rings {
+            d.error(
+                raw.state_pool_loc,
+                format!(
+                    "state_pool_blocks {} holds fewer than decode_batch {} rings of {} pages",
+                    raw.state_pool_blocks, parts.decode_batch, inner.state_table_width
+                ),
+                "the index-key compressor keeps a ring per request like the main one",
+            );
+        }
         let candidates = main.max_rows.min(inner.max_rows);
         if topk > candidates {
             d.error(
@@ -190,20 +204,20 @@ impl Kind for Indexer {
             b.missing(why);
             return;
         }
-        let per_token = |dims: &[usize], dtype| {
-            let mut v = vec![Dim::Var("t")];
-            v.extend(dims.iter().map(|&d| Dim::Const(d)));
-            (v, dtype)
-        };
         for (name, (shape, dtype)) in [
             ("idx_q", per_token(&[heads * hd], DType::I8)),
             ("idx_q_scale", per_token(&[heads], DType::F32)),
             ("idx_weights", per_token(&[heads], DType::F32)),
-            ("index_raw", per_token(&[heads, stride], DType::I32)),
             ("topk_idx", per_token(&[topk], DType::I32)),
         ] {
             b.workspace(name, shape, dtype);
         }
+        if i.inner.state == StateLayout::Ring {
+            plan_leaves(b, i, (m, n, k, key_rows));
+            return;
+        }
+        let (shape, dtype) = per_token(&[heads, stride], DType::I32);
+        b.workspace("index_raw", shape, dtype);
         let u = |v: usize| Value::U32(v as u32);
         let shared = format!("h{heads}_s{seq}_r{ratio}_bs{bs}_cap{cap}_kr{key_rows}");
         let scores = Kernel {
@@ -288,6 +302,231 @@ impl Kind for Indexer {
     }
 }
 
+/// A per-token workspace shape `[t, dims…]`.
+fn per_token(dims: &[usize], dtype: DType) -> (Vec<Dim>, DType) {
+    let mut v = vec![Dim::Var("t")];
+    v.extend(dims.iter().map(|&d| Dim::Const(d)));
+    (v, dtype)
+}
+
+/// Candidates per leaf (the reference's, csa_1m.md §5.5): a leaf is one work item's keys and
+/// sort; 128 of them cover a 1M token's 262,144 candidates.
+const LEAF: usize = 2048;
+
+/// Lists a merge item reads: a 1M token's 128 leaves merge in two levels (8, then 1), each
+/// item streaming at most FAN_IN · topk pairs through one AIV.
+const FAN_IN: usize = 16;
+
+/// The merge levels' workspaces (level l + 1's lists), `[t, lists, 2·topk]` f32.
+const MERGE_LEVELS: [&str; 4] = [
+    "index_merge1",
+    "index_merge2",
+    "index_merge3",
+    "index_merge4",
+];
+
+/// The ring CSA's indexer (csa_1m.md §5.4, §5.5; `dsv4/index_leaves.h`): the candidates of a
+/// request in leaves of LEAF rows, one work item each over every core group (cube scores into
+/// a per-group stage, vector weighting and the leaf's top-k), then the leaves' lists merged
+/// FAN_IN at a time until one is left: `topk_idx`. The stage is reused per group, so the
+/// workspaces do not grow with a 1M request's 262,144 candidates the way `index_raw` would.
+fn plan_leaves(
+    b: &mut Builder,
+    i: &IndexerPlan,
+    (m, n, k, key_rows): (usize, usize, usize, usize),
+) {
+    let p = b.plan;
+    let (heads, hd, topk, seq) = (i.heads, i.head_dim, i.topk, p.shape.decode_seq);
+    let (bs, cap, ratio) = (p.pools.block_size, i.candidates, i.inner.ratio);
+    let leaf = LEAF
+        .next_multiple_of(key_rows)
+        .min(cap.next_multiple_of(key_rows));
+    let leaves = cap.div_ceil(leaf);
+    let chunk = sort_chunk(topk, key_rows);
+    let unmet = unmet([
+        (
+            topk.is_multiple_of(32) && 2 * topk / 32 <= 255,
+            format!(
+                "topk {topk} is not a multiple of 32 up to 4080 (lists of whole Sort32 units, two per merge)"
+            ),
+        ),
+        (
+            leaves <= FAN_IN.pow(MERGE_LEVELS.len() as u32),
+            format!(
+                "{leaves} leaves need more than {} merge levels",
+                MERGE_LEVELS.len()
+            ),
+        ),
+    ]);
+    if let Some(why) = unmet {
+        b.missing(why);
+        return;
+    }
+    let rows = seq * heads;
+    let groups = p.chip.aic_cores.min(p.shape.b * leaves);
+    b.workspace(
+        "index_stage",
+        vec![Dim::Const(groups * 2 * rows), Dim::Const(leaf)],
+        DType::I32,
+    );
+    let (shape, dtype) = per_token(&[leaves, 2 * topk], DType::F32);
+    b.workspace("index_leaves", shape, dtype);
+    let u = |v: usize| Value::U32(v as u32);
+    let mut buffers = score_buffers(rows.next_multiple_of(16), hd, (m, n, k), key_rows);
+    buffers.extend(topk_buffers(topk, chunk));
+    buffers.extend(weighted_buffers(heads, key_rows));
+    buffers.extend([
+        row("key_scales", Mem::Ub, DType::F32, leaf, 1, Some(bs)),
+        row("pad", Mem::Ub, DType::F32, 2 * topk, 1, None),
+    ]);
+    let leaves_kernel = Kernel {
+        name: format!(
+            "index_leaves_h{heads}_d{hd}_s{seq}_r{ratio}_bs{bs}_cap{cap}_l{leaf}_kr{key_rows}_k{topk}_m{m}_n{n}_k{k}"
+        ),
+        doc: "indexer scores and each leaf's exact top-k per token, a work item per (request, leaf) on every core group".into(),
+        block: "index_leaves.h",
+        class: "IndexLeaves",
+        cores: Cores::Mix,
+        params: vec![
+            ("HEADS", u(heads)),
+            ("HEAD_DIM", u(hd)),
+            ("SEQ", u(seq)),
+            ("RATIO", u(ratio)),
+            ("BLOCK_SIZE", u(bs)),
+            ("CAP", u(cap)),
+            ("LEAF", u(leaf)),
+            ("LEAVES", u(leaves)),
+            ("TILE_M", u(m)),
+            ("TILE_N", u(n)),
+            ("TILE_K", u(k)),
+            ("KEY_ROWS", u(key_rows)),
+            ("TOPK", u(topk)),
+            ("SORT_CHUNK", u(chunk)),
+        ],
+        args: vec![
+            "q", "q_scale", "weights", "keys", "key_scale", "table", "kv_seq_lens", "positions", "stage", "leaves",
+        ],
+        buffers,
+        parts: Vec::new(),
+    };
+    b.launch(
+        leaves_kernel,
+        groups as u32,
+        &[
+            "idx_q",
+            "idx_q_scale",
+            "idx_weights",
+            "idx_kv_cache",
+            "idx_kv_scale",
+            "idx_block_table",
+            "kv_seq_lens",
+            "position_ids",
+            "index_stage",
+            "index_leaves",
+        ],
+    );
+    // Levels of FAN_IN-list merges until one list is left.
+    let (mut lists, mut input) = (leaves, "index_leaves");
+    for level in 0.. {
+        let out_lists = lists.div_ceil(FAN_IN);
+        let last = out_lists == 1;
+        let output = if last {
+            "topk_idx"
+        } else {
+            MERGE_LEVELS[level]
+        };
+        if !last {
+            let (shape, dtype) = per_token(&[out_lists, 2 * topk], DType::F32);
+            b.workspace(output, shape, dtype);
+        }
+        let merge = Kernel {
+            name: format!(
+                "index_merge_s{seq}_r{ratio}_cap{cap}_l{leaf}_k{topk}_f{FAN_IN}_lv{level}_{lists}to{out_lists}"
+            ),
+            doc: if last {
+                "the last merge of each token's lists: its exact top-k rows".into()
+            } else {
+                format!("level {level} of the merge of each token's top-k lists, {FAN_IN} to one")
+            },
+            block: "index_leaves.h",
+            class: "IndexMerge",
+            cores: Cores::Aiv,
+            params: vec![
+                ("TOPK", u(topk)),
+                ("SORT_CHUNK", u(2 * topk)),
+                ("SEQ", u(seq)),
+                ("RATIO", u(ratio)),
+                ("CAP", u(cap)),
+                ("LEAF", u(leaf)),
+                ("FAN_IN", u(FAN_IN)),
+                ("LEVEL", u(level)),
+                ("N_IN", u(lists)),
+                ("N_OUT", u(out_lists)),
+                ("FINAL", Value::Bool(last)),
+            ],
+            args: vec!["input", "kv_seq_lens", "positions", "output"],
+            buffers: merge_buffers(topk),
+            parts: Vec::new(),
+        };
+        b.launch(
+            merge,
+            p.chip.aiv_cores.min(p.shape.local_t * out_lists) as u32,
+            &[input, "kv_seq_lens", "position_ids", output],
+        );
+        if last {
+            break;
+        }
+        (lists, input) = (out_lists, output);
+    }
+}
+
+/// TopK's UB (`dsv4/topk.h`, allocated first): the merge ping-pong, the iota and a chunk's
+/// indices and scores, the running best.
+fn topk_buffers(topk: usize, chunk: usize) -> Vec<Buffer> {
+    use DType::{F32, I32};
+    use Mem::Ub;
+    vec![
+        row("topk_sort_a", Ub, F32, 2 * chunk, 1, None),
+        row("topk_sort_b", Ub, F32, 2 * chunk, 1, None),
+        row("topk_iota", Ub, I32, chunk, 1, None),
+        row("topk_index", Ub, I32, chunk, 1, None),
+        row("topk_scores", Ub, F32, chunk, 1, None),
+        row("topk_best", Ub, F32, 2 * topk, 1, None),
+    ]
+}
+
+/// HeadWeighted's UB (`dsv4/index_select.h`): a pass of raw rows as read and as f32, the c[h]
+/// tile, the q_s and w rows.
+fn weighted_buffers(heads: usize, key_rows: usize) -> Vec<Buffer> {
+    use DType::{F32, I32};
+    use Mem::Ub;
+    let tile = heads * key_rows;
+    vec![
+        row("raw_i32", Ub, I32, tile, 1, Some(key_rows)),
+        row("raw_f32", Ub, F32, tile, 1, None),
+        row("head_scales", Ub, F32, tile, 1, None),
+        row(
+            "head_rows",
+            Ub,
+            F32,
+            2 * heads.next_multiple_of(8),
+            1,
+            Some(heads),
+        ),
+    ]
+}
+
+/// IndexMerge's UB (`dsv4/index_leaves.h`): TopK's with chunks of two lists, two lists of
+/// pairs as read, a top-k row out.
+fn merge_buffers(topk: usize) -> Vec<Buffer> {
+    let mut v = topk_buffers(topk, 2 * topk);
+    v.extend([
+        row("pairs", Mem::Ub, DType::F32, 4 * topk, 1, None),
+        row("out", Mem::Ub, DType::I32, topk, 1, Some(topk)),
+    ]);
+    v
+}
+
 /// Scores per top-k pass: twice the top-k (the merge of the running best with a chunk's
 /// best fits a merge buffer), in whole raw passes. Longer chunks would save merges with the
 /// running best (each about 2·topk elements) but cost UB.
@@ -326,26 +565,11 @@ fn select_buffers(
 ) -> Vec<Buffer> {
     use DType::{F32, I32};
     use Mem::Ub;
-    let tile = heads * key_rows;
-    vec![
-        row("topk_sort_a", Ub, F32, 2 * chunk, 1, None),
-        row("topk_sort_b", Ub, F32, 2 * chunk, 1, None),
-        row("topk_iota", Ub, I32, chunk, 1, None),
-        row("topk_index", Ub, I32, chunk, 1, None),
-        row("topk_scores", Ub, F32, chunk, 1, None),
-        row("topk_best", Ub, F32, 2 * topk, 1, None),
-        row("raw_i32", Ub, I32, tile, 1, Some(key_rows)),
-        row("raw_f32", Ub, F32, tile, 1, None),
-        row("head_scales", Ub, F32, tile, 1, None),
-        row(
-            "head_rows",
-            Ub,
-            F32,
-            2 * heads.next_multiple_of(8),
-            1,
-            Some(heads),
-        ),
+    let mut v = topk_buffers(topk, chunk);
+    v.extend(weighted_buffers(heads, key_rows));
+    v.extend([
         row("key_scales", Ub, F32, stride, 1, Some(bs)),
         row("out", Ub, I32, topk, 1, Some(topk)),
-    ]
+    ]);
+    v
 }

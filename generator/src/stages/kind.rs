@@ -10,7 +10,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::kernel_plan::Builder;
 use crate::plan::{AttentionPlan, CompressorPlan, IndexerPlan, ModelDims, Plan, Pools};
 use crate::spec::range::positive;
-use crate::spec::{Int, KvSource, PadPolicy, Sp};
+use crate::spec::{Int, KvSource, LayerKind, PadPolicy, RopeTable, Sp};
 
 /// A stage kind. One module implements it on a unit struct and lists it in the registry
 /// (`stages/mod.rs`); the spec's stage enum, names, graph checks and dispatch come from
@@ -53,8 +53,13 @@ pub trait Kind {
 
 /// The layer-level parameters that stages contribute and other stages and the ABI read.
 pub struct LayerParts<'a> {
+    pub layer: LayerKind,
     pub model: &'a ModelDims,
     pub pools: &'a Pools,
+    /// The spec's `rope.table` and where it is written.
+    pub rope_table: (RopeTable, Loc),
+    /// Requests at TP 1 (the most a rank holds).
+    pub decode_batch: usize,
     pub compressor: Option<CompressorPlan>,
     pub indexer: Option<IndexerPlan>,
     pub attention: Option<AttentionPlan>,

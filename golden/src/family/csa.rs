@@ -3,7 +3,7 @@
 
 use super::{Chain, Device, Family};
 use crate::compare::{Check, Report, Rule, topk_rows};
-use crate::dims::{CsaDims, Dims, LayerSpec};
+use crate::dims::{CsaDims, CsaState, Dims, LayerSpec};
 use crate::error::GoldenError;
 use crate::fixtures::start_pos::LONG_START;
 use crate::fixtures::{self, Fixture, FixtureError, FixtureOptions};
@@ -22,9 +22,17 @@ impl Family for CsaDims {
     fn tensors(&self, d: &Dims, t: usize) -> Vec<Sig> {
         let (b, bs, hd, rope) = (t / d.seq, d.block_size, d.head_dim, d.rope_dim);
         let (ih, id) = (self.index_heads, self.index_head_dim);
-        vec![
-            sig("freqs_cos", Bf16, &[d.max_seq_len, rope], In),
-            sig("freqs_sin", Bf16, &[d.max_seq_len, rope], In),
+        let rows = d.rope_table_rows(t);
+        let mut rope_rows = vec![
+            sig("freqs_cos", Bf16, &[rows, rope], In),
+            sig("freqs_sin", Bf16, &[rows, rope], In),
+        ];
+        if self.state == CsaState::Ring {
+            // Row t at p_t − 3 for boundary tokens (csa_1m.md §1.4).
+            rope_rows.push(sig("cmp_freqs_cos", Bf16, &[t, rope], In));
+            rope_rows.push(sig("cmp_freqs_sin", Bf16, &[t, rope], In));
+        }
+        rope_rows.extend([
             sig("cmp_wkv", Bf16, &[2 * hd, d.hidden], In),
             sig("cmp_wgate", Bf16, &[2 * hd, d.hidden], In),
             sig("cmp_ape", F32, &[self.ratio, 2 * hd], In),
@@ -66,7 +74,8 @@ impl Family for CsaDims {
             sig("inner_state_slot_mapping", I64, &[t], In),
             sig("position_ids", I32, &[t], In),
             sig("kv_seq_lens", I32, &[b], In),
-        ]
+        ]);
+        rope_rows
     }
 
     fn pool_mapping(&self, d: &Dims, pool: &str) -> Option<(&'static str, usize)> {

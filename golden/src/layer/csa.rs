@@ -5,15 +5,17 @@
 
 use super::{
     Rank, RankAttention, check_rows, front, output_path, positions, put_stacked, table_rows,
+    token_rope,
 };
 use crate::GoldenError;
 use crate::arith::widen;
 use crate::attention::{KvSources, sparse_attention};
 use crate::cache_insert::insert_rows;
 use crate::candidates;
-use crate::compressor::{self, Geometry, StateTable, Weights};
-use crate::dims::{CsaDims, Dims};
+use crate::compressor::{self, Geometry, RopeRowOf, StateTable, Weights};
+use crate::dims::{CsaDims, CsaState, Dims};
 use crate::indexer::{self, IndexCache, IndexQuery};
+use crate::rope::RopeRows;
 use crate::tensor::TensorMap;
 use half::bf16;
 
@@ -188,14 +190,12 @@ fn rank_front(
 ) -> Result<(RankAttention, Pools, Choice), GoldenError> {
     let hd = d.head_dim;
     let position_ids = r.get::<i32>("position_ids")?;
-    let positions = positions(d, r)?;
-    // Token rows at p_t; per request the "step" row at p0 and the
-    // "compressed" row at the window start p0 − p0 mod ratio.
-    let rope = table_rows(d, r, &positions)?;
-    let firsts: Vec<usize> = positions.iter().step_by(d.seq).copied().collect();
-    let step = table_rows(d, r, &firsts)?;
-    let window_starts: Vec<usize> = firsts.iter().map(|&p| p - p % c.ratio).collect();
-    let cmp_rope = table_rows(d, r, &window_starts)?;
+    let rows = rope_rows(d, c, r)?;
+    let rope = rows.token;
+    let compress = match c.state {
+        CsaState::Paged => compressor::update_and_pool,
+        CsaState::Ring => compressor::pool_every_boundary,
+    };
 
     let f = front(d, r, &rope)?;
     let x = widen(&f.x_normed);
@@ -203,7 +203,7 @@ fn rank_front(
 
     // Main compressor → cmp_kv.
     let mut state = r.get::<f32>("compress_state")?.to_vec();
-    let pooled = compressor::update_and_pool(
+    let pooled = compress(
         Geometry {
             ratio: c.ratio,
             head_dim: hd,
@@ -234,7 +234,8 @@ fn rank_front(
         pooled,
         r.get("cmp_norm_w")?,
         d.rms_eps,
-        &cmp_rope,
+        &rows.compressed,
+        rows.of,
         d.seq,
         &mut cmp_kv,
         cmp_slots,
@@ -250,10 +251,10 @@ fn rank_front(
         r.get("idx_wq_b")?,
         r.get("idx_wq_b_scale")?,
         hadamard,
-        &step,
+        &rows.query,
     );
     let mut inner_state = r.get::<f32>("inner_compress_state")?.to_vec();
-    let inner_pooled = compressor::update_and_pool(
+    let inner_pooled = compress(
         Geometry {
             ratio: c.ratio,
             head_dim: c.index_head_dim,
@@ -289,7 +290,8 @@ fn rank_front(
         inner_pooled,
         r.get("inner_norm_w")?,
         hadamard,
-        &step,
+        &rows.index_key,
+        rows.of,
         r.get("idx_slot_mapping")?,
         &mut idx_kv_cache,
         &mut idx_kv_scale,
@@ -359,4 +361,59 @@ fn rank_front(
             own,
         },
     ))
+}
+
+/// A rank's RoPE rows by consumer (csa_1m.md §1.4).
+struct CsaRope {
+    /// Row t at p_t: q, kv and the attention output.
+    token: RopeRows,
+    /// The index queries' rows, one per token.
+    query: RopeRows,
+    /// The main compressor's rows, `of` a pooled row.
+    compressed: RopeRows,
+    /// The index-key compressor's rows, `of` a pooled row.
+    index_key: RopeRows,
+    of: RopeRowOf,
+}
+
+/// The snapshot gathers from the whole table: the step row at p0 for the index queries and
+/// keys, the window start p0 − p0 mod ratio for the main compressor (hca_csa.md §1.4). The
+/// ring layer passes token rows at p_t (the index queries too) and `cmp_freqs_*` rows at
+/// p_t − 3 for both compressors.
+fn rope_rows(d: &Dims, c: &CsaDims, r: &Rank) -> Result<CsaRope, GoldenError> {
+    Ok(match c.state {
+        CsaState::Paged => {
+            let positions = positions(d, r)?;
+            let firsts: Vec<usize> = positions.iter().step_by(d.seq).copied().collect();
+            let token_firsts: Vec<usize> = positions
+                .iter()
+                .enumerate()
+                .map(|(t, _)| firsts[t / d.seq])
+                .collect();
+            let window_starts: Vec<usize> = firsts.iter().map(|&p| p - p % c.ratio).collect();
+            CsaRope {
+                token: table_rows(d, r, &positions)?,
+                query: table_rows(d, r, &token_firsts)?,
+                compressed: table_rows(d, r, &window_starts)?,
+                index_key: table_rows(d, r, &firsts)?,
+                of: RopeRowOf::Request,
+            }
+        }
+        CsaState::Ring => {
+            let token = token_rope(d, r)?;
+            let compressed = RopeRows::from_tables(
+                r.get("cmp_freqs_cos")?,
+                r.get("cmp_freqs_sin")?,
+                d.rope_dim,
+                d.half_rope(),
+            );
+            CsaRope {
+                query: token.clone(),
+                index_key: compressed.clone(),
+                token,
+                compressed,
+                of: RopeRowOf::Token,
+            }
+        }
+    })
 }

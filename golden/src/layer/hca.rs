@@ -79,6 +79,7 @@ pub fn run(d: &Dims, h: &HcaDims, inputs: &TensorMap, t: usize) -> Result<Tensor
             r.get("cmp_norm_w")?,
             d.rms_eps,
             &cmp_rope,
+            compressor::RopeRowOf::Request,
             d.seq,
             &mut cmp_kv,
             cmp_slots,
