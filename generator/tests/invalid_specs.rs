@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{SWA, check, csa, hca, locate, replace};
+use common::{SWA, check, csa, csa_ring, hca, locate, replace};
 
 struct Case {
     name: &'static str,
@@ -225,6 +225,22 @@ fn cases() -> Vec<Case> {
             edit(&hca(), &[(common::HCA_COMPRESSOR, &format!("{}{INDEX_COMPRESSOR}", common::HCA_COMPRESSOR))]),
             ("- index_compressor:", "index_compressor"), "index_compressor stage without an indexer stage",
             "index keys take their head_dim and pools from the layer's indexer stage"),
+        // Which reference CSA a layer follows (README, "CSA"): the mixes it never defined.
+        case("state ring on hca", hca().replace("state_block_size: 8\n", "state_block_size: 8\n      state: ring\n"),
+            ("state: ring", "ring"), "state: ring on a non-overlapping hca compressor",
+            "the state ring is CSA's overlapping compressor's (pypto-lib PR #1013): layer: csa with overlap: true"),
+        case("state ring with the position table", csa_ring().replace("table: per_token", "table: positions"),
+            ("state: ring", "ring"), "state: ring with rope.table: positions",
+            "the ring CSA (PR #1013) takes token-local RoPE rows: rope.table: per_token"),
+        case("snapshot CSA with token rows", csa().replace("table: positions", "table: per_token"),
+            ("table: per_token", "per_token"), "rope.table: per_token on a CSA layer with paged compressor state",
+            "the snapshot CSA (paged state) gathers its RoPE rows from the whole table (rope.table: positions); token-local rows are the ring CSA's (compressor state: ring)"),
+        case("state rings past the pool", csa_ring().replace("state: ring\n      state_pool_blocks: 64", "state: ring\n      state_pool_blocks: 60"),
+            ("state_pool_blocks: 60", "60"), "state_pool_blocks 60 holds fewer than decode_batch 16 rings of 4 pages",
+            "with state: ring every request owns a ring: state_pool_blocks >= decode_batch x 2·ratio / state_block_size"),
+        case("index-key rings past the pool", csa_ring().replace("state_pool_blocks: 64\n      key_pool_blocks", "state_pool_blocks: 32\n      key_pool_blocks"),
+            ("state_pool_blocks: 32", "32"), "state_pool_blocks 32 holds fewer than decode_batch 16 rings of 4 pages",
+            "the index-key compressor keeps a ring per request like the main one"),
         case("yarn band inverted", hca().replace("beta_fast: 32.0", "beta_fast: 0.5"),
             ("yarn:", "0.5"), "yarn beta_fast 0.5 is not larger than beta_slow 1", "beta_fast > beta_slow"),
         // The stage graph.
@@ -320,7 +336,12 @@ fn the_display_shows_the_offending_line_with_a_caret() {
 
 #[test]
 fn the_base_specs_are_valid() {
-    for (name, text) in [("swa", SWA.to_owned()), ("hca", hca()), ("csa", csa())] {
+    for (name, text) in [
+        ("swa", SWA.to_owned()),
+        ("hca", hca()),
+        ("csa", csa()),
+        ("csa_ring", csa_ring()),
+    ] {
         let plans = check(&text).unwrap_or_else(|e| panic!("{name}: {}", e[0]));
         assert_eq!(plans.len(), 3, "{name}");
     }

@@ -52,7 +52,13 @@ const STARTS: [i64; 8] = [250, 8192, 2045, 127, 10, 1016, 255, 1000];
 /// window), 100 (3 and 7, 100).
 const CSA_STARTS: [i64; 8] = [8, 2, 1001, 506, 0, 4087, 3, 100];
 
-/// Whether the RoPE rows come from the full table (CSA) rather than per-request rows.
+/// Ring CSA starts (every request reaches both boundaries of its step; p0 mod 8 takes every
+/// value, so the step's eight ring slots start anywhere in the ring), up to both sides of
+/// the snapshot's 16,384 ceiling.
+const RING_STARTS: [i64; 8] = [8, 2, 1001, 506, 16_377, 4087, 16_376, 101];
+
+/// Whether the RoPE rows come from the full table (the snapshot CSA) rather than rows the
+/// host passes (per request for HCA, per token for the ring CSA).
 fn table_rope(p: &Plan) -> bool {
     p.tensor("cmp_freqs_cos").is_none()
 }
@@ -77,7 +83,9 @@ impl Compressor for Main {
     }
 
     fn starts(p: &Plan) -> &'static [i64] {
-        if Self::plan(p).overlap {
+        if compressor_checks::is_ring::<Self>(p) {
+            &RING_STARTS
+        } else if Self::plan(p).overlap {
             &CSA_STARTS
         } else {
             &STARTS
@@ -98,6 +106,7 @@ impl Compressor for Main {
         let d = &spec.dims;
         let c = Self::plan(p);
         let (state, pooled) = compressor_checks::update_and_pool::<Self>(p, spec, case);
+        let ring = compressor_checks::is_ring::<Self>(p);
         let half = d.rope_dim / 2;
         let rope = if table_rope(p) {
             // The full table's row at each request's window start (hca_csa.md §4.5).
@@ -114,6 +123,14 @@ impl Compressor for Main {
                 half,
                 &window_starts,
             )
+        } else if ring {
+            // The boundary token's row (at p − 3).
+            RopeRows::from_tables(
+                &case.get::<bf16>("cmp_freqs_cos"),
+                &case.get::<bf16>("cmp_freqs_sin"),
+                d.rope_dim,
+                half,
+            )
         } else {
             RopeRows {
                 half,
@@ -127,6 +144,11 @@ impl Compressor for Main {
             &case.get::<bf16>("cmp_norm_w"),
             d.rms_eps,
             &rope,
+            if ring {
+                compressor::RopeRowOf::Token
+            } else {
+                compressor::RopeRowOf::Request
+            },
             d.seq,
             &mut cmp_kv,
             &case.tokens::<i64>("cmp_slot_mapping"),
@@ -184,6 +206,19 @@ fn csa_small_tp1_matches_the_golden() {
 #[test]
 fn csa_small_tp2_matches_the_golden() {
     compressor_checks::variant::<Main>("csa_small_tp2");
+}
+
+/// The ring CSA (csa_1m.md §4): both boundaries of every step pooled against the ring as
+/// the previous step left it and the request's own rows, at the boundary token's RoPE row
+/// (p − 3), then the whole ring committed; steps starting anywhere in the ring.
+#[test]
+fn csa1m_small_tp1_ring_matches_the_golden() {
+    compressor_checks::variant::<Main>("csa1m_small_tp1");
+}
+
+#[test]
+fn csa1m_small_tp2_ring_matches_the_golden() {
+    compressor_checks::variant::<Main>("csa1m_small_tp2");
 }
 
 /// Points two history pages of request `b` (at a boundary) at the pages requests b − 1

@@ -30,6 +30,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use compressor_checks::{Case, Compressor, Names, Pool};
+use golden::compressor::RopeRowOf;
 use golden::indexer;
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
@@ -46,6 +47,10 @@ struct Inner;
 /// and 7: no previous window), 4087 (0), 3 (0: no previous window), 100 (3 and 7). The
 /// main compressor would rotate at the window start p0 − p0 mod 4 instead.
 const STARTS: [i64; 8] = [8, 2, 1001, 506, 0, 4087, 3, 100];
+
+/// Ring CSA starts: both boundaries of every step, steps starting anywhere in the ring, on
+/// both sides of the snapshot's 16,384 ceiling; each boundary rotates at its own e − 3.
+const RING_STARTS: [i64; 8] = [8, 2, 1001, 506, 16_377, 4087, 16_376, 101];
 
 impl Compressor for Inner {
     const STAGE: &'static str = "index_compressor";
@@ -66,15 +71,24 @@ impl Compressor for Inner {
         &p.indexer.as_ref().expect("a csa plan has an indexer").inner
     }
 
-    fn starts(_p: &Plan) -> &'static [i64] {
-        &STARTS
+    fn starts(p: &Plan) -> &'static [i64] {
+        if compressor_checks::is_ring::<Self>(p) {
+            &RING_STARTS
+        } else {
+            &STARTS
+        }
     }
 
-    fn fixed_inputs(_p: &Plan) -> Vec<&'static str> {
+    fn fixed_inputs(p: &Plan) -> Vec<&'static str> {
+        let rope = if compressor_checks::is_ring::<Self>(p) {
+            ["cmp_freqs_cos", "cmp_freqs_sin"]
+        } else {
+            ["freqs_cos", "freqs_sin"]
+        };
         [
             "hadamard_idx",
-            "freqs_cos",
-            "freqs_sin",
+            rope[0],
+            rope[1],
             "idx_kv_cache",
             "idx_kv_scale",
         ]
@@ -98,20 +112,33 @@ impl Compressor for Inner {
             panic!("{}: not a csa layer", p.variant)
         };
         let (state, pooled) = compressor_checks::update_and_pool::<Self>(p, spec, case);
-        // The step rows: each request's first position (hca_csa.md §4.5 end).
-        let firsts: Vec<usize> = case
-            .tokens::<i32>("position_ids")
-            .iter()
-            .step_by(d.seq)
-            .map(|&p0| p0 as usize)
-            .collect();
-        let step = RopeRows::gather(
-            &case.get::<bf16>("freqs_cos"),
-            &case.get::<bf16>("freqs_sin"),
-            d.rope_dim,
-            d.rope_dim / 2,
-            &firsts,
-        );
+        let ring = compressor_checks::is_ring::<Self>(p);
+        let (step, of) = if ring {
+            // The boundary token's row at e − 3 (csa_1m.md §1.4).
+            let rows = RopeRows::from_tables(
+                &case.get::<bf16>("cmp_freqs_cos"),
+                &case.get::<bf16>("cmp_freqs_sin"),
+                d.rope_dim,
+                d.rope_dim / 2,
+            );
+            (rows, RopeRowOf::Token)
+        } else {
+            // The step rows: each request's first position (hca_csa.md §4.5 end).
+            let firsts: Vec<usize> = case
+                .tokens::<i32>("position_ids")
+                .iter()
+                .step_by(d.seq)
+                .map(|&p0| p0 as usize)
+                .collect();
+            let rows = RopeRows::gather(
+                &case.get::<bf16>("freqs_cos"),
+                &case.get::<bf16>("freqs_sin"),
+                d.rope_dim,
+                d.rope_dim / 2,
+                &firsts,
+            );
+            (rows, RopeRowOf::Request)
+        };
         let mut keys = case.get::<i8>("idx_kv_cache");
         let mut scales = case.get::<f32>("idx_kv_scale");
         indexer::write_index_keys(
@@ -121,6 +148,7 @@ impl Compressor for Inner {
             &case.get::<bf16>("inner_norm_w"),
             &case.get::<bf16>("hadamard_idx"),
             &step,
+            of,
             &case.tokens::<i64>("idx_slot_mapping"),
             &mut keys,
             &mut scales,
@@ -186,4 +214,11 @@ fn csa_small_tp2_matches_the_golden() {
 #[test]
 fn csa_index_keys_see_the_writes_of_earlier_requests_only() {
     compressor_checks::sequential_order::<Inner>("csa_small_tp1");
+}
+
+/// The ring CSA's index keys (csa_1m.md §4, §5.3): every boundary of a step pooled against
+/// the old ring and the step's own rows, rotated at its own e − 3, written at its own slot.
+#[test]
+fn csa1m_small_tp1_ring_matches_the_golden() {
+    compressor_checks::variant::<Inner>("csa1m_small_tp1");
 }

@@ -109,12 +109,14 @@ fn positions(c: &Case) -> Vec<usize> {
 fn golden_query(c: &Case, seq: usize, at: &[usize]) -> IndexQuery {
     let d = Dims { seq, ..c.dims };
     let (half, rd) = (d.rope_dim / 2, d.rope_dim);
+    // One row per token: its request's.
+    let tokens: Vec<usize> = (0..at.len() * seq).map(|t| at[t / seq]).collect();
     let rows = RopeRows::gather(
         &values::<bf16>(c, "freqs_cos"),
         &values::<bf16>(c, "freqs_sin"),
         rd,
         half,
-        at,
+        &tokens,
     );
     index_query(
         &d,

@@ -16,6 +16,12 @@
 //! and one weight for every head: the kernel must then return the golden's list exactly
 //! (equal scores by ascending index, the sort instructions' stable order).
 //! `csa_tp2_flash_sim_time` (ignored: minutes of golden) runs FLASH dims at TP 2.
+//!
+//! The ring CSA's indexer (csa1m_small: leaves of 2048 candidates on every core group, then
+//! merges of 16 lists, `dsv4/index_leaves.h`) on the same checks: one to three leaves at TP 1
+//! (three is no power of two), and at TP 4 a 1M request (262,142 to 262,144 candidates: all
+//! 128 leaves, two merge levels) beside requests with no, fewer than top-k and exactly top-k
+//! rows; the ties case then ties rows across leaves.
 
 mod stage_checks;
 mod support;
@@ -41,6 +47,15 @@ const STARTS_TP1: [i32; 16] = [
     0, 3, 120, 124, 252, 508, 2040, 1000, 255, 300, 64, 1500, 2000, 7, 130, 400,
 ];
 const STARTS_TP2: [i32; 8] = [0, 124, 252, 508, 2040, 1000, 3, 300];
+
+/// csa1m_small at TP 1: csa_small's cases, and V_t up to 2049 (two leaves: 8190, 8200,
+/// 16376, 16377), 1027 (one: 4100), 1538 (6150) and 5118 (three leaves: 20470).
+const RING_STARTS_TP1: [i32; 16] = [
+    0, 3, 120, 124, 252, 508, 2040, 8190, 8200, 16376, 16377, 20470, 4100, 6150, 64, 130,
+];
+/// csa1m_small at TP 4 (4 requests a rank): the 1M ceiling, three leaves, around top-k,
+/// none.
+const RING_STARTS_TP4: [i32; 4] = [1_048_568, 20_470, 252, 0];
 
 /// One rank's stage inputs for `starts` (the CSA fixture at TP 1 with the rank's
 /// requests), and its seeded index queries and weights.
@@ -304,4 +319,14 @@ fn csa_small_tp1_topk_matches_the_golden() {
 #[test]
 fn csa_small_tp2_topk_matches_the_golden() {
     variant("csa_small_tp2", &STARTS_TP2);
+}
+
+#[test]
+fn csa1m_small_tp1_leaves_match_the_golden() {
+    variant("csa1m_small_tp1", &RING_STARTS_TP1);
+}
+
+#[test]
+fn csa1m_small_tp4_forest_of_a_1m_request_matches_the_golden() {
+    variant("csa1m_small_tp4", &RING_STARTS_TP4);
 }

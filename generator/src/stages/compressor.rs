@@ -469,6 +469,7 @@ fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) {
                     "the state ring is CSA's overlapping compressor's (pypto-lib PR #1013): \
                      layer: csa with overlap: true",
                 );
+                return; // its pool is no ring's
             }
             if table != RopeTable::PerToken {
                 d.error(

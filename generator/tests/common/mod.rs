@@ -104,15 +104,28 @@ pub fn hca() -> String {
     insert_after_cache_insert(&t, HCA_COMPRESSOR)
 }
 
-/// CSA with token-local RoPE rows is knowingly incomplete (`draft: true`): its index
-/// queries and keys gather their step rows from the full position table.
+/// The snapshot CSA (paged state, the whole RoPE table), knowingly incomplete (`draft:
+/// true`): index_query's kernels take whole blocks of 8 index heads, it has 4.
 pub fn csa() -> String {
     let t = replace(SWA, "layer: swa", "layer: csa\ndraft: true");
     let t = replace(&t, "    theta: 10000.0\n", YARN);
+    let t = replace(&t, "table: per_token", "table: positions");
     let t = replace(&t, "sources: [window]", "sources: [window, indexed]");
     // The reference snapshot's CSA ceiling.
     let t = replace(&t, "max_positions: 1048576", "max_positions: 16384");
     insert_after_cache_insert(&t, CSA_STAGES)
+}
+
+/// The ring CSA (pypto-lib PR #1013): csa() with the compressor state in rings and
+/// token-local RoPE rows, at 1M positions.
+pub fn csa_ring() -> String {
+    let t = replace(&csa(), "table: positions", "table: per_token");
+    let t = replace(&t, "max_positions: 16384", "max_positions: 1048576");
+    replace(
+        &t,
+        "      state_block_size: 2\n      state_pool_blocks: 64\n      cmp_pool_blocks",
+        "      state_block_size: 2\n      state: ring\n      state_pool_blocks: 64\n      cmp_pool_blocks",
+    )
 }
 
 /// Replaces the first occurrence of `from`, which must be present.

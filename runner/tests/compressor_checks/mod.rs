@@ -18,6 +18,7 @@ use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::tensor::{Element, Tensor, TensorMap};
 use half::bf16;
 use kernelgen::plan::{CompressorPlan, Plan};
+use kernelgen::spec::StateLayout;
 
 use crate::stage_checks::{assert_pass, check_launches, tensor, tiling};
 use crate::support;
@@ -207,8 +208,8 @@ fn case<C: Compressor>(
     case
 }
 
-/// The golden's state update and pooling of `case` (hca_csa.md §4.1–4.4): the new state
-/// and the pooled rows, at least two.
+/// The golden's state update and pooling of `case` (hca_csa.md §4.1–4.4; with the ring
+/// state, csa_1m.md §4.2–4.4): the new state and the pooled rows, at least two.
 pub fn update_and_pool<C: Compressor>(
     p: &Plan,
     spec: &LayerSpec,
@@ -217,7 +218,12 @@ pub fn update_and_pool<C: Compressor>(
     let (d, c, n) = (&spec.dims, C::plan(p), &C::NAMES);
     let table = &case.inputs[n.state_table];
     let mut state = case.get::<f32>(n.state);
-    let pooled = compressor::update_and_pool(
+    let compress = if is_ring::<C>(p) {
+        compressor::pool_every_boundary
+    } else {
+        compressor::update_and_pool
+    };
+    let pooled = compress(
         Geometry {
             ratio: c.ratio,
             head_dim: c.head_dim,
@@ -249,6 +255,11 @@ pub fn update_and_pool<C: Compressor>(
         p.variant
     );
     (state, pooled)
+}
+
+/// Whether the compressor keeps its state in rings (the 1M CSA).
+pub fn is_ring<C: Compressor>(p: &Plan) -> bool {
+    C::plan(p).state == StateLayout::Ring
 }
 
 /// Runs the stage on `case` (workspaces poisoned) and checks every launch's on-chip peaks;
