@@ -2,8 +2,9 @@
 // §5.5): a request's candidates in leaves of LEAF rows, every leaf on its own work item so a
 // batch-1 request at 1M (262,144 candidates) runs on every core, then the leaves' best lists
 // merged FAN_IN at a time, level by level, until one list per token is left.
-//  IndexLeaves (mixed: a group is 1 AIC + 2 AIV; work items (request b, leaf L) over groups,
-//     L < ceil(V_b / LEAF), V_b = min(kv_seq_lens[b] / RATIO, CAP)):
+//  IndexLeaves (mixed: a group is 1 AIC + 2 AIV; work items (request b, leaf L), L <
+//     ceil(V_b / LEAF), V_b = min(kv_seq_lens[b] / RATIO, CAP), dealt to the groups in turn, so
+//     a long request's leaves spread over every group beside short ones):
 //    AIC: raw = ReLU(q_i8 · k_i8ᵀ) (int32, dsv4/index_score.h ScoreCube) of the request's
 //         SEQ·HEADS query rows and the leaf's keys L·LEAF .. (whole pages up to V_b) into one
 //         of the group's two stage slots [SEQ·HEADS, LEAF]; a slot is written again once both
@@ -70,22 +71,27 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = GroupShare(td.b * P::LEAVES);
         IndexLeaves op;
         op.Bind(table, kvSeqLens, positions, stage, leaves, td);
+        const Deal deal{op.group_, static_cast<uint32_t>(AscendC::GetBlockNum()), td.b * P::LEAVES};
         if ASCEND_IS_AIC {
             op.cube_.Init(op.pipe_, q, keys, table, td);
-            op.Cube(share);
+            op.Cube(deal);
         }
         if ASCEND_IS_AIV {
             op.best_.Init(op.pipe_);  // first: its sort buffers' alignment
             op.weighted_.Init(op.pipe_, qScale, weights);
             op.InitVector(keyScale);
-            op.Vector(share, static_cast<uint32_t>(AscendC::GetSubBlockIdx()));
+            op.Vector(deal, static_cast<uint32_t>(AscendC::GetSubBlockIdx()));
         }
     }
 
 private:
+    // The work items of a group: group, group + groups, ... below total.
+    struct Deal {
+        uint32_t group, groups, total;
+    };
+
     __aicore__ inline void Bind(GM_ADDR table, GM_ADDR kvSeqLens, GM_ADDR positions, GM_ADDR stage, GM_ADDR leaves,
                                 const TilingData& td)
     {
@@ -93,12 +99,12 @@ private:
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         leaves_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(leaves));
-        uint32_t group = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        group_ = static_cast<uint32_t>(AscendC::GetBlockIdx());
         if ASCEND_IS_AIV {
-            group /= 2;
+            group_ /= 2;
         }
         stage_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stage) +
-                               static_cast<uint64_t>(group) * 2 * ROWS * P::LEAF);
+                               static_cast<uint64_t>(group_) * 2 * ROWS * P::LEAF);
         pages_ = td.idx_nb;
         tableWidth_ = td.idx_tw;
     }
@@ -114,10 +120,10 @@ private:
 
     // ---- AIC ----
 
-    __aicore__ inline void Cube(const Share& share)
+    __aicore__ inline void Cube(const Deal& deal)
     {
         uint32_t n = 0, held = 0xFFFFFFFFu;
-        for (uint32_t item = share.begin; item < share.end; ++item) {
+        for (uint32_t item = deal.group; item < deal.total; item += deal.groups) {
             const uint32_t b = item / P::LEAVES, first = item % P::LEAVES * P::LEAF;
             const uint32_t rows = RequestRows(b);
             if (first >= rows) {
@@ -159,10 +165,10 @@ private:
         Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
-    __aicore__ inline void Vector(const Share& share, uint32_t sub)
+    __aicore__ inline void Vector(const Deal& deal, uint32_t sub)
     {
         uint32_t n = 0;
-        for (uint32_t item = share.begin; item < share.end; ++item) {
+        for (uint32_t item = deal.group; item < deal.total; item += deal.groups) {
             const uint32_t b = item / P::LEAVES, leaf = item % P::LEAVES, first = leaf * P::LEAF;
             const uint32_t rows = RequestRows(b);
             if (first >= rows) {
@@ -242,6 +248,7 @@ private:
     AscendC::GlobalTensor<float> keyScale_, leaves_;
     uint32_t pages_ = 0;
     uint32_t tableWidth_ = 0;
+    uint32_t group_ = 0;
 };
 
 // P: TOPK and SORT_CHUNK (2·TOPK: two lists per TopK::AddIndexed) and TopK's UB sizes, SEQ,
