@@ -176,7 +176,7 @@ fn stages_without_kernels_and_an_absent_cann_are_reported() {
         &[
             "csa_unplanned_tp8: stage",
             "has no kernels yet",
-            "index_compressor",
+            "index_query",
         ],
     );
     refused(

@@ -11,7 +11,7 @@ fn tensor(v: &VariantPlan, name: &str) -> &'static TensorDecl {
 
 #[test]
 fn every_variant_is_indexed_once_and_named_after_its_tp() {
-    assert_eq!(VARIANTS.len(), 46);
+    assert_eq!(VARIANTS.len(), 53);
     let mut names: Vec<&str> = VARIANTS.iter().map(|v| v.name()).collect();
     names.sort_unstable();
     names.dedup();
@@ -251,16 +251,36 @@ fn swa_small_tp1_matches_the_golden_vector_meta() {
 
 #[test]
 fn csa_ref_tp1_declares_every_tensor_of_the_csa_golden_vectors() {
-    // ../shared/golden-vectors/csa_small_tp1/meta.json: every input and output, with its
-    // shape and dtype; a runtime axis takes one value across the tensors.
-    let dir = runner::variant::repo_root().join("../shared/golden-vectors/csa_small_tp1");
+    declares_every_tensor_of("csa_small_tp1", &generated::csa_ref_tp1::PLAN, 128);
+}
+
+/// The 1M CSA's ABI (csa_1m.md §2.1): token-local `freqs_*` and `cmp_freqs_*`, `[b, 4]` ring
+/// tables, `[b, 8192]` cmp and index-key tables.
+#[test]
+fn csa1m_ref_tp1_declares_every_tensor_of_the_1m_golden_vectors() {
+    declares_every_tensor_of("csa1m_small_tp1", &generated::csa1m_ref_tp1::PLAN, 8);
+}
+
+/// Every input and output of the vectors in `name`'s meta.json (intermediate outputs
+/// aside) is a tensor of `p` with its shape and dtype; a runtime axis takes one value
+/// across the tensors, within the plan's bound, and `t` tokens.
+fn declares_every_tensor_of(name: &str, p: &VariantPlan, t: usize) {
+    let dir = runner::variant::repo_root()
+        .join("../shared/golden-vectors")
+        .join(name);
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
-    let p = &generated::csa_ref_tp1::PLAN;
+    let intermediate: Vec<&str> = meta["intermediate_outputs"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap()).collect())
+        .unwrap_or_default();
     let mut axes: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut seen = 0;
     for section in ["inputs", "outputs"] {
         for (name, entry) in meta[section].as_object().unwrap() {
+            if intermediate.contains(&name.as_str()) {
+                continue;
+            }
             let t = tensor(p, name);
             let shape: Vec<usize> = entry[0]
                 .as_array()
@@ -296,5 +316,5 @@ fn csa_ref_tp1_declares_every_tensor_of_the_csa_golden_vectors() {
     // Every ABI input is one of the vectors' inputs.
     let inputs = p.abi.tensors.iter().filter(|t| t.dir != Dir::Out).count();
     assert_eq!(inputs, seen, "ABI inputs vs the vectors' inputs");
-    assert_eq!(axes.get("t"), Some(&128));
+    assert_eq!(axes.get("t"), Some(&t));
 }
