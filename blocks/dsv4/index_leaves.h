@@ -215,7 +215,8 @@ private:
         const uint64_t row = static_cast<uint64_t>(s) * P::HEADS * P::LEAF;
         for (uint32_t c0 = 0; c0 < n; c0 += KR) {
             const uint32_t base = c0 / CHUNK * CHUNK;
-            weighted_.Pass(raw[row + c0], P::LEAF, ks[c0], scores[c0 - base]);
+            weighted_.Ahead(raw[row], P::LEAF, c0, n);
+            weighted_.Weigh(ks[c0], scores[c0 - base]);
             const uint32_t end = Min(c0 + KR, n);
             if (end == n && valid < n) {
                 Handshake<AscendC::HardEvent::V_S>();

@@ -21,8 +21,11 @@ namespace dsv4 {
 // below, IndexLeaves in dsv4/index_leaves.h): per token the [HEADS, KEY_ROWS] tile of
 // c[h] = q_s[t, h] · w[t, h] (HeadScales), then per pass of KEY_ROWS raw columns of the
 // token's HEADS rows: cast to f32, · c, summed over heads by a halving tree of adds, · k_s.
-// P: HEADS, KEY_ROWS, and the UB sizes RAW_I32 (a pass of raw rows), RAW_F32 (the same as
-// f32), HEAD_SCALES (the c[h] tile), HEAD_ROWS (q_s and w rows as read). GM: idx_q_scale
+// With RAW_BUFS = 2 passes are loaded into two buffers in turn, so the next pass's load runs
+// under this one's vector work (Ahead, then Weigh); with 1 (when two do not fit UB) each
+// pass loads before its work. P: HEADS, KEY_ROWS, RAW_BUFS, and the UB sizes RAW_I32 (a pass
+// of raw rows, each buffer), RAW_F32 (the same as f32), HEAD_SCALES (the c[h] tile),
+// HEAD_ROWS (q_s and w rows as read). GM: idx_q_scale
 // [t, HEADS] f32, idx_weights [t, HEADS] f32.
 template <class P>
 class HeadWeighted {
@@ -34,13 +37,14 @@ class HeadWeighted {
                   "a pass of HEADS raw rows, as read, as f32, and its c[h] rows");
     static_assert(P::HEAD_ROWS_BYTES >= 2 * HEADS_PAD * sizeof(float), "q_s and w rows");
     static_assert(P::HEADS <= 4095, "a DataCopy of a pass of raw rows: at most 4095 rows");
+    static_assert(P::RAW_BUFS == 1 || P::RAW_BUFS == 2, "one raw buffer, or two in turn");
 
 public:
     __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR qScale, GM_ADDR weights)
     {
         qScale_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qScale));
         weights_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights));
-        pipe.InitBuffer(rawI_, P::RAW_I32_BYTES);
+        pipe.InitBuffer(rawIn_, P::RAW_BUFS, P::RAW_I32_BYTES);
         pipe.InitBuffer(rawF_, P::RAW_F32_BYTES);
         pipe.InitBuffer(headScales_, P::HEAD_SCALES_BYTES);
         pipe.InitBuffer(headRows_, P::HEAD_ROWS_BYTES);
@@ -62,19 +66,27 @@ public:
         }
     }
 
-    // out[0 .. KEY_ROWS) = ks[j] · Σ_h c[h] · raw[h · stride + j] for the token's raw rows
-    // from `raw` (its head 0, the pass's first column) and the pass's key scales `ks`.
-    __aicore__ inline void Pass(const AscendC::GlobalTensor<int32_t>& raw, uint32_t stride,
-                                const AscendC::LocalTensor<float>& ks, const AscendC::LocalTensor<float>& out)
+    // Before weighing the pass at column c0 of the token's n columns of raw rows (`raw`: its
+    // head 0, column 0; row stride `stride`): loads that pass unless it was loaded ahead, and
+    // with two buffers the next one ahead.
+    __aicore__ inline void Ahead(const AscendC::GlobalTensor<int32_t>& raw, uint32_t stride, uint32_t c0, uint32_t n)
     {
-        AscendC::LocalTensor<int32_t> rawI = rawI_.Get<int32_t>();
+        if (c0 == 0 || P::RAW_BUFS == 1) {
+            Load(raw[c0], stride);
+        }
+        if (P::RAW_BUFS == 2 && c0 + KR < n) {
+            Load(raw[c0 + KR], stride);
+        }
+    }
+
+    // The oldest loaded pass: out[0 .. KEY_ROWS) = ks[j] · Σ_h c[h] · raw[h, j] with the
+    // pass's key scales `ks`.
+    __aicore__ inline void Weigh(const AscendC::LocalTensor<float>& ks, const AscendC::LocalTensor<float>& out)
+    {
+        AscendC::LocalTensor<int32_t> rawI = rawIn_.DeQue<int32_t>();
         AscendC::LocalTensor<float> rawF = rawF_.Get<float>();
-        Handshake<AscendC::HardEvent::V_MTE2>();  // the previous pass has read rawI
-        ascendc_assert((stride - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535);
-        AscendC::DataCopy(rawI, raw,
-                          AscendC::DataCopyParams(P::HEADS, BlocksOf<int32_t>(KR), BlocksOf<int32_t>(stride - KR), 0));
-        Handshake<AscendC::HardEvent::MTE2_V>();
         AscendC::Cast(rawF, rawI, AscendC::RoundMode::CAST_NONE, static_cast<int32_t>(P::HEADS * KR));
+        rawIn_.FreeTensor(rawI);
         AscendC::Mul(rawF, rawF, headScales_.Get<float>(), static_cast<int32_t>(P::HEADS * KR));
         for (uint32_t rows = P::HEADS; rows > 1;) {
             const uint32_t half = rows / 2;
@@ -85,7 +97,18 @@ public:
     }
 
 private:
-    AscendC::TBuf<AscendC::TPosition::VECCALC> rawI_, rawF_, headScales_, headRows_;
+    // Starts loading a pass of raw rows from `raw` (head 0, the pass's first column).
+    __aicore__ inline void Load(const AscendC::GlobalTensor<int32_t>& raw, uint32_t stride)
+    {
+        ascendc_assert((stride - KR) * sizeof(int32_t) / BLOCK_BYTES <= 65535);
+        AscendC::LocalTensor<int32_t> rawI = rawIn_.AllocTensor<int32_t>();
+        AscendC::DataCopy(rawI, raw,
+                          AscendC::DataCopyParams(P::HEADS, BlocksOf<int32_t>(KR), BlocksOf<int32_t>(stride - KR), 0));
+        rawIn_.EnQue(rawI);
+    }
+
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> rawIn_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> rawF_, headScales_, headRows_;
     AscendC::GlobalTensor<float> qScale_, weights_;
 };
 
@@ -201,7 +224,8 @@ private:
         for (uint32_t c0 = 0; c0 < n; c0 += KR) {
             // Whole passes (the columns past n are the last page's or unwritten raw, unused).
             const uint32_t base = c0 / P::SORT_CHUNK * P::SORT_CHUNK;
-            weighted_.Pass(raw_[row + c0], P::STRIDE, ks[c0], scores[c0 - base]);
+            weighted_.Ahead(raw_[row], P::STRIDE, c0, n);
+            weighted_.Weigh(ks[c0], scores[c0 - base]);
             const uint32_t end = Min(c0 + KR, n);
             if (end == n && visible < n) {
                 Handshake<AscendC::HardEvent::V_S>();

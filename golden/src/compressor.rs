@@ -85,17 +85,7 @@ pub fn update_and_pool(
 ) -> Result<Vec<Pooled>, GoldenError> {
     let (out, width) = (g.out_dim(), g.state_width());
     let t = positions.len();
-    let xm = Mat::rows(x, t, hidden);
-    let kv = matmul(
-        xm,
-        Mat::transposed(&widen(w.wkv), hidden, out),
-        Threads::All,
-    );
-    let mut score = matmul(
-        xm,
-        Mat::transposed(&widen(w.wgate), hidden, out),
-        Threads::All,
-    );
+    let (kv, mut score) = project(g, x, hidden, w, t);
     let state_rows = state.len() / width;
     let (slot_name, table_name) = names;
     let mut pooled = Vec::new();
@@ -137,6 +127,13 @@ pub fn update_and_pool(
         }
     }
     Ok(pooled)
+}
+
+/// The kv and score projections `x · wkvᵀ`, `x · wgateᵀ` (`[t, out]` each, f32).
+fn project(g: Geometry, x: &[f32], hidden: usize, w: Weights, t: usize) -> (Vec<f32>, Vec<f32>) {
+    let (xm, out) = (Mat::rows(x, t, hidden), g.out_dim());
+    let by = |wt: &[bf16]| matmul(xm, Mat::transposed(&widen(wt), hidden, out), Threads::All);
+    (by(w.wkv), by(w.wgate))
 }
 
 fn position(p: i32, tok: usize) -> Result<usize, GoldenError> {
@@ -247,17 +244,7 @@ pub fn pool_every_boundary(
 ) -> Result<Vec<Pooled>, GoldenError> {
     let (out, width, hd) = (g.out_dim(), g.state_width(), g.head_dim);
     let t = positions.len();
-    let xm = Mat::rows(x, t, hidden);
-    let kv = matmul(
-        xm,
-        Mat::transposed(&widen(w.wkv), hidden, out),
-        Threads::All,
-    );
-    let mut score = matmul(
-        xm,
-        Mat::transposed(&widen(w.wgate), hidden, out),
-        Threads::All,
-    );
+    let (kv, mut score) = project(g, x, hidden, w, t);
     let pos = positions
         .iter()
         .enumerate()

@@ -34,6 +34,17 @@ fn replay(name: &str) -> Vec<golden::compare::Report> {
     reports
 }
 
+/// The seven outputs the reference validates for CSA (hca_csa.md §8.3), both semantics.
+const CSA_OUTPUTS: [&str; 7] = [
+    "x_out",
+    "compress_state",
+    "inner_compress_state",
+    "kv_cache",
+    "cmp_kv",
+    "idx_kv_cache",
+    "idx_kv_scale",
+];
+
 #[test]
 fn swa_small_tp1_matches_reference_outputs() {
     let reports = replay("swa_small_tp1");
@@ -56,18 +67,7 @@ fn hca_small_tp1_matches_reference_outputs() {
 fn csa_small_tp1_matches_reference_outputs() {
     let reports = replay("csa_small_tp1");
     let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
-    assert_eq!(
-        outputs,
-        [
-            "x_out",
-            "compress_state",
-            "inner_compress_state",
-            "kv_cache",
-            "cmp_kv",
-            "idx_kv_cache",
-            "idx_kv_scale"
-        ]
-    );
+    assert_eq!(outputs, CSA_OUTPUTS);
     let x_out = &reports[0];
     assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
 }
@@ -78,18 +78,7 @@ fn csa_small_tp1_matches_reference_outputs() {
 fn csa1m_small_tp1_matches_reference_outputs() {
     let reports = replay("csa1m_small_tp1");
     let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
-    assert_eq!(
-        outputs,
-        [
-            "x_out",
-            "compress_state",
-            "inner_compress_state",
-            "kv_cache",
-            "cmp_kv",
-            "idx_kv_cache",
-            "idx_kv_scale"
-        ]
-    );
+    assert_eq!(outputs, CSA_OUTPUTS);
     let x_out = &reports[0];
     assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
 

@@ -13,28 +13,8 @@ mod layer_checks;
 
 use golden::fixtures::StartPositions;
 use golden::io;
-use layer_checks::{judge_repeated, runtime, seeded, start_sets};
+use layer_checks::{CSA_SAVED_OUTPUTS, csa_outputs, judge_repeated, runtime, seeded, start_sets};
 use runner::variant;
-
-/// The outputs the reference validates (saved cases carry no more).
-const SAVED_OUTPUTS: [&str; 7] = [
-    "x_out",
-    "compress_state",
-    "inner_compress_state",
-    "kv_cache",
-    "cmp_kv",
-    "idx_kv_cache",
-    "idx_kv_scale",
-];
-
-/// Everything a seeded case judges: those, and the indexer's intermediates.
-fn outputs() -> Vec<&'static str> {
-    [
-        &SAVED_OUTPUTS[..],
-        &["idx_q", "idx_q_scale", "idx_weights", "topk_idx"],
-    ]
-    .concat()
-}
 
 /// Default starts at capacity and capacity − 8 tokens; a mixed list (a fresh request, one
 /// at a boundary, two far apart); the largest legal start alone and beside a short one;
@@ -45,7 +25,7 @@ fn every_start_set(name: &str) -> usize {
         StartPositions::Scalar(16_376),
         StartPositions::List(vec![3, 16_376, 100]),
     ];
-    start_sets(name, others, 2, &outputs())
+    start_sets(name, others, 2, &csa_outputs())
 }
 
 #[test]
@@ -78,7 +58,7 @@ fn the_reference_vectors_replay_through_csa_ref_at_tp1() {
         &spec,
         (&saved.inputs, &layer_checks::saved(&saved.outputs)),
         2,
-        &SAVED_OUTPUTS,
+        &CSA_SAVED_OUTPUTS,
     );
 }
 
@@ -99,7 +79,7 @@ fn csa_ref_judges_x_out_by_the_kernels_admissible_top_k() {
         &spec,
         (&f.inputs, &want),
         2,
-        &outputs(),
+        &csa_outputs(),
     );
     assert!(
         notes
@@ -113,5 +93,5 @@ fn csa_ref_judges_x_out_by_the_kernels_admissible_top_k() {
 /// The plan with `fuse: false` gives the fused plan's bits, and both pass.
 #[test]
 fn csa_small_unfused_gives_the_fused_bits() {
-    layer_checks::fused_as_unfused("csa_small_tp1", "csa_small_unfused_tp1", &outputs());
+    layer_checks::fused_as_unfused("csa_small_tp1", "csa_small_unfused_tp1", &csa_outputs());
 }

@@ -12,27 +12,10 @@ mod layer_checks;
 use golden::compare::judge_layer;
 use golden::fixtures::StartPositions;
 use golden::io;
-use layer_checks::{assert_pass, judge_repeated, runtime, start_sets};
+use layer_checks::{
+    CSA_SAVED_OUTPUTS, assert_pass, csa_outputs, judge_repeated, runtime, start_sets,
+};
 use runner::variant;
-
-/// The outputs the reference validates (saved cases carry no more).
-const SAVED_OUTPUTS: [&str; 7] = [
-    "x_out",
-    "compress_state",
-    "inner_compress_state",
-    "kv_cache",
-    "cmp_kv",
-    "idx_kv_cache",
-    "idx_kv_scale",
-];
-
-fn outputs() -> Vec<&'static str> {
-    [
-        &SAVED_OUTPUTS[..],
-        &["idx_q", "idx_q_scale", "idx_weights", "topk_idx"],
-    ]
-    .concat()
-}
 
 fn every_start_set(name: &str) {
     let others = vec![
@@ -41,7 +24,7 @@ fn every_start_set(name: &str) {
         StartPositions::Scalar(1_048_568),
         StartPositions::List(vec![3, 16_376, 262_140, 1_048_568]),
     ];
-    let aliases = start_sets(name, others, 2, &outputs());
+    let aliases = start_sets(name, others, 2, &csa_outputs());
     assert_eq!(
         aliases, 0,
         "{name}: rings are per request, nothing to alias"
@@ -83,7 +66,7 @@ fn the_reference_1m_vectors_replay_through_csa1m_ref_at_tp1() {
         &spec,
         (&saved.inputs, &traced),
         2,
-        &outputs(),
+        &csa_outputs(),
     );
     println!("{notes:?}");
     // The pools against the reference's own outputs.
@@ -103,5 +86,9 @@ fn the_reference_1m_vectors_replay_through_csa1m_ref_at_tp1() {
         .into_iter()
         .filter(|r| r.output != "x_out")
         .collect();
-    assert_pass("reference 1M vectors: pools", &pools, &SAVED_OUTPUTS[1..]);
+    assert_pass(
+        "reference 1M vectors: pools",
+        &pools,
+        &CSA_SAVED_OUTPUTS[1..],
+    );
 }

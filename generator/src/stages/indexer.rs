@@ -15,8 +15,8 @@ use serde::Deserialize;
 
 use super::compressor::cache_compressor;
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
-use crate::budget::{Buffer, row};
-use crate::chip::Mem;
+use crate::budget::{Buffer, bytes_in, row};
+use crate::chip::{Chip, Mem};
 use crate::diag::{Diagnostics, Loc};
 use crate::kernel_plan::{Builder, Cores, Kernel, Value, unmet};
 use crate::plan::IndexerPlan;
@@ -282,9 +282,12 @@ impl Kind for Indexer {
                 "positions",
                 "topk",
             ],
-            buffers: select_buffers(heads, bs, key_rows, stride, topk, chunk),
+            buffers: Vec::new(),
             parts: Vec::new(),
         };
+        let select = with_raw_buffers(select, p.chip, |bufs| {
+            select_buffers(heads, bs, key_rows, stride, topk, chunk, bufs)
+        });
         b.launch(
             select,
             p.chip.aiv_cores.min(p.shape.local_t) as u32,
@@ -372,13 +375,16 @@ fn plan_leaves(
     let (shape, dtype) = per_token(&[leaves, 2 * topk], DType::F32);
     b.workspace("index_leaves", shape, dtype);
     let u = |v: usize| Value::U32(v as u32);
-    let mut buffers = score_buffers(rows.next_multiple_of(16), hd, (m, n, k), key_rows);
-    buffers.extend(topk_buffers(topk, chunk));
-    buffers.extend(weighted_buffers(heads, key_rows));
-    buffers.extend([
-        row("key_scales", Mem::Ub, DType::F32, leaf, 1, Some(bs)),
-        row("pad", Mem::Ub, DType::F32, 2 * topk, 1, None),
-    ]);
+    let buffers = |bufs| {
+        let mut v = score_buffers(rows.next_multiple_of(16), hd, (m, n, k), key_rows);
+        v.extend(topk_buffers(topk, chunk));
+        v.extend(weighted_buffers(heads, key_rows, bufs));
+        v.extend([
+            row("key_scales", Mem::Ub, DType::F32, leaf, 1, Some(bs)),
+            row("pad", Mem::Ub, DType::F32, 2 * topk, 1, None),
+        ]);
+        v
+    };
     let leaves_kernel = Kernel {
         name: format!(
             "index_leaves_h{heads}_d{hd}_s{seq}_r{ratio}_bs{bs}_cap{cap}_l{leaf}_kr{key_rows}_k{topk}_m{m}_n{n}_k{k}"
@@ -406,9 +412,10 @@ fn plan_leaves(
         args: vec![
             "q", "q_scale", "weights", "keys", "key_scale", "table", "kv_seq_lens", "positions", "stage", "leaves",
         ],
-        buffers,
+        buffers: Vec::new(),
         parts: Vec::new(),
     };
+    let leaves_kernel = with_raw_buffers(leaves_kernel, p.chip, buffers);
     b.launch(
         leaves_kernel,
         groups as u32,
@@ -495,14 +502,31 @@ fn topk_buffers(topk: usize, chunk: usize) -> Vec<Buffer> {
     ]
 }
 
-/// HeadWeighted's UB (`dsv4/index_select.h`): a pass of raw rows as read and as f32, the c[h]
-/// tile, the q_s and w rows.
-fn weighted_buffers(heads: usize, key_rows: usize) -> Vec<Buffer> {
+/// `kernel` with its buffers: two raw-pass buffers (the next pass loads under this one's
+/// vector work, `dsv4/index_select.h` HeadWeighted) where they fit UB, else one.
+fn with_raw_buffers(
+    mut kernel: Kernel,
+    chip: &Chip,
+    buffers: impl Fn(usize) -> Vec<Buffer>,
+) -> Kernel {
+    let bufs = if bytes_in(&buffers(2), Mem::Ub, chip) <= chip.capacity(Mem::Ub) {
+        2
+    } else {
+        1
+    };
+    kernel.buffers = buffers(bufs);
+    kernel.params.push(("RAW_BUFS", Value::U32(bufs as u32)));
+    kernel
+}
+
+/// HeadWeighted's UB (`dsv4/index_select.h`): `bufs` passes of raw rows as read, a pass as
+/// f32, the c[h] tile, the q_s and w rows.
+fn weighted_buffers(heads: usize, key_rows: usize, bufs: usize) -> Vec<Buffer> {
     use DType::{F32, I32};
     use Mem::Ub;
     let tile = heads * key_rows;
     vec![
-        row("raw_i32", Ub, I32, tile, 1, Some(key_rows)),
+        row("raw_i32", Ub, I32, tile, bufs, Some(key_rows)),
         row("raw_f32", Ub, F32, tile, 1, None),
         row("head_scales", Ub, F32, tile, 1, None),
         row(
@@ -562,11 +586,12 @@ fn select_buffers(
     stride: usize,
     topk: usize,
     chunk: usize,
+    bufs: usize,
 ) -> Vec<Buffer> {
     use DType::{F32, I32};
     use Mem::Ub;
     let mut v = topk_buffers(topk, chunk);
-    v.extend(weighted_buffers(heads, key_rows));
+    v.extend(weighted_buffers(heads, key_rows, bufs));
     v.extend([
         row("key_scales", Ub, F32, stride, 1, Some(bs)),
         row("out", Ub, I32, topk, 1, Some(topk)),

@@ -64,6 +64,26 @@ pub fn seeded(
     (f, want)
 }
 
+/// The CSA outputs the reference validates (saved cases carry no more), both semantics.
+pub const CSA_SAVED_OUTPUTS: [&str; 7] = [
+    "x_out",
+    "compress_state",
+    "inner_compress_state",
+    "kv_cache",
+    "cmp_kv",
+    "idx_kv_cache",
+    "idx_kv_scale",
+];
+
+/// Everything a seeded CSA case judges: those, and the indexer's intermediates.
+pub fn csa_outputs() -> Vec<&'static str> {
+    [
+        &CSA_SAVED_OUTPUTS[..],
+        &["idx_q", "idx_q_scale", "idx_weights", "topk_idx"],
+    ]
+    .concat()
+}
+
 /// Every report passes, and they cover exactly `outputs`.
 pub fn assert_pass(what: &str, reports: &[Report], outputs: &[&str]) {
     let lines: Vec<String> = reports.iter().map(Report::detail).collect();
