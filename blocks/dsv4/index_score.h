@@ -1,4 +1,5 @@
-// Cube side of the lightning indexer's scores (hca_csa.md §5.4), AIC only. Blocks take whole
+// Cube side of the lightning indexer's scores (hca_csa.md §5.4), AIC only: ScoreCube (also
+// the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take whole
 // requests. Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible compressed rows:
 // the request's SEQ·HEADS int8 index-query rows stay in L1; its keys (row j at
 // idx_block_table[b, j / BLOCK_SIZE]·BLOCK_SIZE + j % BLOCK_SIZE of the int8 index-key cache)

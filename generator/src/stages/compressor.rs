@@ -13,7 +13,10 @@
 //!
 //! The RoPE angles are the host's per-request rows (`cmp_freqs_*`, `rope.table:
 //! per_token`) or, with `rope.table: positions` (CSA), the full table's row at the window
-//! start, gathered in the kernel (`…_positions`). [`plan_instance`] plans one compressor
+//! start, gathered in the kernel (`…_positions`). With `state: ring` (the 1M CSA,
+//! csa_1m.md §4) the state is a ring of 2·ratio rows per request, every boundary is pooled
+//! against the ring and the request's own rows of the step, and rotates with its boundary
+//! token's `cmp_freqs_*` row (`…_ring`). [`plan_instance`] plans one compressor
 //! over named tensors, so that CSA's index-key compressor (`index_compressor`) reuses it,
 //! its pooled rows going to a workspace row per request instead of a pool.
 

@@ -9,6 +9,11 @@
 //!    rows, and the top-k by the sort instructions (`dsv4/topk.h`) into `topk_idx`.
 //!
 //! The two hand off through GM: the cube cannot reach UB on dav-c220.
+//!
+//! The ring CSA (compressor `state: ring`, up to 262,144 candidates per token) plans
+//! `plan_leaves` instead: `index_leaves` (mixed, `dsv4/index_leaves.h`) scores and keeps
+//! each leaf's top-k on every core group through a per-group stage, then `index_merge`
+//! levels merge the leaves' lists into `topk_idx`.
 
 use abi::{DType, Dim};
 use serde::Deserialize;
