@@ -23,22 +23,9 @@
 //     the golden's (descending score, ties by ascending row): the leaves' and every level's.
 #pragma once
 
-#include "dsv4/index_score.h"
 #include "dsv4/index_select.h"
 
 namespace dsv4 {
-
-// The visible candidates of token t (§5.4): min(V_b, (p_t + 1) / RATIO), V_b = min(kv_seq_lens[b] /
-// RATIO, CAP).
-template <class P>
-__aicore__ inline uint32_t VisibleRows(AscendC::GlobalTensor<int32_t>& lens, AscendC::GlobalTensor<int32_t>& positions,
-                                       uint32_t t)
-{
-    const int32_t len = lens.GetValue(t / P::SEQ);
-    const uint32_t request = Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
-    const int32_t next = positions.GetValue(t) + 1;
-    return Min(request, next > 0 ? static_cast<uint32_t>(next) / P::RATIO : 0u);
-}
 
 // P: ScoreCube's (HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, TILE_M/N/K, KEY_ROWS and its L1/L0 sizes),
 // HeadWeighted's and TopK's (TOPK, SORT_CHUNK and their UB sizes), RATIO, CAP, LEAF, LEAVES
@@ -109,13 +96,6 @@ private:
         tableWidth_ = td.idx_tw;
     }
 
-    // V_b of request b.
-    __aicore__ inline uint32_t RequestRows(uint32_t b)
-    {
-        const int32_t len = lens_.GetValue(b);
-        return Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
-    }
-
     __aicore__ inline uint64_t Slot(uint32_t n) const { return static_cast<uint64_t>(n % 2) * ROWS * P::LEAF; }
 
     // ---- AIC ----
@@ -125,7 +105,7 @@ private:
         uint32_t n = 0, held = 0xFFFFFFFFu;
         for (uint32_t item = deal.group; item < deal.total; item += deal.groups) {
             const uint32_t b = item / P::LEAVES, first = item % P::LEAVES * P::LEAF;
-            const uint32_t rows = RequestRows(b);
+            const uint32_t rows = RequestRows<P>(lens_, b);
             if (first >= rows) {
                 continue;
             }
@@ -170,12 +150,13 @@ private:
         uint32_t n = 0;
         for (uint32_t item = deal.group; item < deal.total; item += deal.groups) {
             const uint32_t b = item / P::LEAVES, leaf = item % P::LEAVES, first = leaf * P::LEAF;
-            const uint32_t rows = RequestRows(b);
+            const uint32_t rows = RequestRows<P>(lens_, b);
             if (first >= rows) {
                 continue;
             }
             AscendC::CrossCoreWaitFlag(READY);
-            LoadKeyScales(b, first, AlignUp(Min(P::LEAF, rows - first), P::BLOCK_SIZE));
+            GatherKeyScales<P>(keyScales_.Get<float>(), keyScale_, table_, tableWidth_, pages_, b, first,
+                               AlignUp(Min(P::LEAF, rows - first), P::BLOCK_SIZE));
             for (uint32_t s = sub; s < P::SEQ; s += 2) {
                 const uint32_t t = b * P::SEQ + s;
                 const uint32_t visible = VisibleRows<P>(lens_, positions_, t);
@@ -186,21 +167,6 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(FREE);
             ++n;
         }
-    }
-
-    // The key scales of request b's rows first .. first + rows (whole pages).
-    __aicore__ inline void LoadKeyScales(uint32_t b, uint32_t first, uint32_t rows)
-    {
-        AscendC::LocalTensor<float> ks = keyScales_.Get<float>();
-        Handshake<AscendC::HardEvent::V_MTE2>();  // the previous leaf's scales are used
-        for (uint32_t r = 0; r < rows; r += P::BLOCK_SIZE) {
-            const uint32_t logical = (first + r) / P::BLOCK_SIZE;
-            ascendc_assert(logical < tableWidth_);
-            const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * tableWidth_ + logical);
-            ascendc_assert(page >= 0 && static_cast<uint32_t>(page) < pages_);
-            AscendC::DataCopy(ks[r], keyScale_[static_cast<uint64_t>(page) * P::BLOCK_SIZE], P::BLOCK_SIZE);
-        }
-        Handshake<AscendC::HardEvent::MTE2_V>();
     }
 
     // Token t's (request token s) best of the leaf's first `valid` rows into its list.

@@ -20,6 +20,24 @@
 
 namespace dsv4 {
 
+// The candidates of request b (§5.4): V_b = min(kv_seq_lens[b] / RATIO, CAP). `lens` is not
+// const: GlobalTensor::GetValue is a non-const member (rope.h RopeRow).
+template <class P>
+__aicore__ inline uint32_t RequestRows(AscendC::GlobalTensor<int32_t>& lens, uint32_t b)
+{
+    const int32_t len = lens.GetValue(b);
+    return Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
+}
+
+// The candidates token t sees: min(V_b, (p_t + 1) / RATIO), b = t / SEQ.
+template <class P>
+__aicore__ inline uint32_t VisibleRows(AscendC::GlobalTensor<int32_t>& lens, AscendC::GlobalTensor<int32_t>& positions,
+                                       uint32_t t)
+{
+    const int32_t next = positions.GetValue(t) + 1;
+    return Min(RequestRows<P>(lens, t / P::SEQ), next > 0 ? static_cast<uint32_t>(next) / P::RATIO : 0u);
+}
+
 // The cube work of the scores, for the kernels that use it (IndexScores below, IndexLeaves in
 // dsv4/index_leaves.h). P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE (rows per index-cache page),
 // TILE_M (query rows per Mmad), TILE_N (key rows per Mmad), TILE_K (head dims per Mmad),
@@ -201,8 +219,7 @@ public:
         lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
         for (uint32_t b = share.begin; b < share.end; ++b) {
-            const int32_t len = lens.GetValue(b);
-            const uint32_t visible = Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
+            const uint32_t visible = RequestRows<P>(lens, b);
             if (visible == 0) {
                 continue;
             }

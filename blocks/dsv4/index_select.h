@@ -11,6 +11,7 @@
 // Blocks take contiguous token ranges (so a request's key scales are gathered once per block).
 #pragma once
 
+#include "dsv4/index_score.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/topk.h"
 #include "dsv4/vec_common.h"
@@ -112,6 +113,25 @@ private:
     AscendC::GlobalTensor<float> qScale_, weights_;
 };
 
+// k_s of request b's compressed rows first .. first + rows (whole pages of P::BLOCK_SIZE) into
+// ks, through idx_block_table (`tableWidth` columns) of the `pages`-page pool, once the vector
+// work that read ks before is done. Every page must be one of the pool's (§11.5).
+template <class P>
+__aicore__ inline void GatherKeyScales(const AscendC::LocalTensor<float>& ks, AscendC::GlobalTensor<float>& keyScale,
+                                       AscendC::GlobalTensor<int32_t>& table, uint32_t tableWidth, uint32_t pages,
+                                       uint32_t b, uint32_t first, uint32_t rows)
+{
+    Handshake<AscendC::HardEvent::V_MTE2>();
+    for (uint32_t r = 0; r < rows; r += P::BLOCK_SIZE) {
+        const uint32_t logical = (first + r) / P::BLOCK_SIZE;
+        ascendc_assert(logical < tableWidth);
+        const int32_t page = table.GetValue(static_cast<uint64_t>(b) * tableWidth + logical);
+        ascendc_assert(page >= 0 && static_cast<uint32_t>(page) < pages);
+        AscendC::DataCopy(ks[r], keyScale[static_cast<uint64_t>(page) * P::BLOCK_SIZE], P::BLOCK_SIZE);
+    }
+    Handshake<AscendC::HardEvent::MTE2_V>();
+}
+
 // P: HEADS, SEQ, RATIO, BLOCK_SIZE, CAP, STRIDE (raw row length: CAP in whole pages),
 // KEY_ROWS (raw columns per pass), TOPK and SORT_CHUNK (dsv4/topk.h), and the UB sizes the
 // plan decided (`*_BYTES`): RAW_I32 (a pass of raw rows), RAW_F32 (the same as f32),
@@ -176,16 +196,14 @@ private:
     __aicore__ inline void Token(uint32_t t)
     {
         const uint32_t b = t / P::SEQ;
-        const int32_t len = lens_.GetValue(b);
-        const uint32_t requestRows = Min(len > 0 ? static_cast<uint32_t>(len) / P::RATIO : 0u, P::CAP);
-        const int32_t next = positions_.GetValue(t) + 1;
-        const uint32_t visible = Min(requestRows, next > 0 ? static_cast<uint32_t>(next) / P::RATIO : 0u);
+        const uint32_t visible = VisibleRows<P>(lens_, positions_, t);
         AscendC::LocalTensor<int32_t> out = out_.Get<int32_t>();
         if (visible == 0) {
             AscendC::Duplicate(out, -1, static_cast<int32_t>(P::TOPK));
         } else {
             if (b != loaded_) {
-                LoadKeyScales(b, requestRows);
+                GatherKeyScales<P>(keyScales_.Get<float>(), keyScale_, table_, tableWidth_, pages_, b, 0,
+                                   RequestRows<P>(lens_, b));
                 loaded_ = b;
             }
             Scores(t, visible);
@@ -195,21 +213,6 @@ private:
         AscendC::DataCopy(topk_[static_cast<uint64_t>(t) * P::TOPK], out, P::TOPK);
         // The next token's row is built in the same buffer.
         Handshake<AscendC::HardEvent::MTE3_V>();
-    }
-
-    // k_s of request b's first `rows` compressed rows, whole pages.
-    __aicore__ inline void LoadKeyScales(uint32_t b, uint32_t rows)
-    {
-        AscendC::LocalTensor<float> ks = keyScales_.Get<float>();
-        Handshake<AscendC::HardEvent::V_MTE2>();  // the previous request's scales are used
-        for (uint32_t r = 0; r < rows; r += P::BLOCK_SIZE) {
-            const uint32_t logical = r / P::BLOCK_SIZE;
-            ascendc_assert(logical < tableWidth_);
-            const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * tableWidth_ + logical);
-            ascendc_assert(page >= 0 && static_cast<uint32_t>(page) < pages_);
-            AscendC::DataCopy(ks[r], keyScale_[static_cast<uint64_t>(page) * P::BLOCK_SIZE], P::BLOCK_SIZE);
-        }
-        Handshake<AscendC::HardEvent::MTE2_V>();
     }
 
     // The scores of token t's `visible` rows (padded to 32 with FP32_NEG_INF), into the top-k.

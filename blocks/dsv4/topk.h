@@ -93,6 +93,24 @@ public:
     // The running best as sorted (score, index) elements, Kept() of them.
     __aicore__ inline AscendC::LocalTensor<float> Best() { return best_.Get<float>(); }
 
+    // Candidates kept: min(TOPK, candidates added since Reset).
+    __aicore__ inline uint32_t Kept() const { return kept_; }
+
+    // out[0 .. TOPK): the best min(kept, count) indices, best first, then −1 (a caller that
+    // padded its candidates with FP32_NEG_INF passes its real count: the padding sorts last).
+    __aicore__ inline void Indices(const AscendC::LocalTensor<int32_t>& out, uint32_t count)
+    {
+        const uint32_t n = Min(kept_, count);
+        AscendC::Duplicate(out, -1, static_cast<int32_t>(K));
+        if (n == 0) {
+            return;
+        }
+        // The odd 32-bit lanes of the sorted elements are the indices (GatherMask pattern 2).
+        uint64_t taken = 0;
+        AscendC::GatherMask(out.ReinterpretCast<uint32_t>(), best_.Get<uint32_t>(), 2, true, 2 * n,
+                            AscendC::GatherMaskParams(1, 1, 8, 0), taken);
+    }
+
 private:
     __aicore__ inline void Merge(uint32_t n, const AscendC::LocalTensor<int32_t>& index)
     {
@@ -149,27 +167,6 @@ private:
         AscendC::DataCopy(best, nxt, kept_ * 2);
     }
 
-public:
-
-    // Candidates kept: min(TOPK, candidates added since Reset).
-    __aicore__ inline uint32_t Kept() const { return kept_; }
-
-    // out[0 .. TOPK): the best min(kept, count) indices, best first, then −1 (a caller that
-    // padded its candidates with FP32_NEG_INF passes its real count: the padding sorts last).
-    __aicore__ inline void Indices(const AscendC::LocalTensor<int32_t>& out, uint32_t count)
-    {
-        const uint32_t n = Min(kept_, count);
-        AscendC::Duplicate(out, -1, static_cast<int32_t>(K));
-        if (n == 0) {
-            return;
-        }
-        // The odd 32-bit lanes of the sorted elements are the indices (GatherMask pattern 2).
-        uint64_t taken = 0;
-        AscendC::GatherMask(out.ReinterpretCast<uint32_t>(), best_.Get<uint32_t>(), 2, true, 2 * n,
-                            AscendC::GatherMaskParams(1, 1, 8, 0), taken);
-    }
-
-private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> sortA_, sortB_, iota_, index_, scores_, best_;
     uint32_t kept_ = 0;
 };

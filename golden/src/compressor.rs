@@ -86,7 +86,6 @@ pub fn update_and_pool(
     let (out, width) = (g.out_dim(), g.state_width());
     let t = positions.len();
     let (kv, mut score) = project(g, x, hidden, w, t);
-    let state_rows = state.len() / width;
     let (slot_name, table_name) = names;
     let mut pooled = Vec::new();
     for b in 0..t / seq {
@@ -97,20 +96,8 @@ pub fn update_and_pool(
             let ape = &w.ape[(pos % g.ratio) * out..(pos % g.ratio + 1) * out];
             let sc = &mut score[tok * out..(tok + 1) * out];
             sc.iter_mut().zip(ape).for_each(|(v, &a)| *v += a);
-            let slot = state_slots[tok];
-            if slot != -1 {
-                let r = usize::try_from(slot)
-                    .ok()
-                    .filter(|&r| r < state_rows)
-                    .ok_or_else(|| {
-                        GoldenError::Contract(format!(
-                            "{slot_name}[{tok}]={slot}: expected -1 or a row in [0, {state_rows})"
-                        ))
-                    })?;
-                let row = &mut state[r * width..(r + 1) * width];
-                row[..out].copy_from_slice(&kv[tok * out..(tok + 1) * out]);
-                row[out..].copy_from_slice(sc);
-            }
+            let kv_row = &kv[tok * out..(tok + 1) * out];
+            write_state_row(state, width, (tok, state_slots[tok]), kv_row, sc, slot_name)?;
             if boundary.is_none() && (pos + 1) % g.ratio == 0 {
                 boundary = Some((s, pos));
             }
@@ -134,6 +121,33 @@ fn project(g: Geometry, x: &[f32], hidden: usize, w: Weights, t: usize) -> (Vec<
     let (xm, out) = (Mat::rows(x, t, hidden), g.out_dim());
     let by = |wt: &[bf16]| matmul(xm, Mat::transposed(&widen(wt), hidden, out), Threads::All);
     (by(w.wkv), by(w.wgate))
+}
+
+/// Token `tok`'s state row `[kv | score]` at its state slot (−1: not written).
+fn write_state_row(
+    state: &mut [f32],
+    width: usize,
+    (tok, slot): (usize, i64),
+    kv: &[f32],
+    score: &[f32],
+    slot_name: &str,
+) -> Result<(), GoldenError> {
+    if slot == -1 {
+        return Ok(());
+    }
+    let state_rows = state.len() / width;
+    let r = usize::try_from(slot)
+        .ok()
+        .filter(|&r| r < state_rows)
+        .ok_or_else(|| {
+            GoldenError::Contract(format!(
+                "{slot_name}[{tok}]={slot}: expected -1 or a row in [0, {state_rows})"
+            ))
+        })?;
+    let row = &mut state[r * width..(r + 1) * width];
+    row[..kv.len()].copy_from_slice(kv);
+    row[kv.len()..].copy_from_slice(score);
+    Ok(())
 }
 
 fn position(p: i32, tok: usize) -> Result<usize, GoldenError> {
@@ -288,22 +302,16 @@ pub fn pool_every_boundary(
             });
         }
     }
-    let state_rows = state.len() / width;
     for (tok, &slot) in state_slots.iter().enumerate().take(t) {
-        if slot == -1 {
-            continue;
-        }
-        let r = usize::try_from(slot)
-            .ok()
-            .filter(|&r| r < state_rows)
-            .ok_or_else(|| {
-                GoldenError::Contract(format!(
-                    "{slot_name}[{tok}]={slot}: expected -1 or a row in [0, {state_rows})"
-                ))
-            })?;
-        let row = &mut state[r * width..(r + 1) * width];
-        row[..out].copy_from_slice(&kv[tok * out..(tok + 1) * out]);
-        row[out..].copy_from_slice(&score[tok * out..(tok + 1) * out]);
+        let rows = tok * out..(tok + 1) * out;
+        write_state_row(
+            state,
+            width,
+            (tok, slot),
+            &kv[rows.clone()],
+            &score[rows],
+            slot_name,
+        )?;
     }
     Ok(pooled)
 }

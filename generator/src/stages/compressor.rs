@@ -109,8 +109,8 @@ impl Kind for Compressor {
                 "a compressed row covers ratio positions, so ratio <= max_positions",
             );
         }
-        check_state(s, parts, d);
-        parts.compressor = Some(cache_compressor(
+        let layout_ok = check_state(s, parts, d);
+        let plan = cache_compressor(
             s.state,
             s.ratio,
             s.overlap,
@@ -118,7 +118,17 @@ impl Kind for Compressor {
             (s.state_block_size, s.state_pool_blocks),
             s.cmp_pool_blocks,
             parts.pools,
-        ));
+        );
+        if layout_ok {
+            check_ring_pool(
+                &plan,
+                (s.state_pool_blocks, s.state_pool_loc),
+                parts.decode_batch,
+                "with state: ring every request owns a ring: state_pool_blocks >= decode_batch x 2·ratio / state_block_size",
+                d,
+            );
+        }
+        parts.compressor = Some(plan);
     }
 
     fn check(s: &Params, c: &mut TileCheck) {
@@ -448,11 +458,32 @@ fn commit_buffers(seq: usize, out: usize) -> Vec<Buffer> {
     ]
 }
 
-/// The state layout against the layer, its RoPE rows and its pool: a ring is CSA's
-/// (pypto-lib PR #1013, the overlapping compressor) with token-local RoPE rows and a ring of
-/// pages for every request; the snapshot CSA gathers from the whole table. The reference
-/// defines no other mix.
-fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) {
+/// With `state: ring`, `pool_blocks` (written at `loc`) must hold a ring of `c`'s pages for
+/// each of `decode_batch` requests; `rule` says whose.
+pub fn check_ring_pool(
+    c: &CompressorPlan,
+    (pool_blocks, loc): (usize, Loc),
+    decode_batch: usize,
+    rule: &str,
+    d: &mut Diagnostics,
+) {
+    let pages = c.state_table_width;
+    if c.state == StateLayout::Ring && pool_blocks < decode_batch * pages {
+        d.error(
+            loc,
+            format!(
+                "state_pool_blocks {pool_blocks} holds fewer than decode_batch {decode_batch} rings of {pages} pages"
+            ),
+            rule,
+        );
+    }
+}
+
+/// The state layout against the layer and its RoPE rows: a ring is CSA's (pypto-lib PR
+/// #1013, the overlapping compressor) with token-local RoPE rows; the snapshot CSA gathers
+/// from the whole table. The reference defines no other mix. False when the layout is no
+/// layout this layer can have (nothing more to check against it).
+fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) -> bool {
     let (table, table_loc) = parts.rope_table;
     let loc = s.state_loc.unwrap_or(s.ratio_loc);
     match s.state {
@@ -472,25 +503,13 @@ fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) {
                     "the state ring is CSA's overlapping compressor's (pypto-lib PR #1013): \
                      layer: csa with overlap: true",
                 );
-                return; // its pool is no ring's
+                return false;
             }
             if table != RopeTable::PerToken {
                 d.error(
                     loc,
                     "state: ring with rope.table: positions",
                     "the ring CSA (PR #1013) takes token-local RoPE rows: rope.table: per_token",
-                );
-            }
-            let ring_pages = (2 * s.ratio).div_ceil(s.state_block_size.max(1));
-            let need = parts.decode_batch * ring_pages;
-            if s.state_block_size > 0 && s.state_pool_blocks < need {
-                d.error(
-                    s.state_pool_loc,
-                    format!(
-                        "state_pool_blocks {} holds fewer than decode_batch {} rings of {ring_pages} pages",
-                        s.state_pool_blocks, parts.decode_batch
-                    ),
-                    "with state: ring every request owns a ring: state_pool_blocks >= decode_batch x 2·ratio / state_block_size",
                 );
             }
         }
@@ -505,6 +524,7 @@ fn check_state(s: &Params, parts: &LayerParts, d: &mut Diagnostics) {
             }
         }
     }
+    true
 }
 
 /// A compressor `head_dim` wide whose rows land in a cache of `cache_blocks` pages.

@@ -18,7 +18,7 @@
 use abi::{DType, Dim};
 use serde::Deserialize;
 
-use super::compressor::cache_compressor;
+use super::compressor::{cache_compressor, check_ring_pool};
 use super::kind::{Data, Kind, LayerParts, Tile, TileCheck, tiling};
 use crate::budget::{Buffer, bytes_in, row};
 use crate::chip::{Chip, Mem};
@@ -120,17 +120,13 @@ impl Kind for Indexer {
             raw.key_pool_blocks,
             parts.pools,
         );
-        let rings = parts.decode_batch * inner.state_table_width;
-        if inner.state == StateLayout::Ring && raw.state_pool_blocks < rings {
-            d.error(
-                raw.state_pool_loc,
-                format!(
-                    "state_pool_blocks {} holds fewer than decode_batch {} rings of {} pages",
-                    raw.state_pool_blocks, parts.decode_batch, inner.state_table_width
-                ),
-                "the index-key compressor keeps a ring per request like the main one",
-            );
-        }
+        check_ring_pool(
+            &inner,
+            (raw.state_pool_blocks, raw.state_pool_loc),
+            parts.decode_batch,
+            "the index-key compressor keeps a ring per request like the main one",
+            d,
+        );
         let candidates = main.max_rows.min(inner.max_rows);
         if topk > candidates {
             d.error(
