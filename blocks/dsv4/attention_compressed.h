@@ -13,12 +13,21 @@
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
 //   AIC: part = probs_request · chunk (f32)
-//   AIV: o' = alpha * o + beta * part
+//   AIV: o' = alpha * o + beta * part, VH heads at a time
 // `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
-// reference's o / (l + exp(sink - m)). The window's o and denom are updated in place.
-// A block (1 AIC + 2 AIV) takes whole requests; AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
-// Handoffs go through per-token GM workspaces, ordered by cross-core flags.
+// reference's o / (l + exp(sink - m)).
+//
+// Work is split over KV (flash-decoding) when there are fewer requests than core groups:
+// each request's chunks are dealt to S = min(GROUPS / requests, MAX_CHUNKS) splits
+// (`CompressedWork`), one work item (request, split) per group. With S = 1 an item is a
+// whole request and continues the window's o and denom in place. With S > 1 an item starts
+// from nothing (m = -1e20, denom = 0; its first chunk's part is its o) and leaves its
+// partial (o, m, denom) in its slot; `AttentionCompressedCombine` then merges the window's
+// state and the splits in split order, so results do not depend on timing.
+// A group (1 AIC + 2 AIV) takes items in turn; AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
+// Handoffs go through the group's GM scratch (scores, probs, part), ordered by cross-core
+// flags.
 #pragma once
 
 #include "dsv4/tiling_data.h"
@@ -60,9 +69,48 @@ struct CompressedRows {
     }
 };
 
-// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK, SCALE,
-// and the sizes the plan decided (`*_BYTES`, each at least what its use below needs): the
-// AIC's L1 and L0, the AIV's UB.
+// How the compressed rows' work is split (P: GROUPS, the mixed launch's groups; MAX_ROWS,
+// CHUNK): S splits per request, split s of a request with n chunks takes chunks
+// [s * n / S, (s + 1) * n / S) (empty when n < S). The same rule in both launches.
+template <class P>
+struct CompressedWork {
+    static constexpr uint32_t MAX_CHUNKS = CeilDiv(P::MAX_ROWS, P::CHUNK);
+
+    __aicore__ static inline uint32_t Splits(uint32_t requests)
+    {
+        if (requests == 0 || requests >= P::GROUPS) {
+            return 1;
+        }
+        return Min(P::GROUPS / requests, MAX_CHUNKS);
+    }
+
+    __aicore__ static inline uint32_t First(uint32_t split, uint32_t splits, uint32_t chunks)
+    {
+        return split * chunks / splits;
+    }
+};
+
+// The per-group scratch `part` holds, for each group, [SEQ * HEADS, HEAD_DIM] f32 slots: the
+// chunk's part, then, where requests can split (MAX_CHUNKS > 1), the item's o; `stats` two
+// [SEQ * HEADS] f32 slots per group: the item's m, then its denom. With S > 1 item i runs on
+// group i.
+template <class P>
+struct CompressedSlots {
+    static constexpr uint64_t ROWS = P::SEQ * P::HEADS;
+    static constexpr uint64_t PER_GROUP = CompressedWork<P>::MAX_CHUNKS > 1 ? 2 : 1;
+
+    __aicore__ static inline uint64_t Part(uint32_t group)
+    {
+        return static_cast<uint64_t>(group) * PER_GROUP * ROWS * P::HEAD_DIM;
+    }
+    __aicore__ static inline uint64_t SplitO(uint32_t item) { return Part(item) + ROWS * P::HEAD_DIM; }
+    __aicore__ static inline uint64_t SplitMax(uint32_t item) { return static_cast<uint64_t>(item) * 2 * ROWS; }
+    __aicore__ static inline uint64_t SplitDenom(uint32_t item) { return SplitMax(item) + ROWS; }
+};
+
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK,
+// GROUPS, SCALE, and the sizes the plan decided (`*_BYTES`, each at least what its use below
+// needs): the AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
@@ -77,15 +125,18 @@ class AttentionCompressed {
     static constexpr uint32_t TOKENS = P::SEQ / 2;  // per AIV
     static constexpr uint32_t STATS = TOKENS * P::HEADS;
     static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);
-    static constexpr uint32_t VH = SLOT;  // heads per vector tile (kept small: UB is shared with the window)
+    static constexpr uint32_t VH = SLOT;  // heads per vector tile: per-head f32 values in whole blocks
     static constexpr uint32_t SCORE_TILE = VH * CHUNK;  // capacity; a chunk uses VH * lanes
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
+    using Work = CompressedWork<P>;
+    using Slots = CompressedSlots<P>;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
     static_assert(TILE % FRACTAL == 0, "KV_TILE: whole fractals");
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    static_assert(P::GROUPS >= 1, "at least one group");
     static_assert(HD <= 65535 && CHUNK <= 16384 && M_PAD <= 16384,
                   "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     // AIC
@@ -106,52 +157,86 @@ class AttentionCompressed {
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
                   "a value per head of the AIV's tokens");
-    static_assert(P::O_ROW_BYTES >= HD * sizeof(float) && P::PART_ROW_BYTES >= HD * sizeof(float), "a head row");
+    static_assert(P::O_TILE_BYTES >= VH * HD * sizeof(float) && P::PART_TILE_BYTES >= VH * HD * sizeof(float),
+                  "VH head rows");
+
+    // Work item `item` of `splits` per request: its request, whether it is a split, and its
+    // chunks [first, end).
+    struct Item {
+        uint32_t b;
+        bool split;
+        uint32_t first, end;
+        CompressedRows<P> rows;
+
+        __aicore__ inline Item(uint32_t item, uint32_t splits, const AscendC::GlobalTensor<int32_t>& positions,
+                               const AscendC::GlobalTensor<int32_t>& lens)
+            : b(item / splits), split(splits > 1)
+        {
+            rows.Read(positions, lens, b);
+            const uint32_t s = item % splits, chunks = rows.Chunks();
+            first = Work::First(s, splits, chunks);
+            end = Work::First(s + 1, splits, chunks);
+        }
+    };
 
 public:
     __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions,
                                       GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs,
-                                      GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+                                      GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace,
+                                      GM_ADDR tiling)
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = GroupShare(td.b);
+        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
+        ascendc_assert(groups == P::GROUPS, "attention_compressed: launched on %u groups, planned for %u", groups,
+                       P::GROUPS);
+        const uint32_t splits = Work::Splits(td.b);
+        const Share share = GroupShare(td.b * splits);
         if (share.begin >= share.end) {
             return;
         }
         AttentionCompressed op;
-        op.Bind(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, o, denom);
+        op.Bind(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, stats, o, denom);
         if ASCEND_IS_AIC {
             op.InitCube();
-            for (uint32_t b = share.begin; b < share.end; ++b) {
-                op.CubeRequest(b, td);
+            for (uint32_t i = share.begin; i < share.end; ++i) {
+                op.CubeItem(i, Item(i, splits, op.positions_, op.lens_), td);
             }
         }
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
-            for (uint32_t b = share.begin; b < share.end; ++b) {
-                op.VectorRequest(b, s0);
+            for (uint32_t i = share.begin; i < share.end; ++i) {
+                op.VectorItem(i, Item(i, splits, op.positions_, op.lens_), s0);
             }
         }
     }
 
 private:
     __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR kvSeqLens,
-                                GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o,
+                                GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o,
                                 GM_ADDR denom)
     {
+        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * ROWS * CHUNK;  // the group's scores and probs
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
-        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
-        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
-        part_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
+        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
+        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        part_ = slots_[Slots::Part(GroupIdx())];
+        stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+    }
+
+    // Where item `it` keeps its o rows: the window's (in place) or its split slot.
+    __aicore__ inline AscendC::GlobalTensor<float> ItemO(uint32_t item, const Item& it)
+    {
+        return it.split ? slots_[Slots::SplitO(item)] : o_[static_cast<uint64_t>(it.b) * ROWS * HD];
     }
 
     // ---- AIC ----
@@ -165,29 +250,28 @@ private:
         pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
-    __aicore__ inline void CubeRequest(uint32_t b, const TilingData& td)
+    __aicore__ inline void CubeItem(uint32_t item, const Item& it, const TilingData& td)
     {
-        CompressedRows<P> c;
-        c.Read(positions_, lens_, b);
-        const uint64_t row0 = static_cast<uint64_t>(b) * ROWS;
-        const uint64_t slab = row0 * CHUNK;  // the request's scores and probs
-        for (uint32_t j = 0; j < c.Chunks(); ++j) {
+        const uint64_t row0 = static_cast<uint64_t>(it.b) * ROWS;
+        for (uint32_t j = it.first; j < it.end; ++j) {
             // scores and probs rows of this chunk are `lanes` wide
-            const uint32_t lanes = c.Lanes(j);
-            LoadChunk(b, j, static_cast<uint32_t>(c.rows), lanes, td);
+            const uint32_t lanes = it.rows.Lanes(j);
+            LoadChunk(it.b, j, static_cast<uint32_t>(it.rows.rows), lanes, td);
             for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
                 for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
-                    Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[slab + m0 * lanes + n0], lanes);
+                    Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[m0 * lanes + n0], lanes);
                 }
                 aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
+            // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
+            AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : part_;
             for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[slab + m0 * lanes], lanes);
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, lanes, n0, P::D_TILE, part_[(row0 + m0) * HD + n0], HD);
+                    Matmul<true>(a, lanes, n0, P::D_TILE, dst[m0 * HD + n0], HD);
                 }
                 aTile_.FreeTensor(a);
             }
@@ -264,8 +348,8 @@ private:
         pipe_.InitBuffer(tileSum_, P::TILE_SUM_BYTES);
         pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
         pipe_.InitBuffer(beta_, P::BETA_BYTES);
-        pipe_.InitBuffer(oRow_, P::O_ROW_BYTES);
-        pipe_.InitBuffer(partRow_, P::PART_ROW_BYTES);
+        pipe_.InitBuffer(oTile_, P::O_TILE_BYTES);
+        pipe_.InitBuffer(partTile_, P::PART_TILE_BYTES);
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < CHUNK; ++k) {
             lane.SetValue(k, static_cast<float>(k));
@@ -273,45 +357,55 @@ private:
         ScalarToVector();
     }
 
-    __aicore__ inline void VectorRequest(uint32_t b, uint32_t s0)
+    __aicore__ inline void VectorItem(uint32_t item, const Item& it, uint32_t s0)
     {
-        CompressedRows<P> c;
-        c.Read(positions_, lens_, b);
-        const uint32_t chunks = c.Chunks();
-        if (chunks == 0) {
-            return;
+        if (it.first == it.end) {
+            return;  // no chunk: the window's state stands, and the combine skips an empty split
         }
-        const uint64_t stats0 = (static_cast<uint64_t>(b) * P::SEQ + s0) * P::HEADS;
+        const uint64_t stats0 = (static_cast<uint64_t>(it.b) * P::SEQ + s0) * P::HEADS;
         AscendC::LocalTensor<float> m = runMax_.Get<float>();
         AscendC::LocalTensor<float> den = runDenom_.Get<float>();
-        AscendC::DataCopy(m, rowMax_[stats0], STATS);
-        AscendC::DataCopy(den, denom_[stats0], STATS);
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        for (uint32_t j = 0; j < chunks; ++j) {
-            const uint32_t lanes = c.Lanes(j);
+        if (it.split) {
+            AscendC::Duplicate(m, -MASK, STATS);
+            AscendC::Duplicate(den, 0.0f, STATS);
+        } else {
+            AscendC::DataCopy(m, rowMax_[stats0], STATS);
+            AscendC::DataCopy(den, denom_[stats0], STATS);
+            Handshake<AscendC::HardEvent::MTE2_V>();
+        }
+        const AscendC::GlobalTensor<float> o = ItemO(item, it);
+        for (uint32_t j = it.first; j < it.end; ++j) {
+            const uint32_t lanes = it.rows.Lanes(j);
             AscendC::CrossCoreWaitFlag(SCORES_READY);
             for (uint32_t s = 0; s < TOKENS; ++s) {
-                const int32_t left = c.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
+                const int32_t left = it.rows.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
                 const uint32_t valid = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
-                const uint32_t t = b * P::SEQ + s0 + s;
                 Bias(valid, lanes);
                 for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
-                    Softmax(t, s, h0, valid, lanes);
+                    Softmax(s0 + s, s, h0, valid, lanes);
                 }
             }
             OnlineRescale(m, den, tileMax_.Get<float>(), tileSum_.Get<float>(), alpha_.Get<float>(), beta_.Get<float>(),
                           STATS);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
-            for (uint32_t s = 0; s < TOKENS; ++s) {
-                for (uint32_t h = 0; h < P::HEADS; ++h) {
-                    Merge(b * P::SEQ + s0 + s, s, h);
+            if (!(it.split && j == it.first)) {  // a split's first part already is its o
+                for (uint32_t s = 0; s < TOKENS; ++s) {
+                    for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
+                        Merge(o, (s0 + s) * P::HEADS + h0, s * P::HEADS + h0);
+                    }
                 }
             }
         }
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(denom_[stats0], den, STATS);
-        // The next request's statistics may overwrite these once they have left.
+        if (it.split) {
+            const uint64_t row = static_cast<uint64_t>(s0) * P::HEADS;
+            AscendC::DataCopy(stats_[Slots::SplitMax(item) + row], m, STATS);
+            AscendC::DataCopy(stats_[Slots::SplitDenom(item) + row], den, STATS);
+        } else {
+            AscendC::DataCopy(denom_[stats0], den, STATS);
+        }
+        // The next item's statistics may overwrite these once they have left.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
@@ -327,15 +421,13 @@ private:
         AscendC::Muls(bias, bias, MASK, lanes);
     }
 
-    // VH heads of token t (local index s) over the chunk's lanes: tile max and sum into the
-    // statistics, bf16 probabilities out. A token without a row in the tile gets zero
-    // probabilities and (m_i, l_i) = (-1e20, 0), which merges as a no-op.
-    __aicore__ inline void Softmax(uint32_t t, uint32_t s, uint32_t h0, uint32_t valid, uint32_t lanes)
+    // VH heads from h0 of the item's token `row` (local index s) over the chunk's lanes: tile
+    // max and sum into the statistics, bf16 probabilities out. A token without a row in the
+    // tile gets zero probabilities and (m_i, l_i) = (-1e20, 0), which merges as a no-op.
+    __aicore__ inline void Softmax(uint32_t token, uint32_t s, uint32_t h0, uint32_t valid, uint32_t lanes)
     {
-        const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
-        // the request's slab of scores and probs holds this chunk's rows `lanes` apart
-        const uint32_t b = t / P::SEQ;
-        const uint64_t at = static_cast<uint64_t>(b) * ROWS * CHUNK + (row - static_cast<uint64_t>(b) * ROWS) * lanes;
+        // the group's slab of scores and probs holds this chunk's rows `lanes` apart
+        const uint64_t at = (static_cast<uint64_t>(token) * P::HEADS + h0) * lanes;
         const uint32_t len = VH * lanes;
         AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
         AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
@@ -364,24 +456,26 @@ private:
         probsQ_.FreeTensor(p);
     }
 
-    // o = alpha * o + beta * part for head h of token t (local index s), in place.
-    __aicore__ inline void Merge(uint32_t t, uint32_t s, uint32_t h)
+    // o = alpha * o + beta * part for the VH head rows from `row` of the request (statistics
+    // from index i), in place.
+    __aicore__ inline void Merge(const AscendC::GlobalTensor<float>& oRows, uint32_t row, uint32_t i)
     {
-        const uint64_t at = (static_cast<uint64_t>(t) * P::HEADS + h) * HD;
-        const uint32_t i = s * P::HEADS + h;
-        const float a = alpha_.Get<float>().GetValue(i);
-        const float bb = beta_.Get<float>().GetValue(i);
-        AscendC::LocalTensor<float> o = oRow_.Get<float>();
-        AscendC::LocalTensor<float> part = partRow_.Get<float>();
-        AscendC::DataCopy(o, o_[at], HD);
-        AscendC::DataCopy(part, part_[at], HD);
+        const uint64_t at = static_cast<uint64_t>(row) * HD;
+        AscendC::LocalTensor<float> o = oTile_.Get<float>();
+        AscendC::LocalTensor<float> part = partTile_.Get<float>();
+        AscendC::DataCopy(o, oRows[at], VH * HD);
+        AscendC::DataCopy(part, part_[at], VH * HD);
         Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::Muls(o, o, a, HD);
-        AscendC::Muls(part, part, bb, HD);
-        AscendC::Add(o, o, part, HD);
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
+        AscendC::LocalTensor<float> beta = beta_.Get<float>();
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(i + h), HD);
+            AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
+            AscendC::Add(o[h * HD], o[h * HD], part[h * HD], HD);
+        }
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(o_[at], o, HD);
-        // The next rows may be loaded once this one has left and the vector reads are done.
+        AscendC::DataCopy(oRows[at], o, VH * HD);
+        // The next rows may be loaded once these have left and the vector reads are done.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
@@ -397,10 +491,157 @@ private:
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> oRow_, partRow_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> oTile_, partTile_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
-    AscendC::GlobalTensor<float> rowMax_, scores_, part_, o_, denom_;
+    AscendC::GlobalTensor<float> rowMax_, scores_, slots_, part_, stats_, o_, denom_;
+};
+
+// The merge of a split compressed source (vector): for every head row of a request whose
+// work was split (S > 1, `CompressedWork`), the window's state (attn_max, denom, o) and each
+// non-empty split's partial (m_s, denom_s, o_s) become one: m* = max of all m,
+// w = exp(m - m*), denom = sum w * denom, o = sum w * o, summed window first, then splits in
+// order. Work units are (token, VH heads), dealt to the AIVs in contiguous shares.
+// P: HEADS, HEAD_DIM, SEQ, RATIO, MAX_ROWS, CHUNK, GROUPS and the UB sizes (`*_BYTES`).
+template <class P>
+class AttentionCompressedCombine {
+    static constexpr uint32_t HD = P::HEAD_DIM;
+    static constexpr uint32_t VH = BLOCK_BYTES / sizeof(float);
+    static constexpr uint32_t TILES = P::HEADS / VH;  // per token
+    static constexpr uint32_t SOURCES = P::GROUPS + 1;  // the window and at most GROUPS splits
+    using Work = CompressedWork<P>;
+    using Slots = CompressedSlots<P>;
+    static_assert(P::HEADS % VH == 0, "whole head tiles");
+    static_assert(P::ACC_BYTES >= VH * HD * sizeof(float) && P::PART_BYTES >= VH * HD * sizeof(float),
+                  "VH head rows");
+    static_assert(P::MAXES_BYTES >= SOURCES * VH * sizeof(float) && P::DENOMS_BYTES >= SOURCES * VH * sizeof(float) &&
+                      P::WEIGHTS_BYTES >= SOURCES * VH * sizeof(float) && P::MAX_BYTES >= VH * sizeof(float),
+                  "VH values per source");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR positions, GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR part,
+                                      GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        AttentionCompressedCombine op;
+        op.Init();  // its buffers whether or not there is work: the plan's budget either way
+        const uint32_t splits = Work::Splits(td.b);
+        if (splits == 1) {
+            return;  // every item continued the window in place
+        }
+        const Share share = BlockShare(td.b * P::SEQ * TILES);
+        if (share.begin >= share.end) {
+            return;
+        }
+        op.Bind(positions, kvSeqLens, rowMax, part, stats, o, denom);
+        for (uint32_t u = share.begin; u < share.end; ++u) {
+            op.Unit(u / TILES, (u % TILES) * VH, splits);
+        }
+    }
+
+private:
+    __aicore__ inline void Bind(GM_ADDR positions, GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats,
+                                GM_ADDR o, GM_ADDR denom)
+    {
+        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+    }
+
+    __aicore__ inline void Init()
+    {
+        pipe_.InitBuffer(acc_, P::ACC_BYTES);
+        pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
+        pipe_.InitBuffer(maxes_, P::MAXES_BYTES);
+        pipe_.InitBuffer(denoms_, P::DENOMS_BYTES);
+        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
+        pipe_.InitBuffer(max_, P::MAX_BYTES);
+    }
+
+    // Heads [h0, h0 + VH) of token t.
+    __aicore__ inline void Unit(uint32_t t, uint32_t h0, uint32_t splits)
+    {
+        const uint32_t b = t / P::SEQ;
+        CompressedRows<P> rows;
+        rows.Read(positions_, lens_, b);
+        const uint32_t chunks = rows.Chunks();
+        const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + h0;  // the window's row
+        const uint64_t row = static_cast<uint64_t>(t % P::SEQ) * P::HEADS + h0;  // a split slot's row
+        AscendC::LocalTensor<float> maxes = maxes_.Get<float>();
+        AscendC::LocalTensor<float> denoms = denoms_.Get<float>();
+        AscendC::LocalTensor<float> w = weights_.Get<float>();
+        AscendC::LocalTensor<float> mx = max_.Get<float>();
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        // The previous unit's results have left before its buffers are refilled.
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
+        AscendC::DataCopy(maxes, rowMax_[head], VH);
+        AscendC::DataCopy(denoms, denom_[head], VH);
+        AscendC::DataCopy(acc, o_[head * HD], VH * HD);
+        uint32_t items[P::GROUPS];
+        uint32_t n = 0;
+        for (uint32_t s = 0; s < splits; ++s) {
+            if (Work::First(s, splits, chunks) < Work::First(s + 1, splits, chunks)) {
+                const uint32_t item = b * splits + s;
+                items[n++] = item;
+                AscendC::DataCopy(maxes[n * VH], stats_[Slots::SplitMax(item) + row], VH);
+                AscendC::DataCopy(denoms[n * VH], stats_[Slots::SplitDenom(item) + row], VH);
+            }
+        }
+        if (n > 0) {
+            Load(items[0], row);
+        }
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        // m* over the sources, then each source's weight exp(m - m*) and the denominator
+        AscendC::Adds(mx, maxes, 0.0f, VH);
+        for (uint32_t k = 1; k <= n; ++k) {
+            AscendC::Max(mx, mx, maxes[k * VH], VH);
+        }
+        for (uint32_t k = 0; k <= n; ++k) {
+            AscendC::Sub(w[k * VH], maxes[k * VH], mx, VH);
+        }
+        AscendC::Exp(w, w, (n + 1) * VH);
+        AscendC::Mul(denoms, denoms, w, (n + 1) * VH);
+        for (uint32_t k = 1; k <= n; ++k) {
+            AscendC::Add(denoms, denoms, denoms[k * VH], VH);
+        }
+        VectorToScalar();
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::Muls(acc[h * HD], acc[h * HD], w.GetValue(h), HD);
+        }
+        for (uint32_t k = 1; k <= n; ++k) {
+            if (k < n) {
+                Load(items[k], row);  // the next split's rows load under this one's sums
+            }
+            AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue(k * VH + h), HD);
+                AscendC::Add(acc[h * HD], acc[h * HD], part[h * HD], HD);
+            }
+            partQ_.FreeTensor(part);
+        }
+        Handshake<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopy(o_[head * HD], acc, VH * HD);
+        AscendC::DataCopy(denom_[head], denoms, VH);
+    }
+
+    // Split `item`'s o rows from `row` into the queue.
+    __aicore__ inline void Load(uint32_t item, uint64_t row)
+    {
+        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
+        AscendC::DataCopy(part, slots_[Slots::SplitO(item) + row * HD], VH * HD);
+        partQ_.EnQue(part);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> acc_, maxes_, denoms_, weights_, max_;
+    AscendC::GlobalTensor<int32_t> positions_, lens_;
+    AscendC::GlobalTensor<float> rowMax_, slots_, stats_, o_, denom_;
 };
 
 }  // namespace dsv4

@@ -86,10 +86,7 @@ private:
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         leaves_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(leaves));
-        group_ = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        if ASCEND_IS_AIV {
-            group_ /= 2;
-        }
+        group_ = GroupIdx();
         stage_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stage) +
                                static_cast<uint64_t>(group_) * 2 * ROWS * P::LEAF);
         pages_ = td.idx_nb;

@@ -45,15 +45,21 @@ __aicore__ inline Share BlockShare(uint32_t total)
     return ShareOf(total, static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
-// The same in a mixed kernel, per group (1 AIC + 2 AIV), which both AIVs of a group share:
-// an AIV's GetBlockIdx() is group * 2 + sub-block, an AIC's the group.
-__aicore__ inline Share GroupShare(uint32_t total)
+// This core's group in a mixed kernel (1 AIC + 2 AIV): an AIV's GetBlockIdx() is group * 2
+// + sub-block, an AIC's the group.
+__aicore__ inline uint32_t GroupIdx()
 {
     uint32_t group = static_cast<uint32_t>(AscendC::GetBlockIdx());
     if ASCEND_IS_AIV {
         group /= 2;
     }
-    return ShareOf(total, group, static_cast<uint32_t>(AscendC::GetBlockNum()));
+    return group;
+}
+
+// BlockShare in a mixed kernel, per group, which both AIVs of a group share.
+__aicore__ inline Share GroupShare(uint32_t total)
+{
+    return ShareOf(total, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
 // This block's share of BATCHES x m rows, as runs of at most maxRows consecutive rows that

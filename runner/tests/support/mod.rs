@@ -13,7 +13,7 @@ use abi::plan::VariantPlan;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::tensor::{Tensor, TensorMap};
 use harness::backend::sim::Sim;
-use harness::backend::{KernelSources, Tiling};
+use harness::backend::{KernelSources, LaunchCounters, Tiling};
 use harness::kernel_library::LaunchStats;
 use harness::runtime::{Runtime, RuntimeError, RuntimeOptions, StepKind};
 use kernelgen::chip::Mem;
@@ -78,6 +78,21 @@ pub fn check_peaks(name: &str, stats: &[(String, LaunchStats)]) {
                 "{name}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B"
             );
         }
+    }
+}
+
+/// Knob `param` of the first kernel of variant `name` whose name starts with `kernel`.
+pub fn knob(name: &str, kernel: &str, param: &str) -> u32 {
+    let v = planned(name);
+    let k = v
+        .kernels
+        .kernels
+        .iter()
+        .find(|k| k.name.starts_with(kernel))
+        .unwrap_or_else(|| panic!("{name} plans no kernel {kernel}…"));
+    match k.params.iter().find(|(p, _)| *p == param) {
+        Some((_, kernelgen::kernel_plan::Value::U32(v))) => *v,
+        other => panic!("{}: knob {param} is {other:?}", k.name),
     }
 }
 
@@ -155,6 +170,26 @@ pub fn try_run(
     tensors: &mut BTreeMap<String, Tensor>,
     tiling: Tiling,
 ) -> Result<Vec<(String, LaunchStats)>, RuntimeError> {
+    Ok(try_run_counted(rt, tensors, tiling)?
+        .into_iter()
+        .map(|(kernel, c)| (kernel, c.stats))
+        .collect())
+}
+
+/// [`run`] with each launch's whole counters (its modeled time per core among them).
+pub fn run_counted(
+    rt: &Runtime,
+    tensors: &mut BTreeMap<String, Tensor>,
+    tiling: Tiling,
+) -> Vec<(String, LaunchCounters)> {
+    try_run_counted(rt, tensors, tiling).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn try_run_counted(
+    rt: &Runtime,
+    tensors: &mut BTreeMap<String, Tensor>,
+    tiling: Tiling,
+) -> Result<Vec<(String, LaunchCounters)>, RuntimeError> {
     let given: TensorMap = tensors
         .iter()
         .map(|(n, t)| (n.clone(), t.clone()))
@@ -171,7 +206,7 @@ pub fn try_run(
                 kernel, counters, ..
             } => (
                 kernel.to_string(),
-                counters.expect("the sim counts every launch").stats,
+                counters.expect("the sim counts every launch"),
             ),
             StepKind::Exchange { .. } => unreachable!("a stage run has no collectives"),
         })

@@ -1,7 +1,8 @@
 //! HCA's compressed source (`dsv4/attention_compressed.h`): one mixed launch continuing
-//! each query row's online softmax over the request's compressed rows, chunk by chunk.
+//! each query row's online softmax over the request's compressed rows, chunk by chunk, and
+//! where a request can have more chunks than one, the combine of its splits over KV.
 
-use abi::DType;
+use abi::{DType, Dim};
 
 use super::window::{cube_buffers, further_params, per_token, running_stats, union_rows};
 use crate::budget::{Buffer, row};
@@ -9,9 +10,15 @@ use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
 use crate::plan::{CompressorPlan, Plan};
 
+/// f32 values per 32-byte block: the heads a vector tile of the compressed kernels holds.
+const VH: usize = 8;
+
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
 /// online softmax over its request's compressed rows in chunks
-/// (`dsv4/attention_compressed.h`), between the window values and the finish.
+/// (`dsv4/attention_compressed.h`), between the window values and the finish. When a
+/// request's rows can span more than one chunk, the launch takes every core group and splits
+/// requests over KV when they are fewer than the groups (a 1M request on every group), and
+/// `attn_compressed_combine` merges the splits into the window's o and denominators.
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
@@ -32,28 +39,50 @@ pub(super) fn launch(
         p.attention.max_compressed_rows,
         p.chip,
     );
+    let splits = max_rows.div_ceil(chunk) > 1;
+    let groups = if splits {
+        p.chip.aic_cores
+    } else {
+        p.chip.aic_cores.min(p.shape.b)
+    };
+    // Per group: the chunk's scores and probs, the part (and with splits the item's o) and
+    // the item's statistics (`CompressedSlots`).
+    let slots = if splits { 2 } else { 1 };
+    let group_rows = |n: usize, last: usize| {
+        vec![
+            Dim::Const(groups * n * seq),
+            Dim::Const(heads),
+            Dim::Const(last),
+        ]
+    };
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
-    b.workspace("attn_cmp_scores", per_token(&[heads, chunk]), DType::F32);
-    b.workspace("attn_cmp_probs", per_token(&[heads, chunk]), DType::Bf16);
-    b.workspace("attn_cmp_o", per_token(&[heads, hd]), DType::F32);
+    b.workspace("attn_cmp_scores", group_rows(1, chunk), DType::F32);
+    b.workspace("attn_cmp_probs", group_rows(1, chunk), DType::Bf16);
+    b.workspace("attn_cmp_part", group_rows(slots, hd), DType::F32);
+    b.workspace(
+        "attn_cmp_stats",
+        vec![Dim::Const(groups * 2 * seq), Dim::Const(heads)],
+        DType::F32,
+    );
+    let mut params = further_params(
+        p,
+        ratio,
+        ("MAX_ROWS", max_rows),
+        [head_tile, kv_tile, d_tile],
+        &[("CHUNK", chunk), ("GROUPS", groups)],
+    );
     let kernel = Kernel {
         name: format!(
-            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}",
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}_g{groups}",
             p.pools.block_size
         ),
         doc: "compressed-row attention: online-softmax merge of every visible compressed row \
-              into the window's o and denominators"
+              into the window's o and denominators, or into a split's partial"
             .into(),
         block: "attention_compressed.h",
         class: "AttentionCompressed",
         cores: Cores::Mix,
-        params: further_params(
-            p,
-            ratio,
-            ("MAX_ROWS", max_rows),
-            [head_tile, kv_tile, d_tile],
-            &[("CHUNK", chunk)],
-        ),
+        params: params.clone(),
         args: vec![
             "q",
             "cmp_kv",
@@ -64,6 +93,7 @@ pub(super) fn launch(
             "scores",
             "probs",
             "part",
+            "stats",
             "o",
             "denom",
         ],
@@ -74,10 +104,9 @@ pub(super) fn launch(
         .concat(),
         parts: Vec::new(),
     };
-    let blocks = p.chip.aic_cores.min(p.shape.b) as u32;
     b.launch(
         kernel,
-        blocks,
+        groups as u32,
         &[
             "q",
             "cmp_kv",
@@ -87,7 +116,51 @@ pub(super) fn launch(
             "attn_max",
             "attn_cmp_scores",
             "attn_cmp_probs",
-            "attn_cmp_o",
+            "attn_cmp_part",
+            "attn_cmp_stats",
+            "attn_o",
+            "attn_denom",
+        ],
+    );
+    if !splits {
+        return;
+    }
+    // The combine's knobs: the dims and the split rule's, no tiles.
+    params.retain(|(name, _)| {
+        [
+            "HEADS", "HEAD_DIM", "SEQ", "RATIO", "MAX_ROWS", "CHUNK", "GROUPS",
+        ]
+        .contains(name)
+    });
+    let sources = (groups + 1) * VH;
+    let combine = Kernel {
+        name: format!("attn_compressed_combine_h{heads}_d{hd}_s{seq}_r{ratio}_max{max_rows}_ch{chunk}_g{groups}"),
+        doc: "the compressed source's splits over KV merged with the window's o and denominators, in split order"
+            .into(),
+        block: "attention_compressed.h",
+        class: "AttentionCompressedCombine",
+        cores: Cores::Aiv,
+        params,
+        args: vec!["positions", "kv_seq_lens", "row_max", "part", "stats", "o", "denom"],
+        buffers: vec![
+            row("acc", Mem::Ub, DType::F32, VH * hd, 1, Some(VH * hd)),
+            row("part", Mem::Ub, DType::F32, VH * hd, 2, Some(VH * hd)),
+            row("maxes", Mem::Ub, DType::F32, sources, 1, Some(VH)),
+            row("denoms", Mem::Ub, DType::F32, sources, 1, Some(VH)),
+            row("weights", Mem::Ub, DType::F32, sources, 1, None),
+            row("max", Mem::Ub, DType::F32, VH, 1, None),
+        ],
+        parts: Vec::new(),
+    };
+    b.launch(
+        combine,
+        p.chip.aiv_cores.min(p.shape.local_t * heads / VH) as u32,
+        &[
+            "position_ids",
+            "kv_seq_lens",
+            "attn_max",
+            "attn_cmp_part",
+            "attn_cmp_stats",
             "attn_o",
             "attn_denom",
         ],
@@ -146,12 +219,12 @@ pub(super) fn unmet(
 
 /// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
 /// heads of one token's scores in and probabilities out over a chunk's lanes, per-lane
-/// constants, the running statistics of its half of a request's tokens, and one head row
+/// constants, the running statistics of its half of a request's tokens, and 8 head rows
 /// of o and of the chunk's part.
 fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (hd, tile, stats) = (head_dim, 8 * chunk, seq / 2 * heads);
+    let (hd, tile, stats) = (head_dim, VH * chunk, seq / 2 * heads);
     [
         vec![
             row("scores", Ub, F32, tile, 1, Some(tile)),
@@ -159,12 +232,12 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
             row("lane", Ub, F32, chunk, 1, None),
             row("bias", Ub, F32, chunk, 1, None),
             row("reduce_tmp", Ub, F32, chunk, 1, None),
-            row("row_stats", Ub, F32, 8 * 8, 1, None),
+            row("row_stats", Ub, F32, VH * 8, 1, None),
         ],
         running_stats(stats, stats),
         vec![
-            row("o_row", Ub, F32, hd, 1, Some(hd)),
-            row("part_row", Ub, F32, hd, 1, Some(hd)),
+            row("o_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),
+            row("part_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),
         ],
     ]
     .concat()

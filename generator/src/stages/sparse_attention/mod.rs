@@ -19,7 +19,11 @@
 //! softmax over the request's compressed rows in chunks of as many rows as L1 holds
 //! ([`compressed_chunk_rows`]: each chunk round-trips the request's o and part
 //! through GM) and updates `attn_o` and `attn_denom` in place; the window softmax then also
-//! writes each head's max `attn_max`.
+//! writes each head's max `attn_max`. Where a request's rows can span more than one chunk,
+//! the launch takes every core group and, with fewer requests than groups, splits each
+//! request's chunks over several (flash-decoding: a 1M request on a group per chunk); a
+//! vector launch `attn_compressed_combine` then merges the splits' partials into `attn_o`
+//! and `attn_denom` in a fixed order.
 //! CSA's indexed source adds instead `attn_indexed` (dsv4/attention_indexed.h), mixed as
 //! well: each token's own top-k compressed rows (the indexer's `topk_idx`) are gathered per
 //! token, a tile of `kv_rows` slots at a time, and merged the same way; with
