@@ -1,8 +1,10 @@
-// Cube side of the window attention (swa.md §3.6 steps 2 and 4). A block takes whole
-// requests. Per request it gathers the union of the request's window rows (WindowUnion)
-// into L1 once, row runs of consecutive pool rows per DMA, rows past the union set to
-// zero; that one L1 copy is K for the scores and V for the values (K = V = the cache
-// row). Query-side rows stream through L1 in HEAD_TILE-row tiles, each read once.
+// Cube side of the window attention (swa.md §3.6 steps 2 and 4). A work item is a range of
+// a request's HEAD_TILE-row query tiles (`CubeItems`: a request's tiles go to several blocks
+// when there are fewer requests than blocks; a tile's product is the same wherever it runs).
+// Per item a block gathers the union of the request's window rows (WindowUnion) into L1
+// once, row runs of consecutive pool rows per DMA, rows past the union set to zero; that one
+// L1 copy is K for the scores and V for the values (K = V = the cache row). Query-side rows
+// stream through L1 in HEAD_TILE-row tiles, each read once.
 //   scores [SEQ*HEADS, UNION_ROWS] = q_request · unionᵀ       (AttentionScores)
 //   o      [SEQ*HEADS, HEAD_DIM]   = probs_request · union     (AttentionValues)
 // Each is the product for all SEQ*HEADS query rows of the request against all union rows;
@@ -120,6 +122,44 @@ private:
     AscendC::GlobalTensor<int32_t> lens_;
 };
 
+// This block's work items: request b's query tiles [tile0, tile1), each request's
+// ROWS / HEAD_TILE tiles in `parts` contiguous ranges, parts = blocks per request (at
+// least 1, at most the tiles), the items in contiguous shares of the blocks.
+//   for (CubeItems<P> it(td.b); it.Next();) { it.b, it.tile0, it.tile1 }
+template <class P>
+class CubeItems {
+    static constexpr uint32_t TILES = P::SEQ * P::HEADS / P::HEAD_TILE;
+
+public:
+    __aicore__ inline explicit CubeItems(uint32_t requests)
+    {
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        const uint32_t perRequest = requests == 0 ? 1 : blocks / requests;
+        parts_ = perRequest < 1 ? 1 : Min(perRequest, TILES);
+        share_ = BlockShare(requests * parts_);
+        next_ = share_.begin;
+    }
+
+    __aicore__ inline bool Next()
+    {
+        if (next_ >= share_.end) {
+            return false;
+        }
+        b = next_ / parts_;
+        const uint32_t part = next_ % parts_;
+        tile0 = part * TILES / parts_;
+        tile1 = (part + 1) * TILES / parts_;
+        ++next_;
+        return true;
+    }
+
+    uint32_t b = 0, tile0 = 0, tile1 = 0;
+
+private:
+    uint32_t parts_ = 1, next_ = 0;
+    Share share_{0, 0};
+};
+
 // scores = q · unionᵀ per request, unscaled f32 (the softmax kernel scales and masks).
 // GM: q [t, HEADS, HEAD_DIM] bf16, kv_cache, swa_indices, swa_lens, scores [t, HEADS, UNION_ROWS] f32.
 template <class P>
@@ -130,10 +170,6 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
         using Cube = AttentionCube<P>;
         AscendC::GlobalTensor<bfloat16_t> qG;
         AscendC::GlobalTensor<float> scoresG;
@@ -141,10 +177,10 @@ public:
         scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
         Cube cube;
         cube.Init(kvCache, swaIndices, swaLens);
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            cube.LoadUnion(b, td.nb);
-            for (uint32_t m0 = 0; m0 < Cube::ROWS; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(b) * Cube::ROWS + m0;
+        for (CubeItems<P> it(td.b); it.Next();) {
+            cube.LoadUnion(it.b, td.nb);
+            for (uint32_t m0 = it.tile0 * P::HEAD_TILE; m0 < it.tile1 * P::HEAD_TILE; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(it.b) * Cube::ROWS + m0;
                 AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(qG[row * P::HEAD_DIM], P::HEAD_DIM);
                 for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
                     cube.template Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
@@ -167,10 +203,6 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
         using Cube = AttentionCube<P>;
         AscendC::GlobalTensor<bfloat16_t> probsG;
         AscendC::GlobalTensor<float> oG;
@@ -178,10 +210,10 @@ public:
         oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         Cube cube;
         cube.Init(kvCache, swaIndices, swaLens);
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            cube.LoadUnion(b, td.nb);
-            for (uint32_t m0 = 0; m0 < Cube::ROWS; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(b) * Cube::ROWS + m0;
+        for (CubeItems<P> it(td.b); it.Next();) {
+            cube.LoadUnion(it.b, td.nb);
+            for (uint32_t m0 = it.tile0 * P::HEAD_TILE; m0 < it.tile1 * P::HEAD_TILE; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(it.b) * Cube::ROWS + m0;
                 AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probsG[row * P::UNION_ROWS], P::UNION_ROWS);
                 for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
                     cube.template Matmul<true>(a, n0, P::D_TILE, oG[row * P::HEAD_DIM + n0], P::HEAD_DIM);

@@ -6,10 +6,12 @@
 // The bias is the reference's clamp form on a lane index: (clamp(lane - Begin + 1, 0, 1) *
 // clamp(End - lane, 0, 1) - 1) * 1e20, exactly +0 or -1e20. Masked lanes exp to exactly 0,
 // so probs is zero outside the token's lanes (and on the zero rows past the union).
-// A block takes whole requests. First it checks the metadata contract the union relies on
-// (attention_window.h): every valid lane of every token must equal the union entry it maps
-// to; a violation stops the launch with the request and token (the golden's per-token
-// gather is what the union reproduces when the contract holds).
+// A work item is a range of a request's (token, HEAD_TILE heads) units, token-major: whole
+// requests when there are as many requests as blocks, else each request's units in as many
+// ranges as blocks per request. First an item checks the metadata contract the union relies
+// on (attention_window.h) up to its last token: every valid lane of every token must equal
+// the union entry it maps to; a violation stops the launch with the request and token (the
+// golden's per-token gather is what the union reproduces when the contract holds).
 #pragma once
 
 #include "dsv4/attention_window.h"
@@ -27,6 +29,8 @@ class AttentionSoftmax {
     static constexpr uint32_t LANES_PAD = AlignUp(P::WINDOW, BLOCK_BYTES / sizeof(int32_t));
     static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);  // one row result per 32-byte block
     static constexpr float MASK = 1.0e20f;
+    static constexpr uint32_t TILES = P::HEADS / P::HEAD_TILE;  // per token
+    static constexpr uint32_t UNITS = P::SEQ * TILES;           // per request
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % SLOT == 0, "HEAD_TILE: whole blocks dividing HEADS");
     static_assert(N % 16 == 0 && N >= P::WINDOW + P::SEQ - 1, "UNION_ROWS holds the union, bf16 rows in whole blocks");
     static_assert(P::SCORES_BYTES >= TILE * sizeof(float) && P::PROBS_BYTES >= TILE * sizeof(bfloat16_t),
@@ -52,15 +56,9 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
         AttentionSoftmax op;
         op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            op.Request(b);
-        }
+        op.Items(td.b);
     }
 
     // As above, and each head's max m to `rowMax` [t, HEADS] f32, where a further source
@@ -70,17 +68,11 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
         AttentionSoftmax op;
         op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
         op.maxOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
         op.writeMax_ = true;
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            op.Request(b);
-        }
+        op.Items(td.b);
     }
 
 private:
@@ -125,25 +117,43 @@ private:
         ScalarToVector();
     }
 
-    __aicore__ inline void Request(uint32_t b)
+    // This block's items: each request's UNITS units in `parts` ranges (blocks per request,
+    // at least 1, at most UNITS), the items in contiguous shares of the blocks.
+    __aicore__ inline void Items(uint32_t requests)
+    {
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        const uint32_t perRequest = requests == 0 ? 1 : blocks / requests;
+        const uint32_t parts = perRequest < 1 ? 1 : Min(perRequest, UNITS);
+        const Share share = BlockShare(requests * parts);
+        for (uint32_t item = share.begin; item < share.end; ++item) {
+            const uint32_t part = item % parts;
+            Item(item / parts, part * UNITS / parts, (part + 1) * UNITS / parts);
+        }
+    }
+
+    // Units [u0, u1) of request b.
+    __aicore__ inline void Item(uint32_t b, uint32_t u0, uint32_t u1)
     {
         WindowUnion<P> w;
         w.ReadLens(lens_, b);
-        CheckContract(w, b);
-        for (uint32_t s = 0; s < P::SEQ; ++s) {
-            const uint32_t t = b * P::SEQ + s;
+        CheckContract(w, b, (u1 - 1) / TILES + 1);
+        for (uint32_t u = u0; u < u1;) {
+            const uint32_t s = u / TILES, t = b * P::SEQ + s;
+            const uint32_t tile0 = u % TILES;
+            const uint32_t tile1 = Min(TILES, tile0 + (u1 - u));
             Bias(w.Begin(s), w.End(s));
-            for (uint32_t h0 = 0; h0 < P::HEADS; h0 += P::HEAD_TILE) {
-                Tile(t, h0);
+            for (uint32_t i = tile0; i < tile1; ++i) {
+                Tile(t, i * P::HEAD_TILE);
             }
-            Denominators(t);
+            Denominators(t, tile0 * P::HEAD_TILE, (tile1 - tile0) * P::HEAD_TILE);
+            u += tile1 - tile0;
         }
     }
 
     // Token s's valid lanes must be union entries [Begin(s), End(s)): the union is token 0's
     // lanes, then each later token's last lane; each token's row is compared with a gather
     // from the union as it grows.
-    __aicore__ inline void CheckContract(const WindowUnion<P>& w, uint32_t b)
+    __aicore__ inline void CheckContract(const WindowUnion<P>& w, uint32_t b, uint32_t tokens)
     {
         AscendC::LocalTensor<int32_t> row = indexRow_.Get<int32_t>();
         AscendC::LocalTensor<int32_t> uni = union_.Get<int32_t>();
@@ -151,7 +161,7 @@ private:
         AscendC::LocalTensor<int32_t> expected = expected_.Get<int32_t>();
         AscendC::LocalTensor<float> mismatch = mismatch_.Get<float>();
         AscendC::LocalTensor<float> worst = rowStats_.Get<float>();
-        for (uint32_t s = 0; s < P::SEQ; ++s) {
+        for (uint32_t s = 0; s < tokens; ++s) {
             const uint32_t t = b * P::SEQ + s;
             AscendC::DataCopyPad(row, indices_[static_cast<uint64_t>(t) * P::WINDOW],
                                  AscendC::DataCopyExtParams(1, P::WINDOW * sizeof(int32_t), 0, 0, 0),
@@ -220,18 +230,20 @@ private:
         RowSums<P::HEAD_TILE>(rowStats_.Get<float>(), rowSum_.Get<float>(), h0);
     }
 
-    // denom = l + exp(sink - m) for every head of token t.
-    __aicore__ inline void Denominators(uint32_t t)
+    // denom = l + exp(sink - m) for heads [h0, h0 + n) of token t.
+    __aicore__ inline void Denominators(uint32_t t, uint32_t h0, uint32_t n)
     {
         ScalarToVector();
-        AscendC::LocalTensor<float> d = denomOut_.Get<float>();
-        AscendC::Sub(d, sink_.Get<float>(), rowMax_.Get<float>(), P::HEADS);
-        AscendC::Exp(d, d, P::HEADS);
-        AscendC::Add(d, rowSum_.Get<float>(), d, P::HEADS);
+        AscendC::LocalTensor<float> d = denomOut_.Get<float>()[h0];
+        const AscendC::LocalTensor<float> m = rowMax_.Get<float>()[h0];
+        AscendC::Sub(d, sink_.Get<float>()[h0], m, n);
+        AscendC::Exp(d, d, n);
+        AscendC::Add(d, rowSum_.Get<float>()[h0], d, n);
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(denom_[static_cast<uint64_t>(t) * P::HEADS], d, P::HEADS);
+        const uint64_t at = static_cast<uint64_t>(t) * P::HEADS + h0;
+        AscendC::DataCopy(denom_[at], d, n);
         if (writeMax_) {
-            AscendC::DataCopy(maxOut_[static_cast<uint64_t>(t) * P::HEADS], rowMax_.Get<float>(), P::HEADS);
+            AscendC::DataCopy(maxOut_[at], m, n);
         }
         Handshake<AscendC::HardEvent::MTE3_V>();
     }

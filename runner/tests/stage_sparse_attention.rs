@@ -237,6 +237,15 @@ fn swa_mini_mixed_and_near_1m_starts_at_capacity() {
     check("swa_mini_tp1", &case);
 }
 
+/// One request: its 16 head tiles (8 tokens × 32 heads / 16) on 16 blocks of each window
+/// kernel, each softmax block checking the union up to its token.
+#[test]
+fn swa_small_one_request_spreads_its_head_tiles_over_the_blocks() {
+    let p = plan("swa_small_tp1");
+    let case = Case::new(p, &StartPositions::Scalar(1_048_560), 1);
+    check("swa_small_tp1", &case);
+}
+
 #[test]
 fn swa_mini_default_starts_below_capacity() {
     let p = plan("swa_mini_tp1");

@@ -225,11 +225,10 @@ impl Kind for SparseAttention {
 
         let [scores, softmax, values, mut finish] = window::kernels(p, tiles, with_further);
 
-        let requests = p.shape.b;
-        let (aic, aiv) = (
-            p.chip.aic_cores.min(requests),
-            p.chip.aiv_cores.min(requests),
-        );
+        // The window kernels split a request's head tiles over the blocks when requests are
+        // fewer than cores (`CubeItems`, `AttentionSoftmax::Items`).
+        let tiles = p.shape.b * seq * heads / head_tile;
+        let (aic, aiv) = (p.chip.aic_cores.min(tiles), p.chip.aiv_cores.min(tiles));
         // HCA/CSA name the window metadata window_swa_*; their lens agree with the -1 lanes
         // (hca_csa.md §7.1), which the softmax's union check relies on.
         let (indices, lens) = if p.tensor("swa_indices").is_some() {
