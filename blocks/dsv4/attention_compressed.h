@@ -18,18 +18,17 @@
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
 // reference's o / (l + exp(sink - m)).
 //
-// Work is split over KV (flash-decoding) when there are fewer requests than core groups:
-// each request's chunks are dealt to S = min(GROUPS / requests, MAX_CHUNKS) splits
-// (`CompressedWork`), one work item (request, split) per group. With S = 1 an item is a
-// whole request and continues the window's o and denom in place. With S > 1 an item starts
-// from nothing (m = -1e20, denom = 0; its first chunk's part is its o) and leaves its
-// partial (o, m, denom) in its slot; `AttentionCompressedCombine` then merges the window's
-// state and the splits in split order, so results do not depend on timing.
+// Work is split over KV (dsv4/attention_combine.h) when there are fewer requests than core
+// groups: each request's chunks are dealt to S = min(GROUPS / requests, MAX_CHUNKS) splits,
+// one work item (request, split) per group; a split's first chunk's part is its o (it starts
+// from m = -1e20: alpha 0, beta 1). With S = 1 an item is a whole request and continues the
+// window's o and denom in place.
 // A group (1 AIC + 2 AIV) takes items in turn; AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
 // Handoffs go through the group's GM scratch (scores, probs, part), ordered by cross-core
 // flags.
 #pragma once
 
+#include "dsv4/attention_combine.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
 #include "dsv4/online_softmax.h"
@@ -69,45 +68,6 @@ struct CompressedRows {
     }
 };
 
-// How the compressed rows' work is split (P: GROUPS, the mixed launch's groups; MAX_ROWS,
-// CHUNK): S splits per request, split s of a request with n chunks takes chunks
-// [s * n / S, (s + 1) * n / S) (empty when n < S). The same rule in both launches.
-template <class P>
-struct CompressedWork {
-    static constexpr uint32_t MAX_CHUNKS = CeilDiv(P::MAX_ROWS, P::CHUNK);
-
-    __aicore__ static inline uint32_t Splits(uint32_t requests)
-    {
-        if (requests == 0 || requests >= P::GROUPS) {
-            return 1;
-        }
-        return Min(P::GROUPS / requests, MAX_CHUNKS);
-    }
-
-    __aicore__ static inline uint32_t First(uint32_t split, uint32_t splits, uint32_t chunks)
-    {
-        return split * chunks / splits;
-    }
-};
-
-// The per-group scratch `part` holds, for each group, [SEQ * HEADS, HEAD_DIM] f32 slots: the
-// chunk's part, then, where requests can split (MAX_CHUNKS > 1), the item's o; `stats` two
-// [SEQ * HEADS] f32 slots per group: the item's m, then its denom. With S > 1 item i runs on
-// group i.
-template <class P>
-struct CompressedSlots {
-    static constexpr uint64_t ROWS = P::SEQ * P::HEADS;
-    static constexpr uint64_t PER_GROUP = CompressedWork<P>::MAX_CHUNKS > 1 ? 2 : 1;
-
-    __aicore__ static inline uint64_t Part(uint32_t group)
-    {
-        return static_cast<uint64_t>(group) * PER_GROUP * ROWS * P::HEAD_DIM;
-    }
-    __aicore__ static inline uint64_t SplitO(uint32_t item) { return Part(item) + ROWS * P::HEAD_DIM; }
-    __aicore__ static inline uint64_t SplitMax(uint32_t item) { return static_cast<uint64_t>(item) * 2 * ROWS; }
-    __aicore__ static inline uint64_t SplitDenom(uint32_t item) { return SplitMax(item) + ROWS; }
-};
-
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK,
 // GROUPS, SCALE, and the sizes the plan decided (`*_BYTES`, each at least what its use below
 // needs): the AIC's L1 and L0, the AIV's UB.
@@ -129,8 +89,9 @@ class AttentionCompressed {
     static constexpr uint32_t SCORE_TILE = VH * CHUNK;  // capacity; a chunk uses VH * lanes
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
-    using Work = CompressedWork<P>;
-    using Slots = CompressedSlots<P>;
+    static constexpr uint32_t MAX_CHUNKS = CeilDiv(P::MAX_ROWS, P::CHUNK);
+    using Splits = KvSplits<P::GROUPS, MAX_CHUNKS>;
+    using Slots = SplitSlots<ROWS, HD, (MAX_CHUNKS > 1)>;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
     static_assert(TILE % FRACTAL == 0, "KV_TILE: whole fractals");
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
@@ -174,8 +135,8 @@ class AttentionCompressed {
         {
             rows.Read(positions, lens, b);
             const uint32_t s = item % splits, chunks = rows.Chunks();
-            first = Work::First(s, splits, chunks);
-            end = Work::First(s + 1, splits, chunks);
+            first = Splits::First(s, splits, chunks);
+            end = Splits::First(s + 1, splits, chunks);
         }
     };
 
@@ -190,7 +151,7 @@ public:
         const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
         ascendc_assert(groups == P::GROUPS, "attention_compressed: launched on %u groups, planned for %u", groups,
                        P::GROUPS);
-        const uint32_t splits = Work::Splits(td.b);
+        const uint32_t splits = Splits::Of(td.b);
         const Share share = GroupShare(td.b * splits);
         if (share.begin >= share.end) {
             return;
@@ -359,15 +320,14 @@ private:
 
     __aicore__ inline void VectorItem(uint32_t item, const Item& it, uint32_t s0)
     {
-        if (it.first == it.end) {
-            return;  // no chunk: the window's state stands, and the combine skips an empty split
-        }
         const uint64_t stats0 = (static_cast<uint64_t>(it.b) * P::SEQ + s0) * P::HEADS;
         AscendC::LocalTensor<float> m = runMax_.Get<float>();
         AscendC::LocalTensor<float> den = runDenom_.Get<float>();
         if (it.split) {
             AscendC::Duplicate(m, -MASK, STATS);
             AscendC::Duplicate(den, 0.0f, STATS);
+        } else if (it.first == it.end) {
+            return;  // no chunk: the window's state stands
         } else {
             AscendC::DataCopy(m, rowMax_[stats0], STATS);
             AscendC::DataCopy(den, denom_[stats0], STATS);
@@ -495,153 +455,6 @@ private:
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
     AscendC::GlobalTensor<float> rowMax_, scores_, slots_, part_, stats_, o_, denom_;
-};
-
-// The merge of a split compressed source (vector): for every head row of a request whose
-// work was split (S > 1, `CompressedWork`), the window's state (attn_max, denom, o) and each
-// non-empty split's partial (m_s, denom_s, o_s) become one: m* = max of all m,
-// w = exp(m - m*), denom = sum w * denom, o = sum w * o, summed window first, then splits in
-// order. Work units are (token, VH heads), dealt to the AIVs in contiguous shares.
-// P: HEADS, HEAD_DIM, SEQ, RATIO, MAX_ROWS, CHUNK, GROUPS and the UB sizes (`*_BYTES`).
-template <class P>
-class AttentionCompressedCombine {
-    static constexpr uint32_t HD = P::HEAD_DIM;
-    static constexpr uint32_t VH = BLOCK_BYTES / sizeof(float);
-    static constexpr uint32_t TILES = P::HEADS / VH;  // per token
-    static constexpr uint32_t SOURCES = P::GROUPS + 1;  // the window and at most GROUPS splits
-    using Work = CompressedWork<P>;
-    using Slots = CompressedSlots<P>;
-    static_assert(P::HEADS % VH == 0, "whole head tiles");
-    static_assert(P::ACC_BYTES >= VH * HD * sizeof(float) && P::PART_BYTES >= VH * HD * sizeof(float),
-                  "VH head rows");
-    static_assert(P::MAXES_BYTES >= SOURCES * VH * sizeof(float) && P::DENOMS_BYTES >= SOURCES * VH * sizeof(float) &&
-                      P::WEIGHTS_BYTES >= SOURCES * VH * sizeof(float) && P::MAX_BYTES >= VH * sizeof(float),
-                  "VH values per source");
-
-public:
-    __aicore__ inline static void Run(GM_ADDR positions, GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR part,
-                                      GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace, GM_ADDR tiling)
-    {
-        (void)workspace;
-        const TilingData td = LoadTiling(tiling);
-        AttentionCompressedCombine op;
-        op.Init();  // its buffers whether or not there is work: the plan's budget either way
-        const uint32_t splits = Work::Splits(td.b);
-        if (splits == 1) {
-            return;  // every item continued the window in place
-        }
-        const Share share = BlockShare(td.b * P::SEQ * TILES);
-        if (share.begin >= share.end) {
-            return;
-        }
-        op.Bind(positions, kvSeqLens, rowMax, part, stats, o, denom);
-        for (uint32_t u = share.begin; u < share.end; ++u) {
-            op.Unit(u / TILES, (u % TILES) * VH, splits);
-        }
-    }
-
-private:
-    __aicore__ inline void Bind(GM_ADDR positions, GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats,
-                                GM_ADDR o, GM_ADDR denom)
-    {
-        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
-        rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
-        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
-        stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
-        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
-    }
-
-    __aicore__ inline void Init()
-    {
-        pipe_.InitBuffer(acc_, P::ACC_BYTES);
-        pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
-        pipe_.InitBuffer(maxes_, P::MAXES_BYTES);
-        pipe_.InitBuffer(denoms_, P::DENOMS_BYTES);
-        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
-        pipe_.InitBuffer(max_, P::MAX_BYTES);
-    }
-
-    // Heads [h0, h0 + VH) of token t.
-    __aicore__ inline void Unit(uint32_t t, uint32_t h0, uint32_t splits)
-    {
-        const uint32_t b = t / P::SEQ;
-        CompressedRows<P> rows;
-        rows.Read(positions_, lens_, b);
-        const uint32_t chunks = rows.Chunks();
-        const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + h0;  // the window's row
-        const uint64_t row = static_cast<uint64_t>(t % P::SEQ) * P::HEADS + h0;  // a split slot's row
-        AscendC::LocalTensor<float> maxes = maxes_.Get<float>();
-        AscendC::LocalTensor<float> denoms = denoms_.Get<float>();
-        AscendC::LocalTensor<float> w = weights_.Get<float>();
-        AscendC::LocalTensor<float> mx = max_.Get<float>();
-        AscendC::LocalTensor<float> acc = acc_.Get<float>();
-        // The previous unit's results have left before its buffers are refilled.
-        Handshake<AscendC::HardEvent::MTE3_MTE2>();
-        AscendC::DataCopy(maxes, rowMax_[head], VH);
-        AscendC::DataCopy(denoms, denom_[head], VH);
-        AscendC::DataCopy(acc, o_[head * HD], VH * HD);
-        uint32_t items[P::GROUPS];
-        uint32_t n = 0;
-        for (uint32_t s = 0; s < splits; ++s) {
-            if (Work::First(s, splits, chunks) < Work::First(s + 1, splits, chunks)) {
-                const uint32_t item = b * splits + s;
-                items[n++] = item;
-                AscendC::DataCopy(maxes[n * VH], stats_[Slots::SplitMax(item) + row], VH);
-                AscendC::DataCopy(denoms[n * VH], stats_[Slots::SplitDenom(item) + row], VH);
-            }
-        }
-        if (n > 0) {
-            Load(items[0], row);
-        }
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        // m* over the sources, then each source's weight exp(m - m*) and the denominator
-        AscendC::Adds(mx, maxes, 0.0f, VH);
-        for (uint32_t k = 1; k <= n; ++k) {
-            AscendC::Max(mx, mx, maxes[k * VH], VH);
-        }
-        for (uint32_t k = 0; k <= n; ++k) {
-            AscendC::Sub(w[k * VH], maxes[k * VH], mx, VH);
-        }
-        AscendC::Exp(w, w, (n + 1) * VH);
-        AscendC::Mul(denoms, denoms, w, (n + 1) * VH);
-        for (uint32_t k = 1; k <= n; ++k) {
-            AscendC::Add(denoms, denoms, denoms[k * VH], VH);
-        }
-        VectorToScalar();
-        for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::Muls(acc[h * HD], acc[h * HD], w.GetValue(h), HD);
-        }
-        for (uint32_t k = 1; k <= n; ++k) {
-            if (k < n) {
-                Load(items[k], row);  // the next split's rows load under this one's sums
-            }
-            AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
-            for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue(k * VH + h), HD);
-                AscendC::Add(acc[h * HD], acc[h * HD], part[h * HD], HD);
-            }
-            partQ_.FreeTensor(part);
-        }
-        Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(o_[head * HD], acc, VH * HD);
-        AscendC::DataCopy(denom_[head], denoms, VH);
-    }
-
-    // Split `item`'s o rows from `row` into the queue.
-    __aicore__ inline void Load(uint32_t item, uint64_t row)
-    {
-        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
-        AscendC::DataCopy(part, slots_[Slots::SplitO(item) + row * HD], VH * HD);
-        partQ_.EnQue(part);
-    }
-
-    AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> acc_, maxes_, denoms_, weights_, max_;
-    AscendC::GlobalTensor<int32_t> positions_, lens_;
-    AscendC::GlobalTensor<float> rowMax_, slots_, stats_, o_, denom_;
 };
 
 }  // namespace dsv4

@@ -133,9 +133,7 @@ class CubeItems {
 public:
     __aicore__ inline explicit CubeItems(uint32_t requests)
     {
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        const uint32_t perRequest = requests == 0 ? 1 : blocks / requests;
-        parts_ = perRequest < 1 ? 1 : Min(perRequest, TILES);
+        parts_ = PartsPerUnit(requests, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
         share_ = BlockShare(requests * parts_);
         next_ = share_.begin;
     }

@@ -9,7 +9,8 @@
 // Rows >= t of each group slab are never written. The rotation works on whole tiles:
 // gathers pick the rope dims and their pair partners, and tables of cos and of +-sin
 // interleaved per pair ((x*cos) + (x_partner*(+-sin)) is the formula above exactly).
-// A block takes whole tokens.
+// A work item is a range of a token's head tiles: whole tokens when there are as many tokens
+// as blocks, else each token's tiles in as many ranges as blocks per token.
 #pragma once
 
 #include "dsv4/rope.h"
@@ -53,15 +54,9 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t);
-        if (share.begin >= share.end) {
-            return;
-        }
         AttentionFinish op;
         op.Init(o, denom, freqsCos, freqsSin, packed);
-        for (uint32_t t = share.begin; t < share.end; ++t) {
-            op.Token(t, RopeRow<false>(op.positions_, t));
-        }
+        op.template Items<false>(td.t);
     }
 
     // The full tables: token t reads row position_ids[t].
@@ -71,19 +66,27 @@ public:
         static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t);
-        if (share.begin >= share.end) {
-            return;
-        }
         AttentionFinish op;
         op.Init(o, denom, freqsCos, freqsSin, packed);
         op.positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        for (uint32_t t = share.begin; t < share.end; ++t) {
-            op.Token(t, RopeRow<true>(op.positions_, t));
-        }
+        op.template Items<true>(td.t);
     }
 
 private:
+    // This block's items: each token's head tiles in `parts` ranges (blocks per token, at
+    // least 1, at most the tiles), the items in contiguous shares of the blocks.
+    template <bool POSITIONS>
+    __aicore__ inline void Items(uint32_t tokens)
+    {
+        constexpr uint32_t TILES = P::HEADS / P::HEAD_TILE;
+        const uint32_t parts = PartsPerUnit(tokens, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
+        const Share share = BlockShare(tokens * parts);
+        for (uint32_t i = share.begin; i < share.end; ++i) {
+            const uint32_t t = i / parts, part = i % parts;
+            Token(t, RopeRow<POSITIONS>(positions_, t), part * TILES / parts, (part + 1) * TILES / parts);
+        }
+    }
+
     __aicore__ inline void Init(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed)
     {
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
@@ -131,8 +134,8 @@ private:
         }
     }
 
-    // Token t, rotating with row `row` of the freqs tables.
-    __aicore__ inline void Token(uint32_t t, uint32_t row)
+    // Head tiles [tile0, tile1) of token t, rotating with row `row` of the freqs tables.
+    __aicore__ inline void Token(uint32_t t, uint32_t row, uint32_t tile0, uint32_t tile1)
     {
         AscendC::LocalTensor<float> den = denomRow_.Get<float>();
         AscendC::LocalTensor<bfloat16_t> cosRow = cosRow_.Get<bfloat16_t>();
@@ -153,8 +156,8 @@ private:
         AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
         AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
         Handshake<AscendC::HardEvent::MTE2_S>();
-        for (uint32_t h0 = 0; h0 < P::HEADS; h0 += P::HEAD_TILE) {
-            Tile(t, h0, den);
+        for (uint32_t i = tile0; i < tile1; ++i) {
+            Tile(t, i * P::HEAD_TILE, den);
         }
     }
 

@@ -17,10 +17,15 @@
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
 // window's o (kept in UB over the token's tiles) and denom are updated in place.
-// A block (1 AIC + 2 AIV) takes whole tokens; AIV k owns the 8-head groups k, k + 2, ...
-// Hand-offs go through per-token GM workspaces, ordered by cross-core flags.
+// With fewer tokens than core groups (1 AIC + 2 AIV) the work is split over KV
+// (dsv4/attention_combine.h): each token's tiles are dealt to S = min(GROUPS / tokens, tiles)
+// splits, one work item (token, split) per group; a split starts from nothing and leaves its
+// partial o, max and denominators in its slot for `AttentionCombine`. With S = 1 an item is a
+// whole token. AIV k owns the 8-head groups k, k + 2, ... Hand-offs go through the group's
+// GM scratch, ordered by cross-core flags.
 #pragma once
 
+#include "dsv4/attention_combine.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
 #include "dsv4/online_softmax.h"
@@ -28,7 +33,7 @@
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, SCALE, and the
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE, and the
 // sizes the plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1
 // and L0, the AIV's UB.
 template <class P>
@@ -48,6 +53,8 @@ class AttentionIndexed {
     static constexpr uint32_t STAT_SLOTS = VH > TILES ? VH : TILES;
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
+    using Splits = KvSplits<P::GROUPS, TILES>;
+    using SlotsOf = SplitSlots<P::HEADS, HD, (TILES > 1)>;
     static_assert(TILE % FRACTAL == 0 && P::TOPK % FRACTAL == 0, "KV_TILE and TOPK: whole fractals");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
@@ -78,44 +85,65 @@ class AttentionIndexed {
 
 public:
     __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR topkIdx,
-                                      GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom,
-                                      GM_ADDR rowMax, GM_ADDR workspace, GM_ADDR tiling)
+                                      GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o,
+                                      GM_ADDR denom, GM_ADDR rowMax, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = GroupShare(td.t);
+        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
+        ascendc_assert(groups == P::GROUPS, "attention_indexed: launched on %u groups, planned for %u", groups,
+                       P::GROUPS);
+        const uint32_t splits = Splits::Of(td.t);
+        const Share share = GroupShare(td.t * splits);
         if (share.begin >= share.end) {
             return;
         }
         AttentionIndexed op;
-        op.Bind(q, cmpKv, cmpTable, positions, topkIdx, scores, probs, part, o, denom, rowMax);
+        op.Bind(q, cmpKv, cmpTable, positions, topkIdx, scores, probs, part, stats, o, denom, rowMax);
         if ASCEND_IS_AIC {
             op.InitCube();
-            for (uint32_t t = share.begin; t < share.end; ++t) {
-                op.CubeToken(t, td);
+            for (uint32_t i = share.begin; i < share.end; ++i) {
+                op.CubeToken(Item(i, splits), td);
             }
         }
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
-            for (uint32_t t = share.begin; t < share.end; ++t) {
-                op.VectorToken(t, sub);
+            for (uint32_t i = share.begin; i < share.end; ++i) {
+                op.VectorToken(Item(i, splits), sub);
             }
         }
     }
 
 private:
+    // Work item `index` of `splits` per token: its token, its tiles [first, end), and (S > 1)
+    // its slot.
+    struct Item {
+        uint32_t index, t, first, end;
+        bool split;
+
+        __aicore__ inline Item(uint32_t i, uint32_t splits)
+            : index(i), t(i / splits), first(Splits::First(i % splits, splits, TILES)),
+              end(Splits::First(i % splits + 1, splits, TILES)), split(splits > 1)
+        {
+        }
+    };
+
     __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR topkIdx,
-                                GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR o, GM_ADDR denom, GM_ADDR rowMax)
+                                GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                GM_ADDR rowMax)
     {
+        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * P::HEADS * TILE;  // the group's scores and probs
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         topk_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(topkIdx));
-        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
-        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
-        part_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
+        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
+        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        part_ = slots_[SlotsOf::Part(GroupIdx())];
+        stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
@@ -131,9 +159,6 @@ private:
         return p + 1 > 0 ? (p + 1) / P::RATIO : 0;
     }
 
-    // The scores and probs of token t: a tile's rows are its `lanes` apart.
-    __aicore__ inline static uint64_t Slab(uint32_t t) { return static_cast<uint64_t>(t) * P::HEADS * TILE; }
-
     // ---- AIC ----
 
     __aicore__ inline void InitCube()
@@ -146,12 +171,12 @@ private:
         pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
-    __aicore__ inline void CubeToken(uint32_t t, const TilingData& td)
+    __aicore__ inline void CubeToken(const Item& it, const TilingData& td)
     {
+        const uint32_t t = it.t;
         const int64_t bound = Bound(t);
-        const uint64_t slab = Slab(t);
         bool haveQ = false;
-        for (uint32_t j = 0; j < TILES; ++j) {
+        for (uint32_t j = it.first; j < it.end; ++j) {
             const uint32_t lanes = Lanes(j);
             int32_t rows[TILE];
             if (!SelectRows(t, j, lanes, bound, td, rows)) {
@@ -164,17 +189,17 @@ private:
             LoadTile(rows, lanes);
             AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
             for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-                Matmul<false>(q[m * M_PAD * HD], HD, 0, lanes, scores_[slab + m * P::HEAD_TILE * lanes], lanes);
+                Matmul<false>(q[m * M_PAD * HD], HD, 0, lanes, scores_[m * P::HEAD_TILE * lanes], lanes);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             for (uint32_t m = 0; m < HEAD_TILES; ++m) {
                 AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
-                AscendC::DataCopy(a, probs_[slab + m * P::HEAD_TILE * lanes],
+                AscendC::DataCopy(a, probs_[m * P::HEAD_TILE * lanes],
                                   AscendC::Nd2NzParams(1, P::HEAD_TILE, lanes, 0, lanes, M_PAD, 1, 0));
                 aTile_.EnQue(a);
                 a = aTile_.DeQue<bfloat16_t>();
-                const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + m * P::HEAD_TILE;
+                const uint64_t row = m * P::HEAD_TILE;  // of the group's part
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
                     Matmul<true>(a, lanes, n0, P::D_TILE, part_[row * HD + n0], HD);
                 }
@@ -285,23 +310,25 @@ private:
         pipe_.InitBuffer(partQ_, 1, P::PART_BYTES);
     }
 
-    __aicore__ inline void VectorToken(uint32_t t, uint32_t sub)
+    __aicore__ inline void VectorToken(const Item& it, uint32_t sub)
     {
+        const uint32_t t = it.t;
         bool kept[TILES];
-        if (!Slots(t, kept)) {
-            return;
+        const bool any = Slots(t, it, kept);
+        if (!any && !it.split) {
+            return;  // the window's state stands
         }
         // this AIV's 8-head groups: sub, sub + 2, ...
         const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;
         const uint32_t heads = mine * VH;
-        LoadState(t, sub, mine);
-        for (uint32_t j = 0; j < TILES; ++j) {
+        LoadState(it, sub, mine);
+        for (uint32_t j = it.first; j < it.end; ++j) {
             if (!kept[j]) {
                 continue;
             }
             AscendC::CrossCoreWaitFlag(SCORES_READY);
             for (uint32_t i = 0; i < mine; ++i) {
-                Softmax(t, sub + 2 * i, i, j);
+                Softmax(sub + 2 * i, i, j);
             }
             if (heads > 0) {
                 OnlineRescale(runMax_.Get<float>(), runDenom_.Get<float>(), tileMax_.Get<float>(), tileSum_.Get<float>(),
@@ -310,16 +337,16 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
             for (uint32_t i = 0; i < mine; ++i) {
-                Merge(t, sub + 2 * i, i);
+                Merge(sub + 2 * i, i);
             }
         }
-        StoreState(t, sub, mine);
+        StoreState(it, sub, mine);
     }
 
     // The bias of token t's slots (0 kept, -1e20 not) and which tiles keep a slot; false if
-    // none does. kept = clamp(slot + 1, 0, 1) * clamp(bound - slot, 0, 1) on the slots as f32
+    // none of the item's does. kept = clamp(slot + 1, 0, 1) * clamp(bound - slot, 0, 1) on the slots as f32
     // (exact: the bound is below 2^24, and a slot rounded by the cast stays on its side).
-    __aicore__ inline bool Slots(uint32_t t, bool* kept)
+    __aicore__ inline bool Slots(uint32_t t, const Item& it, bool* kept)
     {
         const float bound = static_cast<float>(Bound(t));
         AscendC::LocalTensor<int32_t> row = indexRow_.Get<int32_t>();
@@ -348,19 +375,28 @@ private:
         bool any = false;
         for (uint32_t j = 0; j < TILES; ++j) {
             kept[j] = stats.GetValue(j * SLOT) > 0.0f;
-            any = any || kept[j];
+            any = any || (kept[j] && j >= it.first && j < it.end);
         }
         return any;
     }
 
-    // The window's max, denominators and o of this AIV's heads of token t.
-    __aicore__ inline void LoadState(uint32_t t, uint32_t sub, uint32_t mine)
+    // The state this AIV's heads of the item start from: the window's max, denominators and
+    // o, or for a split nothing (m = -1e20, denom 0, o 0).
+    __aicore__ inline void LoadState(const Item& it, uint32_t sub, uint32_t mine)
     {
         AscendC::LocalTensor<float> m = runMax_.Get<float>();
         AscendC::LocalTensor<float> den = runDenom_.Get<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>();
+        if (it.split) {
+            if (mine > 0) {
+                AscendC::Duplicate(m, -MASK, mine * VH);
+                AscendC::Duplicate(den, 0.0f, mine * VH);
+                AscendC::Duplicate(o, 0.0f, mine * VH * HD);
+            }
+            return;
+        }
         for (uint32_t i = 0; i < mine; ++i) {
-            const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + (sub + 2 * i) * VH;
+            const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
             AscendC::DataCopy(den[i * VH], denom_[head], VH);
             AscendC::DataCopy(o[i * VH * HD], o_[head * HD], VH * HD);
@@ -368,26 +404,36 @@ private:
         Handshake<AscendC::HardEvent::MTE2_V>();
     }
 
-    // o and the denominators back in place; the next token's loads wait for them.
-    __aicore__ inline void StoreState(uint32_t t, uint32_t sub, uint32_t mine)
+    // o and the denominators back in place, or for a split o, max and denominators to its
+    // slot; the next item's loads wait for them.
+    __aicore__ inline void StoreState(const Item& it, uint32_t sub, uint32_t mine)
     {
+        AscendC::LocalTensor<float> m = runMax_.Get<float>();
         AscendC::LocalTensor<float> den = runDenom_.Get<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>();
         Handshake<AscendC::HardEvent::V_MTE3>();
         for (uint32_t i = 0; i < mine; ++i) {
-            const uint64_t head = static_cast<uint64_t>(t) * P::HEADS + (sub + 2 * i) * VH;
-            AscendC::DataCopy(denom_[head], den[i * VH], VH);
-            AscendC::DataCopy(o_[head * HD], o[i * VH * HD], VH * HD);
+            const uint32_t h = (sub + 2 * i) * VH;
+            if (it.split) {
+                AscendC::DataCopy(stats_[SlotsOf::SplitMax(it.index) + h], m[i * VH], VH);
+                AscendC::DataCopy(stats_[SlotsOf::SplitDenom(it.index) + h], den[i * VH], VH);
+                AscendC::DataCopy(slots_[SlotsOf::SplitO(it.index) + static_cast<uint64_t>(h) * HD], o[i * VH * HD],
+                                  VH * HD);
+            } else {
+                const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + h;
+                AscendC::DataCopy(denom_[head], den[i * VH], VH);
+                AscendC::DataCopy(o_[head * HD], o[i * VH * HD], VH * HD);
+            }
         }
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
-    // Group g (local index i) of token t over tile j: tile max and sum into the statistics,
-    // bf16 probabilities out.
-    __aicore__ inline void Softmax(uint32_t t, uint32_t g, uint32_t i, uint32_t j)
+    // Group g (local index i) over tile j: tile max and sum into the statistics, bf16
+    // probabilities out (the group's slab: a tile's rows are its `lanes` apart).
+    __aicore__ inline void Softmax(uint32_t g, uint32_t i, uint32_t j)
     {
         const uint32_t lanes = Lanes(j), len = VH * lanes;
-        const uint64_t at = Slab(t) + static_cast<uint64_t>(g) * VH * lanes;
+        const uint64_t at = static_cast<uint64_t>(g) * VH * lanes;
         AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
         AscendC::DataCopy(z, scores_[at], len);
         scoresQ_.EnQue(z);
@@ -404,10 +450,10 @@ private:
         RowSums<VH>(rowStats_.Get<float>(), tileSum_.Get<float>(), i * VH);
     }
 
-    // o = alpha * o + beta * part for group g (local index i) of token t.
-    __aicore__ inline void Merge(uint32_t t, uint32_t g, uint32_t i)
+    // o = alpha * o + beta * part for group g (local index i), part from the group's slot.
+    __aicore__ inline void Merge(uint32_t g, uint32_t i)
     {
-        const uint64_t at = (static_cast<uint64_t>(t) * P::HEADS + g * VH) * HD;
+        const uint64_t at = static_cast<uint64_t>(g) * VH * HD;
         AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
         AscendC::DataCopy(part, part_[at], VH * HD);
         partQ_.EnQue(part);
@@ -438,7 +484,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
-    AscendC::GlobalTensor<float> scores_, part_, o_, denom_, rowMax_;
+    AscendC::GlobalTensor<float> scores_, slots_, part_, stats_, o_, denom_, rowMax_;
 };
 
 }  // namespace dsv4

@@ -121,9 +121,7 @@ private:
     // at least 1, at most UNITS), the items in contiguous shares of the blocks.
     __aicore__ inline void Items(uint32_t requests)
     {
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        const uint32_t perRequest = requests == 0 ? 1 : blocks / requests;
-        const uint32_t parts = perRequest < 1 ? 1 : Min(perRequest, UNITS);
+        const uint32_t parts = PartsPerUnit(requests, static_cast<uint32_t>(AscendC::GetBlockNum()), UNITS);
         const Share share = BlockShare(requests * parts);
         for (uint32_t item = share.begin; item < share.end; ++item) {
             const uint32_t part = item % parts;

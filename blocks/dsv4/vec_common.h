@@ -45,6 +45,15 @@ __aicore__ inline Share BlockShare(uint32_t total)
     return ShareOf(total, static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
+// How many parts each of `units` units is cut into so that `blocks` blocks all get work
+// when units are fewer: blocks / units, at least 1, at most `most` (the unit's pieces).
+// Work item i is then part i % parts of unit i / parts.
+__aicore__ inline uint32_t PartsPerUnit(uint32_t units, uint32_t blocks, uint32_t most)
+{
+    const uint32_t parts = units == 0 ? 1 : blocks / units;
+    return parts < 1 ? 1 : Min(parts, most);
+}
+
 // This core's group in a mixed kernel (1 AIC + 2 AIV): an AIV's GetBlockIdx() is group * 2
 // + sub-block, an AIC's the group.
 __aicore__ inline uint32_t GroupIdx()

@@ -279,3 +279,13 @@ fn csa_small_tp2_rank_at_capacity_and_below() {
     case.assert_varied();
     check("csa_small_tp2", &case);
 }
+
+/// One request (8 tokens) whose top-512 lists span four 128-slot tiles: each token's tiles in
+/// three splits over KV (one of two tiles), merged with the window by `attn_combine_idx`.
+#[test]
+fn csa_ref_tp1_one_request_splits_its_tokens_over_kv() {
+    let p = plan("csa_ref_tp1");
+    assert_eq!(p.attention.topk.div_ceil(p.attention.kv_rows), 4);
+    let case = Case::new("csa_ref_tp1", &[2040], true);
+    check("csa_ref_tp1", &case);
+}

@@ -4,21 +4,19 @@
 
 use abi::{DType, Dim};
 
+use super::combine::{Split, VH};
 use super::window::{cube_buffers, further_params, per_token, running_stats, union_rows};
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
 use crate::plan::{CompressorPlan, Plan};
 
-/// f32 values per 32-byte block: the heads a vector tile of the compressed kernels holds.
-const VH: usize = 8;
-
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
 /// online softmax over its request's compressed rows in chunks
 /// (`dsv4/attention_compressed.h`), between the window values and the finish. When a
 /// request's rows can span more than one chunk, the launch takes every core group and splits
 /// requests over KV when they are fewer than the groups (a 1M request on every group), and
-/// `attn_compressed_combine` merges the splits into the window's o and denominators.
+/// `attn_combine_cmp` merges the splits into the window's o and denominators.
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
@@ -39,38 +37,33 @@ pub(super) fn launch(
         p.attention.max_compressed_rows,
         p.chip,
     );
-    let splits = max_rows.div_ceil(chunk) > 1;
-    let groups = if splits {
+    let split = Split {
+        tag: "cmp",
+        part: "attn_cmp_part",
+        stats: "attn_cmp_stats",
+        unit_rows: seq * heads,
+        per_token: false,
+        groups: 0,
+        max_splits: max_rows.div_ceil(chunk),
+    };
+    let groups = if split.max_splits > 1 {
         p.chip.aic_cores
     } else {
         p.chip.aic_cores.min(p.shape.b)
     };
-    // Per group: the chunk's scores and probs, the part (and with splits the item's o) and
-    // the item's statistics (`CompressedSlots`).
-    let slots = if splits { 2 } else { 1 };
-    let group_rows = |n: usize, last: usize| {
+    let split = Split { groups, ..split };
+    // Per group: the chunk's scores and probs, and the `SplitSlots`.
+    let group_rows = |last: usize| {
         vec![
-            Dim::Const(groups * n * seq),
+            Dim::Const(groups * seq),
             Dim::Const(heads),
             Dim::Const(last),
         ]
     };
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
-    b.workspace("attn_cmp_scores", group_rows(1, chunk), DType::F32);
-    b.workspace("attn_cmp_probs", group_rows(1, chunk), DType::Bf16);
-    b.workspace("attn_cmp_part", group_rows(slots, hd), DType::F32);
-    b.workspace(
-        "attn_cmp_stats",
-        vec![Dim::Const(groups * 2 * seq), Dim::Const(heads)],
-        DType::F32,
-    );
-    let mut params = further_params(
-        p,
-        ratio,
-        ("MAX_ROWS", max_rows),
-        [head_tile, kv_tile, d_tile],
-        &[("CHUNK", chunk), ("GROUPS", groups)],
-    );
+    b.workspace("attn_cmp_scores", group_rows(chunk), DType::F32);
+    b.workspace("attn_cmp_probs", group_rows(chunk), DType::Bf16);
+    split.workspaces(b, hd);
     let kernel = Kernel {
         name: format!(
             "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}_g{groups}",
@@ -82,7 +75,13 @@ pub(super) fn launch(
         block: "attention_compressed.h",
         class: "AttentionCompressed",
         cores: Cores::Mix,
-        params: params.clone(),
+        params: further_params(
+            p,
+            ratio,
+            ("MAX_ROWS", max_rows),
+            [head_tile, kv_tile, d_tile],
+            &[("CHUNK", chunk), ("GROUPS", groups)],
+        ),
         args: vec![
             "q",
             "cmp_kv",
@@ -116,55 +115,13 @@ pub(super) fn launch(
             "attn_max",
             "attn_cmp_scores",
             "attn_cmp_probs",
-            "attn_cmp_part",
-            "attn_cmp_stats",
+            split.part,
+            split.stats,
             "attn_o",
             "attn_denom",
         ],
     );
-    if !splits {
-        return;
-    }
-    // The combine's knobs: the dims and the split rule's, no tiles.
-    params.retain(|(name, _)| {
-        [
-            "HEADS", "HEAD_DIM", "SEQ", "RATIO", "MAX_ROWS", "CHUNK", "GROUPS",
-        ]
-        .contains(name)
-    });
-    let sources = (groups + 1) * VH;
-    let combine = Kernel {
-        name: format!("attn_compressed_combine_h{heads}_d{hd}_s{seq}_r{ratio}_max{max_rows}_ch{chunk}_g{groups}"),
-        doc: "the compressed source's splits over KV merged with the window's o and denominators, in split order"
-            .into(),
-        block: "attention_compressed.h",
-        class: "AttentionCompressedCombine",
-        cores: Cores::Aiv,
-        params,
-        args: vec!["positions", "kv_seq_lens", "row_max", "part", "stats", "o", "denom"],
-        buffers: vec![
-            row("acc", Mem::Ub, DType::F32, VH * hd, 1, Some(VH * hd)),
-            row("part", Mem::Ub, DType::F32, VH * hd, 2, Some(VH * hd)),
-            row("maxes", Mem::Ub, DType::F32, sources, 1, Some(VH)),
-            row("denoms", Mem::Ub, DType::F32, sources, 1, Some(VH)),
-            row("weights", Mem::Ub, DType::F32, sources, 1, None),
-            row("max", Mem::Ub, DType::F32, VH, 1, None),
-        ],
-        parts: Vec::new(),
-    };
-    b.launch(
-        combine,
-        p.chip.aiv_cores.min(p.shape.local_t * heads / VH) as u32,
-        &[
-            "position_ids",
-            "kv_seq_lens",
-            "attn_max",
-            "attn_cmp_part",
-            "attn_cmp_stats",
-            "attn_o",
-            "attn_denom",
-        ],
-    );
+    split.combine(b, heads, hd);
 }
 
 /// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a

@@ -1,8 +1,10 @@
 //! CSA's indexed source (`dsv4/attention_indexed.h`): one mixed launch continuing every
-//! head's online softmax over the compressed rows its token's top-k list selects.
+//! head's online softmax over the compressed rows its token's top-k list selects, and with
+//! fewer tokens than core groups the combine of its splits over KV.
 
-use abi::DType;
+use abi::{DType, Dim};
 
+use super::combine::Split;
 use super::window::{further_params, head_tile_l0, per_token, running_stats};
 use crate::budget::{Buffer, row};
 use crate::chip::Mem;
@@ -12,6 +14,8 @@ use crate::plan::Plan;
 /// The indexed source (hca_csa.md §6.3): one mixed launch continuing every head's online
 /// softmax over the compressed rows its token's top-k list selects, a tile of `kv_tile`
 /// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
+/// Where a token has more than one tile, the launch takes every core group, splits tokens
+/// over KV when they are fewer than the groups, and `attn_combine_idx` merges the splits.
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
@@ -24,12 +28,29 @@ pub(super) fn launch(
     let (heads, hd, seq, topk) = (m.heads, m.head_dim, p.shape.decode_seq, p.attention.topk);
     b.workspace("topk_idx", per_token(&[topk]), DType::I32);
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
-    b.workspace("attn_idx_scores", per_token(&[heads, kv_tile]), DType::F32);
-    b.workspace("attn_idx_probs", per_token(&[heads, kv_tile]), DType::Bf16);
-    b.workspace("attn_idx_part", per_token(&[heads, hd]), DType::F32);
+    let tiles = topk.div_ceil(kv_tile);
+    let groups = if tiles > 1 {
+        p.chip.aic_cores
+    } else {
+        p.chip.aic_cores.min(p.shape.local_t)
+    };
+    let split = Split {
+        tag: "idx",
+        part: "attn_idx_part",
+        stats: "attn_idx_stats",
+        unit_rows: heads,
+        per_token: true,
+        groups,
+        max_splits: tiles,
+    };
+    // Per group: the tile's scores and probs, and the `SplitSlots`.
+    let group_rows = vec![Dim::Const(groups), Dim::Const(heads), Dim::Const(kv_tile)];
+    b.workspace("attn_idx_scores", group_rows.clone(), DType::F32);
+    b.workspace("attn_idx_probs", group_rows, DType::Bf16);
+    split.workspaces(b, hd);
     let kernel = Kernel {
         name: format!(
-            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}",
             p.pools.block_size
         ),
         doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
@@ -38,7 +59,13 @@ pub(super) fn launch(
         block: "attention_indexed.h",
         class: "AttentionIndexed",
         cores: Cores::Mix,
-        params: further_params(p, ratio, ("TOPK", topk), [head_tile, kv_tile, d_tile], &[]),
+        params: further_params(
+            p,
+            ratio,
+            ("TOPK", topk),
+            [head_tile, kv_tile, d_tile],
+            &[("GROUPS", groups)],
+        ),
         args: vec![
             "q",
             "cmp_kv",
@@ -48,6 +75,7 @@ pub(super) fn launch(
             "scores",
             "probs",
             "part",
+            "stats",
             "o",
             "denom",
             "row_max",
@@ -59,10 +87,9 @@ pub(super) fn launch(
         .concat(),
         parts: Vec::new(),
     };
-    let blocks = p.chip.aic_cores.min(p.shape.local_t) as u32;
     b.launch(
         kernel,
-        blocks,
+        groups as u32,
         &[
             "q",
             "cmp_kv",
@@ -71,12 +98,14 @@ pub(super) fn launch(
             "topk_idx",
             "attn_idx_scores",
             "attn_idx_probs",
-            "attn_idx_part",
+            split.part,
+            split.stats,
             "attn_o",
             "attn_denom",
             "attn_max",
         ],
     );
+    split.combine(b, heads, hd);
 }
 
 /// Why `dsv4/attention_indexed.h` cannot run this plan, if it cannot: heads in groups of 8

@@ -22,7 +22,7 @@
 //! writes each head's max `attn_max`. Where a request's rows can span more than one chunk,
 //! the launch takes every core group and, with fewer requests than groups, splits each
 //! request's chunks over several (flash-decoding: a 1M request on a group per chunk); a
-//! vector launch `attn_compressed_combine` then merges the splits' partials into `attn_o`
+//! vector launch `attn_combine_cmp` (dsv4/attention_combine.h) then merges the splits' partials into `attn_o`
 //! and `attn_denom` in a fixed order.
 //! CSA's indexed source adds instead `attn_indexed` (dsv4/attention_indexed.h), mixed as
 //! well: each token's own top-k compressed rows (the indexer's `topk_idx`) are gathered per
@@ -36,6 +36,7 @@
 use abi::{DType, Dim};
 use serde::Deserialize;
 
+mod combine;
 mod compressed;
 mod indexed;
 mod window;
@@ -225,8 +226,8 @@ impl Kind for SparseAttention {
 
         let [scores, softmax, values, mut finish] = window::kernels(p, tiles, with_further);
 
-        // The window kernels split a request's head tiles over the blocks when requests are
-        // fewer than cores (`CubeItems`, `AttentionSoftmax::Items`).
+        // The window kernels and the finish split a request's (a token's) head tiles over the
+        // blocks when requests (tokens) are fewer than cores (`PartsPerUnit`).
         let tiles = p.shape.b * seq * heads / head_tile;
         let (aic, aiv) = (p.chip.aic_cores.min(tiles), p.chip.aiv_cores.min(tiles));
         // HCA/CSA name the window metadata window_swa_*; their lens agree with the -1 lanes
@@ -272,7 +273,7 @@ impl Kind for SparseAttention {
         finish_bind.push("o_packed_heads");
         b.launch(
             finish,
-            p.chip.aiv_cores.min(p.shape.local_t) as u32,
+            p.chip.aiv_cores.min(p.shape.local_t * heads / head_tile) as u32,
             &finish_bind,
         );
     }

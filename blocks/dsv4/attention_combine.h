@@ -1,0 +1,199 @@
+// Splitting a further attention source over KV (flash-decoding) and merging the splits:
+// when there are fewer units (requests of the compressed source, tokens of the indexed) than
+// core groups, each unit's KV pieces (chunks, tiles) are dealt to S splits, one work item
+// (unit, split) per group. A split starts from nothing (m = -1e20, denom = 0, o = 0) and leaves
+// its partial (o_s, m_s, denom_s) in its slot; `AttentionCombine` then merges, for every head
+// row of every unit, the window's state (max, denom, o) and the splits in split order:
+//   m* = max of all m, w = exp(m - m*), denom = sum w * denom, o = sum w * o
+// so results do not depend on timing. With S = 1 an item is a whole unit and continues the
+// window's state in place; the combine does nothing.
+#pragma once
+
+#include "dsv4/tiling_data.h"
+#include "dsv4/pipe_sync.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+// S for `units` units on GROUPS groups, at most MAX_SPLITS (the unit's pieces at most), and
+// split s's pieces [First(s), First(s + 1)) of a unit with n pieces (empty when n < S).
+template <uint32_t GROUPS, uint32_t MAX_SPLITS>
+struct KvSplits {
+    __aicore__ static inline uint32_t Of(uint32_t units) { return PartsPerUnit(units, GROUPS, MAX_SPLITS); }
+
+    __aicore__ static inline uint32_t First(uint32_t split, uint32_t splits, uint32_t pieces)
+    {
+        return split * pieces / splits;
+    }
+};
+
+// Where a split source keeps its GM scratch, UNIT_ROWS head rows of HEAD_DIM per unit: per
+// group the piece's part (f32 rows), then, where units can split (SPLITS), the item's o;
+// per item its m, then its denom (UNIT_ROWS f32 each). With S > 1 item i runs on group i.
+template <uint32_t UNIT_ROWS, uint32_t HEAD_DIM, bool SPLITS>
+struct SplitSlots {
+    static constexpr uint64_t ROWS = UNIT_ROWS;
+    static constexpr uint64_t PER_GROUP = SPLITS ? 2 : 1;
+
+    __aicore__ static inline uint64_t Part(uint32_t group)
+    {
+        return static_cast<uint64_t>(group) * PER_GROUP * ROWS * HEAD_DIM;
+    }
+    __aicore__ static inline uint64_t SplitO(uint32_t item) { return Part(item) + ROWS * HEAD_DIM; }
+    __aicore__ static inline uint64_t SplitMax(uint32_t item) { return static_cast<uint64_t>(item) * 2 * ROWS; }
+    __aicore__ static inline uint64_t SplitDenom(uint32_t item) { return SplitMax(item) + ROWS; }
+};
+
+// The merge (vector). Work units are (unit, VH heads) of every unit, dealt to the AIVs in
+// contiguous shares. A split whose denominators are all zero on a unit's VH heads adds
+// nothing there (no row of its pieces was visible, or it had no pieces and its o was never
+// written), so its o is not read.
+// P: HEADS, HEAD_DIM, UNIT_ROWS (head rows of a unit: a multiple of HEADS), PER_TOKEN (units
+// are tokens, else requests), GROUPS, MAX_SPLITS, and the UB sizes (`*_BYTES`).
+template <class P>
+class AttentionCombine {
+    static constexpr uint32_t HD = P::HEAD_DIM;
+    static constexpr uint32_t VH = BLOCK_BYTES / sizeof(float);
+    static constexpr uint32_t TILES = P::UNIT_ROWS / VH;  // per unit
+    static constexpr uint32_t CAP = Min(P::MAX_SPLITS, P::GROUPS);  // splits at most
+    static constexpr uint32_t SOURCES = CAP + 1;                     // the window and the splits
+    using Splits = KvSplits<P::GROUPS, P::MAX_SPLITS>;
+    using Slots = SplitSlots<P::UNIT_ROWS, P::HEAD_DIM, true>;
+    static_assert(P::UNIT_ROWS % P::HEADS == 0 && P::HEADS % VH == 0, "whole head tiles");
+    static_assert(P::ACC_BYTES >= VH * HD * sizeof(float) && P::PART_BYTES >= VH * HD * sizeof(float),
+                  "VH head rows");
+    static_assert(P::MAXES_BYTES >= SOURCES * VH * sizeof(float) && P::DENOMS_BYTES >= SOURCES * VH * sizeof(float) &&
+                      P::WEIGHTS_BYTES >= SOURCES * VH * sizeof(float) && P::MAX_BYTES >= VH * sizeof(float),
+                  "VH values per source");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        AttentionCombine op;
+        op.Init();  // its buffers whether or not there is work: the plan's budget either way
+        const uint32_t units = P::PER_TOKEN ? td.t : td.b;
+        const uint32_t splits = Splits::Of(units);
+        if (splits == 1) {
+            return;  // every item continued the window in place
+        }
+        const Share share = BlockShare(units * TILES);
+        if (share.begin >= share.end) {
+            return;
+        }
+        op.Bind(rowMax, part, stats, o, denom);
+        for (uint32_t u = share.begin; u < share.end; ++u) {
+            op.Unit(u / TILES, (u % TILES) * VH, splits);
+        }
+    }
+
+private:
+    __aicore__ inline void Bind(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom)
+    {
+        rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+    }
+
+    __aicore__ inline void Init()
+    {
+        pipe_.InitBuffer(acc_, P::ACC_BYTES);
+        pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
+        pipe_.InitBuffer(maxes_, P::MAXES_BYTES);
+        pipe_.InitBuffer(denoms_, P::DENOMS_BYTES);
+        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
+        pipe_.InitBuffer(max_, P::MAX_BYTES);
+    }
+
+    // Rows [r0, r0 + VH) of unit `unit`.
+    __aicore__ inline void Unit(uint32_t unit, uint32_t r0, uint32_t splits)
+    {
+        const uint64_t head = static_cast<uint64_t>(unit) * P::UNIT_ROWS + r0;  // the window's row
+        AscendC::LocalTensor<float> maxes = maxes_.Get<float>();
+        AscendC::LocalTensor<float> denoms = denoms_.Get<float>();
+        AscendC::LocalTensor<float> w = weights_.Get<float>();
+        AscendC::LocalTensor<float> mx = max_.Get<float>();
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        // The previous unit's results have left before its buffers are refilled.
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
+        AscendC::DataCopy(maxes, rowMax_[head], VH);
+        AscendC::DataCopy(denoms, denom_[head], VH);
+        AscendC::DataCopy(acc, o_[head * HD], VH * HD);
+        for (uint32_t s = 0; s < splits; ++s) {
+            const uint32_t item = unit * splits + s;
+            AscendC::DataCopy(maxes[(s + 1) * VH], stats_[Slots::SplitMax(item) + r0], VH);
+            AscendC::DataCopy(denoms[(s + 1) * VH], stats_[Slots::SplitDenom(item) + r0], VH);
+        }
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        // m* over the sources, then each source's weight exp(m - m*) and the denominator
+        const uint32_t n = splits + 1;
+        AscendC::Adds(mx, maxes, 0.0f, VH);
+        for (uint32_t k = 1; k < n; ++k) {
+            AscendC::Max(mx, mx, maxes[k * VH], VH);
+        }
+        for (uint32_t k = 0; k < n; ++k) {
+            AscendC::Sub(w[k * VH], maxes[k * VH], mx, VH);
+        }
+        AscendC::Exp(w, w, n * VH);
+        VectorToScalar();
+        // the splits that add something here (the denominators before weighting)
+        uint32_t items[CAP];
+        uint32_t sources[CAP];
+        uint32_t used = 0;
+        for (uint32_t s = 0; s < splits; ++s) {
+            bool any = false;
+            for (uint32_t h = 0; h < VH; ++h) {
+                any = any || denoms.GetValue((s + 1) * VH + h) != 0.0f;
+            }
+            if (any) {
+                items[used] = unit * splits + s;
+                sources[used++] = s + 1;
+            }
+        }
+        ScalarToVector();
+        AscendC::Mul(denoms, denoms, w, n * VH);
+        for (uint32_t k = 1; k < n; ++k) {
+            AscendC::Add(denoms, denoms, denoms[k * VH], VH);
+        }
+        if (used > 0) {
+            Load(items[0], r0);
+        }
+        VectorToScalar();
+        for (uint32_t h = 0; h < VH; ++h) {
+            AscendC::Muls(acc[h * HD], acc[h * HD], w.GetValue(h), HD);
+        }
+        for (uint32_t k = 0; k < used; ++k) {
+            if (k + 1 < used) {
+                Load(items[k + 1], r0);  // the next split's rows load under this one's sums
+            }
+            AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue(sources[k] * VH + h), HD);
+                AscendC::Add(acc[h * HD], acc[h * HD], part[h * HD], HD);
+            }
+            partQ_.FreeTensor(part);
+        }
+        Handshake<AscendC::HardEvent::V_MTE3>();
+        AscendC::DataCopy(o_[head * HD], acc, VH * HD);
+        AscendC::DataCopy(denom_[head], denoms, VH);
+    }
+
+    // Split `item`'s o rows from r0 into the queue.
+    __aicore__ inline void Load(uint32_t item, uint32_t r0)
+    {
+        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
+        AscendC::DataCopy(part, slots_[Slots::SplitO(item) + static_cast<uint64_t>(r0) * HD], VH * HD);
+        partQ_.EnQue(part);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> acc_, maxes_, denoms_, weights_, max_;
+    AscendC::GlobalTensor<float> rowMax_, slots_, stats_, o_, denom_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,95 @@
+//! A further source split over KV and its merge (`dsv4/attention_combine.h`): the planned
+//! shape of the splits' scratch and the `attn_combine` launch both sources share.
+
+use abi::{DType, Dim};
+
+use crate::budget::row;
+use crate::chip::Mem;
+use crate::kernel_plan::{Builder, Cores, Kernel, Value};
+
+/// f32 values per 32-byte block: the heads a vector tile of the split kernels holds.
+pub(super) const VH: usize = 8;
+
+/// How a source splits: `unit_rows` head rows per unit (a request's `seq · heads` or a
+/// token's `heads`), units counted in tokens or requests, the mixed launch's `groups`, at
+/// most `max_splits` per unit (its KV pieces).
+pub(super) struct Split {
+    /// The source, in the combine kernel's name; its scratch's workspaces.
+    pub tag: &'static str,
+    pub part: &'static str,
+    pub stats: &'static str,
+    pub unit_rows: usize,
+    pub per_token: bool,
+    pub groups: usize,
+    pub max_splits: usize,
+}
+
+impl Split {
+    /// Units can split: more than one piece, more than one group.
+    pub fn can(&self) -> bool {
+        self.max_splits > 1 && self.groups > 1
+    }
+
+    /// The scratch of `SplitSlots`: per group the piece's part (and, when units can split,
+    /// the item's o), per group the item's max and denominators.
+    pub fn workspaces(&self, b: &mut Builder, head_dim: usize) {
+        let per_group = if self.can() { 2 } else { 1 };
+        b.workspace(
+            self.part,
+            vec![
+                Dim::Const(self.groups * per_group * self.unit_rows),
+                Dim::Const(head_dim),
+            ],
+            DType::F32,
+        );
+        b.workspace(
+            self.stats,
+            vec![Dim::Const(self.groups * 2), Dim::Const(self.unit_rows)],
+            DType::F32,
+        );
+    }
+
+    /// The merge launch after the split kernel, when units can split.
+    pub fn combine(&self, b: &mut Builder, heads: usize, head_dim: usize) {
+        if !self.can() {
+            return;
+        }
+        let p = b.plan;
+        let u32 = |v: usize| Value::U32(v as u32);
+        let sources = (self.max_splits.min(self.groups) + 1) * VH;
+        let kernel = Kernel {
+            name: format!(
+                "attn_combine_{}_h{heads}_d{head_dim}_u{}_g{}_s{}",
+                self.tag, self.unit_rows, self.groups, self.max_splits
+            ),
+            doc: "a further source's splits over KV merged with the window's o and denominators, in split order"
+                .into(),
+            block: "attention_combine.h",
+            class: "AttentionCombine",
+            cores: Cores::Aiv,
+            params: vec![
+                ("HEADS", u32(heads)),
+                ("HEAD_DIM", u32(head_dim)),
+                ("UNIT_ROWS", u32(self.unit_rows)),
+                ("PER_TOKEN", Value::Bool(self.per_token)),
+                ("GROUPS", u32(self.groups)),
+                ("MAX_SPLITS", u32(self.max_splits)),
+            ],
+            args: vec!["row_max", "part", "stats", "o", "denom"],
+            buffers: vec![
+                row("acc", Mem::Ub, DType::F32, VH * head_dim, 1, Some(VH * head_dim)),
+                row("part", Mem::Ub, DType::F32, VH * head_dim, 2, Some(VH * head_dim)),
+                row("maxes", Mem::Ub, DType::F32, sources, 1, Some(VH)),
+                row("denoms", Mem::Ub, DType::F32, sources, 1, Some(VH)),
+                row("weights", Mem::Ub, DType::F32, sources, 1, None),
+                row("max", Mem::Ub, DType::F32, VH, 1, None),
+            ],
+            parts: Vec::new(),
+        };
+        b.launch(
+            kernel,
+            p.chip.aiv_cores.min(p.shape.local_t * heads / VH) as u32,
+            &["attn_max", self.part, self.stats, "attn_o", "attn_denom"],
+        );
+    }
+}
