@@ -195,3 +195,53 @@ fn building_blocks_sync_each_hand_off_by_itself() {
     }
     assert!(blocks > 10);
 }
+
+/// Where a further attention source splits over KV: the mixed kernel takes every core group
+/// and a combine follows it only when a unit (request or token) has more than one KV piece;
+/// otherwise one group per unit at most and no combine.
+#[test]
+fn further_sources_split_over_kv_only_where_a_unit_has_several_pieces() {
+    let g = generate(&root(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let launches = |name: &str| -> Vec<(String, u32)> {
+        let v = g
+            .variants
+            .iter()
+            .find(|v| v.plan.variant == name)
+            .unwrap_or_else(|| panic!("no variant {name}"));
+        v.kernels
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                abi::plan::Step::Launch(l) if l.stage == "sparse_attention" => {
+                    Some((l.kernel.to_string(), l.block_dim))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let find = |ls: &[(String, u32)], prefix: &str| {
+        ls.iter()
+            .find(|(k, _)| k.starts_with(prefix))
+            .map(|(_, blocks)| *blocks)
+    };
+    // hca_small: 8192 compressed rows in chunks of 512; the deployment: 64 rows, one chunk.
+    let hca = launches("hca_small_tp1");
+    assert_eq!(find(&hca, "attn_compressed_h"), Some(24));
+    assert!(find(&hca, "attn_combine_cmp").is_some());
+    let hca_dep = launches("hca_deployment_tp1");
+    assert_eq!(find(&hca_dep, "attn_compressed_h"), Some(4), "4 requests");
+    assert_eq!(find(&hca_dep, "attn_combine"), None);
+    // csa_ref: top-512 in four 128-slot tiles; csa_small: top-64, one tile.
+    let csa = launches("csa_ref_tp1");
+    assert_eq!(find(&csa, "attn_indexed_h"), Some(24));
+    assert!(find(&csa, "attn_combine_idx").is_some());
+    let csa_small = launches("csa_small_tp1");
+    assert_eq!(find(&csa_small, "attn_indexed_h"), Some(24), "128 tokens");
+    assert_eq!(find(&csa_small, "attn_combine"), None);
+    // The combine runs after its source and before the finish.
+    let order: Vec<&str> = csa.iter().map(|(k, _)| k.as_str()).collect();
+    let at = |p: &str| order.iter().position(|k| k.starts_with(p)).unwrap();
+    assert!(
+        at("attn_indexed_h") < at("attn_combine_idx") && at("attn_combine_idx") < at("attn_finish")
+    );
+}

@@ -20,7 +20,7 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use super::qkv_proj_rope::{head_group_buffers, heads_per_item, rope_buffers};
+use super::qkv_proj_rope::{head_grid, head_group_buffers, rope_buffers};
 use crate::budget::{Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
@@ -119,12 +119,10 @@ impl Kind for IndexQuery {
         if gemm::launch(b, tiles, &wq_b, ["qr", "idx_wq_b", "idx_acc"]).is_none() {
             return;
         }
-        let per_item = heads_per_item(heads, hd);
-        let groups = heads / per_item;
-        let ranges = (p.chip.aiv_cores / groups).clamp(1, t_cap / 8);
+        let (per_item, blocks) = head_grid(heads, hd, t_cap, p.chip.aiv_cores);
         b.launch(
             q_heads(ix, per_item, seq, token_rows),
-            (groups * ranges) as u32,
+            blocks as u32,
             &[
                 "idx_acc",
                 "qr_scale",

@@ -84,7 +84,7 @@ impl Kind for QkvProjRope {
             b.missing(why);
             return;
         }
-        let heads_per_item = heads_per_item(m.heads, hd);
+        let (heads_per_item, q_blocks) = head_grid(m.heads, hd, t_cap, p.chip.aiv_cores);
         let t = || Dim::Var("t");
         b.workspace("q_latent", vec![t(), Dim::Const(ql)], DType::F32);
         b.workspace("qr", vec![t(), Dim::Const(ql)], DType::I8);
@@ -131,8 +131,6 @@ impl Kind for QkvProjRope {
         if gemm::launch(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
             return;
         }
-        let groups = m.heads / heads_per_item;
-        let ranges = (aiv / groups).clamp(1, t_cap / 8);
         let rope_args: &[&str] = if positions {
             &["freqs_cos", "freqs_sin", "position_ids"]
         } else {
@@ -141,7 +139,7 @@ impl Kind for QkvProjRope {
         let q_args = [&["q_acc", "qr_scale", "wq_b_scale"], rope_args, &["q"]].concat();
         b.launch(
             q_heads(m.heads, hd, rd, heads_per_item, eps, positions),
-            (groups * ranges) as u32,
+            q_blocks as u32,
             &q_args,
         );
         let wkv = Matmul::new(
@@ -164,14 +162,23 @@ impl Kind for QkvProjRope {
     }
 }
 
-/// Heads per work item of qkv_proj_rope's QHeads kernel: as many as fit 4096 values
-/// (16 KiB of f32), so few head groups share a token and its RoPE rows are read by few
-/// blocks, while a group's rows stay small in UB.
-pub fn heads_per_item(heads: usize, head_dim: usize) -> usize {
-    (1..=heads)
-        .filter(|g| heads.is_multiple_of(*g) && g * head_dim <= 4096)
-        .max()
-        .unwrap_or(1)
+/// Heads per work item and blocks of a per-head kernel over a grid of head groups × 8-token
+/// runs (`HeadGroupRows` in `dsv4/qkv_proj_rope.h`: QHeads, and index_query's): as many heads
+/// per item as fit 4096 values (16 KiB of f32) while the grid still fills the `aiv` vector
+/// cores, so few head groups share a token's RoPE rows when there are many tokens (`t_cap`)
+/// and many do at a decode step of a few; never more groups than cores.
+pub fn head_grid(heads: usize, head_dim: usize, t_cap: usize, aiv: usize) -> (usize, usize) {
+    let blocks = |g: usize| {
+        let groups = heads / g;
+        groups * (aiv / groups).clamp(1, (t_cap / 8).max(1))
+    };
+    let fits = |g: &usize| heads.is_multiple_of(*g) && g * head_dim <= 4096;
+    let g = (1..=heads)
+        .filter(|g| fits(g) && heads / g <= aiv)
+        .max_by_key(|&g| (blocks(g), g))
+        .or_else(|| (1..=heads).filter(fits).max())
+        .unwrap_or(1);
+    (g, blocks(g))
 }
 
 fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
