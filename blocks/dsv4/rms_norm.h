@@ -2,7 +2,8 @@
 // xf = f32(x_mixed) and inv = 1 / sqrt(sum(xf^2) * (1 / HIDDEN) + EPS), one bf16 rounding.
 // Groups of TOKEN_GROUP rows are split over the blocks and moved in tiles of TOKENS whole
 // rows (one DMA each way). Every block reads and widens the weight once, so whole groups
-// per block bound that re-read to 1 / (2 * TOKEN_GROUP) of the rows moved. A row is
+// per block bound that re-read to 1 / (2 * TOKEN_GROUP) of the rows moved; only with fewer
+// groups than blocks is a group's tiles split over blocks (`PartsPerUnit`). A row is
 // worked on in COLS-wide f32 chunks: one pass accumulates the squares lane-wise over the
 // chunks (then one reduction tree), a second pass scales.
 #pragma once
@@ -37,15 +38,21 @@ public:
     __aicore__ inline static void Run(GM_ADDR x, GM_ADDR weight, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
+        constexpr uint32_t TILES = TOKEN_GROUP / P::TOKENS;  // per group
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t / TOKEN_GROUP);
+        const uint32_t groups = td.t / TOKEN_GROUP;
+        const uint32_t parts = PartsPerUnit(groups, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
+        const Share share = BlockShare(groups * parts);
         if (share.begin >= share.end) {
             return;
         }
         RmsNorm op;
         op.Init(x, weight, out);
-        for (uint32_t r0 = share.begin * TOKEN_GROUP; r0 < share.end * TOKEN_GROUP; r0 += P::TOKENS) {
-            op.Tile(r0);
+        for (uint32_t i = share.begin; i < share.end; ++i) {
+            const uint32_t part = i % parts;
+            for (uint32_t k = part * TILES / parts; k < (part + 1) * TILES / parts; ++k) {
+                op.Tile((i / parts) * TOKEN_GROUP + k * P::TOKENS);
+            }
         }
     }
 

@@ -148,7 +148,7 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d4096_m16_k128_s6_p22", cores: plan::Cores::Aic, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d4096_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k4096_n1024x512x512x512_blocks12x4x4x4_b6fd00175caf", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n32768_k1024_tile128x64x256_split16x1024x1408", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),

@@ -152,7 +152,7 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d7168_m16_k128_s10_p23", cores: plan::Cores::Aic, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d7168_m16_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n1536_k7168_tile16x128x128_split64x3584x384_tail16_parts_r64", cores: plan::Cores::Aic, block_dim: 8, args: &["x_normed", "wq_a", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1536_s2_r64", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1536_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),

@@ -124,7 +124,7 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d4096_m16_k128_s6_p22", cores: plan::Cores::Aic, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d4096_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n1024_k4096_tile128x64x64_split256x1024x1024_tail48_parts_r256", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wq_a", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1024_s4_r256", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),

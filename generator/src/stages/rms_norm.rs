@@ -64,8 +64,9 @@ impl Kind for RmsNorm {
             buffers: buffers(tokens, cols, hidden),
             parts: Vec::new(),
         };
-        // Work items are groups of 8 rows, the runtime token granularity.
-        let blocks = p.chip.aiv_cores.min(p.shape.local_t / 8);
+        // Work items are groups of 8 rows (the runtime token granularity), cut into tiles of
+        // `tokens` rows when groups are fewer than cores.
+        let blocks = p.chip.aiv_cores.min(p.shape.local_t / tokens);
         b.launch(
             kernel,
             blocks as u32,
