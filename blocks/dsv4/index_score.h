@@ -1,6 +1,6 @@
 // Cube side of the lightning indexer's scores (hca_csa.md §5.4), AIC only: ScoreCube (also
 // the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take whole
-// requests. Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible compressed rows:
+// requests, or with fewer requests than blocks ranges of a request's KEY_ROWS key loads. Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible compressed rows:
 // the request's SEQ·HEADS int8 index-query rows stay in L1; its keys (row j at
 // idx_block_table[b, j / BLOCK_SIZE]·BLOCK_SIZE + j % BLOCK_SIZE of the int8 index-key cache)
 // stream through L1 in whole pages, KEY_ROWS at a time, each gathered once for all tokens of
@@ -208,7 +208,9 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
+        constexpr uint32_t LOADS = CeilDiv(P::CAP, P::KEY_ROWS);  // key loads of a request at most
+        const uint32_t parts = PartsPerUnit(td.b, static_cast<uint32_t>(AscendC::GetBlockNum()), LOADS);
+        const Share share = BlockShare(td.b * parts);
         if (share.begin >= share.end) {
             return;
         }
@@ -218,14 +220,22 @@ public:
         AscendC::GlobalTensor<int32_t> lens, out;
         lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            const uint32_t visible = RequestRows<P>(lens, b);
-            if (visible == 0) {
+        uint32_t held = td.b;  // the request whose query rows are in L1 (none yet)
+        for (uint32_t i = share.begin; i < share.end; ++i) {
+            const uint32_t b = i / parts, part = i % parts;
+            const uint32_t rows = AlignUp(RequestRows<P>(lens, b), P::BLOCK_SIZE);
+            const uint32_t loads = CeilDiv(rows, P::KEY_ROWS);
+            const uint32_t begin = part * loads / parts * P::KEY_ROWS;
+            const uint32_t end = Min((part + 1) * loads / parts * P::KEY_ROWS, rows);
+            if (begin >= end) {
                 continue;
             }
-            cube.Query(b);
-            cube.Keys(b, 0, AlignUp(visible, P::BLOCK_SIZE),
-                      out[static_cast<uint64_t>(b) * ScoreCube<P>::ROWS * P::STRIDE], P::STRIDE);
+            if (held != b) {
+                cube.Query(b);
+                held = b;
+            }
+            cube.Keys(b, begin, end - begin,
+                      out[static_cast<uint64_t>(b) * ScoreCube<P>::ROWS * P::STRIDE + begin], P::STRIDE);
         }
         cube.Release();
     }

@@ -244,9 +244,10 @@ impl Kind for Indexer {
             buffers: score_buffers((seq * heads).next_multiple_of(16), hd, (m, n, k), key_rows),
             parts: Vec::new(),
         };
+        // A request's key loads spread over the blocks when requests are fewer than cores.
         b.launch(
             scores,
-            p.chip.aic_cores.min(p.shape.b) as u32,
+            p.chip.aic_cores.min(p.shape.b * cap.div_ceil(key_rows)) as u32,
             &[
                 "idx_q",
                 "kv_seq_lens",
