@@ -25,9 +25,9 @@ pub(super) struct Split {
 }
 
 impl Split {
-    /// Units can split: more than one piece, more than one group.
+    /// Units can split: more than one piece (`SplitSlots`' SPLITS in the kernels).
     pub fn can(&self) -> bool {
-        self.max_splits > 1 && self.groups > 1
+        self.max_splits > 1
     }
 
     /// The scratch of `SplitSlots`: per group the piece's part (and, when units can split,
