@@ -23,7 +23,15 @@ struct KvSplits {
 
     __aicore__ static inline uint32_t First(uint32_t split, uint32_t splits, uint32_t pieces)
     {
-        return split * pieces / splits;
+        return PartRange(split, splits, pieces).begin;
+    }
+
+    // Of(units) in the mixed kernel of the split source, which must run on GROUPS groups.
+    __aicore__ static inline uint32_t OnGroups(uint32_t units)
+    {
+        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
+        ascendc_assert(groups == GROUPS, "a split-KV kernel launched on %u groups, planned for %u", groups, GROUPS);
+        return Of(units);
     }
 };
 
@@ -141,8 +149,7 @@ private:
         AscendC::Exp(w, w, n * VH);
         VectorToScalar();
         // the splits that add something here (the denominators before weighting)
-        uint32_t items[CAP];
-        uint32_t sources[CAP];
+        uint32_t adding[CAP];
         uint32_t used = 0;
         for (uint32_t s = 0; s < splits; ++s) {
             bool any = false;
@@ -150,8 +157,7 @@ private:
                 any = any || denoms.GetValue((s + 1) * VH + h) != 0.0f;
             }
             if (any) {
-                items[used] = unit * splits + s;
-                sources[used++] = s + 1;
+                adding[used++] = s;
             }
         }
         ScalarToVector();
@@ -160,7 +166,7 @@ private:
             AscendC::Add(denoms, denoms, denoms[k * VH], VH);
         }
         if (used > 0) {
-            Load(items[0], r0);
+            Load(unit * splits + adding[0], r0);
         }
         VectorToScalar();
         for (uint32_t h = 0; h < VH; ++h) {
@@ -168,11 +174,11 @@ private:
         }
         for (uint32_t k = 0; k < used; ++k) {
             if (k + 1 < used) {
-                Load(items[k + 1], r0);  // the next split's rows load under this one's sums
+                Load(unit * splits + adding[k + 1], r0);  // the next split's rows load under this one's sums
             }
             AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
             for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue(sources[k] * VH + h), HD);
+                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue((adding[k] + 1) * VH + h), HD);
                 AscendC::Add(acc[h * HD], acc[h * HD], part[h * HD], HD);
             }
             partQ_.FreeTensor(part);

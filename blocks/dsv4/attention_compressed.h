@@ -148,10 +148,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
-        ascendc_assert(groups == P::GROUPS, "attention_compressed: launched on %u groups, planned for %u", groups,
-                       P::GROUPS);
-        const uint32_t splits = Splits::Of(td.b);
+        const uint32_t splits = Splits::OnGroups(td.b);
         const Share share = GroupShare(td.b * splits);
         if (share.begin >= share.end) {
             return;

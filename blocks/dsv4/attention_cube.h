@@ -1,5 +1,5 @@
 // Cube side of the window attention (swa.md §3.6 steps 2 and 4). A work item is a range of
-// a request's HEAD_TILE-row query tiles (`CubeItems`: a request's tiles go to several blocks
+// a request's HEAD_TILE-row query tiles (`UnitParts`: a request's tiles go to several blocks
 // when there are fewer requests than blocks; a tile's product is the same wherever it runs).
 // Per item a block gathers the union of the request's window rows (WindowUnion) into L1
 // once, row runs of consecutive pool rows per DMA, rows past the union set to zero; that one
@@ -26,6 +26,7 @@ class AttentionCube {
 public:
     static constexpr uint32_t FRACTAL = 16;                // rows and bf16 columns of a fractal
     static constexpr uint32_t ROWS = P::SEQ * P::HEADS;    // query rows of a request
+    static constexpr uint32_t TILES = ROWS / P::HEAD_TILE;  // query tiles of a request
     static constexpr uint32_t M_PAD = AlignUp(P::HEAD_TILE, FRACTAL);
     static constexpr uint32_t UNION_BLOCKS = P::UNION_ROWS / FRACTAL;
     static constexpr uint32_t A_COLS = P::HEAD_DIM > P::UNION_ROWS ? P::HEAD_DIM : P::UNION_ROWS;
@@ -122,42 +123,6 @@ private:
     AscendC::GlobalTensor<int32_t> lens_;
 };
 
-// This block's work items: request b's query tiles [tile0, tile1), each request's
-// ROWS / HEAD_TILE tiles in `parts` contiguous ranges, parts = blocks per request (at
-// least 1, at most the tiles), the items in contiguous shares of the blocks.
-//   for (CubeItems<P> it(td.b); it.Next();) { it.b, it.tile0, it.tile1 }
-template <class P>
-class CubeItems {
-    static constexpr uint32_t TILES = P::SEQ * P::HEADS / P::HEAD_TILE;
-
-public:
-    __aicore__ inline explicit CubeItems(uint32_t requests)
-    {
-        parts_ = PartsPerUnit(requests, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
-        share_ = BlockShare(requests * parts_);
-        next_ = share_.begin;
-    }
-
-    __aicore__ inline bool Next()
-    {
-        if (next_ >= share_.end) {
-            return false;
-        }
-        b = next_ / parts_;
-        const uint32_t part = next_ % parts_;
-        tile0 = part * TILES / parts_;
-        tile1 = (part + 1) * TILES / parts_;
-        ++next_;
-        return true;
-    }
-
-    uint32_t b = 0, tile0 = 0, tile1 = 0;
-
-private:
-    uint32_t parts_ = 1, next_ = 0;
-    Share share_{0, 0};
-};
-
 // scores = q · unionᵀ per request, unscaled f32 (the softmax kernel scales and masks).
 // GM: q [t, HEADS, HEAD_DIM] bf16, kv_cache, swa_indices, swa_lens, scores [t, HEADS, UNION_ROWS] f32.
 template <class P>
@@ -175,10 +140,11 @@ public:
         scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
         Cube cube;
         cube.Init(kvCache, swaIndices, swaLens);
-        for (CubeItems<P> it(td.b); it.Next();) {
-            cube.LoadUnion(it.b, td.nb);
-            for (uint32_t m0 = it.tile0 * P::HEAD_TILE; m0 < it.tile1 * P::HEAD_TILE; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(it.b) * Cube::ROWS + m0;
+        for (UnitParts it(td.b, Cube::TILES); it.Next();) {
+            const Share tiles = it.Range(Cube::TILES);
+            cube.LoadUnion(it.unit, td.nb);
+            for (uint32_t m0 = tiles.begin * P::HEAD_TILE; m0 < tiles.end * P::HEAD_TILE; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(it.unit) * Cube::ROWS + m0;
                 AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(qG[row * P::HEAD_DIM], P::HEAD_DIM);
                 for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
                     cube.template Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
@@ -208,10 +174,11 @@ public:
         oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         Cube cube;
         cube.Init(kvCache, swaIndices, swaLens);
-        for (CubeItems<P> it(td.b); it.Next();) {
-            cube.LoadUnion(it.b, td.nb);
-            for (uint32_t m0 = it.tile0 * P::HEAD_TILE; m0 < it.tile1 * P::HEAD_TILE; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(it.b) * Cube::ROWS + m0;
+        for (UnitParts it(td.b, Cube::TILES); it.Next();) {
+            const Share tiles = it.Range(Cube::TILES);
+            cube.LoadUnion(it.unit, td.nb);
+            for (uint32_t m0 = tiles.begin * P::HEAD_TILE; m0 < tiles.end * P::HEAD_TILE; m0 += P::HEAD_TILE) {
+                const uint64_t row = static_cast<uint64_t>(it.unit) * Cube::ROWS + m0;
                 AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probsG[row * P::UNION_ROWS], P::UNION_ROWS);
                 for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
                     cube.template Matmul<true>(a, n0, P::D_TILE, oG[row * P::HEAD_DIM + n0], P::HEAD_DIM);

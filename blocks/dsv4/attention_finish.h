@@ -79,11 +79,9 @@ private:
     __aicore__ inline void Items(uint32_t tokens)
     {
         constexpr uint32_t TILES = P::HEADS / P::HEAD_TILE;
-        const uint32_t parts = PartsPerUnit(tokens, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
-        const Share share = BlockShare(tokens * parts);
-        for (uint32_t i = share.begin; i < share.end; ++i) {
-            const uint32_t t = i / parts, part = i % parts;
-            Token(t, RopeRow<POSITIONS>(positions_, t), part * TILES / parts, (part + 1) * TILES / parts);
+        for (UnitParts it(tokens, TILES); it.Next();) {
+            const Share tiles = it.Range(TILES);
+            Token(it.unit, RopeRow<POSITIONS>(positions_, it.unit), tiles.begin, tiles.end);
         }
     }
 

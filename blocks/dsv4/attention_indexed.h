@@ -90,10 +90,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
-        ascendc_assert(groups == P::GROUPS, "attention_indexed: launched on %u groups, planned for %u", groups,
-                       P::GROUPS);
-        const uint32_t splits = Splits::Of(td.t);
+        const uint32_t splits = Splits::OnGroups(td.t);
         const Share share = GroupShare(td.t * splits);
         if (share.begin >= share.end) {
             return;

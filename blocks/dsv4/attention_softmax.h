@@ -121,11 +121,9 @@ private:
     // at least 1, at most UNITS), the items in contiguous shares of the blocks.
     __aicore__ inline void Items(uint32_t requests)
     {
-        const uint32_t parts = PartsPerUnit(requests, static_cast<uint32_t>(AscendC::GetBlockNum()), UNITS);
-        const Share share = BlockShare(requests * parts);
-        for (uint32_t item = share.begin; item < share.end; ++item) {
-            const uint32_t part = item % parts;
-            Item(item / parts, part * UNITS / parts, (part + 1) * UNITS / parts);
+        for (UnitParts it(requests, UNITS); it.Next();) {
+            const Share units = it.Range(UNITS);
+            Item(it.unit, units.begin, units.end);
         }
     }
 

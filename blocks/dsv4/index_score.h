@@ -209,9 +209,8 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         constexpr uint32_t LOADS = CeilDiv(P::CAP, P::KEY_ROWS);  // key loads of a request at most
-        const uint32_t parts = PartsPerUnit(td.b, static_cast<uint32_t>(AscendC::GetBlockNum()), LOADS);
-        const Share share = BlockShare(td.b * parts);
-        if (share.begin >= share.end) {
+        UnitParts it(td.b, LOADS);
+        if (it.Empty()) {
             return;
         }
         AscendC::TPipe pipe;
@@ -221,12 +220,12 @@ public:
         lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
         uint32_t held = td.b;  // the request whose query rows are in L1 (none yet)
-        for (uint32_t i = share.begin; i < share.end; ++i) {
-            const uint32_t b = i / parts, part = i % parts;
+        while (it.Next()) {
+            const uint32_t b = it.unit;
             const uint32_t rows = AlignUp(RequestRows<P>(lens, b), P::BLOCK_SIZE);
-            const uint32_t loads = CeilDiv(rows, P::KEY_ROWS);
-            const uint32_t begin = part * loads / parts * P::KEY_ROWS;
-            const uint32_t end = Min((part + 1) * loads / parts * P::KEY_ROWS, rows);
+            const Share loads = it.Range(CeilDiv(rows, P::KEY_ROWS));
+            const uint32_t begin = loads.begin * P::KEY_ROWS;
+            const uint32_t end = Min(loads.end * P::KEY_ROWS, rows);
             if (begin >= end) {
                 continue;
             }

@@ -3,7 +3,7 @@
 // Groups of TOKEN_GROUP rows are split over the blocks and moved in tiles of TOKENS whole
 // rows (one DMA each way). Every block reads and widens the weight once, so whole groups
 // per block bound that re-read to 1 / (2 * TOKEN_GROUP) of the rows moved; only with fewer
-// groups than blocks is a group's tiles split over blocks (`PartsPerUnit`). A row is
+// groups than blocks is a group's tiles split over blocks (`UnitParts`). A row is
 // worked on in COLS-wide f32 chunks: one pass accumulates the squares lane-wise over the
 // chunks (then one reduction tree), a second pass scales.
 #pragma once
@@ -40,18 +40,16 @@ public:
         (void)workspace;
         constexpr uint32_t TILES = TOKEN_GROUP / P::TOKENS;  // per group
         const TilingData td = LoadTiling(tiling);
-        const uint32_t groups = td.t / TOKEN_GROUP;
-        const uint32_t parts = PartsPerUnit(groups, static_cast<uint32_t>(AscendC::GetBlockNum()), TILES);
-        const Share share = BlockShare(groups * parts);
-        if (share.begin >= share.end) {
+        UnitParts it(td.t / TOKEN_GROUP, TILES);
+        if (it.Empty()) {
             return;
         }
         RmsNorm op;
         op.Init(x, weight, out);
-        for (uint32_t i = share.begin; i < share.end; ++i) {
-            const uint32_t part = i % parts;
-            for (uint32_t k = part * TILES / parts; k < (part + 1) * TILES / parts; ++k) {
-                op.Tile((i / parts) * TOKEN_GROUP + k * P::TOKENS);
+        while (it.Next()) {
+            const Share tiles = it.Range(TILES);
+            for (uint32_t k = tiles.begin; k < tiles.end; ++k) {
+                op.Tile(it.unit * TOKEN_GROUP + k * P::TOKENS);
             }
         }
     }

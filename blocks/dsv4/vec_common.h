@@ -54,6 +54,47 @@ __aicore__ inline uint32_t PartsPerUnit(uint32_t units, uint32_t blocks, uint32_
     return parts < 1 ? 1 : Min(parts, most);
 }
 
+// Part `part` of `parts` of a unit's `pieces` pieces (empty when pieces < parts).
+__aicore__ inline Share PartRange(uint32_t part, uint32_t parts, uint32_t pieces)
+{
+    return Share{part * pieces / parts, (part + 1) * pieces / parts};
+}
+
+// This block's work items, each of `units` units cut into PartsPerUnit(units, blocks, most)
+// parts, the (unit, part) items in contiguous shares of the blocks:
+//   for (UnitParts it(units, most); it.Next();) { it.unit, it.Range(pieces) }
+class UnitParts {
+public:
+    __aicore__ inline UnitParts(uint32_t units, uint32_t most)
+    {
+        parts_ = PartsPerUnit(units, static_cast<uint32_t>(AscendC::GetBlockNum()), most);
+        share_ = BlockShare(units * parts_);
+        next_ = share_.begin;
+    }
+
+    __aicore__ inline bool Empty() const { return share_.begin >= share_.end; }
+
+    __aicore__ inline bool Next()
+    {
+        if (next_ >= share_.end) {
+            return false;
+        }
+        unit = next_ / parts_;
+        part_ = next_ % parts_;
+        ++next_;
+        return true;
+    }
+
+    // This item's part of its unit's `pieces` pieces.
+    __aicore__ inline Share Range(uint32_t pieces) const { return PartRange(part_, parts_, pieces); }
+
+    uint32_t unit = 0;
+
+private:
+    uint32_t parts_ = 1, part_ = 0, next_ = 0;
+    Share share_{0, 0};
+};
+
 // This core's group in a mixed kernel (1 AIC + 2 AIV): an AIV's GetBlockIdx() is group * 2
 // + sub-block, an AIC's the group.
 __aicore__ inline uint32_t GroupIdx()

@@ -25,6 +25,16 @@ pub(super) struct Split {
 }
 
 impl Split {
+    /// The split kernel's core groups: every one where a unit can have several pieces (a
+    /// few units then spread over them), else one per unit (`units` at capacity) at most.
+    pub fn groups(max_splits: usize, units: usize, aic_cores: usize) -> usize {
+        if max_splits > 1 {
+            aic_cores
+        } else {
+            aic_cores.min(units)
+        }
+    }
+
     /// Units can split: more than one piece (`SplitSlots`' SPLITS in the kernels).
     pub fn can(&self) -> bool {
         self.max_splits > 1

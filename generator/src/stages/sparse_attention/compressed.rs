@@ -37,21 +37,17 @@ pub(super) fn launch(
         p.attention.max_compressed_rows,
         p.chip,
     );
+    let max_splits = max_rows.div_ceil(chunk);
+    let groups = Split::groups(max_splits, p.shape.b, p.chip.aic_cores);
     let split = Split {
         tag: "cmp",
         part: "attn_cmp_part",
         stats: "attn_cmp_stats",
         unit_rows: seq * heads,
         per_token: false,
-        groups: 0,
-        max_splits: max_rows.div_ceil(chunk),
+        groups,
+        max_splits,
     };
-    let groups = if split.max_splits > 1 {
-        p.chip.aic_cores
-    } else {
-        p.chip.aic_cores.min(p.shape.b)
-    };
-    let split = Split { groups, ..split };
     // Per group: the chunk's scores and probs, and the `SplitSlots`.
     let group_rows = |last: usize| {
         vec![

@@ -227,7 +227,7 @@ impl Kind for SparseAttention {
         let [scores, softmax, values, mut finish] = window::kernels(p, tiles, with_further);
 
         // The window kernels and the finish split a request's (a token's) head tiles over the
-        // blocks when requests (tokens) are fewer than cores (`PartsPerUnit`).
+        // blocks when requests (tokens) are fewer than cores (`UnitParts`).
         let tiles = p.shape.b * seq * heads / head_tile;
         let (aic, aiv) = (p.chip.aic_cores.min(tiles), p.chip.aiv_cores.min(tiles));
         // HCA/CSA name the window metadata window_swa_*; their lens agree with the -1 lanes
