@@ -6,7 +6,8 @@
 // form tiles of KV_TILE slots in list order (the reference's 128-lane tiles); a tile without a
 // kept slot is skipped (it would merge as a no-op). Unlike HCA's compressed rows a token's
 // rows are its own, so the gather is per token. Per tile:
-//   AIC: gathers the tile's kept rows into L1 (other lanes zero), scores = q_t · tileᵀ (f32;
+//   AIC: gathers the tile's kept rows into L1 (other lanes zero; the next kept tile into a
+//        second buffer while the AIV works on this one's scores), scores = q_t · tileᵀ (f32;
 //        q_t stays in L1 for all of the token's tiles)
 //   AIV: z = score * SCALE + bias (0 kept, -1e20 not); m_i = max z, e = exp(z - m_i),
 //        l_i = sum e (f32), probs = bf16(e);
@@ -62,7 +63,7 @@ class AttentionIndexed {
                   "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
     // AIC
     static_assert(P::Q_BYTES >= HEAD_TILES * M_PAD * HD * sizeof(bfloat16_t), "q holds a token's head tiles");
-    static_assert(P::ROWS_BYTES >= TILE * HD * sizeof(bfloat16_t), "rows holds a tile of selected rows");
+    static_assert(P::ROWS_BYTES >= TILE * HD * sizeof(bfloat16_t), "a rows buffer holds a tile of selected rows");
     static_assert(P::A_TILE_BYTES >= M_PAD * TILE * sizeof(bfloat16_t), "a_tile holds a tile of probs rows");
     static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
                       P::B_L0_BYTES >= P::D_TILE * TILE * sizeof(bfloat16_t) &&
@@ -161,7 +162,7 @@ private:
     __aicore__ inline void InitCube()
     {
         pipe_.InitBuffer(q1_, P::Q_BYTES);
-        pipe_.InitBuffer(rows_, P::ROWS_BYTES);
+        pipe_.InitBuffer(rowsQ_, 2, P::ROWS_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
@@ -172,23 +173,25 @@ private:
     {
         const uint32_t t = it.t;
         const int64_t bound = Bound(t);
-        bool haveQ = false;
-        for (uint32_t j = it.first; j < it.end; ++j) {
+        uint32_t j = Gather(t, it.first, it.end, bound, td);
+        if (j == it.end) {
+            return;
+        }
+        // q is overwritten once every read of the previous item's has been issued.
+        Handshake<AscendC::HardEvent::MTE1_MTE2>();
+        LoadQ(t);
+        Handshake<AscendC::HardEvent::MTE2_MTE1>();
+        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+        while (j < it.end) {
             const uint32_t lanes = Lanes(j);
-            int32_t rows[TILE];
-            if (!SelectRows(t, j, lanes, bound, td, rows)) {
-                continue;
-            }
-            if (!haveQ) {
-                LoadQ(t);
-                haveQ = true;
-            }
-            LoadTile(rows, lanes);
-            AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+            AscendC::LocalTensor<bfloat16_t> tile = rowsQ_.DeQue<bfloat16_t>();
             for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-                Matmul<false>(q[m * M_PAD * HD], HD, 0, lanes, scores_[m * P::HEAD_TILE * lanes], lanes);
+                Matmul<false>(q[m * M_PAD * HD], tile, HD, 0, lanes, scores_[m * P::HEAD_TILE * lanes], lanes);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+            // The next kept tile gathers into the other buffer while the AIV turns these
+            // scores into probabilities.
+            const uint32_t next = Gather(t, j + 1, it.end, bound, td);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             for (uint32_t m = 0; m < HEAD_TILES; ++m) {
                 AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
@@ -198,44 +201,87 @@ private:
                 a = aTile_.DeQue<bfloat16_t>();
                 const uint64_t row = m * P::HEAD_TILE;  // of the group's part
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, lanes, n0, P::D_TILE, part_[row * HD + n0], HD);
+                    Matmul<true>(a, tile, lanes, n0, P::D_TILE, part_[row * HD + n0], HD);
                 }
                 aTile_.FreeTensor(a);
             }
+            rowsQ_.FreeTensor(tile);
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
-            // The tile (and q, for the next token) may be overwritten once every load from it
-            // has been issued.
-            Handshake<AscendC::HardEvent::MTE1_MTE2>();
+            j = next;
         }
     }
 
-    // The physical cmp_kv row of each of tile j's slots (-1 where not kept); false if none is
-    // kept. A kept slot's page must be a page of the pool (hca_csa.md §11.5): a violation
-    // stops the launch.
-    __aicore__ inline bool SelectRows(uint32_t t, uint32_t j, uint32_t lanes, int64_t bound, const TilingData& td,
-                                      int32_t* rows)
+    // The first of tiles [from, end) with a kept slot, gathered into a rows buffer and
+    // queued for the cube; `end` if none has one.
+    __aicore__ inline uint32_t Gather(uint32_t t, uint32_t from, uint32_t end, int64_t bound, const TilingData& td)
     {
+        for (uint32_t j = from; j < end; ++j) {
+            AscendC::LocalTensor<bfloat16_t> u = rowsQ_.AllocTensor<bfloat16_t>();
+            if (GatherTile(t, j, bound, td, u)) {
+                rowsQ_.EnQue(u);
+                return j;
+            }
+            rowsQ_.FreeTensor(u);
+        }
+        return end;
+    }
+
+    // Tile j's kept rows into the NZ tile u [TILE, HD], lane k in row k, as its slots are
+    // read: a run of consecutive physical rows is one DMA, issued when the run ends, so the
+    // copies run under the reads of the next slots; runs of lanes not kept are zeroed
+    // (0 x garbage cannot occur) once some slot is kept. False if none is (u then unused).
+    // A kept slot's page must be a page of the pool (hca_csa.md §11.5): a violation stops
+    // the launch.
+    __aicore__ inline bool GatherTile(uint32_t t, uint32_t j, int64_t bound, const TilingData& td,
+                                      const AscendC::LocalTensor<bfloat16_t>& u)
+    {
+        const uint32_t lanes = Lanes(j);
         const uint32_t b = t / P::SEQ;
         const uint64_t at = static_cast<uint64_t>(t) * P::TOPK + j * TILE;
-        bool any = false;
-        for (uint32_t k = 0; k < lanes; ++k) {
-            const int32_t slot = topk_.GetValue(at + k);
-            rows[k] = -1;
-            if (slot < 0 || slot >= bound) {
+        uint32_t holes[TILE];  // first lane and length of each run not kept, two entries each
+        uint32_t nHoles = 0;
+        uint32_t start = 0;  // the open run's first lane
+        int32_t first = 0;   // its first physical row, -1 for a run not kept
+        for (uint32_t k = 0; k <= lanes; ++k) {
+            int32_t row = -1;
+            if (k < lanes) {
+                const int32_t slot = topk_.GetValue(at + k);
+                if (slot >= 0 && slot < bound) {
+                    const uint32_t logical = static_cast<uint32_t>(slot) / P::BLOCK_SIZE;
+                    ascendc_assert(logical < td.cmp_tw,
+                                   "token %u selects compressed row %d, page %u of a %u-page cmp_block_table row", t,
+                                   slot, logical, td.cmp_tw);
+                    const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * td.cmp_tw + logical);
+                    ascendc_assert(page >= 0 && page < static_cast<int32_t>(td.cmp_nb),
+                                   "token %u: cmp_block_table[%u, %u] = %d is not a page of the %u-page cmp_kv pool",
+                                   t, b, logical, page, td.cmp_nb);
+                    row = page * static_cast<int32_t>(P::BLOCK_SIZE) + slot % static_cast<int32_t>(P::BLOCK_SIZE);
+                }
+            }
+            const int32_t n = static_cast<int32_t>(k - start);
+            const bool extends = k > 0 && k < lanes && (first < 0 ? row < 0 : row == first + n);
+            if (extends) {
                 continue;
             }
-            const uint32_t logical = static_cast<uint32_t>(slot) / P::BLOCK_SIZE;
-            ascendc_assert(logical < td.cmp_tw,
-                           "token %u selects compressed row %d, page %u of a %u-page cmp_block_table row", t, slot,
-                           logical, td.cmp_tw);
-            const int32_t page = table_.GetValue(static_cast<uint64_t>(b) * td.cmp_tw + logical);
-            ascendc_assert(page >= 0 && page < static_cast<int32_t>(td.cmp_nb),
-                           "token %u: cmp_block_table[%u, %u] = %d is not a page of the %u-page cmp_kv pool", t, b,
-                           logical, page, td.cmp_nb);
-            rows[k] = page * static_cast<int32_t>(P::BLOCK_SIZE) + slot % static_cast<int32_t>(P::BLOCK_SIZE);
-            any = true;
+            if (k > 0 && first < 0) {
+                holes[nHoles++] = start;
+                holes[nHoles++] = k - start;
+            } else if (k > 0) {
+                AscendC::DataCopy(u[start * FRACTAL], kv_[static_cast<uint64_t>(first) * HD],
+                                  AscendC::Nd2NzParams(1, k - start, HD, 0, HD, TILE, 1, 0));
+            }
+            start = k;
+            first = row;
         }
-        return any;
+        if (nHoles == 2 && holes[1] == lanes) {
+            return false;
+        }
+        for (uint32_t h = 0; h < nHoles; h += 2) {
+            const uint32_t n = holes[h + 1];
+            AscendC::Fill(u[holes[h] * FRACTAL],
+                          AscendC::InitConstValueParams<bfloat16_t>(HD / FRACTAL, n, TILE - n, bfloat16_t(0.0f)));
+        }
+        return true;
     }
 
     // Token t's heads into L1, HEAD_TILE rows per NZ tile of M_PAD-row column blocks.
@@ -249,41 +295,17 @@ private:
         }
     }
 
-    // The tile's rows into the NZ tile [TILE, HD], lane k in row k: runs of consecutive
-    // physical rows per DMA, runs of lanes not kept zero (0 x garbage cannot occur).
-    __aicore__ inline void LoadTile(const int32_t* rows, uint32_t lanes)
-    {
-        AscendC::LocalTensor<bfloat16_t> u = rows_.Get<bfloat16_t>();
-        for (uint32_t k = 0; k < lanes;) {
-            uint32_t n = 1;
-            if (rows[k] < 0) {
-                while (k + n < lanes && rows[k + n] < 0) {
-                    ++n;
-                }
-                AscendC::Fill(u[k * FRACTAL],
-                              AscendC::InitConstValueParams<bfloat16_t>(HD / FRACTAL, n, TILE - n, bfloat16_t(0.0f)));
-            } else {
-                while (k + n < lanes && rows[k + n] == rows[k] + static_cast<int32_t>(n)) {
-                    ++n;
-                }
-                AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(rows[k]) * HD],
-                                  AscendC::Nd2NzParams(1, n, HD, 0, HD, TILE, 1, 0));
-            }
-            k += n;
-        }
-        Handshake<AscendC::HardEvent::MTE2_MTE1>();
-    }
-
     // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
     // head dims, B = tileᵀ. Values (VALUES true): k = the tile's lanes, B = tile (fractals
     // transposed to L0B).
     template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t n0, uint32_t nLen,
-                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, const AscendC::LocalTensor<bfloat16_t>& tile,
+                                  uint32_t k, uint32_t n0, uint32_t nLen, const AscendC::GlobalTensor<float>& dst,
+                                  uint32_t dstStride)
     {
         constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, rows_.Get<bfloat16_t>(), k, n0,
-                                                                 nLen, dst, dstStride);
+        HeadTileMmad<P::HEAD_TILE, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile, k, n0, nLen, dst,
+                                                                 dstStride);
     }
 
     // ---- AIV ----
@@ -469,7 +491,7 @@ private:
     AscendC::TPipe pipe_;
     // AIC
     AscendC::TBuf<AscendC::TPosition::A1> q1_;
-    AscendC::TBuf<AscendC::TPosition::B1> rows_;
+    AscendC::TQue<AscendC::TPosition::B1, 1> rowsQ_;
     AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;

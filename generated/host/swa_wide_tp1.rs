@@ -108,7 +108,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_finish_h128_d512_r64_hpg8_tpad16_ht16_positions", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "positions", "packed"] },
     Kernel { name: "matmul_bf16_nk_n128_k4096_grouprows_b16_sa65536_sb524288_sc2048_tile16x128x128_split16x4096x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g16_r16_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x896", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g16_r16_n896_c896_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n1536_k896_tile16x128x128_split16x896x128__kn_n512_k896_tile16x128x128_split16x896x128_blocks12x4", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
@@ -132,7 +132,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h128_d512_r64_hpg8_tpad16_ht16_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k4096_grouprows_b16_sa65536_sb524288_sc2048_tile16x128x128_split16x4096x128", cores: plan::Cores::Aic, block_dim: 16, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k128_t8", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x896", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x128", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_n896_c896_bf16", cores: plan::Cores::Aiv, block_dim: 8, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, block_dim: 7, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
 ];

@@ -21,20 +21,22 @@
 //! more (read back) plus C once. The Mmad tiles are the stage's spec tiles or,
 //! when that moves fewer bytes, some of m, n, k halved: narrower B tiles leave more L1
 //! to the panel, narrower A tiles more L0A to its tail, narrower columns a taller strip.
-//! N ranges then spread the work over the cube cores while the traffic stays within
-//! 1.25× the minimum (or within 5 % of the split's own traffic when the on-chip room
-//! already forces more).
+//! N ranges then spread the work over the cube cores: a core's DMA, not HBM, bounds how
+//! fast a product streams (hicann/ge's `Load` fit: 24 cores share at most 457 GB/s of the
+//! 1.6 TB/s), so the count is the one whose busiest core moves the fewest bytes, each
+//! range reading A once more (FLASH `wq_a` at 512 tokens: 8 items of 3.7 MB on 8 cores →
+//! 24 of 1.6 MB on every core, 1.40× → 1.80× its minimum, 222 → 96 µs modeled).
 //!
-//! Where 1.25× is out of reach. C accumulates only in L0C and A, B reach the cube only
+//! The least traffic of a covering. C accumulates only in L0C and A, B reach the cube only
 //! through L1, so an item holding R rows × S k-columns of A on chip (R·S·bytes ≤ L1 + L0A
 //! ≈ 576 KiB) reads its S rows of B and, when K is split, writes its R rows of partial
 //! products (f32) that the slice sum reads back: covering bf16 A costs B and partial
 //! traffic of at least N·(8R + 2S) per R·S elements, least at S = 4R (R ≈ 272, S ≈ 1086),
 //! plus A once and C once. For M × N × K = 512 × 1024 × 4096 (wo_a per group, wq_a at
-//! TP 1) that is ≥ 2.58× the minimum (planned: 2.71×, two row ranges × four 1024-k
-//! slices), for 512 × 512 × 4096 (wkv at TP 1) ≥ 2.23× (2.33×). 256 × 1024 × 4096 (wq_a
-//! at TP 2) holds at most 1152 k of its 256 rows, so four slices: 1.73×, as planned
-//! (256 × 512 × 4096, wkv: 1.62×). Adding the slices atomically would save the read-back
+//! TP 1) that is ≥ 2.58× the minimum (two row ranges × four 1024-k slices: 2.71×, before
+//! the N ranges read A again), for 512 × 512 × 4096 (wkv at TP 1) ≥ 2.23× (2.33×).
+//! 256 × 1024 × 4096 (wq_a at TP 2) holds at most 1152 k of its 256 rows, so four
+//! slices: 1.73× (256 × 512 × 4096, wkv: 1.62×). Adding the slices atomically would save the read-back
 //! (2.0×, 1.78×, 1.27×) but leave C to the order the cores finish in. (Keeping B on chip
 //! and streaming A instead is no better for these shapes; keeping C in L0C for all of K
 //! re-reads A or B per 32768-element C tile: ≥ 3×.)

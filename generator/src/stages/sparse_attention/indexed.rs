@@ -134,7 +134,7 @@ pub(super) fn unmet(p: &Plan, [_, _, d_tile]: [usize; 3]) -> Option<String> {
 }
 
 /// `attention_indexed.h`'s L1 and L0: a token's q in head tiles (rows padded to a fractal),
-/// one tile of selected rows, probability-row tiles over a tile's lanes, and the L0 tiles of
+/// two tiles of selected rows (the next gathers while the cube works on one), probability-row tiles over a tile's lanes, and the L0 tiles of
 /// `HeadTileMmad` (k chunks of `d` or `kv_rows`).
 fn cube_buffers(
     heads: usize,
@@ -149,7 +149,7 @@ fn cube_buffers(
     [
         vec![
             row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
-            row("rows", L1, Bf16, kv_tile * head_dim, 1, None),
+            row("rows", L1, Bf16, kv_tile * head_dim, 2, None),
             row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
         ],
         head_tile_l0(head_tile, kv_tile, d_tile),
