@@ -299,9 +299,9 @@ private:
     // head dims, B = tileᵀ. Values (VALUES true): k = the tile's lanes, B = tile (fractals
     // transposed to L0B).
     template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, const AscendC::LocalTensor<bfloat16_t>& tile,
-                                  uint32_t k, uint32_t n0, uint32_t nLen, const AscendC::GlobalTensor<float>& dst,
-                                  uint32_t dstStride)
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a,
+                                  const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t k, uint32_t n0, uint32_t nLen,
+                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
     {
         constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
         HeadTileMmad<P::HEAD_TILE, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile, k, n0, nLen, dst,

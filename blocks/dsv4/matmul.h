@@ -6,7 +6,7 @@
 // GROUP_ROWS, x ROWS_PER_TOKEN); rows >= M are never read (ND2NZ moves only valid rows)
 // and never written.
 //
-// Work split (chosen by generator/src/kernels/gemm.rs from the capacity, see there for the
+// Work split (chosen by generator/src/kernel_plan/gemm from the capacity, see there for the
 // GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
 // N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice):
 //   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
@@ -43,6 +43,19 @@ template <>
 struct CubeTypes<true> {
     using In = int8_t;
     using Acc = int32_t;
+};
+
+// Which block runs item g of a launch's work items (a MatmulGroup's parts one after
+// another): they are dealt in rounds over the blocks, every other round backwards, so
+// with the heaviest items first the blocks that took one take the last light ones.
+struct BackAndForth {
+    uint32_t block, blocks;
+
+    __aicore__ inline bool Mine(uint32_t g) const
+    {
+        const uint32_t at = g % blocks;
+        return ((g / blocks) % 2 == 0 ? at : blocks - 1 - at) == block;
+    }
 };
 
 template <typename P>
@@ -86,18 +99,25 @@ public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
-        RunOn(a, b, c, tiling, static_cast<uint32_t>(AscendC::GetBlockIdx()),
-              static_cast<uint32_t>(AscendC::GetBlockNum()));
+        const BackAndForth deal{static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                                static_cast<uint32_t>(AscendC::GetBlockNum())};
+        RunOn(a, b, c, tiling, deal, 0);
     }
 
-    // The work of block `block` of `blocks`, as if the launch had `blocks` blocks (a
-    // MatmulGroup runs several products side by side in one launch).
-    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, uint32_t block,
-                                        uint32_t blocks)
+    // Work items at `rows` runtime rows: (batch, m range, n range, k slice).
+    __aicore__ static inline uint32_t Items(uint32_t rows)
+    {
+        return P::BATCH * ((rows + P::RANGE_M - 1) / P::RANGE_M) * ((P::N + P::RANGE_N - 1) / P::RANGE_N) *
+               ((P::K + P::SLICE_K - 1) / P::SLICE_K);
+    }
+
+    // The items `deal` gives this block, item i being the launch's item `before` + i.
+    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling,
+                                        const BackAndForth& deal, uint32_t before)
     {
         Matmul op;
         op.Init(a, b, c, tiling);
-        op.Process(block, blocks);
+        op.Process(deal, before);
     }
 
 private:
@@ -119,13 +139,16 @@ private:
         pipe_.InitBuffer(cL0_, 1, P::C_STRIP_BYTES);
     }
 
-    __aicore__ inline void Process(uint32_t block, uint32_t blocks)
+    __aicore__ inline void Process(const BackAndForth& deal, uint32_t before)
     {
         const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
         const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
         const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
-        const uint32_t items = P::BATCH * mRanges * nRanges * kSlices;
-        for (uint32_t item = block; item < items; item += blocks) {
+        const uint32_t items = Items(m_);
+        for (uint32_t item = 0; item < items; ++item) {
+            if (!deal.Mine(before + item)) {
+                continue;
+            }
             uint32_t rest = item;
             const uint32_t ks = rest % kSlices;
             rest /= kSlices;

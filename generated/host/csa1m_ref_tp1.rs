@@ -183,7 +183,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g2_r128_n2048_c2048_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_i8_kn_n16384_k256_tile64x128x256_split128x256x768__kn_n8192_k256_tile64x128x256_split128x256x384_blocks18x6", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_i8_kn_n16384_k256_tile64x128x256_split128x256x768__kn_n8192_k256_tile64x128x256_split128x256x384", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -195,7 +195,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n256_k2048_tile64x128x128_split128x1024x128_parts_r128", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wq_a", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n256_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n16384_k256_tile64x128x256_split128x256x768__kn_n8192_k256_tile64x128x256_split128x256x384_blocks18x6", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n16384_k256_tile64x128x256_split128x256x768__kn_n8192_k256_tile64x128x256_split128x256x384", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k2048_tile64x128x128_split128x1024x128_parts_r128", cores: plan::Cores::Aic, block_dim: 8, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "kv_latent"], also: &[] }),

@@ -182,7 +182,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g4_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp2_n4096_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_i8_kn_n32768_k1024_tile128x64x256_split256x1024x1408__kn_n8192_k1024_tile64x128x256_split256x1024x384_blocks20x4", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_i8_kn_n32768_k1024_tile128x64x256_split256x1024x1408__kn_n8192_k1024_tile64x128x256_split256x1024x384", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -194,7 +194,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n1024_k4096_tile128x64x64_split256x1024x192_tail48_parts_r256", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1024_s4_r256", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n32768_k1024_tile128x64x256_split256x1024x1408__kn_n8192_k1024_tile64x128x256_split256x1024x384_blocks20x4", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n32768_k1024_tile128x64x256_split256x1024x1408__kn_n8192_k1024_tile64x128x256_split256x1024x384", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k4096_tile128x64x64_split256x1024x128_tail48_parts_r256", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s4_r256", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials", "kv_latent"], also: &[] }),

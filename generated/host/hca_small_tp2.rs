@@ -142,7 +142,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g2_r128_n512_c512_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp2_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group4_bf16_k512_n128x128x128x128_blocks1x1x1x1_9c05a0143fca", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
+    Kernel { name: "matmul_group4_bf16_k512_n128x128x128x128_7fda87a65164", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -151,7 +151,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k512_n128x128x128x128_blocks1x1x1x1_9c05a0143fca", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score"], also: &["compressor"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k512_n128x128x128x128_7fda87a65164", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_tile32x128x128_split64x128x128", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g1_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),

@@ -183,7 +183,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g4_r512_n7168_c3584_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp4_n7168_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d7168_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split128x1536x2816__kn_n8192_k1536_tile16x128x256_split128x1536x384_blocks22x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split128x1536x2816__kn_n8192_k1536_tile16x128x256_split128x1536x384", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -195,7 +195,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n1536_k7168_tile16x128x128_split128x1792x256_tail16_parts_r128", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1536_s4_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1536_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split128x1536x2816__kn_n8192_k1536_tile16x128x256_split128x1536x384_blocks22x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split128x1536x2816__kn_n8192_k1536_tile16x128x256_split128x1536x384", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k7168_tile16x128x128_split128x1792x128_tail16_parts_r128", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s4_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "kv_latent"], also: &[] }),

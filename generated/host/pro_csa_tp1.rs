@@ -171,8 +171,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_i8_nk_n7168_k1024_grouprows_ldb16384_b16_sa16384_sb1024_sc114688_tile16x128x256_split16x1024x2432", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g16_r16_n7168_c3584_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d7168_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group7_bf16_k7168_n1536x512x1024x1024x256x256x64_blocks11x2x4x4x1x1x1_de6114fad0be", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
-    Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816__kn_n8192_k1536_tile16x128x256_split16x1536x384_blocks22x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group7_bf16_k7168_n1536x512x1024x1024x256x256x64_914bfbdfbf59", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
+    Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816__kn_n8192_k1536_tile16x128x256_split16x1536x384", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -181,9 +181,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d7168_m16_k128_s10_p23", cores: plan::Cores::Aic, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d7168_m16_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 7, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k7168_n1536x512x1024x1024x256x256x64_blocks11x2x4x4x1x1x1_de6114fad0be", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k7168_n1536x512x1024x1024x256x256x64_914bfbdfbf59", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1536_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816__kn_n8192_k1536_tile16x128x256_split16x1536x384_blocks22x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816__kn_n8192_k1536_tile16x128x256_split16x1536x384", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g4_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 1, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs128_t8", cores: plan::Cores::Aiv, block_dim: 8, args: &["kv", "ori_slot_mapping", "kv_cache"], also: &[] }),

@@ -111,7 +111,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa16384_sb1024_sc65536_tile64x128x256_split16x1024x1408", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g8_r16_n4096_c4096_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_bf16_kn_n1024_k4096_tile128x64x128_split16x4096x64__kn_n512_k4096_tile128x64x128_split16x4096x64_blocks16x8", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_bf16_kn_n1024_k4096_tile128x64x128_split16x4096x64__kn_n512_k4096_tile128x64x128_split16x4096x64", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -120,7 +120,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d4096_m16_k128_s6_p22", cores: plan::Cores::Aic, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d4096_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n1024_k4096_tile128x64x128_split16x4096x64__kn_n512_k4096_tile128x64x128_split16x4096x64_blocks16x8", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n1024_k4096_tile128x64x128_split16x4096x64__kn_n512_k4096_tile128x64x128_split16x4096x64", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n32768_k1024_tile128x64x256_split16x1024x1408", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_hd512_rd64_g2_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),

@@ -113,7 +113,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g1_r128_n2048_c2048_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp2_n2048_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128__kn_n512_k2048_tile64x128x128_split64x2048x128_blocks2x4", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128__kn_n512_k2048_tile64x128x128_split64x2048x128", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -122,7 +122,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d2048_m16_k128_s3_p22", cores: plan::Cores::Aic, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d2048_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128__kn_n512_k2048_tile64x128x128_split64x2048x128_blocks2x4", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128__kn_n512_k2048_tile64x128x128_split64x2048x128", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_tile64x128x256_split64x256x768", cores: plan::Cores::Aic, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g4_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),

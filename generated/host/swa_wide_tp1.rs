@@ -111,7 +111,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g16_r16_n896_c896_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group_bf16_kn_n1536_k896_tile16x128x128_split16x896x128__kn_n512_k896_tile16x128x128_split16x896x128_blocks12x4", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_bf16_kn_n1536_k896_tile16x128x128_split16x896x128__kn_n512_k896_tile16x128x128_split16x896x128", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -120,7 +120,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d896_m16_k128_s2_p14", cores: plan::Cores::Aic, block_dim: 14, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d896_m16_p14_c128_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 7, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d896_t2_c128_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n1536_k896_tile16x128x128_split16x896x128__kn_n512_k896_tile16x128x128_split16x896x128_blocks12x4", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n1536_k896_tile16x128x128_split16x896x128__kn_n512_k896_tile16x128x128_split16x896x128", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1536_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g4_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),

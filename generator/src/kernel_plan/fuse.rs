@@ -3,11 +3,12 @@
 //! launch boundaries. `fuse: false` in a spec leaves the launches as the stages made them.
 //!
 //! One capability so far, offered by the cube matmul ([`gemm::group`]): products that
-//! read the same A (the projections of one input) run side by side in one launch, each
-//! on the blocks its own launch had (or, when together they need more than the AI Cores,
-//! shares of them: [`shares`]). A launch's parts run what they ran alone, so the buffers
-//! the stages planned (and the budget check passed) stay what each block holds. A later
-//! product joins an earlier one when
+//! read the same A (the projections of one input) run in one launch, their work items
+//! dealt over all its blocks in rounds, every other round backwards, the parts with the
+//! heaviest items first (`BackAndForth` in `dsv4/matmul.h`), so a part of few items
+//! shares its cores with the others' instead of holding some alone. Each
+//! item is what it was in its own launch, so the buffers the stages planned (and the
+//! budget check passed) stay what a block holds. A later product joins an earlier one when
 //! - both are whole products (one K slice) reading A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
@@ -131,33 +132,29 @@ fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
 fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> KernelPlan {
     let mut drop = vec![false; plan.steps.len()];
     for members in groups {
-        let parts: Vec<(&Launch, &Kernel)> = members
+        let mut parts: Vec<(&Launch, &Kernel)> = members
             .iter()
             .map(|&i| matmul(&plan, i).expect("members are matmul launches"))
             .collect();
-        let blocks = shares(&parts, aic_cores);
-        let with_blocks: Vec<(&Kernel, u32)> = parts
-            .iter()
-            .zip(&blocks)
-            .map(|((_, k), b)| (*k, *b))
-            .collect();
-        let kernel = group::kernel(&with_blocks);
-        let mut args: Vec<&'static str> = vec![parts[0].0.args[0]];
-        for (l, _) in &parts {
-            args.extend_from_slice(&l.args[1..]);
-        }
+        // the launch serves its first step's stage, whatever order the parts run in
         let stage = parts[0].0.stage;
+        parts.sort_by_key(|(_, k)| std::cmp::Reverse(group::item_bytes(k)));
+        let kernel = group::kernel(&parts.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+        let mut args: Vec<&'static str> = vec![parts[0].0.args[0]];
         let mut also: Vec<&str> = Vec::new();
         for (l, _) in &parts {
+            args.extend_from_slice(&l.args[1..]);
             if l.stage != stage && !also.contains(&l.stage) {
                 also.push(l.stage);
             }
         }
+        // every part's items on every block: as many blocks as items, up to the cores
+        let own: u32 = parts.iter().map(|(l, _)| l.block_dim).sum();
         let launch = Launch {
             stage,
             kernel: super::intern(&kernel.name),
             cores: kernel.cores,
-            block_dim: blocks.iter().sum(),
+            block_dim: own.min(aic_cores as u32),
             args: super::intern_list(&args),
             also: super::intern_list(&also),
         };
@@ -185,31 +182,6 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
     plan
 }
 
-/// The parts' blocks: each its own launch's count while they fit the AI Cores together,
-/// else each core in turn to the part that would take longest (its work items — its own
-/// launch's blocks, one item each — in rounds over its blocks, times its weight bytes per
-/// item), at least one each and at most its own count.
-fn shares(parts: &[(&Launch, &Kernel)], aic_cores: usize) -> Vec<u32> {
-    let own: Vec<u32> = parts.iter().map(|(l, _)| l.block_dim).collect();
-    let cores = aic_cores as u32;
-    if own.iter().sum::<u32>() <= cores {
-        return own;
-    }
-    let weights: Vec<u64> = parts.iter().map(|(_, k)| group::weight_bytes(k)).collect();
-    let time = |i: usize, b: u32| u64::from(own[i].div_ceil(b)) * weights[i] / u64::from(own[i]);
-    let mut blocks = vec![1u32; parts.len()];
-    while blocks.iter().sum::<u32>() < cores {
-        let Some(i) = (0..blocks.len())
-            .filter(|&i| blocks[i] < own[i])
-            .max_by_key(|&i| (time(i, blocks[i]), std::cmp::Reverse(i)))
-        else {
-            break;
-        };
-        blocks[i] += 1;
-    }
-    blocks
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +205,7 @@ mod tests {
                 ("BATCH", Value::U32(1)),
                 ("LDA", Value::U32(k)),
                 ("SLICE_K", Value::U32(slice_k)),
+                ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],
             buffers: Vec::new(),
@@ -296,12 +269,8 @@ mod tests {
         let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
         assert_eq!(kernel.class, "MatmulGroup");
         assert_eq!(kernel.param_structs(), "P0, P1");
-        let blocks: Vec<Value> = kernel
-            .parts
-            .iter()
-            .map(|p| p.params.iter().find(|(n, _)| *n == "BLOCKS").unwrap().1)
-            .collect();
-        assert_eq!(blocks, [Value::U32(16), Value::U32(8)]);
+        let parts: Vec<&str> = kernel.parts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(parts, ["q", "kv"], "equal items keep the steps' order");
         // the parts' own kernels are no longer launched, so no longer planned
         assert!(
             fused
@@ -400,30 +369,33 @@ mod tests {
         assert!(g.serves("indexer") && !g.serves("o_proj"));
     }
 
-    /// 24 + 16 blocks do not fit 24 cores: each core goes to the part that would take
-    /// longest; the big part's 24 items in two rounds over 20 blocks take as long as the
-    /// small part's 16 in four rounds over 4 (its bytes per item a quarter of the big's).
+    /// The parts with the heaviest items are dealt first (their arguments with them), the
+    /// launch still serves its first step's stage, and it has a block per item up to the
+    /// cores.
     #[test]
-    fn parts_share_the_cores_by_their_time_when_they_need_more() {
-        let (big, small) = (mm("big", 3072, 4096, 4096), mm("small", 1024, 4096, 4096));
-        let p = plan(
-            &[&big, &small],
-            vec![
-                launch("s", &big, 24, &["x", "w1", "y1"]),
-                launch("s", &small, 16, &["x", "w2", "y2"]),
-            ],
-        );
-        let (fused, _) = fuse(p, 24);
-        let Step::Launch(g) = &fused.steps[0] else {
-            panic!()
-        };
-        assert_eq!(g.block_dim, 24);
-        let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
-        let blocks: Vec<Value> = kernel
-            .parts
-            .iter()
-            .map(|p| p.params.iter().find(|(n, _)| *n == "BLOCKS").unwrap().1)
-            .collect();
-        assert_eq!(blocks, [Value::U32(20), Value::U32(4)]);
+    fn heaviest_items_lead_and_every_item_has_a_block_up_to_the_cores() {
+        let light = mm("light", 1024, 4096, 4096);
+        let mut heavy = mm("heavy", 1024, 4096, 4096);
+        heavy.params.retain(|(n, _)| *n != "RANGE_N");
+        heavy.params.push(("RANGE_N", Value::U32(256)));
+        for (blocks, want) in [((16, 4), 20), ((24, 4), 24)] {
+            let p = plan(
+                &[&light, &heavy],
+                vec![
+                    launch("qkv", &light, blocks.0, &["x", "w1", "y1"]),
+                    launch("compressor", &heavy, blocks.1, &["x", "w2", "y2"]),
+                ],
+            );
+            let (fused, _) = fuse(p, 24);
+            let Step::Launch(g) = &fused.steps[0] else {
+                panic!()
+            };
+            assert_eq!(g.block_dim, want);
+            assert_eq!((g.stage, g.also), ("qkv", &["compressor"][..]));
+            assert_eq!(g.args, ["x", "w2", "y2", "w1", "y1"]);
+            let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
+            let parts: Vec<&str> = kernel.parts.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(parts, ["heavy", "light"]);
+        }
     }
 }

@@ -87,7 +87,7 @@ impl Kernel {
     }
 
     /// What a block of this kernel holds of `mem`: its buffers, or a fused kernel's
-    /// largest part (each block runs one part).
+    /// largest part (a block runs its parts one after another, each on its own TPipe).
     pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
         if self.parts.is_empty() {
             budget::bytes_in(&self.buffers, mem, chip)

@@ -1,6 +1,6 @@
 //! What a matmul launch offers the fusion pass (`crate::kernel_plan::fuse`): products
-//! that read the same A run side by side as one `dsv4/matmul_group.h` launch, each part
-//! on its own blocks exactly as its own launch would run.
+//! that read the same A run as one `dsv4/matmul_group.h` launch, each part's work items
+//! exactly those its own launch would run, dealt over all the launch's blocks.
 
 use sha2::{Digest, Sha256};
 
@@ -34,16 +34,17 @@ pub(crate) fn conflict(a: &Kernel, b: &Kernel) -> Option<&'static str> {
     None
 }
 
-/// The bytes of B a part streams: what its share of the blocks follows.
-pub(crate) fn weight_bytes(kernel: &Kernel) -> u64 {
+/// The bytes of B one work item of a part streams (its N range over all of K): the group
+/// deals the parts with the heaviest items first.
+pub(crate) fn item_bytes(kernel: &Kernel) -> u64 {
     let elem = if param(kernel, "INT8") == 1 { 1 } else { 2 };
-    u64::from(param(kernel, "N")) * u64::from(param(kernel, "K")) * elem
+    u64::from(param(kernel, "RANGE_N")) * u64::from(param(kernel, "K")) * elem
 }
 
-/// The group kernel of `parts` (each a groupable matmul, its blocks beside it): the parts
-/// as they are plus their block count, one launch on the sum of the blocks.
-pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Kernel {
-    let op = if param(parts[0].0, "INT8") == 1 {
+/// The group kernel of `parts` (each a groupable matmul), in the order they are dealt: the
+/// parts as they are, their items over all the launch's blocks.
+pub(crate) fn kernel(parts: &[&Kernel]) -> Kernel {
+    let op = if param(parts[0], "INT8") == 1 {
         "i8"
     } else {
         "bf16"
@@ -51,35 +52,26 @@ pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Kernel {
     let prefix = format!("matmul_{op}_");
     let descs: Vec<&str> = parts
         .iter()
-        .map(|(k, _)| k.name.strip_prefix(&prefix).unwrap_or(&k.name))
+        .map(|k| k.name.strip_prefix(&prefix).unwrap_or(&k.name))
         .collect();
-    let blocks: Vec<String> = parts.iter().map(|(_, b)| b.to_string()).collect();
-    let mut name = format!(
-        "matmul_group_{op}_{}_blocks{}",
-        descs.join("__"),
-        blocks.join("x")
-    );
+    let mut name = format!("matmul_group_{op}_{}", descs.join("__"));
     if name.len() > MAX_NAME {
-        // the parts' names (each its full specialisation) and blocks, digested
+        // the parts' names (each its full specialisation), digested
         let mut h = Sha256::new();
-        for (k, b) in parts {
+        for k in parts {
             h.update(k.name.as_bytes());
-            h.update(b.to_le_bytes());
+            h.update([0]);
         }
         let digest: String = h.finalize()[..6]
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let ns: Vec<String> = parts
-            .iter()
-            .map(|(k, _)| param(k, "N").to_string())
-            .collect();
+        let ns: Vec<String> = parts.iter().map(|k| param(k, "N").to_string()).collect();
         name = format!(
-            "matmul_group{}_{op}_k{}_n{}_blocks{}_{digest}",
+            "matmul_group{}_{op}_k{}_n{}_{digest}",
             parts.len(),
-            param(parts[0].0, "K"),
+            param(parts[0], "K"),
             ns.join("x"),
-            blocks.join("x")
         );
     }
     let mut args = vec!["a"];
@@ -90,9 +82,8 @@ pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Kernel {
     Kernel {
         name,
         doc: format!(
-            "{} matmuls of one A side by side, on {} blocks",
-            parts.len(),
-            blocks.join(" + ")
+            "{} matmuls of one A, their work items dealt over every block in turn",
+            parts.len()
         ),
         block: "matmul_group.h",
         class: "MatmulGroup",
@@ -100,14 +91,7 @@ pub(crate) fn kernel(parts: &[(&Kernel, u32)]) -> Kernel {
         params: Vec::new(),
         args,
         buffers: Vec::new(),
-        parts: parts
-            .iter()
-            .map(|(k, b)| {
-                let mut part = (*k).clone();
-                part.params.push(("BLOCKS", Value::U32(*b)));
-                part
-            })
-            .collect(),
+        parts: parts.iter().map(|k| (*k).clone()).collect(),
     }
 }
 
