@@ -25,7 +25,10 @@
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
 // square by LoadDataWithTranspose.
 // Buffers: the plan decides each InitBuffer size and passes it as `*_BYTES` (A_PANEL,
-// B_L1, A_L0, A_TAIL when TAIL_K > 0, B_L0, C_STRIP), each at least what its use below needs.
+// B_L1, A_L0, A_TAIL when TAIL_K > 0, B_L0, C_STRIP), each at least what its use below needs,
+// and how many B tiles stream through L1 (B_L1_BUFFERS: more hide the GM latency of a load
+// behind the ones in flight) and C strips alternate in L0C (C_STRIP_BUFFERS: with two, a
+// strip's Fixpipe runs under the next strip's Mmads).
 #pragma once
 
 #include "dsv4/pipe_sync.h"
@@ -92,6 +95,8 @@ class Matmul {
                       P::B_L0_BYTES >= P::TILE_K * P::TILE_N * sizeof(In),
                   "b_l1 and b_l0 hold a B tile");
     static_assert(P::A_L0_BYTES >= P::TILE_M * P::TILE_K * sizeof(In), "a_l0 holds an A tile");
+    static_assert(P::B_L1_BUFFERS >= 2 && P::B_L1_BUFFERS <= 4 && P::C_STRIP_BUFFERS >= 1 && P::C_STRIP_BUFFERS <= 2,
+                  "2 to 4 B tiles in flight in L1, 1 or 2 C strips");
     static_assert(P::C_STRIP_BYTES >= STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc),
                   "c_strip holds the range's Mmad tiles of one column tile");
 
@@ -129,14 +134,14 @@ private:
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
         c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
         pipe_.InitBuffer(aL1_, 1, P::A_PANEL_BYTES);
-        pipe_.InitBuffer(bL1_, 2, P::B_L1_BYTES);
+        pipe_.InitBuffer(bL1_, P::B_L1_BUFFERS, P::B_L1_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         if constexpr (P::TAIL_K > 0) {
             static_assert(P::A_TAIL_BYTES >= RANGE_M_PAD * P::TAIL_K * sizeof(In), "a_tail holds the slice's tail");
             pipe_.InitBuffer(tailL0_, 1, P::A_TAIL_BYTES);
         }
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
-        pipe_.InitBuffer(cL0_, 1, P::C_STRIP_BYTES);
+        pipe_.InitBuffer(cL0_, P::C_STRIP_BUFFERS, P::C_STRIP_BYTES);
     }
 
     __aicore__ inline void Process(const BackAndForth& deal, uint32_t before)

@@ -4,7 +4,8 @@
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
 //!   per copy), int8 ones added atomically, ragged slices and N ranges, panels whose last
-//!   columns stay in L0A (a tail), with and without a tail per slice; several rows per
+//!   columns stay in L0A (a tail), with and without a tail per slice; two to four B tiles
+//!   in flight and one or two C strips; several rows per
 //!   token (M = t × r: whole, k slices summed, k slices added atomically);
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
@@ -62,6 +63,8 @@ struct Case {
     split: [usize; 3],
     /// Columns at the end of a k slice held in L0A instead of the L1 panel.
     tail: usize,
+    /// B tiles in flight in L1, C strips in L0C.
+    buffers: [usize; 2],
 }
 
 impl Case {
@@ -141,6 +144,8 @@ impl Case {
                 (_, true) => gemm::KSum::Partials,
                 _ => gemm::KSum::Whole,
             },
+            b_buffers: self.buffers[0],
+            c_buffers: self.buffers[1],
         };
         Kernel {
             name: format!("test_mm_{}", self.name),
@@ -169,6 +174,8 @@ impl Case {
                 ("SLICE_K", u(self.split[1])),
                 ("RANGE_N", u(self.split[2])),
                 ("TAIL_K", u(self.tail)),
+                ("B_L1_BUFFERS", u(self.buffers[0])),
+                ("C_STRIP_BUFFERS", u(self.buffers[1])),
                 ("ATOMIC", Value::Bool(self.atomic())),
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
@@ -253,11 +260,12 @@ const I8_KN_WIDE_LDB: Case = Case {
     tile: [32, 64, 64],
     split: [32, 128, 64],
     tail: 0,
+    buffers: [2, 1],
 };
 
 const CASES: &[Case] = &[
     // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
-    // rows per copy, ragged N ranges (128, 64).
+    // rows per copy, ragged N ranges (128, 64); four B tiles in flight, two C strips.
     Case {
         name: "bf16_kn_split",
         int8: false,
@@ -274,6 +282,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [64, 128, 128],
         tail: 0,
+        buffers: [4, 2],
     },
     // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
     Case {
@@ -292,6 +301,7 @@ const CASES: &[Case] = &[
         tile: [32, 32, 32],
         split: [48, 96, 32],
         tail: 0,
+        buffers: [2, 1],
     },
     // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix.
     Case {
@@ -310,6 +320,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [64, 256, 64],
         tail: 0,
+        buffers: [2, 1],
     },
     // int8, B [N, K], two batches, k slices added atomically in int32.
     Case {
@@ -328,6 +339,7 @@ const CASES: &[Case] = &[
         tile: [16, 32, 64],
         split: [32, 64, 96],
         tail: 0,
+        buffers: [2, 1],
     },
     // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 across
     // three k slices added atomically.
@@ -347,6 +359,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [32, 512, 64],
         tail: 0,
+        buffers: [2, 1],
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
     // 1536 x 65,536): past the 16-bit ND2NZ stride, B is copied row by row.
@@ -376,6 +389,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [64, 192, 128],
         tail: 32,
+        buffers: [2, 1],
     },
     // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
     // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles.
@@ -395,6 +409,7 @@ const CASES: &[Case] = &[
         tile: [16, 32, 64],
         split: [48, 192, 64],
         tail: 64,
+        buffers: [2, 1],
     },
     // int8, B [K, N] (transposed squares): k slices of 192 = 128 panel + 64 tail, then a
     // last slice of 128 without a tail, added atomically in int32.
@@ -414,6 +429,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [32, 192, 64],
         tail: 64,
+        buffers: [2, 1],
     },
     // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
     // [t, heads, head_dim] operand read as [t · heads, head_dim]): M = 5t, two row
@@ -434,6 +450,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [64, 64, 64],
         tail: 0,
+        buffers: [2, 1],
     },
     // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
     // over M = 3t rows (48 at capacity, 24 at t = 8).
@@ -453,9 +470,11 @@ const CASES: &[Case] = &[
         tile: [16, 32, 64],
         split: [48, 64, 32],
         tail: 0,
+        buffers: [2, 1],
     },
     // int8, B [K, N], 6 rows per token: two k slices added atomically into a C the zero
-    // fill clears over M = 6t rows (72 at capacity: ranges of 48 and 24; 24 at t = 4).
+    // fill clears over M = 6t rows (72 at capacity: ranges of 48 and 24; 24 at t = 4);
+    // three B tiles in flight, two C strips.
     Case {
         name: "i8_kn_token_rows_atomic",
         int8: true,
@@ -472,6 +491,7 @@ const CASES: &[Case] = &[
         tile: [32, 64, 64],
         split: [48, 128, 64],
         tail: 0,
+        buffers: [3, 2],
     },
 ];
 
@@ -931,6 +951,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                     param(k, "RANGE_N"),
                 ],
                 tail: param(k, "TAIL_K"),
+                buffers: [param(k, "B_L1_BUFFERS"), param(k, "C_STRIP_BUFFERS")],
             };
             products.push(Product { case, launches });
         }

@@ -50,6 +50,9 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
     if split.tail_k > 0 {
         name.push_str(&format!("_tail{}", split.tail_k));
     }
+    if (split.b_buffers, split.c_buffers) != (2, 1) {
+        name.push_str(&format!("_bufs{}x{}", split.b_buffers, split.c_buffers));
+    }
     match split.sum {
         KSum::Whole => {}
         KSum::Atomic => name.push_str("_acc"),
@@ -103,6 +106,8 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
             ("SLICE_K", u(split.slice_k)),
             ("RANGE_N", u(split.range_n)),
             ("TAIL_K", u(split.tail_k)),
+            ("B_L1_BUFFERS", u(split.b_buffers)),
+            ("C_STRIP_BUFFERS", u(split.c_buffers)),
             ("ATOMIC", Value::Bool(split.sum == KSum::Atomic)),
             (
                 "SLICE_STRIDE_C",
@@ -123,7 +128,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
 /// or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
 /// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
 /// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
-/// column tile, in L0C. Tiles rotate in pairs.
+/// column tile, in L0C. Tiles rotate in pairs; B in L1 and the strip as the split says.
 pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     use Mem::*;
     let (input, acc) = match mm.operands {
@@ -136,7 +141,7 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     let panel_k = split.slice_k - split.tail_k;
     let mut v = vec![
         row("a_panel", L1, input, rows * panel_k, 1, None),
-        row("b_l1", L1, input, t.k * t.n, 2, None),
+        row("b_l1", L1, input, t.k * t.n, split.b_buffers, None),
         row("a_l0", L0a, input, t.m * t.k, 2, None),
     ];
     if split.tail_k > 0 {
@@ -144,7 +149,14 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     }
     v.extend([
         row("b_l0", L0b, input, t.k * t.n, 2, None),
-        row("c_strip", L0c, acc, strips * t.m * t.n, 1, None),
+        row(
+            "c_strip",
+            L0c,
+            acc,
+            strips * t.m * t.n,
+            split.c_buffers,
+            None,
+        ),
     ]);
     v
 }

@@ -20,6 +20,9 @@ pub(super) struct Room {
     l1: usize,
     l0a: usize,
     l0c: usize,
+    /// The chip's L0C: a spec tile may ask for a strip larger than it (the budget check
+    /// then refuses the stage), never a second one.
+    chip_l0c: usize,
 }
 
 impl Room {
@@ -36,6 +39,7 @@ impl Room {
             l1: panel + b_tiles,
             l0a: a_tiles + tail,
             l0c: strip_rows * n * f32,
+            chip_l0c: chip.l0c_bytes,
         }
     }
 }
@@ -67,14 +71,19 @@ impl Tiles {
         }
     }
 
-    /// `self` and its variants with some of m, n, k halved once (where the half is still
-    /// whole fractals), largest first.
-    pub(super) fn candidates(self, mm: &Matmul) -> Vec<Tiles> {
-        let n_unit = if mm.operands == Operands::I8 && mm.b_layout == BLayout::Kn {
+    /// The narrowest column tile: a fractal, or a 32 × 32 square for int8 B stored [K, N].
+    fn n_unit(mm: &Matmul) -> usize {
+        if mm.operands == Operands::I8 && mm.b_layout == BLayout::Kn {
             32
         } else {
             16
-        };
+        }
+    }
+
+    /// `self` and its variants with some of m, n, k halved once (where the half is still
+    /// whole fractals), largest first.
+    pub(super) fn candidates(self, mm: &Matmul) -> Vec<Tiles> {
+        let n_unit = Tiles::n_unit(mm);
         let c0 = 32 / mm.operands.bytes();
         let halves = |v: usize, unit: usize| {
             let mut h = vec![v];
@@ -140,6 +149,11 @@ pub struct Split {
     pub tail_k: usize,
     /// How the k slices make C.
     pub sum: KSum,
+    /// B tiles in flight in L1 (2 to 4) and C strips in L0C (1 or 2): more where the
+    /// panel and the strip leave room, so B loads overlap their GM latency and a strip's
+    /// Fixpipe the next strip's Mmads.
+    pub b_buffers: usize,
+    pub c_buffers: usize,
 }
 
 impl Split {
@@ -219,6 +233,8 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
                 range_n: mm.n,
                 tail_k: slice_k.saturating_sub(panel_k),
                 sum,
+                b_buffers: 2,
+                c_buffers: 1,
             };
             if best.is_none_or(|(least, _)| cost < least) {
                 best = Some((cost, split));
@@ -226,6 +242,17 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
         }
     }
     let (_, mut split) = best?;
+    // Two C strips let a strip's Fixpipe run under the next strip's Mmads: narrower column
+    // tiles where one strip of the range's rows fills L0C (the traffic stays the same; a
+    // strip L0C cannot hold at all is the budget check's to refuse).
+    let l0c = room.l0c.min(room.chip_l0c);
+    let strip = |t: &Tiles| split.range_m.div_ceil(t.m) * t.m * t.n * 4;
+    while strip(&split.tiles) <= l0c
+        && 2 * strip(&split.tiles) > l0c
+        && split.tiles.n.is_multiple_of(2 * Tiles::n_unit(mm))
+    {
+        split.tiles.n /= 2;
+    }
     // N ranges: a core's DMA, not HBM, bounds a stream (hicann/ge's Load fit: 24 cores
     // together move at most 457 GB/s of the 1.6 TB/s), so the range count is the one whose
     // busiest core moves the fewest bytes, though each range reads A once more; the fewest
@@ -243,6 +270,11 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
         .min_by_key(|&p| (busiest(p), p))
         .expect("a product has a column tile");
     split.range_n = n_tiles.div_ceil(parts) * tn;
+    // What the split's panel and strip leave of L1 and L0C buffers more tiles.
+    let t = split.tiles;
+    let panel = split.range_m.next_multiple_of(16) * (split.slice_k - split.tail_k) * e;
+    split.b_buffers = (room.l1.saturating_sub(panel) / (t.k * t.n * e)).clamp(2, 4);
+    split.c_buffers = if 2 * strip(&t) <= l0c { 2 } else { 1 };
     Some(split)
 }
 
@@ -440,8 +472,8 @@ mod tests {
         };
         let s = plan(&mm, O_PROJ_TILES);
         assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
-        // a 512-row strip of C needs 64-column tiles in L0C
-        assert_eq!(s.tiles.n, 64);
+        // two 512-row strips of C (one filling, one leaving) fit L0C in 32-column tiles
+        assert_eq!((s.tiles.n, s.c_buffers), (32, 2));
         assert!(s.tail_k > 0);
         assert_eq!(s.items(&mm, 512), 24);
         assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
