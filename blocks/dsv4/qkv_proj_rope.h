@@ -40,6 +40,32 @@ __aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<fl
     return inv;
 }
 
+// RmsInv of `rows` rows of n (row r at x[r * n]) into inv[0, rows): the same operations
+// per row, the scalar round trips once for all of them (slots: a block per row).
+__aicore__ inline void RmsInvRows(const LocalTensor<float>& x, uint32_t rows, const LocalTensor<float>& work,
+                                  const LocalTensor<float>& slots, const LocalTensor<float>& tmp, uint32_t n,
+                                  float invN, float eps, float* inv)
+{
+    constexpr uint32_t SLOT = 8;
+    for (uint32_t r = 0; r < rows; ++r) {
+        Mul(work, x[r * n], x[r * n], n);
+        ReduceSum(slots[r * SLOT], work, tmp, n);
+    }
+    Handshake<HardEvent::V_S>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        slots.SetValue(r * SLOT, slots.GetValue(r * SLOT) * invN + eps);
+    }
+    Handshake<HardEvent::S_V>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        Rsqrt(slots[r * SLOT], slots[r * SLOT], 1);
+    }
+    Handshake<HardEvent::V_S>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        inv[r] = slots.GetValue(r * SLOT);
+    }
+    Handshake<HardEvent::S_V>();
+}
+
 // The contiguous run of `unit`-row tiles block `idx` of `count` takes out of `rows` rows.
 struct RowRun {
     uint32_t first, end;
@@ -164,7 +190,7 @@ private:
 // kernels that take position_ids), and the UB sizes ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE,
 // WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks form a grid of H/HG head groups x token ranges
 // (blockDim / (H/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
-// walks its tokens one at a time.
+// walks its tokens one at a time, the next token's row loading while this one computes.
 template <typename P>
 class QHeads {
 public:
@@ -197,8 +223,16 @@ private:
                   "the group's f32 row and wq_b_scale slice");
     static_assert(P::QR_SCALE_BYTES >= 8 * sizeof(float), "8 tokens' qr_scale");
     static_assert(P::WORK_BYTES >= HD * sizeof(float), "a head's scratch");
-    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::SLOT_BYTES >= P::HG * 8 * sizeof(float), "a block of scalars per head");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a head");
+
+    // Token row `row`'s head group into an acc_in buffer, queued.
+    __aicore__ inline void LoadRow(const GlobalTensor<int32_t>& gAcc, uint32_t row, uint32_t col)
+    {
+        LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
+        DataCopy(a, gAcc[row * ROW + col], W);
+        in_.EnQue(a);
+    }
 
     template <bool POSITIONS>
     __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
@@ -235,23 +269,26 @@ private:
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         DataCopy(ws, gWScale[col], W);
+        LoadRow(gAcc, run.first, col);
         for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
             DataCopy(ts, gTokScale[row0], 8);
             Handshake<HardEvent::MTE2_S>();
             for (uint32_t row = row0; row < row0 + 8; ++row) {
                 const float tokScale = ts.GetValue(row - row0);
-                LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
-                DataCopy(a, gAcc[row * ROW + col], W);
-                in_.EnQue(a);
-                a = in_.DeQue<int32_t>();
+                LocalTensor<int32_t> a = in_.DeQue<int32_t>();
                 rope_.Load(gCos, gSin, RopeRow<POSITIONS>(gPos, row));
+                if (row + 1 < run.end) {
+                    LoadRow(gAcc, row + 1, col);
+                }
                 Cast(x, a, RoundMode::CAST_NONE, W);
                 in_.FreeTensor(a);
                 Muls(x, x, tokScale, W);
                 Mul(x, x, ws, W);
+                float inv[P::HG];
+                RmsInvRows(x, P::HG, work, slot, tmp, HD, P::INV_HD, P::EPS, inv);
                 for (uint32_t h = 0; h < P::HG; ++h) {
                     LocalTensor<float> xh = x[h * HD];
-                    Muls(xh, xh, RmsInv(xh, work, slot, tmp, HD, P::INV_HD, P::EPS), HD);
+                    Muls(xh, xh, inv[h], HD);
                     rope_.Apply(xh[NOPE]);
                 }
                 LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();

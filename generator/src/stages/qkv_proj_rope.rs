@@ -305,14 +305,14 @@ fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
     ]
 }
 
-/// QHeads' UB: [`head_group_buffers`], a head's scratch, a block of scalars, the
-/// ReduceSum scratch and rope.h's buffers.
+/// QHeads' UB: [`head_group_buffers`], a head's scratch, a block of scalars per head of
+/// the item, the ReduceSum scratch and rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     use DType::*;
     let mut v = head_group_buffers(hd, per_item);
     v.extend([
         row("work", Ub, F32, hd, 1, None),
-        row("slot", Ub, F32, 8, 1, None),
+        row("slot", Ub, F32, 8 * per_item, 1, None),
         row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
     ]);
     v.extend(rope_buffers(rd));
