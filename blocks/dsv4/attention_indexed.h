@@ -177,7 +177,7 @@ private:
         if (j == it.end) {
             return;
         }
-        // q is overwritten once every read of the previous item's has been issued.
+        // q is overwritten only after the previous item's reads of it are done.
         Handshake<AscendC::HardEvent::MTE1_MTE2>();
         LoadQ(t);
         Handshake<AscendC::HardEvent::MTE2_MTE1>();

@@ -414,6 +414,9 @@ mod tests {
         assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
         assert!(s.tail_k > 0 && s.tail_k <= s.tiles.k);
         assert_eq!(s.items(&mm, 512), 24);
+        // two 512-row C strips need 32-column tiles, and four such B tiles fit beside the
+        // panel where two of the spec's 64 columns did
+        assert_eq!((s.tiles.n, s.b_buffers, s.c_buffers), (32, 4, 2));
         assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
     }
 
@@ -515,6 +518,8 @@ mod tests {
         // one item per 64-column tile: A (128 KiB) read 8 times rather than one core
         // streaming all of B
         assert_eq!((s.range_n, s.items(&mm, 128)), (64, 8));
+        // the panel leaves L1 to four B tiles in flight, the strip L0C to two strips
+        assert_eq!((s.b_buffers, s.c_buffers), (4, 2));
     }
 
     #[test]
