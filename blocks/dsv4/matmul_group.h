@@ -3,10 +3,11 @@
 // (dsv4/matmul.h), one sequence over the parts in order (part i's item j is item j plus
 // the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, so
 // a part of few items shares its cores with the others instead of holding some alone, and
-// A rows are read by every item as before. The plan lists the parts with the heaviest items
-// first. A block runs its items of each part in part order, each part on a TPipe of its
-// own (destroyed, and so every pipe drained, before the next part's is made). Arguments: A, then B and C of each
-// part in order, then workspace and tiling.
+// A rows are read by every item as before. The plan lists the parts with the heaviest
+// items first. A block runs its items of each part in part order, each part on a TPipe of
+// its own (destroyed, and so every pipe drained, before the next part's is made); a part
+// with no item on the block is not set up. Arguments: A, then B and C of each part in
+// order, then workspace and tiling.
 //
 // Params contract: each P_i is a Matmul Params (see matmul.h); all parts read the same A
 // (same element type, K, LDA, row count and batch 1).

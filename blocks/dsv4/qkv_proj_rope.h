@@ -22,26 +22,9 @@ namespace dsv4 {
 
 using namespace AscendC;
 
-// rsqrt(Σ x[0..n)² · invN + eps) for one row; work holds n values, slot one block.
-__aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<float>& work,
-                               const LocalTensor<float>& slot, const LocalTensor<float>& tmp, uint32_t n, float invN,
-                               float eps)
-{
-    Mul(work, x, x, n);
-    ReduceSum(slot, work, tmp, n);
-    Handshake<HardEvent::V_S>();
-    const float meanEps = slot.GetValue(0) * invN + eps;
-    slot.SetValue(0, meanEps);
-    Handshake<HardEvent::S_V>();
-    Rsqrt(slot, slot, 1);
-    Handshake<HardEvent::V_S>();
-    const float inv = slot.GetValue(0);
-    Handshake<HardEvent::S_V>();
-    return inv;
-}
-
-// RmsInv of `rows` rows of n (row r at x[r * n]) into inv[0, rows): the same operations
-// per row, the scalar round trips once for all of them (slots: a block per row).
+// rsqrt(Σ x_r[0..n)² · invN + eps) of `rows` rows of n (row r at x[r * n]) into
+// inv[0, rows), the scalar round trips once for all of them; work holds n values, slots a
+// block per row.
 __aicore__ inline void RmsInvRows(const LocalTensor<float>& x, uint32_t rows, const LocalTensor<float>& work,
                                   const LocalTensor<float>& slots, const LocalTensor<float>& tmp, uint32_t n,
                                   float invN, float eps, float* inv)
@@ -64,6 +47,16 @@ __aicore__ inline void RmsInvRows(const LocalTensor<float>& x, uint32_t rows, co
         inv[r] = slots.GetValue(r * SLOT);
     }
     Handshake<HardEvent::S_V>();
+}
+
+// RmsInvRows of one row.
+__aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<float>& work,
+                               const LocalTensor<float>& slot, const LocalTensor<float>& tmp, uint32_t n, float invN,
+                               float eps)
+{
+    float inv;
+    RmsInvRows(x, 1, work, slot, tmp, n, invN, eps, &inv);
+    return inv;
 }
 
 // The contiguous run of `unit`-row tiles block `idx` of `count` takes out of `rows` rows.

@@ -6,9 +6,9 @@
 //! read the same A (the projections of one input) run in one launch, their work items
 //! dealt over all its blocks in rounds, every other round backwards, the parts with the
 //! heaviest items first (`BackAndForth` in `dsv4/matmul.h`), so a part of few items
-//! shares its cores with the others' instead of holding some alone. Each
-//! item is what it was in its own launch, so the buffers the stages planned (and the
-//! budget check passed) stay what a block holds. A later product joins an earlier one when
+//! shares its cores with the others' instead of holding some alone. Each item is what it
+//! was in its own launch, so the buffers the stages planned (and the budget check passed)
+//! stay what a block holds. A later product joins an earlier one when
 //! - both are whole products (one K slice) reading A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
@@ -138,7 +138,7 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
             .collect();
         // the launch serves its first step's stage, whatever order the parts run in
         let stage = parts[0].0.stage;
-        parts.sort_by_key(|(_, k)| std::cmp::Reverse(group::item_bytes(k)));
+        parts.sort_by_key(|(_, k)| std::cmp::Reverse(group::b_bytes_per_item(k)));
         let kernel = group::kernel(&parts.iter().map(|(_, k)| *k).collect::<Vec<_>>());
         let mut args: Vec<&'static str> = vec![parts[0].0.args[0]];
         let mut also: Vec<&str> = Vec::new();

@@ -36,7 +36,7 @@ pub(crate) fn conflict(a: &Kernel, b: &Kernel) -> Option<&'static str> {
 
 /// The bytes of B one work item of a part streams (its N range over all of K): the group
 /// deals the parts with the heaviest items first.
-pub(crate) fn item_bytes(kernel: &Kernel) -> u64 {
+pub(crate) fn b_bytes_per_item(kernel: &Kernel) -> u64 {
     let elem = if param(kernel, "INT8") == 1 { 1 } else { 2 };
     u64::from(param(kernel, "RANGE_N")) * u64::from(param(kernel, "K")) * elem
 }

@@ -36,8 +36,8 @@
 //! TP 1) that is ≥ 2.58× the minimum (two row ranges × four 1024-k slices: 2.71×, before
 //! the N ranges read A again), for 512 × 512 × 4096 (wkv at TP 1) ≥ 2.23× (2.33×).
 //! 256 × 1024 × 4096 (wq_a at TP 2) holds at most 1152 k of its 256 rows, so four
-//! slices: 1.73× (256 × 512 × 4096, wkv: 1.62×). Adding the slices atomically would save the read-back
-//! (2.0×, 1.78×, 1.27×) but leave C to the order the cores finish in. (Keeping B on chip
+//! slices: 1.73× (256 × 512 × 4096, wkv: 1.62×). Adding the slices atomically would save
+//! the read-back (2.0×, 1.78×, 1.27×) but leave C to the order the cores finish in. (Keeping B on chip
 //! and streaming A instead is no better for these shapes; keeping C in L0C for all of K
 //! re-reads A or B per 32768-element C tile: ≥ 3×.)
 //!
