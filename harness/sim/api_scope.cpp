@@ -147,6 +147,7 @@ using AscendC::MmadParams;
 using AscendC::CrossCoreSetFlag;
 using AscendC::CrossCoreWaitFlag;
 using AscendC::DataCacheCleanAndInvalid;
+using AscendC::DataCachePreload;
 using AscendC::GetBlockIdx;
 using AscendC::GetBlockNum;
 using AscendC::GetSubBlockIdx;

@@ -228,6 +228,42 @@ fn a_cross_core_wait_adds_the_producers_time() {
     assert!(aiv_copy.start >= fix.start + fix.cycles);
 }
 
+fn run_scalar_reads(kernel: &str) -> (KernelTime, i32) {
+    let mut x = vec![1i32; 80];
+    let mut y = vec![0i32; 16];
+    poison(&mut y);
+    let t = time(
+        lib()
+            .launch_measured(
+                kernel,
+                CoreMode::Aiv,
+                1,
+                &mut [GmArg::new("x", &mut x), GmArg::new("y", &mut y)],
+            )
+            .unwrap(),
+    );
+    (t, y[0])
+}
+
+#[test]
+fn preloaded_lines_turn_scalar_misses_into_one_latency() {
+    // A scalar read costs 4 cycles (a data-cache hit, assumed), plus the GM read latency the
+    // first time the core reads a 64-byte line; the write of the sum is one more hit.
+    let (plain, sum) = run_scalar_reads("tm_scalar_reads");
+    assert_eq!(sum, 64);
+    let s = |t: &KernelTime| t.cores[0].busy[0] as f64;
+    assert_eq!(s(&plain), 4.0 * (GM_READ_LATENCY + 4.0) + 60.0 * 4.0 + 4.0);
+    // Four DataCachePreload calls (4 cycles each) ask for the lines; the first read waits
+    // for the first line (a GM read latency after its preload started), the later lines
+    // arrived meanwhile: the four latencies overlap.
+    let (preloaded, sum) = run_scalar_reads("tm_preloaded_reads");
+    assert_eq!(sum, 64);
+    assert_eq!(
+        s(&preloaded),
+        4.0 * 4.0 + (GM_READ_LATENCY - 16.0) + 64.0 * 4.0 + 4.0
+    );
+}
+
 #[test]
 fn the_timeline_changes_no_value() {
     let run = |checks: Checks| {

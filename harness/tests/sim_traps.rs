@@ -48,6 +48,25 @@ fn gm_out_of_bounds() {
 }
 
 #[test]
+fn a_data_cache_preload_outside_its_tensor() {
+    let mut x = vec![0u64; 8];
+    let m = trap(
+        "trap_preload_oob",
+        CoreMode::Aiv,
+        1,
+        &mut [GmArg::new("x", &mut x)],
+    );
+    assert_mentions(
+        &m,
+        &[
+            "DataCachePreload",
+            "GM out of bounds",
+            "buffer `x` (64 bytes)",
+        ],
+    );
+}
+
+#[test]
 fn local_memory_overflow() {
     let m = trap("trap_ub_overflow", CoreMode::Aiv, 1, &mut []);
     assert_mentions(

@@ -424,7 +424,12 @@ void EndOp()
     const uint32_t issue = h.Issue();
     const uint32_t start = std::max({issue, h.pipeFree[p], h.Know(h.pipe)[h.L->tIdx]});
     const OpTime t = Cost(h.api, h.apiId, h.pipe, h.work, h.L->cores);
-    const uint32_t cycles = static_cast<uint32_t>(std::ceil(t.cycles));
+    // a scalar read of a preloaded line that has not arrived waits for it
+    const uint32_t wait = h.work.scalarReady > start ? h.work.scalarReady - start : 0;
+    const uint32_t cycles = static_cast<uint32_t>(std::ceil(t.cycles)) + wait;
+    if (h.work.preloadLine != 0) {
+        Preloaded(h.work.preloadLine - 1, start + static_cast<uint32_t>(kDavC220.gmReadLatency));
+    }
     h.pipeFree[p] = start + cycles;
     h.done[p] = std::max(h.done[p], start + cycles + static_cast<uint32_t>(t.latency));
     h.sNow = h.pipe == Pipe::S ? h.done[p] : issue + static_cast<uint32_t>(kDavC220.issue);

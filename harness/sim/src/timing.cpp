@@ -2,7 +2,7 @@
 // the model and the sources).
 #include <cmath>
 #include <cstring>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "kernel_operator.h"
@@ -88,9 +88,10 @@ const VecCost kVec[] = {
 // Any other vector call: [ge] "Copy" (assumed).
 const VecCost kVecDefault = {"(other)", 0.0078, 0.0157, 13.0};
 
-// Per core (one thread per core for the launch): the 64-byte lines its scalar unit read,
-// and the vector table's row of each API by the checker's API id.
-thread_local std::unordered_set<uint64_t> tlsScalarLines;
+// Per core (one thread per core for the launch): the 64-byte lines in its data cache (read
+// by its scalar unit or preloaded) with the cycle each arrives, and the vector table's row
+// of each API by the checker's API id.
+thread_local std::unordered_map<uint64_t, uint32_t> tlsScalarLines;
 thread_local std::vector<const VecCost*> tlsVecRows;
 
 const VecCost& LookUp(const char* api)
@@ -138,8 +139,13 @@ void WorkGm(const uint8_t* p, uint64_t len, bool write, uint64_t fresh)
     if (OpenPipe() == Pipe::S) {
         uint64_t first = reinterpret_cast<uintptr_t>(p) / 64, last = (reinterpret_cast<uintptr_t>(p) + len - 1) / 64;
         for (uint64_t line = first; line <= last; ++line) {
-            bool miss = !write && tlsScalarLines.insert(line).second;
+            if (write) {
+                w->scalarHit++;
+                continue;
+            }
+            auto [at, miss] = tlsScalarLines.try_emplace(line, 0u);
             (miss ? w->scalarMiss : w->scalarHit)++;
+            w->scalarReady = std::max(w->scalarReady, at->second);
         }
         return;
     }
@@ -155,6 +161,15 @@ void WorkGm(const uint8_t* p, uint64_t len, bool write, uint64_t fresh)
         w->gmL2Read += len - fresh;
     }
 }
+
+void WorkPreload(const uint8_t* p)
+{
+    if (OpWork* w = OpenWork()) {
+        w->preloadLine = reinterpret_cast<uintptr_t>(p) / 64 + 1;
+    }
+}
+
+void Preloaded(uint64_t line, uint32_t ready) { tlsScalarLines.try_emplace(line, ready); }
 
 void WorkMmad(uint32_t m, uint32_t n, uint32_t k, uint32_t kPerCycle)
 {

@@ -140,3 +140,39 @@ extern "C" __global__ __aicore__ void tm_handoff(GM_ADDR c)
         DataCopy(buf.Get<float>(), gc[GetSubBlockIdx() * half], half);
     }
 }
+
+// 64 int32 of x from its first 64-byte boundary (four lines; x holds 80) read by the scalar
+// unit, their sum into y[0]; with PRELOAD each line is first asked for with
+// DataCachePreload (four calls, the docs' limit).
+template <bool PRELOAD>
+__aicore__ inline void ScalarReads(GM_ADDR x, GM_ADDR y)
+{
+    const uint32_t skip = (64 - reinterpret_cast<uintptr_t>(x) % 64) % 64; // bytes
+    GlobalTensor<int32_t> gx, gy;
+    gx.SetGlobalBuffer((__gm__ int32_t*)(x + skip), 64);
+    gy.SetGlobalBuffer((__gm__ int32_t*)y, 16);
+    if constexpr (PRELOAD) {
+        GlobalTensor<uint64_t> lines;
+        lines.SetGlobalBuffer((__gm__ uint64_t*)(x + skip), 32);
+        for (int64_t line = 0; line < 4; ++line) {
+            DataCachePreload(lines, line * 64);
+        }
+    }
+    int32_t sum = 0;
+    for (uint32_t i = 0; i < 64; ++i) {
+        sum += gx.GetValue(i);
+    }
+    gy.SetValue(0, sum);
+}
+
+extern "C" __global__ __aicore__ void tm_scalar_reads(GM_ADDR x, GM_ADDR y)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    ScalarReads<false>(x, y);
+}
+
+extern "C" __global__ __aicore__ void tm_preloaded_reads(GM_ADDR x, GM_ADDR y)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    ScalarReads<true>(x, y);
+}

@@ -266,3 +266,11 @@ extern "C" __global__ __aicore__ void trap_vector_repeat_time()
     const uint32_t repeats = 300;
     Adds(t, t, 1.0f, 64, repeats, UnaryRepeatParams(1, 1, 8, 8));
 }
+
+// DataCachePreload of a line past the end of x (x holds 8 uint64).
+extern "C" __global__ __aicore__ void trap_preload_oob(GM_ADDR x)
+{
+    GlobalTensor<uint64_t> g;
+    g.SetGlobalBuffer((__gm__ uint64_t*)x);
+    DataCachePreload(g, int64_t(64));
+}

@@ -81,6 +81,23 @@ __aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T>& dst)
     sim::GmAccess(dst, "DataCacheCleanAndInvalid", "dst", 0, 0);
 }
 
+// Preloads the 64-byte line holding byte `cacheOffset` of src into the core's data cache
+// (缓存控制/DataCachePreload.md: one line per call, an int16_t or int64_t offset in bytes;
+// the docs advise at most 4 calls in a row). The sim has no data cache: the call checks the
+// byte is src's, and the timeline makes the line's scalar reads hits once a GM read latency
+// has passed since the call (sim/timing.h).
+template <typename T>
+__aicore__ inline void DataCachePreload(const GlobalTensor<uint64_t>& src, const T cacheOffset)
+{
+    static_assert(sim::OneOf<T, int16_t, int64_t>, "DataCachePreload: cacheOffset is int16_t or int64_t");
+    const char* api = "DataCachePreload";
+    sim::Op op(api, sim::Pipe::S);
+    if (cacheOffset < 0) {
+        sim::Trap(api, "cacheOffset " + std::to_string(cacheOffset) + " is before src");
+    }
+    sim::WorkPreload(sim::GmAccess(src, api, "src", static_cast<uint64_t>(cacheOffset), 1));
+}
+
 template <typename T>
 __aicore__ inline void SetAtomicAdd()
 {

@@ -16,7 +16,9 @@
 // byte this launch already read or wrote, or any byte of a buffer the host marks warm (an
 // earlier launch of the step left it in L2: harness/src/backend/sim.rs), is an L2 hit at the
 // single-core rate t(1), the cores' hits together at most l2BytesPerS; a scalar GM read misses
-// once per 64-byte line and core; pipes hold one instruction at a time and
+// once per 64-byte line and core, unless DataCachePreload asked for the line: then it hits,
+// waiting for the line if a GM read latency has not passed since the preload started; pipes
+// hold one instruction at a time and
 // the scalar unit issues without a queue limit.
 #pragma once
 
@@ -81,6 +83,8 @@ struct OpWork {
     const uint8_t* burstEnd = nullptr;
     double stridePitch = 0; // sum over non-contiguous bursts of (pitch mod 256)
     uint64_t scalarMiss = 0, scalarHit = 0;
+    uint32_t scalarReady = 0; // a preloaded line the call read arrives at this cycle
+    uint64_t preloadLine = 0; // DataCachePreload: its line + 1
     uint64_t l0aBytes = 0, l0bBytes = 0; // written into L0A / L0B (MTE1 copies and fills)
     double cubeCycles = 0;
 };
@@ -90,6 +94,10 @@ void WorkVector(uint64_t repeats, uint32_t lanes);
 // GM bytes at `p` moved by the open call; `fresh`: those this launch had not touched yet.
 void WorkGm(const uint8_t* p, uint64_t len, bool write, uint64_t fresh);
 void WorkMmad(uint32_t m, uint32_t n, uint32_t k, uint32_t kPerCycle);
+// DataCachePreload of the line holding `p`; once the call has a start, `Preloaded` says when
+// the line is in the core's data cache (an earlier read or preload of it stands).
+void WorkPreload(const uint8_t* p);
+void Preloaded(uint64_t line, uint32_t ready);
 
 // Cycles the call occupies its pipe and the latency after which its result is visible,
 // for a launch of `cores` cores. `apiId` is the checker's id of `api` (the vector table is
