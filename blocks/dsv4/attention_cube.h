@@ -45,10 +45,10 @@ public:
                       P::C_L0_BYTES >= M_PAD * L0_K * sizeof(float),
                   "L0 tiles of HeadTileMmad");
 
-    __aicore__ inline void Init(GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens)
+    __aicore__ inline void Init(GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, uint32_t tokens)
     {
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kvCache));
-        indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaIndices));
+        indices_.Init(swaIndices, static_cast<uint64_t>(tokens) * P::WINDOW);
         lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(swaLens));
         pipe_.InitBuffer(union_, P::UNION_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
@@ -119,7 +119,7 @@ private:
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     AscendC::GlobalTensor<bfloat16_t> kv_;
-    AscendC::GlobalTensor<int32_t> indices_;
+    ScalarStream<int32_t, 4> indices_;
     AscendC::GlobalTensor<int32_t> lens_;
 };
 
@@ -139,7 +139,7 @@ public:
         qG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
         Cube cube;
-        cube.Init(kvCache, swaIndices, swaLens);
+        cube.Init(kvCache, swaIndices, swaLens, td.t);
         for (UnitParts it(td.b, Cube::TILES); it.Next();) {
             const Share tiles = it.Range(Cube::TILES);
             cube.LoadUnion(it.unit, td.nb);
@@ -173,7 +173,7 @@ public:
         probsG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
         oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         Cube cube;
-        cube.Init(kvCache, swaIndices, swaLens);
+        cube.Init(kvCache, swaIndices, swaLens, td.t);
         for (UnitParts it(td.b, Cube::TILES); it.Next();) {
             const Share tiles = it.Range(Cube::TILES);
             cube.LoadUnion(it.unit, td.nb);

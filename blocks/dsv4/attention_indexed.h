@@ -30,6 +30,7 @@
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
 #include "dsv4/online_softmax.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
@@ -99,7 +100,9 @@ public:
         AttentionIndexed op;
         op.Bind(q, cmpKv, cmpTable, positions, topkIdx, scores, probs, part, stats, o, denom, rowMax);
         if ASCEND_IS_AIC {
-            op.InitCube();
+            op.InitCube(topkIdx, td);
+            const Item first(share.begin, splits);
+            op.slots_.Warm(static_cast<uint64_t>(first.t) * P::TOPK + first.first * TILE);
             for (uint32_t i = share.begin; i < share.end; ++i) {
                 op.CubeToken(Item(i, splits), td);
             }
@@ -139,8 +142,8 @@ private:
         topk_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(topkIdx));
         scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
-        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
-        part_ = slots_[SlotsOf::Part(GroupIdx())];
+        splitSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
+        part_ = splitSlots_[SlotsOf::Part(GroupIdx())];
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
@@ -159,8 +162,9 @@ private:
 
     // ---- AIC ----
 
-    __aicore__ inline void InitCube()
+    __aicore__ inline void InitCube(GM_ADDR topkIdx, const TilingData& td)
     {
+        slots_.Init(topkIdx, static_cast<uint64_t>(td.t) * P::TOPK);
         pipe_.InitBuffer(q1_, P::Q_BYTES);
         pipe_.InitBuffer(rowsQ_, 2, P::ROWS_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
@@ -245,7 +249,7 @@ private:
         for (uint32_t k = 0; k <= lanes; ++k) {
             int32_t row = -1;
             if (k < lanes) {
-                const int32_t slot = topk_.GetValue(at + k);
+                const int32_t slot = slots_.Get(at + k);
                 if (slot >= 0 && slot < bound) {
                     const uint32_t logical = static_cast<uint32_t>(slot) / P::BLOCK_SIZE;
                     ascendc_assert(logical < td.cmp_tw,
@@ -436,7 +440,7 @@ private:
             if (it.split) {
                 AscendC::DataCopy(stats_[SlotsOf::SplitMax(it.index) + h], m[i * VH], VH);
                 AscendC::DataCopy(stats_[SlotsOf::SplitDenom(it.index) + h], den[i * VH], VH);
-                AscendC::DataCopy(slots_[SlotsOf::SplitO(it.index) + static_cast<uint64_t>(h) * HD], o[i * VH * HD],
+                AscendC::DataCopy(splitSlots_[SlotsOf::SplitO(it.index) + static_cast<uint64_t>(h) * HD], o[i * VH * HD],
                                   VH * HD);
             } else {
                 const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + h;
@@ -503,7 +507,8 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
-    AscendC::GlobalTensor<float> scores_, slots_, part_, stats_, o_, denom_, rowMax_;
+    AscendC::GlobalTensor<float> scores_, splitSlots_, part_, stats_, o_, denom_, rowMax_;
+    ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
 };
 
 }  // namespace dsv4

@@ -8,6 +8,7 @@
 // every token against the union (AttentionSoftmax) and stops the launch on a violation.
 #pragma once
 
+#include "dsv4/scalar_stream.h"
 #include "dsv4/tiling_data.h"
 
 namespace dsv4 {
@@ -43,16 +44,21 @@ struct WindowUnion {
     }
 
     // Reads the union rows of request `b` (after ReadLens) and checks each is a row of the
-    // pool of `poolBlocks` pages, so no gather can leave kv_cache.
-    __aicore__ inline void ReadRows(const AscendC::GlobalTensor<int32_t>& swaIndices, uint32_t b, uint32_t poolBlocks)
+    // pool of `poolBlocks` pages, so no gather can leave kv_cache. Token 0's lanes stream in
+    // order; the later tokens' last lanes are asked for while they do.
+    __aicore__ inline void ReadRows(ScalarStream<int32_t, 4>& swaIndices, uint32_t b, uint32_t poolBlocks)
     {
         const uint32_t t0 = b * P::SEQ;
         const uint32_t n0 = static_cast<uint32_t>(lens[0]);
+        swaIndices.Warm(static_cast<uint64_t>(t0) * P::WINDOW);
         for (uint32_t k = 0; k < n0; ++k) {
-            rows[k] = swaIndices.GetValue(static_cast<uint64_t>(t0) * P::WINDOW + k);
+            if (k + 1 < P::SEQ) {
+                swaIndices.Ask(LastLane(t0, k + 1));
+            }
+            rows[k] = swaIndices.Get(static_cast<uint64_t>(t0) * P::WINDOW + k);
         }
         for (uint32_t s = 1; s < P::SEQ; ++s) {
-            rows[n0 + s - 1] = swaIndices.GetValue(static_cast<uint64_t>(t0 + s) * P::WINDOW + lens[s] - 1);
+            rows[n0 + s - 1] = swaIndices.Get(LastLane(t0, s));
         }
         const int32_t poolRows = static_cast<int32_t>(poolBlocks * P::BLOCK_SIZE);
         for (uint32_t k = 0; k < count; ++k) {
@@ -60,6 +66,12 @@ struct WindowUnion {
                            "request %u: window row %d (union entry %u) is not a row of the %d-row kv_cache", b,
                            rows[k], k, poolRows);
         }
+    }
+
+    // Token t0 + s's last lane in swa_indices.
+    __aicore__ inline uint64_t LastLane(uint32_t t0, uint32_t s) const
+    {
+        return static_cast<uint64_t>(t0 + s) * P::WINDOW + lens[s] - 1;
     }
 
     // Length of the run of physically consecutive rows starting at union entry k (pages of

@@ -34,6 +34,7 @@
 #pragma once
 
 #include "dsv4/rope.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/state_overlay.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
@@ -192,7 +193,7 @@ public:
             return;
         }
         Compressor op;
-        op.Init(kvp, score, ape, normW, cos, sin, positions, stateSlots, cmpSlots, stateTable, state, cmpKv);
+        op.Init(kvp, score, ape, normW, cos, sin, positions, stateSlots, cmpSlots, stateTable, state, cmpKv, td.t);
         for (uint32_t b = share.begin; b < share.end; ++b) {
             op.Request(b);
         }
@@ -201,14 +202,14 @@ public:
 private:
     __aicore__ inline void Init(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos, GM_ADDR sin,
                                 GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots, GM_ADDR stateTable,
-                                GM_ADDR state, GM_ADDR cmpKv)
+                                GM_ADDR state, GM_ADDR cmpKv, uint32_t tokens)
     {
         kvp_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kvp));
         score_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(score));
         ape_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ape));
-        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        stateSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(stateSlots));
-        cmpSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(cmpSlots));
+        positions_.Init(positions, tokens);
+        stateSlots_.Init(stateSlots, tokens);
+        cmpSlots_.Init(cmpSlots, tokens);
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stateTable));
         state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
         cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
@@ -246,7 +247,7 @@ private:
         const uint32_t tok0 = b * SEQ;
         int32_t boundary = -1, pos = 0;
         for (uint32_t s = 0; s < SEQ && boundary < 0; ++s) {
-            pos = positions_.GetValue(tok0 + s);
+            pos = positions_.Get(tok0 + s);
             if ((static_cast<uint32_t>(pos) + 1) % R == 0) {
                 boundary = static_cast<int32_t>(s);
             }
@@ -254,7 +255,7 @@ private:
         if (boundary < 0) {
             return;
         }
-        const int64_t cmpSlot = cmpSlots_.GetValue(tok0 + boundary);
+        const int64_t cmpSlot = cmpSlots_.Get(tok0 + boundary);
         if (cmpSlot < 0) {
             return;
         }
@@ -270,7 +271,7 @@ private:
             PoolTile(pages, c0);
         }
         const uint64_t row = TO_TOKEN ? uint64_t(tok0) : static_cast<uint64_t>(cmpSlot);
-        Finish(b, static_cast<uint32_t>(positions_.GetValue(tok0)), tok0 + boundary, row);
+        Finish(b, static_cast<uint32_t>(positions_.Get(tok0)), tok0 + boundary, row);
     }
 
     // Every boundary e of request b's step (P::RING): the window e − ENTRIES + 1 .. e from
@@ -278,13 +279,13 @@ private:
     __aicore__ inline void RingRequest(uint32_t b)
     {
         const uint32_t tok0 = b * SEQ;
-        const int64_t p0 = positions_.GetValue(tok0);
+        const int64_t p0 = positions_.Get(tok0);
         for (uint32_t s = 0; s < SEQ; ++s) {
             const int64_t e = p0 + s;
             if ((e + 1) % R != 0) {
                 continue;
             }
-            const int64_t cmpSlot = cmpSlots_.GetValue(tok0 + s);
+            const int64_t cmpSlot = cmpSlots_.Get(tok0 + s);
             if (cmpSlot < 0) {
                 continue;
             }
@@ -338,7 +339,7 @@ private:
                     AscendC::DataCopy(sc[at], state_[base + r * WIDTH + OUT], CH);
                     continue;
                 }
-                const uint32_t apeRow = static_cast<uint32_t>(positions_.GetValue(w)) % R;
+                const uint32_t apeRow = static_cast<uint32_t>(positions_.Get(w)) % R;
                 AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(sc[at], score_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * OUT + col], CH);
@@ -414,8 +415,10 @@ private:
     CompressedRope<P> rope_;
     StateOverlay<PAGES, BS> overlay_;
     AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
-    AscendC::GlobalTensor<int32_t> positions_, table_;
-    AscendC::GlobalTensor<int64_t> stateSlots_, cmpSlots_;
+    AscendC::GlobalTensor<int32_t> table_;
+    // Per-token metadata, read in token order (the overlay scans the state slots from token 0).
+    ScalarStream<int32_t, 4> positions_;
+    ScalarStream<int64_t, 4> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
 

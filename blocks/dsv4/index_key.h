@@ -10,6 +10,7 @@
 #pragma once
 
 #include "dsv4/quant.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
 
@@ -41,7 +42,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         IndexKeyWrite op;
-        op.Init(kf, positions, idxSlots, keys, scales);
+        op.Init(kf, positions, idxSlots, keys, scales, td.t);
         const uint64_t blocks = static_cast<uint64_t>(AscendC::GetBlockNum());
         const uint64_t idx = static_cast<uint64_t>(AscendC::GetBlockIdx());
         for (uint32_t b = 0; b < td.b; ++b) {
@@ -62,11 +63,14 @@ public:
     }
 
 private:
-    __aicore__ inline void Init(GM_ADDR kf, GM_ADDR positions, GM_ADDR idxSlots, GM_ADDR keys, GM_ADDR scales)
+    // Every block reads every token's position and slot, in token order.
+    __aicore__ inline void Init(GM_ADDR kf, GM_ADDR positions, GM_ADDR idxSlots, GM_ADDR keys, GM_ADDR scales,
+                                uint32_t tokens)
     {
         kf_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kf));
-        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(idxSlots));
+        positions_.Init(positions, tokens);
+        slots_.Init(idxSlots, tokens);
+        positions_.Warm(0);
         keys_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(keys));
         scales_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scales));
         pipe_.InitBuffer(kfIn_, P::KF_BYTES);
@@ -84,8 +88,8 @@ private:
     {
         const uint32_t tok0 = b * SEQ;
         for (uint32_t s = 0; s < SEQ; ++s) {
-            if ((static_cast<uint32_t>(positions_.GetValue(tok0 + s)) + 1) % P::RATIO == 0) {
-                return slots_.GetValue(tok0 + s);
+            if ((static_cast<uint32_t>(positions_.Get(tok0 + s)) + 1) % P::RATIO == 0) {
+                return slots_.Get(tok0 + s);
             }
         }
         return -1;
@@ -94,8 +98,8 @@ private:
     // Token t's idx slot if it is a boundary, or -1.
     __aicore__ inline int64_t BoundarySlot(uint32_t t)
     {
-        const bool boundary = (static_cast<uint32_t>(positions_.GetValue(t)) + 1) % P::RATIO == 0;
-        return boundary ? slots_.GetValue(t) : -1;
+        const bool boundary = (static_cast<uint32_t>(positions_.Get(t)) + 1) % P::RATIO == 0;
+        return boundary ? slots_.Get(t) : -1;
     }
 
     // kf row `row` -> bf16 -> f32 -> int8 key row and scale at `slot`.
@@ -125,8 +129,8 @@ private:
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> kfIn_, rounded_, work_, half_, slot_, tmp_, keyOut_, scaleOut_;
     AscendC::GlobalTensor<float> kf_, scales_;
-    AscendC::GlobalTensor<int32_t> positions_;
-    AscendC::GlobalTensor<int64_t> slots_;
+    ScalarStream<int32_t, 4> positions_;
+    ScalarStream<int64_t, 4> slots_;
     AscendC::GlobalTensor<int8_t> keys_;
 };
 

@@ -9,7 +9,7 @@
 // result is exactly the sequential one.
 #pragma once
 
-#include "kernel_operator.h"
+#include "dsv4/scalar_stream.h"
 
 namespace dsv4 {
 
@@ -19,8 +19,7 @@ template <uint32_t PAGES, uint32_t BS>
 class StateOverlay {
 public:
     // Scans the state slots of tokens [0, tokens) - requests 0..b - for rows of `pages`.
-    __aicore__ inline void Build(const AscendC::GlobalTensor<int64_t>& stateSlots, uint32_t tokens,
-                                 const int32_t* pages)
+    __aicore__ inline void Build(ScalarStream<int64_t, 4>& stateSlots, uint32_t tokens, const int32_t* pages)
     {
         for (uint32_t i = 0; i < PAGES * BS; ++i) {
             writer_[i] = -1;
@@ -29,7 +28,7 @@ public:
             any_[p] = false;
         }
         for (uint32_t t = 0; t < tokens; ++t) {
-            const int64_t slot = stateSlots.GetValue(t);
+            const int64_t slot = stateSlots.Get(t);
             if (slot < 0) {
                 continue;
             }
