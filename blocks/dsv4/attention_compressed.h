@@ -90,6 +90,9 @@ class AttentionCompressed {
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
     static constexpr uint32_t MAX_CHUNKS = CeilDiv(P::MAX_ROWS, P::CHUNK);
+    // Heads go to groups in pieces of whole cube tiles and whole vector tiles.
+    static constexpr uint32_t HEAD_PIECE = P::HEAD_TILE > VH ? P::HEAD_TILE : VH;
+    static constexpr uint32_t HEAD_PIECES = P::HEADS / HEAD_PIECE;
     using Splits = KvSplits<P::GROUPS, MAX_CHUNKS>;
     using Slots = SplitSlots<ROWS, HD, (MAX_CHUNKS > 1)>;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
@@ -97,6 +100,8 @@ class AttentionCompressed {
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
+    static_assert(HEAD_PIECE % P::HEAD_TILE == 0 && HEAD_PIECE % VH == 0 && P::HEADS % HEAD_PIECE == 0,
+                  "head pieces: whole cube and vector tiles");
     static_assert(P::GROUPS >= 1, "at least one group");
     static_assert(HD <= 65535 && CHUNK <= 16384 && M_PAD <= 16384,
                   "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
@@ -121,22 +126,27 @@ class AttentionCompressed {
     static_assert(P::O_TILE_BYTES >= VH * HD * sizeof(float) && P::PART_TILE_BYTES >= VH * HD * sizeof(float),
                   "VH head rows");
 
-    // Work item `item` of `splits` per request: its request, whether it is a split, and its
-    // chunks [first, end).
+    // Work item `item`: of a request's `splits` splits over KV, or (one split) of its `parts`
+    // head parts: its request, whether it is a split, its chunks [first, end) and its heads
+    // [h0, h1) of every token.
     struct Item {
         uint32_t b;
         bool split;
-        uint32_t first, end;
+        uint32_t first, end, h0, h1;
         CompressedRows<P> rows;
 
-        __aicore__ inline Item(uint32_t item, uint32_t splits, const AscendC::GlobalTensor<int32_t>& positions,
+        __aicore__ inline Item(uint32_t item, uint32_t splits, uint32_t parts,
+                               const AscendC::GlobalTensor<int32_t>& positions,
                                const AscendC::GlobalTensor<int32_t>& lens)
-            : b(item / splits), split(splits > 1)
+            : b(item / (splits * parts)), split(splits > 1)
         {
             rows.Read(positions, lens, b);
-            const uint32_t s = item % splits, chunks = rows.Chunks();
+            const uint32_t s = item / parts % splits, chunks = rows.Chunks();
             first = Splits::First(s, splits, chunks);
             end = Splits::First(s + 1, splits, chunks);
+            const Share heads = PartRange(item % parts, parts, HEAD_PIECES);
+            h0 = heads.begin * HEAD_PIECE;
+            h1 = heads.end * HEAD_PIECE;
         }
     };
 
@@ -149,7 +159,9 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         const uint32_t splits = Splits::OnGroups(td.b);
-        const Share share = GroupShare(td.b * splits);
+        // With requests fewer than groups and no split over KV, their heads spread instead.
+        const uint32_t parts = splits > 1 ? 1 : PartsPerUnit(td.b, P::GROUPS, HEAD_PIECES);
+        const Share share = GroupShare(td.b * splits * parts);
         if (share.begin >= share.end) {
             return;
         }
@@ -158,14 +170,14 @@ public:
         if ASCEND_IS_AIC {
             op.InitCube();
             for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.CubeItem(i, Item(i, splits, op.positions_, op.lens_), td);
+                op.CubeItem(i, Item(i, splits, parts, op.positions_, op.lens_), td);
             }
         }
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
             for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.VectorItem(i, Item(i, splits, op.positions_, op.lens_), s0);
+                op.VectorItem(i, Item(i, splits, parts, op.positions_, op.lens_), s0);
             }
         }
     }
@@ -215,7 +227,7 @@ private:
             // scores and probs rows of this chunk are `lanes` wide
             const uint32_t lanes = it.rows.Lanes(j);
             LoadChunk(it.b, j, static_cast<uint32_t>(it.rows.rows), lanes, td);
-            for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
+            for (uint32_t m0 = it.h0; m0 < ROWS; m0 = NextRow(it, m0)) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
                 for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
                     Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[m0 * lanes + n0], lanes);
@@ -226,7 +238,7 @@ private:
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
             AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : part_;
-            for (uint32_t m0 = 0; m0 < ROWS; m0 += P::HEAD_TILE) {
+            for (uint32_t m0 = it.h0; m0 < ROWS; m0 = NextRow(it, m0)) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
                     Matmul<true>(a, lanes, n0, P::D_TILE, dst[m0 * HD + n0], HD);
@@ -237,6 +249,15 @@ private:
             // The chunk may be overwritten once every load from it has been issued.
             Handshake<AscendC::HardEvent::MTE1_MTE2>();
         }
+    }
+
+    // The item's query tile after the one at request row m0: the next HEAD_TILE heads of the
+    // token, or the next token's first head of the item.
+    __aicore__ inline static uint32_t NextRow(const Item& it, uint32_t m0)
+    {
+        const uint32_t next = m0 + P::HEAD_TILE;
+        return next % P::HEADS == it.h1 % P::HEADS && it.h1 - it.h0 < P::HEADS ? next - (it.h1 - it.h0) + P::HEADS
+                                                                                : next;
     }
 
     // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into the NZ chunk [CHUNK, HD],
@@ -326,8 +347,12 @@ private:
         } else if (it.first == it.end) {
             return;  // no chunk: the window's state stands
         } else {
-            AscendC::DataCopy(m, rowMax_[stats0], STATS);
-            AscendC::DataCopy(den, denom_[stats0], STATS);
+            // only the item's heads: another group's item may write the others' denominators
+            for (uint32_t r = 0; r < Runs(it); ++r) {
+                const uint32_t at = r * P::HEADS + it.h0;
+                AscendC::DataCopy(m[at], rowMax_[stats0 + at], RunLen(it));
+                AscendC::DataCopy(den[at], denom_[stats0 + at], RunLen(it));
+            }
             Handshake<AscendC::HardEvent::MTE2_V>();
         }
         const AscendC::GlobalTensor<float> o = ItemO(item, it);
@@ -338,17 +363,16 @@ private:
                 const int32_t left = it.rows.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
                 const uint32_t valid = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
                 Bias(valid, lanes);
-                for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
+                for (uint32_t h0 = it.h0; h0 < it.h1; h0 += VH) {
                     Softmax(s0 + s, s, h0, valid, lanes);
                 }
             }
-            OnlineRescale(m, den, tileMax_.Get<float>(), tileSum_.Get<float>(), alpha_.Get<float>(), beta_.Get<float>(),
-                          STATS);
+            Rescale(it, m, den);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
             if (!(it.split && j == it.first)) {  // a split's first part already is its o
                 for (uint32_t s = 0; s < TOKENS; ++s) {
-                    for (uint32_t h0 = 0; h0 < P::HEADS; h0 += VH) {
+                    for (uint32_t h0 = it.h0; h0 < it.h1; h0 += VH) {
                         Merge(o, (s0 + s) * P::HEADS + h0, s * P::HEADS + h0);
                     }
                 }
@@ -360,10 +384,29 @@ private:
             AscendC::DataCopy(stats_[Slots::SplitMax(item) + row], m, STATS);
             AscendC::DataCopy(stats_[Slots::SplitDenom(item) + row], den, STATS);
         } else {
-            AscendC::DataCopy(denom_[stats0], den, STATS);
+            for (uint32_t r = 0; r < Runs(it); ++r) {
+                const uint32_t at = r * P::HEADS + it.h0;
+                AscendC::DataCopy(denom_[stats0 + at], den[at], RunLen(it));
+            }
         }
         // The next item's statistics may overwrite these once they have left.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
+    }
+
+    // The item's per-head values of the AIV's tokens ([token][head] from its heads' first) as
+    // runs: one run of STATS with all heads, else one of its heads per token.
+    __aicore__ inline static uint32_t Runs(const Item& it) { return it.h1 - it.h0 == P::HEADS ? 1 : TOKENS; }
+    __aicore__ inline static uint32_t RunLen(const Item& it) { return it.h1 - it.h0 == P::HEADS ? STATS : it.h1 - it.h0; }
+
+    // The chunk's statistics into the running ones, for the item's heads.
+    __aicore__ inline void Rescale(const Item& it, const AscendC::LocalTensor<float>& m,
+                                   const AscendC::LocalTensor<float>& den)
+    {
+        for (uint32_t r = 0; r < Runs(it); ++r) {
+            const uint32_t at = r * P::HEADS + it.h0;
+            OnlineRescale(m[at], den[at], tileMax_.Get<float>()[at], tileSum_.Get<float>()[at], alpha_.Get<float>()[at],
+                          beta_.Get<float>()[at], RunLen(it));
+        }
     }
 
     // bias[lane] = 0 for lane < valid, else -1e20: (clamp(valid - lane, 0, 1) - 1) * 1e20.

@@ -229,7 +229,11 @@ fn further_sources_split_over_kv_only_where_a_unit_has_several_pieces() {
     assert_eq!(find(&hca, "attn_compressed_h"), Some(24));
     assert!(find(&hca, "attn_combine_cmp").is_some());
     let hca_dep = launches("hca_deployment_tp1");
-    assert_eq!(find(&hca_dep, "attn_compressed_h"), Some(4), "4 requests");
+    assert_eq!(
+        find(&hca_dep, "attn_compressed_h"),
+        Some(16),
+        "4 requests, their 64 heads in 4 pieces of 16 each"
+    );
     assert_eq!(find(&hca_dep, "attn_combine"), None);
     // csa_ref: top-512 in four 128-slot tiles; csa_small: top-64, one tile.
     let csa = launches("csa_ref_tp1");

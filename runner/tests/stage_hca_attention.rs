@@ -174,3 +174,17 @@ fn hca_small_tp1_few_requests_split_unevenly() {
     // 4 + 3 + 2 + 1 non-empty splits
     assert_eq!(cube_cores(&counters, "attn_compressed_h"), (10, 24));
 }
+
+/// The reference's deployment (4 requests × 2 tokens, at most 128 compressed rows: one
+/// chunk, no split over KV): each request's 64 heads go to 4 groups in pieces of 16, so the
+/// launch's 16 groups all work (requests at a tile edge, with two rows); a request without
+/// compressed rows leaves its 4 groups idle.
+#[test]
+fn hca_deployment_tp1_few_requests_spread_their_heads_over_the_groups() {
+    let case = CompressedCase::new("hca_deployment_tp1", &[8192, 8192, 16376, 300], SEED);
+    let counters = check("hca_deployment_tp1", &case, REFERENCE_TILE);
+    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (16, 16));
+    let case = CompressedCase::new("hca_deployment_tp1", &[8192, 8192, 16376, 120], SEED);
+    let counters = check("hca_deployment_tp1", &case, REFERENCE_TILE);
+    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (12, 16));
+}

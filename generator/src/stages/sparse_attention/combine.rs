@@ -26,12 +26,13 @@ pub(super) struct Split {
 
 impl Split {
     /// The split kernel's core groups: every one where a unit can have several pieces (a
-    /// few units then spread over them), else one per unit (`units` at capacity) at most.
-    pub fn groups(max_splits: usize, units: usize, aic_cores: usize) -> usize {
+    /// few units then spread over them), else one per unit part (`units` at capacity, each
+    /// in at most `parts` parts: HCA's head parts) at most.
+    pub fn groups(max_splits: usize, units: usize, parts: usize, aic_cores: usize) -> usize {
         if max_splits > 1 {
             aic_cores
         } else {
-            aic_cores.min(units)
+            aic_cores.min(units * parts)
         }
     }
 

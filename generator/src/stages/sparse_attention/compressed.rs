@@ -38,7 +38,10 @@ pub(super) fn launch(
         p.chip,
     );
     let max_splits = max_rows.div_ceil(chunk);
-    let groups = Split::groups(max_splits, p.shape.b, p.chip.aic_cores);
+    // Without splits over KV a request's heads spread over groups, in pieces of whole cube
+    // and vector tiles (`HEAD_PIECE`).
+    let head_pieces = heads / head_tile.max(VH);
+    let groups = Split::groups(max_splits, p.shape.b, head_pieces, p.chip.aic_cores);
     let split = Split {
         tag: "cmp",
         part: "attn_cmp_part",

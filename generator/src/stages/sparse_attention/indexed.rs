@@ -29,7 +29,7 @@ pub(super) fn launch(
     b.workspace("topk_idx", per_token(&[topk]), DType::I32);
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
     let tiles = topk.div_ceil(kv_tile);
-    let groups = Split::groups(tiles, p.shape.local_t, p.chip.aic_cores);
+    let groups = Split::groups(tiles, p.shape.local_t, 1, p.chip.aic_cores);
     let split = Split {
         tag: "idx",
         part: "attn_idx_part",
