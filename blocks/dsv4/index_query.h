@@ -15,6 +15,7 @@
 #pragma once
 
 #include "dsv4/qkv_proj_rope.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
@@ -120,7 +121,10 @@ private:
 
 // Params: H, HD, TILE_ROWS (tokens per tile, divides 8), WEIGHTS_SCALE, and the UB sizes
 // QH_IN, Q_OUT, SCALES_OUT, SUMS_IN, WEIGHTS_OUT, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
-// Blocks take runs of TILE_ROWS-token tiles.
+// Work items are TILE_ROWS-token tiles, each cut into head parts when the tiles are fewer
+// than the blocks (`UnitParts`, in pieces of 8 heads: a token's scales and weights of a
+// piece are a 32-byte block); an item moves its tokens' rows of its heads in one strided
+// DMA each way.
 template <typename P>
 class IndexQQuant {
 public:
@@ -135,6 +139,7 @@ public:
 private:
     static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, ROW = P::H * P::HD;
     static constexpr uint32_t HEAD_ROWS = TR * P::H;  // (token, head) rows per tile
+    static constexpr uint32_t PIECE = BLOCK_BYTES / sizeof(float), PIECES = P::H / PIECE;
     static_assert(8 % TR == 0, "token tiles divide the runtime token granularity 8");
     static_assert(P::H * sizeof(float) % 32 == 0, "a token's scales and weights are whole 32-byte blocks");
     static_assert(HD * sizeof(int8_t) % 32 == 0, "a head's int8 row is whole 32-byte blocks");
@@ -149,8 +154,8 @@ private:
 
     __aicore__ inline void Process(GM_ADDR qh, GM_ADDR sums, GM_ADDR q, GM_ADDR qScale, GM_ADDR weights, uint32_t t)
     {
-        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
-        if (run.first == run.end) {
+        UnitParts it(t / TR, PIECES);
+        if (it.Empty()) {
             return;
         }
         GlobalTensor<float> gQh, gSums, gScale, gWeights;
@@ -171,24 +176,31 @@ private:
         pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         LocalTensor<half> h = half_.Get<half>();
-        for (uint32_t row = run.first; row < run.end; row += TR) {
+        while (it.Next()) {
+            const uint32_t row = it.unit * TR;
+            const Share pieces = it.Range(PIECES);
+            const uint32_t h0 = pieces.begin * PIECE, heads = (pieces.end - pieces.begin) * PIECE;
+            const uint32_t rows = TR * heads;  // (token, head) rows of the item
+            // per token: heads * HD f32 of the row, heads f32 of the scales, sums and weights
+            const uint16_t rowBlocks = BlocksOf<float>(heads * HD), rowGap = BlocksOf<float>(ROW - heads * HD);
+            const uint16_t headBlocks = BlocksOf<float>(heads), headGap = BlocksOf<float>(P::H - heads);
             LocalTensor<float> x = in_.AllocTensor<float>();
-            DataCopy(x, gQh[uint64_t(row) * ROW], TR * ROW);
+            DataCopy(x, gQh[uint64_t(row) * ROW + h0 * HD], DataCopyParams(TR, rowBlocks, rowGap, 0));
             in_.EnQue(x);
             LocalTensor<float> s = sumsIn_.AllocTensor<float>();
-            DataCopy(s, gSums[row * P::H], HEAD_ROWS);
+            DataCopy(s, gSums[row * P::H + h0], DataCopyParams(TR, headBlocks, headGap, 0));
             sumsIn_.EnQue(s);
 
             s = sumsIn_.DeQue<float>();
             LocalTensor<float> w = weightsOut_.AllocTensor<float>();
-            Muls(w, s, P::WEIGHTS_SCALE, HEAD_ROWS);
+            Muls(w, s, P::WEIGHTS_SCALE, rows);
             sumsIn_.FreeTensor(s);
             weightsOut_.EnQue(w);
 
             x = in_.DeQue<float>();
             LocalTensor<int8_t> qi = out_.AllocTensor<int8_t>();
             LocalTensor<float> sc = scales_.AllocTensor<float>();
-            for (uint32_t r = 0; r < HEAD_ROWS; ++r) {
+            for (uint32_t r = 0; r < rows; ++r) {
                 sc.SetValue(r, QuantizeRow(qi[r * HD], x[r * HD], work, h, slot, tmp, HD));
             }
             in_.FreeTensor(x);
@@ -196,15 +208,16 @@ private:
             scales_.EnQue(sc);
 
             w = weightsOut_.DeQue<float>();
-            DataCopy(gWeights[row * P::H], w, HEAD_ROWS);
+            DataCopy(gWeights[row * P::H + h0], w, DataCopyParams(TR, headBlocks, 0, headGap));
             weightsOut_.FreeTensor(w);
             qi = out_.DeQue<int8_t>();
-            DataCopy(gQ[uint64_t(row) * ROW], qi, TR * ROW);
+            DataCopy(gQ[uint64_t(row) * ROW + h0 * HD], qi,
+                     DataCopyParams(TR, BlocksOf<int8_t>(heads * HD), 0, BlocksOf<int8_t>(ROW - heads * HD)));
             out_.FreeTensor(qi);
             sc = scales_.DeQue<float>();
             // The scales were written by the scalar unit.
             Handshake<HardEvent::S_MTE3>();
-            DataCopy(gScale[row * P::H], sc, HEAD_ROWS);
+            DataCopy(gScale[row * P::H + h0], sc, DataCopyParams(TR, headBlocks, 0, headGap));
             // The next tile's scalar writes must not overtake this copy.
             Handshake<HardEvent::MTE3_S>();
             scales_.FreeTensor(sc);

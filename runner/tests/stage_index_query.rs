@@ -216,9 +216,11 @@ fn starts(p: &Plan, t: usize) -> Vec<i64> {
         .collect()
 }
 
+/// At capacity, below it, and at 16 tokens (8 tiles of 2 tokens: `index_q_quant` cuts each
+/// into head parts to reach more of its blocks).
 fn check_variant(variant: &str, seed: u64) {
     let p = plan(variant);
-    for t in [p.shape.local_t, p.shape.local_t - 8] {
+    for t in [p.shape.local_t, p.shape.local_t - 8, 16] {
         check_stage(p, &case(p, &starts(p, t), seed));
     }
 }

@@ -165,7 +165,8 @@ impl Kind for IndexQuery {
         }
         b.launch(
             q_quant(ix, tile_rows),
-            p.chip.aiv_cores.min(t_cap / tile_rows) as u32,
+            // token tiles, each in up to heads / 8 head parts (`IndexQQuant`)
+            p.chip.aiv_cores.min(t_cap / tile_rows * (ix.heads / 8)) as u32,
             &[
                 "idx_qh",
                 "idx_head_sums",
