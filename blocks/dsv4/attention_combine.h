@@ -36,18 +36,19 @@ struct KvSplits {
 };
 
 // Where a split source keeps its GM scratch, UNIT_ROWS head rows of HEAD_DIM per unit: per
-// group the piece's part (f32 rows), then, where units can split (SPLITS), the item's o;
-// per item its m, then its denom (UNIT_ROWS f32 each). With S > 1 item i runs on group i.
-template <uint32_t UNIT_ROWS, uint32_t HEAD_DIM, bool SPLITS>
+// group the piece's PARTS parts (f32 rows; two where tiles alternate), then, where units can
+// split (SPLITS), the item's o; per item its m, then its denom (UNIT_ROWS f32 each). With
+// S > 1 item i runs on group i.
+template <uint32_t UNIT_ROWS, uint32_t HEAD_DIM, bool SPLITS, uint32_t PARTS = 1>
 struct SplitSlots {
     static constexpr uint64_t ROWS = UNIT_ROWS;
-    static constexpr uint64_t PER_GROUP = SPLITS ? 2 : 1;
+    static constexpr uint64_t PER_GROUP = PARTS + (SPLITS ? 1 : 0);
 
-    __aicore__ static inline uint64_t Part(uint32_t group)
+    __aicore__ static inline uint64_t Part(uint32_t group, uint32_t k = 0)
     {
-        return static_cast<uint64_t>(group) * PER_GROUP * ROWS * HEAD_DIM;
+        return (static_cast<uint64_t>(group) * PER_GROUP + k) * ROWS * HEAD_DIM;
     }
-    __aicore__ static inline uint64_t SplitO(uint32_t item) { return Part(item) + ROWS * HEAD_DIM; }
+    __aicore__ static inline uint64_t SplitO(uint32_t item) { return Part(item, PARTS); }
     __aicore__ static inline uint64_t SplitMax(uint32_t item) { return static_cast<uint64_t>(item) * 2 * ROWS; }
     __aicore__ static inline uint64_t SplitDenom(uint32_t item) { return SplitMax(item) + ROWS; }
 };
@@ -57,7 +58,8 @@ struct SplitSlots {
 // nothing there (no row of its pieces was visible, or it had no pieces and its o was never
 // written), so its o is not read.
 // P: HEADS, HEAD_DIM, UNIT_ROWS (head rows of a unit: a multiple of HEADS), PER_TOKEN (units
-// are tokens, else requests), GROUPS, MAX_SPLITS, and the UB sizes (`*_BYTES`).
+// are tokens, else requests), GROUPS, MAX_SPLITS, PARTS (the source's part slabs per group),
+// and the UB sizes (`*_BYTES`).
 template <class P>
 class AttentionCombine {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -66,7 +68,7 @@ class AttentionCombine {
     static constexpr uint32_t CAP = Min(P::MAX_SPLITS, P::GROUPS);  // splits at most
     static constexpr uint32_t SOURCES = CAP + 1;                     // the window and the splits
     using Splits = KvSplits<P::GROUPS, P::MAX_SPLITS>;
-    using Slots = SplitSlots<P::UNIT_ROWS, P::HEAD_DIM, true>;
+    using Slots = SplitSlots<P::UNIT_ROWS, P::HEAD_DIM, true, P::PARTS>;
     static_assert(P::UNIT_ROWS % P::HEADS == 0 && P::HEADS % VH == 0, "whole head tiles");
     static_assert(P::ACC_BYTES >= VH * HD * sizeof(float) && P::PART_BYTES >= VH * HD * sizeof(float),
                   "VH head rows");

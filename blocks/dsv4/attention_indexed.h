@@ -6,15 +6,20 @@
 // form tiles of KV_TILE slots in list order (the reference's 128-lane tiles); a tile without a
 // kept slot is skipped (it would merge as a no-op). Unlike HCA's compressed rows a token's
 // rows are its own, so the gather is per token. Per tile:
-//   AIC: gathers the tile's kept rows into L1 (other lanes zero; the next kept tile into a
-//        second buffer while the AIV works on this one's scores), scores = q_t · tileᵀ (f32;
-//        q_t stays in L1 for all of the token's tiles)
+//   AIC: gathers the tile's kept rows into L1 (other lanes zero; the next kept tiles into
+//        ROW_BUFFERS - 1 more buffers while the cube and the AIV work on this one),
+//        scores = q_t · tileᵀ (f32; q_t stays in L1 for all of the token's tiles)
 //   AIV: z = score * SCALE + bias (0 kept, -1e20 not); m_i = max z, e = exp(z - m_i),
 //        l_i = sum e (f32), probs = bf16(e);
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
 //   AIC: part = probs · tile (f32)
 //   AIV: o' = alpha * o + beta * part
+// Consecutive kept tiles alternate between two slabs of the group's scratch (scores, probs,
+// part; alpha and beta in UB): the AIC issues tile i + 1's scores before tile i's values,
+// and the AIV writes tile i + 1's probabilities before it merges tile i's part, so each side
+// works while the other does. The next tiles' gathers queue behind a tile's probability
+// loads (MTE2 runs in order).
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
 // window's o (kept in UB over the token's tiles) and denom are updated in place.
@@ -35,9 +40,9 @@
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE, and the
-// sizes the plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1
-// and L0, the AIV's UB.
+// P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
+// ROW_BUFFERS (tiles of rows in flight), and the sizes the plan decided (`*_BYTES`, each at
+// least what its use below needs): the AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionIndexed {
     static constexpr uint32_t FRACTAL = 16;
@@ -56,7 +61,9 @@ class AttentionIndexed {
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
     using Splits = KvSplits<P::GROUPS, TILES>;
-    using SlotsOf = SplitSlots<P::HEADS, HD, (TILES > 1)>;
+    static constexpr uint32_t SLABS = 2;  // tiles alternate between two slabs of scratch
+    static constexpr uint32_t SLAB = P::HEADS * TILE;  // a slab of scores or probs
+    using SlotsOf = SplitSlots<P::HEADS, HD, (TILES > 1), SLABS>;
     static_assert(TILE % FRACTAL == 0 && P::TOPK % FRACTAL == 0, "KV_TILE and TOPK: whole fractals");
     static_assert(HD % P::D_TILE == 0 && P::D_TILE % FRACTAL == 0, "D_TILE: whole fractals dividing HEAD_DIM");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEADS % VH == 0, "HEAD_TILE and VH divide HEADS");
@@ -65,6 +72,7 @@ class AttentionIndexed {
     // AIC
     static_assert(P::Q_BYTES >= HEAD_TILES * M_PAD * HD * sizeof(bfloat16_t), "q holds a token's head tiles");
     static_assert(P::ROWS_BYTES >= TILE * HD * sizeof(bfloat16_t), "a rows buffer holds a tile of selected rows");
+    static_assert(P::ROW_BUFFERS >= 2 && P::ROW_BUFFERS <= 3, "two or three tiles of rows in flight");
     static_assert(P::A_TILE_BYTES >= M_PAD * TILE * sizeof(bfloat16_t), "a_tile holds a tile of probs rows");
     static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
                       P::B_L0_BYTES >= P::D_TILE * TILE * sizeof(bfloat16_t) &&
@@ -80,8 +88,8 @@ class AttentionIndexed {
     static_assert(P::ROW_STATS_BYTES >= STAT_SLOTS * SLOT * sizeof(float), "a slot per head of a group or per tile");
     static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
-                      P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
-                  "a value per head of the AIV");
+                      P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
+                  "a value per head of the AIV (alpha and beta: per slab)");
     static_assert(P::O_BYTES >= STATS * HD * sizeof(float), "o holds the AIV's heads of a token");
     static_assert(P::PART_BYTES >= VH * HD * sizeof(float), "part holds a group's rows");
 
@@ -134,7 +142,7 @@ private:
                                 GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
                                 GM_ADDR rowMax)
     {
-        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * P::HEADS * TILE;  // the group's scores and probs
+        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * SLABS * SLAB;  // the group's scores and probs
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
@@ -143,7 +151,9 @@ private:
         scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
         splitSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
-        part_ = splitSlots_[SlotsOf::Part(GroupIdx())];
+        for (uint32_t k = 0; k < SLABS; ++k) {
+            parts_[k] = splitSlots_[SlotsOf::Part(GroupIdx(), k)];
+        }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
@@ -166,53 +176,105 @@ private:
     {
         slots_.Init(topkIdx, static_cast<uint64_t>(td.t) * P::TOPK);
         pipe_.InitBuffer(q1_, P::Q_BYTES);
-        pipe_.InitBuffer(rowsQ_, 2, P::ROWS_BYTES);
+        pipe_.InitBuffer(rowsQ_, P::ROW_BUFFERS, P::ROWS_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
         pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
+    // The item's kept tiles gathered ahead, in order: up to ROW_BUFFERS in flight (the one
+    // the cube works on included), so a tile's gather runs under the earlier tiles' products.
+    struct Ahead {
+        uint32_t tiles[P::ROW_BUFFERS];
+        uint32_t head, count, cursor;  // cursor: the next tile to look at
+    };
+
+    __aicore__ inline void Fill(Ahead& a, uint32_t t, uint32_t end, int64_t bound, const TilingData& td,
+                                uint32_t most = P::ROW_BUFFERS)
+    {
+        while (a.count < most && a.cursor < end) {
+            const uint32_t j = Gather(t, a.cursor, end, bound, td);
+            a.cursor = j + 1;
+            if (j < end) {
+                a.tiles[(a.head + a.count) % P::ROW_BUFFERS] = j;
+                ++a.count;
+            }
+        }
+    }
+
     __aicore__ inline void CubeToken(const Item& it, const TilingData& td)
     {
         const uint32_t t = it.t;
         const int64_t bound = Bound(t);
-        uint32_t j = Gather(t, it.first, it.end, bound, td);
-        if (j == it.end) {
+        Ahead ahead{{}, 0, 0, it.first};
+        Fill(ahead, t, it.end, bound, td, 1);
+        if (ahead.count == 0) {
             return;
         }
-        // q is overwritten only after the previous item's reads of it are done.
+        // q is overwritten only after the previous item's reads of it are done; it loads
+        // before the later tiles' gathers (MTE2 runs in order), which the cube does not wait for.
         Handshake<AscendC::HardEvent::MTE1_MTE2>();
         LoadQ(t);
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
-        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
-        while (j < it.end) {
-            const uint32_t lanes = Lanes(j);
-            AscendC::LocalTensor<bfloat16_t> tile = rowsQ_.DeQue<bfloat16_t>();
-            for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-                Matmul<false>(q[m * M_PAD * HD], tile, HD, 0, lanes, scores_[m * P::HEAD_TILE * lanes], lanes);
+        Fill(ahead, t, it.end, bound, td);
+        // Tile i + 1's scores (the other slab) go ahead of tile i's values, so the cube
+        // works on them while the AIV turns tile i's scores into probabilities.
+        AscendC::LocalTensor<bfloat16_t> tile = rowsQ_.template DeQue<bfloat16_t>();
+        uint32_t lanes = Lanes(ahead.tiles[ahead.head]), slab = 0;
+        Scores(tile, lanes, slab);
+        while (true) {
+            const bool more = ahead.count > 1;
+            AscendC::LocalTensor<bfloat16_t> next;
+            uint32_t nextLanes = 0;
+            if (more) {
+                nextLanes = Lanes(ahead.tiles[(ahead.head + 1) % P::ROW_BUFFERS]);
+                next = rowsQ_.template DeQue<bfloat16_t>();
+                Scores(next, nextLanes, slab ^ 1);
             }
-            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
-            // The next kept tile gathers into the other buffer while the AIV turns these
-            // scores into probabilities.
-            const uint32_t next = Gather(t, j + 1, it.end, bound, td);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
-            for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-                AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
-                AscendC::DataCopy(a, probs_[m * P::HEAD_TILE * lanes],
-                                  AscendC::Nd2NzParams(1, P::HEAD_TILE, lanes, 0, lanes, M_PAD, 1, 0));
-                aTile_.EnQue(a);
-                a = aTile_.DeQue<bfloat16_t>();
-                const uint64_t row = m * P::HEAD_TILE;  // of the group's part
-                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, tile, lanes, n0, P::D_TILE, part_[row * HD + n0], HD);
-                }
-                aTile_.FreeTensor(a);
-            }
+            Values(tile, lanes, slab);
             rowsQ_.FreeTensor(tile);
-            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
-            j = next;
+            ahead.head = (ahead.head + 1) % P::ROW_BUFFERS;
+            --ahead.count;
+            // the next gathers queue behind these values' probability loads
+            Fill(ahead, t, it.end, bound, td);
+            if (!more) {
+                return;
+            }
+            tile = next;
+            lanes = nextLanes;
+            slab ^= 1;
         }
+    }
+
+    // scores[slab] = q_t · tileᵀ, head tile by head tile; then SCORES_READY.
+    __aicore__ inline void Scores(const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t lanes, uint32_t slab)
+    {
+        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+        for (uint32_t m = 0; m < HEAD_TILES; ++m) {
+            Matmul<false>(q[m * M_PAD * HD], tile, HD, 0, lanes, scores_[slab * SLAB + m * P::HEAD_TILE * lanes],
+                          lanes);
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+    }
+
+    // parts[slab] = probs[slab] · tile, head tile by head tile; then PART_READY.
+    __aicore__ inline void Values(const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t lanes, uint32_t slab)
+    {
+        for (uint32_t m = 0; m < HEAD_TILES; ++m) {
+            AscendC::LocalTensor<bfloat16_t> a = aTile_.AllocTensor<bfloat16_t>();
+            AscendC::DataCopy(a, probs_[slab * SLAB + m * P::HEAD_TILE * lanes],
+                              AscendC::Nd2NzParams(1, P::HEAD_TILE, lanes, 0, lanes, M_PAD, 1, 0));
+            aTile_.EnQue(a);
+            a = aTile_.DeQue<bfloat16_t>();
+            const uint64_t row = m * P::HEAD_TILE;  // of the group's part
+            for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+                Matmul<true>(a, tile, lanes, n0, P::D_TILE, parts_[slab][row * HD + n0], HD);
+            }
+            aTile_.FreeTensor(a);
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
     }
 
     // The first of tiles [from, end) with a kept slot, gathered into a rows buffer and
@@ -220,7 +282,7 @@ private:
     __aicore__ inline uint32_t Gather(uint32_t t, uint32_t from, uint32_t end, int64_t bound, const TilingData& td)
     {
         for (uint32_t j = from; j < end; ++j) {
-            AscendC::LocalTensor<bfloat16_t> u = rowsQ_.AllocTensor<bfloat16_t>();
+            AscendC::LocalTensor<bfloat16_t> u = rowsQ_.template AllocTensor<bfloat16_t>();
             if (GatherTile(t, j, bound, td, u)) {
                 rowsQ_.EnQue(u);
                 return j;
@@ -345,23 +407,30 @@ private:
         const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;
         const uint32_t heads = mine * VH;
         LoadState(it, sub, mine);
+        // Tile i's probabilities go out before tile i - 1's part merges (the cube's order).
+        bool pending = false;  // a tile's part still to merge, in slab `slab ^ 1`
+        uint32_t slab = 0;
         for (uint32_t j = it.first; j < it.end; ++j) {
             if (!kept[j]) {
                 continue;
             }
             AscendC::CrossCoreWaitFlag(SCORES_READY);
             for (uint32_t i = 0; i < mine; ++i) {
-                Softmax(sub + 2 * i, i, j);
+                Softmax(sub + 2 * i, i, j, slab);
             }
             if (heads > 0) {
                 OnlineRescale(runMax_.Get<float>(), runDenom_.Get<float>(), tileMax_.Get<float>(), tileSum_.Get<float>(),
-                              alpha_.Get<float>(), beta_.Get<float>(), heads);
+                              alpha_.Get<float>()[slab * STATS], beta_.Get<float>()[slab * STATS], heads);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
-            AscendC::CrossCoreWaitFlag(PART_READY);
-            for (uint32_t i = 0; i < mine; ++i) {
-                Merge(sub + 2 * i, i);
+            if (pending) {
+                MergeTile(mine, sub, slab ^ 1);
             }
+            pending = true;
+            slab ^= 1;
+        }
+        if (pending) {
+            MergeTile(mine, sub, slab ^ 1);
         }
         StoreState(it, sub, mine);
     }
@@ -451,12 +520,21 @@ private:
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
+    // The part of the tile in `slab`, once the cube has it, into o.
+    __aicore__ inline void MergeTile(uint32_t mine, uint32_t sub, uint32_t slab)
+    {
+        AscendC::CrossCoreWaitFlag(PART_READY);
+        for (uint32_t i = 0; i < mine; ++i) {
+            Merge(sub + 2 * i, i, slab);
+        }
+    }
+
     // Group g (local index i) over tile j: tile max and sum into the statistics, bf16
     // probabilities out (the group's slab: a tile's rows are its `lanes` apart).
-    __aicore__ inline void Softmax(uint32_t g, uint32_t i, uint32_t j)
+    __aicore__ inline void Softmax(uint32_t g, uint32_t i, uint32_t j, uint32_t slab)
     {
         const uint32_t lanes = Lanes(j), len = VH * lanes;
-        const uint64_t at = static_cast<uint64_t>(g) * VH * lanes;
+        const uint64_t at = slab * SLAB + static_cast<uint64_t>(g) * VH * lanes;
         AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
         AscendC::DataCopy(z, scores_[at], len);
         scoresQ_.EnQue(z);
@@ -473,17 +551,17 @@ private:
         RowSums<VH>(rowStats_.Get<float>(), tileSum_.Get<float>(), i * VH);
     }
 
-    // o = alpha * o + beta * part for group g (local index i), part from the group's slot.
-    __aicore__ inline void Merge(uint32_t g, uint32_t i)
+    // o = alpha * o + beta * part for group g (local index i), part and scales of `slab`.
+    __aicore__ inline void Merge(uint32_t g, uint32_t i, uint32_t slab)
     {
         const uint64_t at = static_cast<uint64_t>(g) * VH * HD;
         AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
-        AscendC::DataCopy(part, part_[at], VH * HD);
+        AscendC::DataCopy(part, parts_[slab][at], VH * HD);
         partQ_.EnQue(part);
         part = partQ_.DeQue<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>()[i * VH * HD];
-        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
-        AscendC::LocalTensor<float> beta = beta_.Get<float>();
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
+        AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
         for (uint32_t h = 0; h < VH; ++h) {
             AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(i * VH + h), HD);
             AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i * VH + h), HD);
@@ -495,7 +573,7 @@ private:
     AscendC::TPipe pipe_;
     // AIC
     AscendC::TBuf<AscendC::TPosition::A1> q1_;
-    AscendC::TQue<AscendC::TPosition::B1, 1> rowsQ_;
+    AscendC::TQue<AscendC::TPosition::B1, P::ROW_BUFFERS> rowsQ_;
     AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
@@ -507,7 +585,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
-    AscendC::GlobalTensor<float> scores_, splitSlots_, part_, stats_, o_, denom_, rowMax_;
+    AscendC::GlobalTensor<float> scores_, splitSlots_, parts_[SLABS], stats_, o_, denom_, rowMax_;
     ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
 };
 

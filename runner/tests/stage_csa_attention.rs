@@ -289,3 +289,13 @@ fn csa_ref_tp1_one_request_splits_its_tokens_over_kv() {
     let case = Case::new("csa_ref_tp1", &[2040], true);
     check("csa_ref_tp1", &case);
 }
+
+/// Four requests (32 tokens, more than the 24 core groups: no split over KV) whose top-512
+/// lists span four 128-slot tiles: each token's kept tiles alternate between the two slabs
+/// of scratch (a tile's scores computed while the AIV works on the previous one's).
+#[test]
+fn csa_ref_tp1_whole_tokens_alternate_their_tiles() {
+    let case = Case::new("csa_ref_tp1", &[2040, 16000, 5000, 700], true);
+    assert!(case.base.t > support::knob("csa_ref_tp1", "attn_indexed_h", "GROUPS") as usize);
+    check("csa_ref_tp1", &case);
+}

@@ -22,6 +22,8 @@ pub(super) struct Split {
     pub per_token: bool,
     pub groups: usize,
     pub max_splits: usize,
+    /// Part slabs per group (`SplitSlots`' PARTS: two where the source alternates tiles).
+    pub parts: usize,
 }
 
 impl Split {
@@ -41,10 +43,10 @@ impl Split {
         self.max_splits > 1
     }
 
-    /// The scratch of `SplitSlots`: per group the piece's part (and, when units can split,
+    /// The scratch of `SplitSlots`: per group the piece's parts (and, when units can split,
     /// the item's o), per group the item's max and denominators.
     pub fn workspaces(&self, b: &mut Builder, head_dim: usize) {
-        let per_group = if self.can() { 2 } else { 1 };
+        let per_group = self.parts + usize::from(self.can());
         b.workspace(
             self.part,
             vec![
@@ -85,6 +87,7 @@ impl Split {
                 ("PER_TOKEN", Value::Bool(self.per_token)),
                 ("GROUPS", u32(self.groups)),
                 ("MAX_SPLITS", u32(self.max_splits)),
+                ("PARTS", u32(self.parts)),
             ],
             args: vec!["row_max", "part", "stats", "o", "denom"],
             buffers: vec![

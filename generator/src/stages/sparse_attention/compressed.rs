@@ -50,6 +50,7 @@ pub(super) fn launch(
         per_token: false,
         groups,
         max_splits,
+        parts: 1,
     };
     // Per group: the chunk's scores and probs, and the `SplitSlots`.
     let group_rows = |last: usize| {
@@ -190,7 +191,7 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
             row("reduce_tmp", Ub, F32, chunk, 1, None),
             row("row_stats", Ub, F32, VH * 8, 1, None),
         ],
-        running_stats(stats, stats),
+        running_stats(stats, stats, 1),
         vec![
             row("o_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),
             row("part_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),

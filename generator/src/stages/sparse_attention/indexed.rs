@@ -11,6 +11,10 @@ use crate::chip::Mem;
 use crate::kernel_plan::{Builder, Cores, Kernel};
 use crate::plan::Plan;
 
+/// Slabs of GM scratch (scores, probs, part) and of the merge's scales: consecutive tiles
+/// alternate, so the cube computes one tile's scores while the AIV works on the previous.
+const SLABS: usize = 2;
+
 /// The indexed source (hca_csa.md §6.3): one mixed launch continuing every head's online
 /// softmax over the compressed rows its token's top-k list selects, a tile of `kv_tile`
 /// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
@@ -38,15 +42,22 @@ pub(super) fn launch(
         per_token: true,
         groups,
         max_splits: tiles,
+        parts: SLABS,
     };
-    // Per group: the tile's scores and probs, and the `SplitSlots`.
-    let group_rows = vec![Dim::Const(groups), Dim::Const(heads), Dim::Const(kv_tile)];
+    // Per group: a tile's scores and probs in each slab, and the `SplitSlots`.
+    let group_rows = vec![
+        Dim::Const(groups * SLABS),
+        Dim::Const(heads),
+        Dim::Const(kv_tile),
+    ];
     b.workspace("attn_idx_scores", group_rows.clone(), DType::F32);
     b.workspace("attn_idx_probs", group_rows, DType::Bf16);
     split.workspaces(b, hd);
+    let l1 = CubeL1::new(heads, hd, head_tile, kv_tile);
+    let row_buffers = l1.row_buffers(p.chip.l1_bytes);
     let kernel = Kernel {
         name: format!(
-            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}",
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}_rb{row_buffers}",
             p.pools.block_size
         ),
         doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
@@ -60,7 +71,7 @@ pub(super) fn launch(
             ratio,
             ("TOPK", topk),
             [head_tile, kv_tile, d_tile],
-            &[("GROUPS", groups)],
+            &[("GROUPS", groups), ("ROW_BUFFERS", row_buffers)],
         ),
         args: vec![
             "q",
@@ -77,7 +88,8 @@ pub(super) fn launch(
             "row_max",
         ],
         buffers: [
-            cube_buffers(heads, hd, head_tile, kv_tile, d_tile),
+            l1.buffers(row_buffers),
+            head_tile_l0(head_tile, kv_tile, d_tile),
             vector_buffers(heads, hd, topk, kv_tile),
         ]
         .concat(),
@@ -133,28 +145,44 @@ pub(super) fn unmet(p: &Plan, [_, _, d_tile]: [usize; 3]) -> Option<String> {
     ])
 }
 
-/// `attention_indexed.h`'s L1 and L0: a token's q in head tiles (rows padded to a fractal),
-/// two tiles of selected rows (the next gathers while the cube works on one), probability-row tiles over a tile's lanes, and the L0 tiles of
-/// `HeadTileMmad` (k chunks of `d` or `kv_rows`).
-fn cube_buffers(
-    heads: usize,
-    head_dim: usize,
-    head_tile: usize,
-    kv_tile: usize,
-    d_tile: usize,
-) -> Vec<Buffer> {
-    use DType::*;
-    use Mem::*;
-    let m_pad = head_tile.next_multiple_of(16);
-    [
+/// `attention_indexed.h`'s L1, in bf16 elements: a token's q in head tiles (rows padded to
+/// a fractal), a tile of selected rows, a probability-row tile over a tile's lanes. (Its L0:
+/// the tiles of `HeadTileMmad`, k chunks of `d` or `kv_rows`.)
+struct CubeL1 {
+    q: usize,
+    rows: usize,
+    a_tile: usize,
+}
+
+impl CubeL1 {
+    fn new(heads: usize, head_dim: usize, head_tile: usize, kv_tile: usize) -> Self {
+        let m_pad = head_tile.next_multiple_of(16);
+        CubeL1 {
+            q: heads / head_tile * m_pad * head_dim,
+            rows: kv_tile * head_dim,
+            a_tile: m_pad * kv_tile,
+        }
+    }
+
+    /// Tiles of rows in flight: three where L1 holds them (two gather while the cube works
+    /// on one), else two.
+    fn row_buffers(&self, l1_bytes: usize) -> usize {
+        if (self.q + 3 * self.rows + 2 * self.a_tile) * 2 <= l1_bytes {
+            3
+        } else {
+            2
+        }
+    }
+
+    fn buffers(&self, row_buffers: usize) -> Vec<Buffer> {
+        use DType::Bf16;
+        use Mem::L1;
         vec![
-            row("q", L1, Bf16, heads / head_tile * m_pad * head_dim, 1, None),
-            row("rows", L1, Bf16, kv_tile * head_dim, 2, None),
-            row("a_tile", L1, Bf16, m_pad * kv_tile, 2, None),
-        ],
-        head_tile_l0(head_tile, kv_tile, d_tile),
-    ]
-    .concat()
+            row("q", L1, Bf16, self.q, 1, None),
+            row("rows", L1, Bf16, self.rows, row_buffers, None),
+            row("a_tile", L1, Bf16, self.a_tile, 2, None),
+        ]
+    }
 }
 
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
@@ -177,11 +205,30 @@ fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) ->
             row("reduce_tmp", Ub, F32, kv_tile, 1, None),
             row("row_stats", Ub, F32, slots * 8, 1, None),
         ],
-        running_stats(stats, 8),
+        running_stats(stats, 8, SLABS),
         vec![
             row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
             row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
         ],
     ]
     .concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CubeL1;
+
+    /// 910B's L1.
+    const L1: usize = 512 * 1024;
+
+    #[test]
+    fn three_tiles_of_rows_where_l1_holds_them() {
+        // FLASH: q 64 KiB, rows 128 KiB each, a_tile 4 KiB each: 456 KiB with three
+        let flash = CubeL1::new(64, 512, 16, 128);
+        assert_eq!(flash.row_buffers(L1), 3);
+        // 128 heads (Pro): q 128 KiB; three tiles of rows would need 520 KiB
+        let pro = CubeL1::new(128, 512, 16, 128);
+        assert_eq!(pro.row_buffers(L1), 2);
+        assert_eq!(flash.buffers(3)[1].count, 3);
+    }
 }

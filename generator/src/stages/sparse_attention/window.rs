@@ -184,7 +184,7 @@ pub(super) fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> V
 /// (`dsv4/online_softmax.h`), a value per head of the AIV (`stats` of them): max and
 /// denominator (copied in and out `copy` values at a time), the tile's max and sum, alpha
 /// and beta.
-pub(super) fn running_stats(stats: usize, copy: usize) -> Vec<Buffer> {
+pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize) -> Vec<Buffer> {
     use DType::F32;
     use Mem::Ub;
     vec![
@@ -192,8 +192,8 @@ pub(super) fn running_stats(stats: usize, copy: usize) -> Vec<Buffer> {
         row("run_denom", Ub, F32, stats, 1, Some(copy)),
         row("tile_max", Ub, F32, stats, 1, None),
         row("tile_sum", Ub, F32, stats, 1, None),
-        row("alpha", Ub, F32, stats, 1, None),
-        row("beta", Ub, F32, stats, 1, None),
+        row("alpha", Ub, F32, slabs * stats, 1, None),
+        row("beta", Ub, F32, slabs * stats, 1, None),
     ]
 }
 
