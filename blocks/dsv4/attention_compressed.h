@@ -123,7 +123,8 @@ class AttentionCompressed {
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
                   "a value per head of the AIV's tokens");
-    static_assert(P::O_TILE_BYTES >= VH * HD * sizeof(float) && P::PART_TILE_BYTES >= VH * HD * sizeof(float),
+    static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::PART_IN_BYTES >= VH * HD * sizeof(float) &&
+                      P::O_OUT_BYTES >= VH * HD * sizeof(float),
                   "VH head rows");
 
     // Work item `item`: of a request's `splits` splits over KV, or (one split) of its `parts`
@@ -327,8 +328,9 @@ private:
         pipe_.InitBuffer(tileSum_, P::TILE_SUM_BYTES);
         pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
         pipe_.InitBuffer(beta_, P::BETA_BYTES);
-        pipe_.InitBuffer(oTile_, P::O_TILE_BYTES);
-        pipe_.InitBuffer(partTile_, P::PART_TILE_BYTES);
+        pipe_.InitBuffer(oIn_, 2, P::O_IN_BYTES);
+        pipe_.InitBuffer(partIn_, 2, P::PART_IN_BYTES);
+        pipe_.InitBuffer(oOut_, 2, P::O_OUT_BYTES);
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < CHUNK; ++k) {
             lane.SetValue(k, static_cast<float>(k));
@@ -371,11 +373,7 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             AscendC::CrossCoreWaitFlag(PART_READY);
             if (!(it.split && j == it.first)) {  // a split's first part already is its o
-                for (uint32_t s = 0; s < TOKENS; ++s) {
-                    for (uint32_t h0 = it.h0; h0 < it.h1; h0 += VH) {
-                        Merge(o, (s0 + s) * P::HEADS + h0, s * P::HEADS + h0);
-                    }
-                }
+                MergeItem(o, it, s0);
             }
         }
         Handshake<AscendC::HardEvent::V_MTE3>();
@@ -456,27 +454,55 @@ private:
         probsQ_.FreeTensor(p);
     }
 
-    // o = alpha * o + beta * part for the VH head rows from `row` of the request (statistics
-    // from index i), in place.
-    __aicore__ inline void Merge(const AscendC::GlobalTensor<float>& oRows, uint32_t row, uint32_t i)
+    // o = alpha * o + beta * part for the item's heads of the AIV's tokens, VH head rows at a
+    // time: the next rows load while these are merged and stored.
+    __aicore__ inline void MergeItem(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0)
     {
-        const uint64_t at = static_cast<uint64_t>(row) * HD;
-        AscendC::LocalTensor<float> o = oTile_.Get<float>();
-        AscendC::LocalTensor<float> part = partTile_.Get<float>();
-        AscendC::DataCopy(o, oRows[at], VH * HD);
-        AscendC::DataCopy(part, part_[at], VH * HD);
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
-        AscendC::LocalTensor<float> beta = beta_.Get<float>();
-        for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(i + h), HD);
-            AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
-            AscendC::Add(o[h * HD], o[h * HD], part[h * HD], HD);
+        const uint32_t pieces = (it.h1 - it.h0) / VH, units = TOKENS * pieces;
+        LoadRows(o, it, s0, 0);
+        for (uint32_t u = 0; u < units; ++u) {
+            if (u + 1 < units) {
+                LoadRows(o, it, s0, u + 1);
+            }
+            const uint32_t i = u / pieces * P::HEADS + it.h0 + u % pieces * VH;  // statistics index
+            AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
+            AscendC::LocalTensor<float> part = partIn_.DeQue<float>();
+            AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
+            AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
+            AscendC::LocalTensor<float> beta = beta_.Get<float>();
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::Muls(out[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
+                AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
+                AscendC::Add(out[h * HD], out[h * HD], part[h * HD], HD);
+            }
+            oIn_.FreeTensor(oIn);
+            partIn_.FreeTensor(part);
+            oOut_.EnQue(out);
+            out = oOut_.DeQue<float>();
+            AscendC::DataCopy(o[RowOf(it, s0, u) * HD], out, VH * HD);
+            oOut_.FreeTensor(out);
         }
-        Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(oRows[at], o, VH * HD);
-        // The next rows may be loaded once these have left and the vector reads are done.
+        // The next merge's loads of these rows wait for their stores.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
+    }
+
+    // Request row (token * HEADS + head) of merge unit u: token s0 + u / pieces, heads from
+    // it.h0 + (u % pieces) * VH.
+    __aicore__ inline static uint64_t RowOf(const Item& it, uint32_t s0, uint32_t u)
+    {
+        const uint32_t pieces = (it.h1 - it.h0) / VH;
+        return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + it.h0 + u % pieces * VH;
+    }
+
+    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0, uint32_t u)
+    {
+        const uint64_t at = RowOf(it, s0, u) * HD;
+        AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
+        AscendC::DataCopy(oIn, o[at], VH * HD);
+        oIn_.EnQue(oIn);
+        AscendC::LocalTensor<float> part = partIn_.AllocTensor<float>();
+        AscendC::DataCopy(part, part_[at], VH * HD);
+        partIn_.EnQue(part);
     }
 
     AscendC::TPipe pipe_;
@@ -491,7 +517,8 @@ private:
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> oTile_, partTile_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> oIn_, partIn_;  // this unit's rows and the next's
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
     AscendC::GlobalTensor<float> rowMax_, scores_, slots_, part_, stats_, o_, denom_;

@@ -177,7 +177,8 @@ pub(super) fn unmet(
 /// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
 /// heads of one token's scores in and probabilities out over a chunk's lanes, per-lane
 /// constants, the running statistics of its half of a request's tokens, and 8 head rows
-/// of o and of the chunk's part.
+/// of o and of the chunk's part in, and of o out, two of each (the merge loads the next
+/// rows while it works on these).
 fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
@@ -193,8 +194,9 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
         ],
         running_stats(stats, stats, 1),
         vec![
-            row("o_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),
-            row("part_tile", Ub, F32, VH * hd, 1, Some(VH * hd)),
+            row("o_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
+            row("part_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
+            row("o_out", Ub, F32, VH * hd, 2, Some(VH * hd)),
         ],
     ]
     .concat()
