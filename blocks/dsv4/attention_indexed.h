@@ -392,7 +392,7 @@ private:
         pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
         pipe_.InitBuffer(beta_, P::BETA_BYTES);
         pipe_.InitBuffer(o1_, P::O_BYTES);
-        pipe_.InitBuffer(partQ_, 1, P::PART_BYTES);
+        pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
     }
 
     __aicore__ inline void VectorToken(const Item& it, uint32_t sub)
@@ -520,13 +520,28 @@ private:
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
-    // The part of the tile in `slab`, once the cube has it, into o.
+    // The part of the tile in `slab`, once the cube has it, into o: a group's rows load while
+    // the previous group's merge.
     __aicore__ inline void MergeTile(uint32_t mine, uint32_t sub, uint32_t slab)
     {
         AscendC::CrossCoreWaitFlag(PART_READY);
-        for (uint32_t i = 0; i < mine; ++i) {
-            Merge(sub + 2 * i, i, slab);
+        if (mine > 0) {
+            LoadPart(sub, slab);
         }
+        for (uint32_t i = 0; i < mine; ++i) {
+            if (i + 1 < mine) {
+                LoadPart(sub + 2 * (i + 1), slab);
+            }
+            Merge(i, slab);
+        }
+    }
+
+    // Group g's rows of the part in `slab`.
+    __aicore__ inline void LoadPart(uint32_t g, uint32_t slab)
+    {
+        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
+        AscendC::DataCopy(part, parts_[slab][static_cast<uint64_t>(g) * VH * HD], VH * HD);
+        partQ_.EnQue(part);
     }
 
     // Group g (local index i) over tile j: tile max and sum into the statistics, bf16
@@ -551,14 +566,11 @@ private:
         RowSums<VH>(rowStats_.Get<float>(), tileSum_.Get<float>(), i * VH);
     }
 
-    // o = alpha * o + beta * part for group g (local index i), part and scales of `slab`.
-    __aicore__ inline void Merge(uint32_t g, uint32_t i, uint32_t slab)
+    // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded),
+    // scales of `slab`.
+    __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
-        const uint64_t at = static_cast<uint64_t>(g) * VH * HD;
-        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
-        AscendC::DataCopy(part, parts_[slab][at], VH * HD);
-        partQ_.EnQue(part);
-        part = partQ_.DeQue<float>();
+        AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>()[i * VH * HD];
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
         AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
@@ -579,7 +591,8 @@ private:
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     // AIV
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_, partQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;  // a group's rows and the next's
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> indexRow_, valid_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;

@@ -188,7 +188,7 @@ impl CubeL1 {
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
 /// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
 /// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
-/// up), and a group's rows of a tile's part.
+/// up), and a group's rows of a tile's part (two: the next group's load while one merges).
 fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
@@ -208,7 +208,7 @@ fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) ->
         running_stats(stats, 8, SLABS),
         vec![
             row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
-            row("part", Ub, F32, 8 * hd, 1, Some(8 * hd)),
+            row("part", Ub, F32, 8 * hd, 2, Some(8 * hd)),
         ],
     ]
     .concat()
