@@ -94,7 +94,8 @@ class AttentionCompressed {
     static constexpr uint32_t HEAD_PIECE = P::HEAD_TILE > VH ? P::HEAD_TILE : VH;
     static constexpr uint32_t HEAD_PIECES = P::HEADS / HEAD_PIECE;
     using Splits = KvSplits<P::GROUPS, MAX_CHUNKS>;
-    using Slots = SplitSlots<ROWS, HD, (MAX_CHUNKS > 1)>;
+    static constexpr uint32_t SLABS = 2;  // consecutive steps' parts (and merge scales) alternate
+    using Slots = SplitSlots<ROWS, HD, (MAX_CHUNKS > 1), SLABS>;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
     static_assert(TILE % FRACTAL == 0, "KV_TILE: whole fractals");
     static_assert(CHUNK % FRACTAL == 0 && CHUNK % P::BLOCK_SIZE == 0, "CHUNK: whole fractals and whole pages");
@@ -121,7 +122,7 @@ class AttentionCompressed {
     static_assert(P::ROW_STATS_BYTES >= VH * SLOT * sizeof(float), "a slot per head of a vector tile");
     static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
-                      P::ALPHA_BYTES >= STATS * sizeof(float) && P::BETA_BYTES >= STATS * sizeof(float),
+                      P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
                   "a value per head of the AIV's tokens");
     static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::PART_IN_BYTES >= VH * HD * sizeof(float) &&
                       P::O_OUT_BYTES >= VH * HD * sizeof(float),
@@ -136,6 +137,7 @@ class AttentionCompressed {
         uint32_t first, end, h0, h1;
         CompressedRows<P> rows;
 
+        Item() = default;
         __aicore__ inline Item(uint32_t item, uint32_t splits, uint32_t parts,
                                const AscendC::GlobalTensor<int32_t>& positions,
                                const AscendC::GlobalTensor<int32_t>& lens)
@@ -177,9 +179,11 @@ public:
         if ASCEND_IS_AIV {
             op.InitVector();
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
+            Merge pending;
             for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.VectorItem(i, Item(i, splits, parts, op.positions_, op.lens_), s0);
+                op.VectorItem(i, Item(i, splits, parts, op.positions_, op.lens_), s0, pending);
             }
+            op.Flush(pending, s0);
         }
     }
 
@@ -198,7 +202,9 @@ private:
         scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
         slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
-        part_ = slots_[Slots::Part(GroupIdx())];
+        for (uint32_t k = 0; k < SLABS; ++k) {
+            parts_[k] = slots_[Slots::Part(GroupIdx(), k)];
+        }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
@@ -238,7 +244,7 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
-            AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : part_;
+            AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : parts_[step_ % SLABS];
             for (uint32_t m0 = it.h0; m0 < ROWS; m0 = NextRow(it, m0)) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
@@ -247,6 +253,7 @@ private:
                 aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
+            ++step_;
             // The chunk may be overwritten once every load from it has been issued.
             Handshake<AscendC::HardEvent::MTE1_MTE2>();
         }
@@ -338,7 +345,30 @@ private:
         ScalarToVector();
     }
 
-    __aicore__ inline void VectorItem(uint32_t item, const Item& it, uint32_t s0)
+    // A step's merge, deferred until the next step's probabilities are out (the cube then
+    // computes that step's part while this one merges): its o rows, its item's heads, its
+    // slab; none for a split's first chunk (its part already is its o).
+    struct Merge {
+        bool due = false, skip = false;
+        uint32_t slab = 0;
+        Item it;
+        AscendC::GlobalTensor<float> o;
+    };
+
+    // The deferred merge, once the cube's part is there.
+    __aicore__ inline void Flush(Merge& m, uint32_t s0)
+    {
+        if (!m.due) {
+            return;
+        }
+        AscendC::CrossCoreWaitFlag(PART_READY);
+        if (!m.skip) {
+            MergeItem(m.o, m.it, s0, m.slab);
+        }
+        m.due = false;
+    }
+
+    __aicore__ inline void VectorItem(uint32_t item, const Item& it, uint32_t s0, Merge& pending)
     {
         const uint64_t stats0 = (static_cast<uint64_t>(it.b) * P::SEQ + s0) * P::HEADS;
         AscendC::LocalTensor<float> m = runMax_.Get<float>();
@@ -369,12 +399,16 @@ private:
                     Softmax(s0 + s, s, h0, valid, lanes);
                 }
             }
-            Rescale(it, m, den);
+            const uint32_t slab = step_ % SLABS;
+            Rescale(it, m, den, slab);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
-            AscendC::CrossCoreWaitFlag(PART_READY);
-            if (!(it.split && j == it.first)) {  // a split's first part already is its o
-                MergeItem(o, it, s0);
-            }
+            Flush(pending, s0);
+            pending.due = true;
+            pending.skip = it.split && j == it.first;
+            pending.slab = slab;
+            pending.it = it;
+            pending.o = o;
+            ++step_;
         }
         Handshake<AscendC::HardEvent::V_MTE3>();
         if (it.split) {
@@ -396,14 +430,15 @@ private:
     __aicore__ inline static uint32_t Runs(const Item& it) { return it.h1 - it.h0 == P::HEADS ? 1 : TOKENS; }
     __aicore__ inline static uint32_t RunLen(const Item& it) { return it.h1 - it.h0 == P::HEADS ? STATS : it.h1 - it.h0; }
 
-    // The chunk's statistics into the running ones, for the item's heads.
+    // The chunk's statistics into the running ones, for the item's heads; its merge scales
+    // into `slab`.
     __aicore__ inline void Rescale(const Item& it, const AscendC::LocalTensor<float>& m,
-                                   const AscendC::LocalTensor<float>& den)
+                                   const AscendC::LocalTensor<float>& den, uint32_t slab)
     {
         for (uint32_t r = 0; r < Runs(it); ++r) {
             const uint32_t at = r * P::HEADS + it.h0;
-            OnlineRescale(m[at], den[at], tileMax_.Get<float>()[at], tileSum_.Get<float>()[at], alpha_.Get<float>()[at],
-                          beta_.Get<float>()[at], RunLen(it));
+            OnlineRescale(m[at], den[at], tileMax_.Get<float>()[at], tileSum_.Get<float>()[at],
+                          alpha_.Get<float>()[slab * STATS + at], beta_.Get<float>()[slab * STATS + at], RunLen(it));
         }
     }
 
@@ -456,20 +491,21 @@ private:
 
     // o = alpha * o + beta * part for the item's heads of the AIV's tokens, VH head rows at a
     // time: the next rows load while these are merged and stored.
-    __aicore__ inline void MergeItem(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0)
+    __aicore__ inline void MergeItem(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0,
+                                     uint32_t slab)
     {
         const uint32_t pieces = (it.h1 - it.h0) / VH, units = TOKENS * pieces;
-        LoadRows(o, it, s0, 0);
+        LoadRows(o, it, s0, 0, slab);
         for (uint32_t u = 0; u < units; ++u) {
             if (u + 1 < units) {
-                LoadRows(o, it, s0, u + 1);
+                LoadRows(o, it, s0, u + 1, slab);
             }
             const uint32_t i = u / pieces * P::HEADS + it.h0 + u % pieces * VH;  // statistics index
             AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
             AscendC::LocalTensor<float> part = partIn_.DeQue<float>();
             AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
-            AscendC::LocalTensor<float> alpha = alpha_.Get<float>();
-            AscendC::LocalTensor<float> beta = beta_.Get<float>();
+            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
+            AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
             for (uint32_t h = 0; h < VH; ++h) {
                 AscendC::Muls(out[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
                 AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
@@ -494,14 +530,15 @@ private:
         return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + it.h0 + u % pieces * VH;
     }
 
-    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0, uint32_t u)
+    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0, uint32_t u,
+                                    uint32_t slab)
     {
         const uint64_t at = RowOf(it, s0, u) * HD;
         AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
         AscendC::DataCopy(oIn, o[at], VH * HD);
         oIn_.EnQue(oIn);
         AscendC::LocalTensor<float> part = partIn_.AllocTensor<float>();
-        AscendC::DataCopy(part, part_[at], VH * HD);
+        AscendC::DataCopy(part, parts_[slab][at], VH * HD);
         partIn_.EnQue(part);
     }
 
@@ -521,7 +558,8 @@ private:
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
-    AscendC::GlobalTensor<float> rowMax_, scores_, slots_, part_, stats_, o_, denom_;
+    AscendC::GlobalTensor<float> rowMax_, scores_, slots_, parts_[SLABS], stats_, o_, denom_;
+    uint32_t step_ = 0;  // (item, chunk) steps so far: the slab of the next
 };
 
 }  // namespace dsv4

@@ -200,7 +200,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_max", shape: &[Var("t"), Const(24)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_scores", shape: &[Const(192), Const(24), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(192), Const(24), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_cmp_part", shape: &[Const(9216), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_part", shape: &[Const(13824), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(192)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(384), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(192), Const(512)], dtype: F32, dir: Out, placement: PerRank },

@@ -210,7 +210,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_max", shape: &[Var("t"), Const(32)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_scores", shape: &[Const(192), Const(32), Const(448)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(192), Const(32), Const(448)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_cmp_part", shape: &[Const(12288), Const(512)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_part", shape: &[Const(18432), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_out", shape: &[Var("t"), Const(2048)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(2), Const(128), Const(256)], dtype: F32, dir: Out, placement: PerRank },

@@ -200,7 +200,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_max", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_scores", shape: &[Const(192), Const(8), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(192), Const(8), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_cmp_part", shape: &[Const(3072), Const(128)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_part", shape: &[Const(4608), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(64)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(256), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },

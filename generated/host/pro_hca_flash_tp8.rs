@@ -210,7 +210,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_max", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_scores", shape: &[Const(192), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(192), Const(128), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_cmp_part", shape: &[Const(24576), Const(512)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_part", shape: &[Const(49152), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attention_local", shape: &[Const(1024), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_partial", shape: &[Const(512), Const(7168)], dtype: F32, dir: Out, placement: PerRank },

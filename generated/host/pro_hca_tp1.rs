@@ -192,7 +192,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_max", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_scores", shape: &[Const(48), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(48), Const(128), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_cmp_part", shape: &[Const(6144), Const(512)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "attn_cmp_part", shape: &[Const(12288), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_out", shape: &[Var("t"), Const(7168)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(16), Const(16), Const(1024)], dtype: F32, dir: Out, placement: PerRank },

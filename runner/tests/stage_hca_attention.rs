@@ -188,3 +188,14 @@ fn hca_deployment_tp1_few_requests_spread_their_heads_over_the_groups() {
     let counters = check("hca_deployment_tp1", &case, REFERENCE_TILE);
     assert_eq!(cube_cores(&counters, "attn_compressed_h"), (12, 16));
 }
+
+/// FLASH dims at TP 2: 32 requests of one chunk each on 24 core groups, so a group takes two
+/// requests and its merge of the first overlaps the second's scores (the deferred merge
+/// crosses items).
+#[test]
+fn hca_tp2_more_requests_than_groups() {
+    let starts: Vec<i32> = (0..32).map(|b| 16_376 - 509 * b).collect();
+    let case = CompressedCase::new("hca_tp2", &starts, SEED);
+    assert!(starts.len() > support::knob("hca_tp2", "attn_compressed_h", "GROUPS") as usize);
+    check("hca_tp2", &case, REFERENCE_TILE);
+}

@@ -11,6 +11,10 @@ use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
 use crate::plan::{CompressorPlan, Plan};
 
+/// Slabs of a group's part scratch and of the merge's scales: consecutive chunk steps
+/// alternate, so the cube computes one step's part while the AIV merges the previous.
+const SLABS: usize = 2;
+
 /// The compressed source (hca_csa.md §6.2): one mixed launch continuing every query row's
 /// online softmax over its request's compressed rows in chunks
 /// (`dsv4/attention_compressed.h`), between the window values and the finish. When a
@@ -50,7 +54,7 @@ pub(super) fn launch(
         per_token: false,
         groups,
         max_splits,
-        parts: 1,
+        parts: SLABS,
     };
     // Per group: the chunk's scores and probs, and the `SplitSlots`.
     let group_rows = |last: usize| {
@@ -192,7 +196,7 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
             row("reduce_tmp", Ub, F32, chunk, 1, None),
             row("row_stats", Ub, F32, VH * 8, 1, None),
         ],
-        running_stats(stats, stats, 1),
+        running_stats(stats, stats, SLABS),
         vec![
             row("o_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
             row("part_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
