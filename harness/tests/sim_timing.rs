@@ -12,7 +12,7 @@ mod support;
 use std::sync::OnceLock;
 
 use harness::kernel_library::{
-    BuildSpec, Checks, CoreMode, GmArg, KernelTime, Pipe, SimLibrary, poison,
+    BuildSpec, Checks, CoreMode, GmArg, GmElem, KernelTime, Pipe, SimLibrary, poison,
 };
 
 fn lib() -> &'static SimLibrary {
@@ -116,20 +116,25 @@ fn twenty_four_blocks_share_the_bandwidth_and_a_launch_uses_only_its_cores() {
     assert!(many.duration() > one.duration());
 }
 
-fn run_pipeline(kernel: &str) -> (KernelTime, Vec<f32>) {
-    let mut x: Vec<f32> = (0..16 * 8192).map(|i| (i % 1000) as f32).collect();
-    let mut y = vec![0f32; x.len()];
-    poison(&mut y);
-    let t = time(
+/// One block of `kernel(x, y)`, y poisoned first.
+fn run_xy<T: GmElem>(kernel: &str, x: &mut [T], y: &mut [T]) -> KernelTime {
+    poison(y);
+    time(
         lib()
             .launch_measured(
                 kernel,
                 CoreMode::Aiv,
                 1,
-                &mut [GmArg::new("x", &mut x), GmArg::new("y", &mut y)],
+                &mut [GmArg::new("x", x), GmArg::new("y", y)],
             )
             .unwrap(),
-    );
+    )
+}
+
+fn run_pipeline(kernel: &str) -> (KernelTime, Vec<f32>) {
+    let mut x: Vec<f32> = (0..16 * 8192).map(|i| (i % 1000) as f32).collect();
+    let mut y = vec![0f32; x.len()];
+    let t = run_xy(kernel, &mut x, &mut y);
     assert!(y.iter().zip(&x).all(|(y, x)| *y == 2.0 * x));
     (t, y)
 }
@@ -231,17 +236,7 @@ fn a_cross_core_wait_adds_the_producers_time() {
 fn run_scalar_reads(kernel: &str) -> (KernelTime, i32) {
     let mut x = vec![1i32; 80];
     let mut y = vec![0i32; 16];
-    poison(&mut y);
-    let t = time(
-        lib()
-            .launch_measured(
-                kernel,
-                CoreMode::Aiv,
-                1,
-                &mut [GmArg::new("x", &mut x), GmArg::new("y", &mut y)],
-            )
-            .unwrap(),
-    );
+    let t = run_xy(kernel, &mut x, &mut y);
     (t, y[0])
 }
 
