@@ -52,10 +52,10 @@ struct WindowUnion {
         const uint32_t n0 = static_cast<uint32_t>(lens[0]);
         swaIndices.Warm(static_cast<uint64_t>(t0) * P::WINDOW);
         for (uint32_t k = 0; k < n0; ++k) {
+            rows[k] = swaIndices.Get(static_cast<uint64_t>(t0) * P::WINDOW + k);
             if (k + 1 < P::SEQ) {
                 swaIndices.Ask(LastLane(t0, k + 1));
             }
-            rows[k] = swaIndices.Get(static_cast<uint64_t>(t0) * P::WINDOW + k);
         }
         for (uint32_t s = 1; s < P::SEQ; ++s) {
             rows[n0 + s - 1] = swaIndices.Get(LastLane(t0, s));

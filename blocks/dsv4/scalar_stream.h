@@ -3,7 +3,8 @@
 // round trip the first time it touches a 64-byte line of its data cache; `ScalarStream` asks
 // for the line AHEAD lines further whenever a read enters a line (DataCachePreload, docs
 // 缓存控制: one line per call), so once a stream is under way its reads hit. `Warm` asks for
-// the first lines of a stream that starts cold (at most 4 calls in a row, as the docs advise).
+// the first lines of a stream that starts cold. Callers keep at most 4 calls in a row, as the
+// docs advise (a read between them breaks the row).
 #pragma once
 
 #include "kernel_operator.h"
@@ -40,11 +41,12 @@ public:
     // Asks for the line holding element i (a read out of order, known ahead).
     __aicore__ inline void Ask(uint64_t i) { AskLine(LineOf(i)); }
 
-    // Asks for the AHEAD lines after element i's: a stream starting cold at i (its own line
-    // would arrive no sooner than its read).
+    // Asks for the AHEAD - 1 lines after element i's: a stream starting cold at i (its own
+    // line would arrive no sooner than its read; the first Get asks for the AHEAD-th, so
+    // with it at most AHEAD calls run in a row).
     __aicore__ inline void Warm(uint64_t i)
     {
-        for (uint32_t l = 1; l <= AHEAD; ++l) {
+        for (uint32_t l = 1; l < AHEAD; ++l) {
             AskLine(LineOf(i) + static_cast<int64_t>(l * LINE));
         }
     }
