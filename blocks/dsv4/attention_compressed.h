@@ -137,7 +137,6 @@ class AttentionCompressed {
         uint32_t first, end, h0, h1;
         CompressedRows<P> rows;
 
-        Item() = default;
         __aicore__ inline Item(uint32_t item, uint32_t splits, uint32_t parts,
                                const AscendC::GlobalTensor<int32_t>& positions,
                                const AscendC::GlobalTensor<int32_t>& lens)
@@ -234,38 +233,33 @@ private:
             // scores and probs rows of this chunk are `lanes` wide
             const uint32_t lanes = it.rows.Lanes(j);
             LoadChunk(it.b, j, static_cast<uint32_t>(it.rows.rows), lanes, td);
-            for (uint32_t m0 = it.h0; m0 < ROWS; m0 = NextRow(it, m0)) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
-                for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
-                    Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[m0 * lanes + n0], lanes);
+            for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {  // the item's heads of each token
+                for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
+                    AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
+                    for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
+                        Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[m0 * lanes + n0], lanes);
+                    }
+                    aTile_.FreeTensor(a);
                 }
-                aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
             AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : parts_[step_ % SLABS];
-            for (uint32_t m0 = it.h0; m0 < ROWS; m0 = NextRow(it, m0)) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
-                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, lanes, n0, P::D_TILE, dst[m0 * HD + n0], HD);
+            for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
+                for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
+                    AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
+                    for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+                        Matmul<true>(a, lanes, n0, P::D_TILE, dst[m0 * HD + n0], HD);
+                    }
+                    aTile_.FreeTensor(a);
                 }
-                aTile_.FreeTensor(a);
             }
             AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
             ++step_;
             // The chunk may be overwritten once every load from it has been issued.
             Handshake<AscendC::HardEvent::MTE1_MTE2>();
         }
-    }
-
-    // The item's query tile after the one at request row m0: the next HEAD_TILE heads of the
-    // token, or the next token's first head of the item.
-    __aicore__ inline static uint32_t NextRow(const Item& it, uint32_t m0)
-    {
-        const uint32_t next = m0 + P::HEAD_TILE;
-        return next % P::HEADS == it.h1 % P::HEADS && it.h1 - it.h0 < P::HEADS ? next - (it.h1 - it.h0) + P::HEADS
-                                                                                : next;
     }
 
     // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into the NZ chunk [CHUNK, HD],
@@ -350,8 +344,7 @@ private:
     // slab; none for a split's first chunk (its part already is its o).
     struct Merge {
         bool due = false, skip = false;
-        uint32_t slab = 0;
-        Item it;
+        uint32_t slab = 0, h0 = 0, h1 = 0;
         AscendC::GlobalTensor<float> o;
     };
 
@@ -363,7 +356,7 @@ private:
         }
         AscendC::CrossCoreWaitFlag(PART_READY);
         if (!m.skip) {
-            MergeItem(m.o, m.it, s0, m.slab);
+            MergeStep(m, s0);
         }
         m.due = false;
     }
@@ -406,7 +399,8 @@ private:
             pending.due = true;
             pending.skip = it.split && j == it.first;
             pending.slab = slab;
-            pending.it = it;
+            pending.h0 = it.h0;
+            pending.h1 = it.h1;
             pending.o = o;
             ++step_;
         }
@@ -489,23 +483,23 @@ private:
         probsQ_.FreeTensor(p);
     }
 
-    // o = alpha * o + beta * part for the item's heads of the AIV's tokens, VH head rows at a
+    // o = alpha * o + beta * part for the step's heads of the AIV's tokens, VH head rows at a
     // time: the next rows load while these are merged and stored.
-    __aicore__ inline void MergeItem(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0,
-                                     uint32_t slab)
+    __aicore__ inline void MergeStep(const Merge& m, uint32_t s0)
     {
-        const uint32_t pieces = (it.h1 - it.h0) / VH, units = TOKENS * pieces;
-        LoadRows(o, it, s0, 0, slab);
+        const uint32_t units = TOKENS * (m.h1 - m.h0) / VH;
+        LoadMergeRows(m, s0, 0);
         for (uint32_t u = 0; u < units; ++u) {
             if (u + 1 < units) {
-                LoadRows(o, it, s0, u + 1, slab);
+                LoadMergeRows(m, s0, u + 1);
             }
-            const uint32_t i = u / pieces * P::HEADS + it.h0 + u % pieces * VH;  // statistics index
+            const uint64_t row = RowOf(m, s0, u);
+            const uint32_t i = static_cast<uint32_t>(row) - s0 * P::HEADS;  // statistics index
             AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
             AscendC::LocalTensor<float> part = partIn_.DeQue<float>();
             AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
-            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
-            AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
+            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
+            AscendC::LocalTensor<float> beta = beta_.Get<float>()[m.slab * STATS];
             for (uint32_t h = 0; h < VH; ++h) {
                 AscendC::Muls(out[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
                 AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
@@ -515,30 +509,30 @@ private:
             partIn_.FreeTensor(part);
             oOut_.EnQue(out);
             out = oOut_.DeQue<float>();
-            AscendC::DataCopy(o[RowOf(it, s0, u) * HD], out, VH * HD);
+            AscendC::DataCopy(m.o[row * HD], out, VH * HD);
             oOut_.FreeTensor(out);
         }
         // The next merge's loads of these rows wait for their stores.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
-    // Request row (token * HEADS + head) of merge unit u: token s0 + u / pieces, heads from
-    // it.h0 + (u % pieces) * VH.
-    __aicore__ inline static uint64_t RowOf(const Item& it, uint32_t s0, uint32_t u)
+    // Request row (token * HEADS + head) of merge unit u: the AIV's token s0 + u / pieces,
+    // heads from h0 + (u % pieces) * VH.
+    __aicore__ inline static uint64_t RowOf(const Merge& m, uint32_t s0, uint32_t u)
     {
-        const uint32_t pieces = (it.h1 - it.h0) / VH;
-        return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + it.h0 + u % pieces * VH;
+        const uint32_t pieces = (m.h1 - m.h0) / VH;
+        return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + m.h0 + u % pieces * VH;
     }
 
-    __aicore__ inline void LoadRows(const AscendC::GlobalTensor<float>& o, const Item& it, uint32_t s0, uint32_t u,
-                                    uint32_t slab)
+    // Unit u's rows of o and of the step's part.
+    __aicore__ inline void LoadMergeRows(const Merge& m, uint32_t s0, uint32_t u)
     {
-        const uint64_t at = RowOf(it, s0, u) * HD;
+        const uint64_t at = RowOf(m, s0, u) * HD;
         AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
-        AscendC::DataCopy(oIn, o[at], VH * HD);
+        AscendC::DataCopy(oIn, m.o[at], VH * HD);
         oIn_.EnQue(oIn);
         AscendC::LocalTensor<float> part = partIn_.AllocTensor<float>();
-        AscendC::DataCopy(part, parts_[slab][at], VH * HD);
+        AscendC::DataCopy(part, parts_[m.slab][at], VH * HD);
         partIn_.EnQue(part);
     }
 

@@ -167,11 +167,8 @@ impl CubeL1 {
     /// Tiles of rows in flight: three where L1 holds them (two gather while the cube works
     /// on one), else two.
     fn row_buffers(&self, l1_bytes: usize) -> usize {
-        if (self.q + 3 * self.rows + 2 * self.a_tile) * 2 <= l1_bytes {
-            3
-        } else {
-            2
-        }
+        let bytes: usize = self.buffers(3).iter().map(|b| b.bytes() * b.count).sum();
+        if bytes <= l1_bytes { 3 } else { 2 }
     }
 
     fn buffers(&self, row_buffers: usize) -> Vec<Buffer> {
