@@ -18,7 +18,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use abi::plan::Step;
+use abi::plan::{Cores, Step};
 use golden::Dims;
 use golden::arith::narrow;
 use golden::collectives::{all_to_all_groups, reduce_scatter};
@@ -173,12 +173,18 @@ fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
 
 /// TP 1: o_packed_heads → attn_out, against the golden within (1e-4, 1/128) everywhere.
 fn tp1(variant: &str) {
+    let d = dims(support::plan(variant));
+    tp1_at(variant, &token_counts(&d));
+}
+
+/// [`tp1`] at the runtime token counts `ts`.
+fn tp1_at(variant: &str, ts: &[usize]) {
     let p = support::plan(variant);
     let d = dims(p);
     let rt = support::stages(variant, &["o_proj"]);
     let draws = Draws::new(SEED);
     let w = Weights::new(&d, &draws);
-    for t in token_counts(&d) {
+    for &t in ts {
         let packed = packed_heads(&d, &draws, 0, t);
         let mut tensors = BTreeMap::new();
         w.insert(&d, &mut tensors);
@@ -314,6 +320,26 @@ fn tp1_swa_small() {
 #[test]
 fn tp1_swa_mini() {
     tp1("swa_mini_tp1");
+}
+
+/// The reference's deployment (FLASH dims, 8 tokens): both products are weight streams, so
+/// each runs on every core, the vector cores taking the last columns (one mixed launch
+/// each, `dsv4/matmul_shared.h`); the int8 one must still be the exact int32 product
+/// (`check_intermediates`).
+#[test]
+fn tp1_swa_deployment_shares_both_products_with_the_vector_cores() {
+    let variant = "swa_deployment_tp1";
+    let shared: Vec<&str> = support::host(variant)
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Launch(l) if l.stage == "o_proj" && l.cores == Cores::Mix => Some(l.kernel),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shared.len(), 2, "{shared:?}");
+    assert!(shared.iter().all(|k| k.contains("_vec")), "{shared:?}");
+    tp1_at(variant, &[8]);
 }
 
 /// TP > 1: per rank the all-to-all's group slabs → o_partial (vs the golden partial within

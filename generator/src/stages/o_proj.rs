@@ -124,7 +124,7 @@ impl Kind for OProj {
         let aiv = |tiles: usize| p.chip.aiv_cores.min(tiles) as u32;
         // group_quant's blocks own whole 8-row units (its o_scale rows in whole 32-byte blocks)
         let row_units = groups * max_rows / 8;
-        if gemm::launch(b, tiles, &wo_a, [input, "wo_a", "o_latent"]).is_none() {
+        if gemm::launch_alone(b, tiles, &wo_a, [input, "wo_a", "o_latent"]).is_none() {
             return;
         }
         b.launch(
@@ -132,7 +132,7 @@ impl Kind for OProj {
             aiv(row_units),
             &["o_latent", "o_i8", "o_scale"],
         );
-        if gemm::launch(b, tiles, &wo_b, ["o_i8", "wo_b", "o_acc"]).is_none() {
+        if gemm::launch_alone(b, tiles, &wo_b, ["o_i8", "wo_b", "o_acc"]).is_none() {
             return;
         }
         b.launch(

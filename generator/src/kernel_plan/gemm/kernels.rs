@@ -5,6 +5,7 @@
 use abi::DType;
 
 use super::matmul::{BLayout, Matmul, Operands};
+use super::share::{self, VectorShare};
 use super::split::{KSum, Split};
 use crate::budget::{self, Buffer, row};
 use crate::chip::Mem;
@@ -158,6 +159,101 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
             None,
         ),
     ]);
+    v
+}
+
+/// `dsv4/matmul_shared.h`: `cube` (the product's first columns) on the cube cores with
+/// `split`, the rest of `mm` on the vector cores, one mixed launch.
+pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorShare) -> Kernel {
+    let cube = kernel(cube, split);
+    let vector = vector(mm, share);
+    Kernel {
+        name: format!(
+            "{}_vec{}_t{}x{}",
+            cube.name,
+            share.columns,
+            share::TILE_ROWS,
+            share::TILE_K
+        ),
+        doc: format!(
+            "{} matmul C[M, {}] = A[M, {}] · B (nk): the first {} columns on the cube cores, the last {} on the vector cores",
+            mm.operands.name(),
+            mm.n,
+            mm.k,
+            mm.n - share.columns,
+            share.columns
+        ),
+        block: "matmul_shared.h",
+        class: "MatmulShared",
+        cores: Cores::Mix,
+        params: Vec::new(),
+        args: vec!["a", "b", "c"],
+        buffers: Vec::new(),
+        parts: vec![cube, vector],
+    }
+}
+
+/// `dsv4/vector_matmul.h`: the last `share.columns` columns of `mm` on the vector cores.
+fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
+    let u = Value::u32;
+    let first = mm.n - share.columns;
+    Kernel {
+        name: format!("vector_matmul_{}_n{first}", mm.operands.name()),
+        doc: format!("columns {first}.. of the product on the vector cores"),
+        block: "vector_matmul.h",
+        class: "VectorMatmul",
+        cores: Cores::Aiv,
+        params: [("INT8", Value::Bool(mm.operands == Operands::I8))]
+            .into_iter()
+            .chain(mm.rows.params())
+            .chain([
+                ("BATCH", u(mm.batch)),
+                ("K", u(mm.k)),
+                ("LDA", u(mm.lda)),
+                ("LDB", u(mm.ldb)),
+                ("LDC", u(mm.ldc)),
+                ("STRIDE_A", u(mm.stride_a)),
+                ("STRIDE_B", u(mm.stride_b)),
+                ("STRIDE_C", u(mm.stride_c)),
+                ("N_FIRST", u(first)),
+                ("N_SHARE", u(share.columns)),
+                ("TILE_ROWS", u(share::TILE_ROWS)),
+                ("TILE_K", u(share::TILE_K)),
+                ("ROW_BATCH", u(share::ROW_BATCH)),
+            ])
+            .collect(),
+        args: vec!["a", "b", "c"],
+        buffers: vector_buffers(mm.operands),
+        parts: Vec::new(),
+    }
+}
+
+/// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
+/// (int8 through an f16 stage, sized as bf16), the pass's accumulators, one product, and
+/// the pass's C rows (int8: their f32 sums first).
+pub fn vector_buffers(operands: Operands) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (r, kc, rb) = (share::TILE_ROWS, share::TILE_K, share::ROW_BATCH);
+    let (input, acc) = match operands {
+        Operands::Bf16 => (Bf16, F32),
+        Operands::I8 => (I8, I32),
+    };
+    let mut v = vec![
+        row("b_in", Ub, input, r * kc, 2, Some(kc)),
+        row("a_in", Ub, input, rb * kc, 2, Some(kc)),
+        row("b_wide", Ub, F32, r * kc, 1, None),
+        row("a_wide", Ub, F32, rb * kc, 1, None),
+        row("acc", Ub, F32, rb * r * 64, 1, None),
+        row("prod", Ub, F32, r * 64, 1, None),
+        row("c_out", Ub, acc, rb * r, 1, Some(r)),
+    ];
+    if operands == Operands::I8 {
+        v.extend([
+            row("f16", Ub, Bf16, r * kc, 1, None),
+            row("sums", Ub, F32, rb * r, 1, None),
+        ]);
+    }
     v
 }
 

@@ -50,27 +50,47 @@
 pub(crate) mod group;
 mod kernels;
 mod matmul;
+mod share;
 mod split;
 
+pub use kernels::vector_buffers;
 pub use kernels::{buffers, slice_sum_buffers, zero_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows};
+pub use share::VectorShare;
 pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
 
 use super::Builder;
-use kernels::{kernel, slice_sum, zero};
+use kernels::{kernel, shared, slice_sum, zero};
 use split::{Room, plan_split, unfit};
 
 /// Launches `mm` with args `[a, b, c]` (tensor or workspace names) on the stage's spec
 /// tiles `[m, n, k]`, with its zero fill or slice sum when K is split. Returns the split,
 /// or marks the stage missing, saying why, when its tiles or the product's shape cannot
 /// run on this kernel (see [`unfit`]).
-pub fn launch(
+pub fn launch(b: &mut Builder, tiles: [usize; 3], mm: &Matmul, args: [&str; 3]) -> Option<Split> {
+    launch_with(b, tiles, mm, args, false)
+}
+
+/// As [`launch`], for a product whose A no other product reads (so the fusion pass has
+/// nothing to group it with): the vector cores may take a share of its columns in the
+/// same launch ([`share`]: B stored `[N, K]`, few rows, one K slice).
+pub fn launch_alone(
+    b: &mut Builder,
+    tiles: [usize; 3],
+    mm: &Matmul,
+    args: [&str; 3],
+) -> Option<Split> {
+    launch_with(b, tiles, mm, args, true)
+}
+
+fn launch_with(
     b: &mut Builder,
     tiles: [usize; 3],
     mm: &Matmul,
     [a, w, c]: [&str; 3],
+    alone: bool,
 ) -> Option<Split> {
     let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
     let spec = Tiles::spec(mm, tiles);
@@ -89,7 +109,14 @@ pub fn launch(
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
     match split.sum {
-        KSum::Whole => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
+        KSum::Whole => match share::plan(mm, &room, tiles, &split, chip).filter(|_| alone) {
+            Some((cube, cube_split, share)) => b.launch(
+                shared(mm, &cube, &cube_split, share),
+                cores as u32,
+                &[a, w, c],
+            ),
+            None => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
+        },
         KSum::Atomic => {
             b.launch(zero(mm), vector_blocks, &[c]);
             b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]);

@@ -166,7 +166,7 @@ impl Split {
 
     /// GM bytes one full work item moves: its A panel, its B columns of the slice and its
     /// C strip (or partial product) once.
-    fn item_bytes(&self, mm: &Matmul) -> usize {
+    pub(super) fn item_bytes(&self, mm: &Matmul) -> usize {
         let e = mm.operands.bytes();
         self.slice_k * (self.range_m + self.range_n) * e + self.range_m * self.range_n * 4
     }

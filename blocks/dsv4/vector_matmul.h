@@ -1,0 +1,201 @@
+// The vector cores' share of a matmul of few rows (AIV only): for BATCH problems
+//   C[m, n] = sum_k A[m, k] * B[n, k]     for the columns N_FIRST <= n < N_FIRST + N_SHARE,
+// bf16 x bf16 -> f32 or int8 x int8 -> int32, B stored [N, K] (out x in, leading dimension
+// LDB), A and C row-major (LDA, LDC), batch strides STRIDE_A/B/C; M the runtime row count
+// (ProductRows in dsv4/tiling_data.h). A decode step's weight product (a few rows against
+// megabytes of B) is bound by how fast cores load B, so the vector cores load some of B's
+// rows while the cube cores load the rest (dsv4/matmul_shared.h runs both in one launch).
+//
+// Work: units of TILE_ROWS rows of B (BATCH x N_SHARE / TILE_ROWS of them), contiguous
+// shares over the launch's vector cores. A unit runs passes of ROW_BATCH rows of A; in a
+// pass, for each TILE_K slice of K, the B tile (TILE_ROWS x TILE_K) and the rows' A slice
+// load (the next slice's while this one computes) and widen to f32, and each A row r adds
+// B * a_r (a_r's 64 columns of a repeat reused for every row of B: src1 repeat stride 0)
+// into its accumulator acc_r [TILE_ROWS x 64]; after K, two BlockReduceSum passes turn
+// acc_r's rows into C[r, n .. n + TILE_ROWS), written in whole 32-byte blocks. The order is fixed, so a
+// run repeats bit for bit. int8: every product and partial sum is an integer of magnitude
+// at most K * 2^14 <= 2^24, exact in f32, so C is the cube's int32 product exactly.
+//
+// Params: INT8, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
+// STRIDE_C, N_FIRST, N_SHARE, TILE_ROWS, TILE_K, ROW_BATCH and the UB sizes the plan
+// decided (B_IN, A_IN, B_WIDE, A_WIDE, ACC, PROD, C_OUT, and F16 and SUMS for int8 `_BYTES`,
+// each at least what its use below needs).
+#pragma once
+
+#include "dsv4/matmul.h"
+#include "dsv4/vec_common.h"
+
+namespace dsv4 {
+
+template <typename P>
+class VectorMatmul {
+    using In = typename CubeTypes<P::INT8>::In;
+    using Acc = typename CubeTypes<P::INT8>::Acc;
+    static constexpr uint32_t LANES = 64;  // f32 lanes of a repeat
+    static constexpr uint32_t R = P::TILE_ROWS;
+    static constexpr uint32_t KC = P::TILE_K;
+    static constexpr uint32_t SLICES = P::K / KC;
+    static_assert(P::K % KC == 0 && KC % LANES == 0 && KC / 8 <= 255,
+                  "K in whole slices of whole repeats; a slice row is an 8-bit repeat stride in blocks");
+    static_assert(R % 8 == 0 && R <= 255, "C rows of a unit are whole 32-byte blocks; one repeat per B row");
+    static_assert(P::N_SHARE % R == 0 && P::N_FIRST % 8 == 0 && P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0,
+                  "units of whole tiles; C pieces start on 32-byte blocks");
+    static_assert(P::ROW_BATCH >= 1 && P::ROW_BATCH <= 4095, "a DataCopy moves at most 4095 rows");
+    static_assert((P::LDA - KC) * sizeof(In) / 32 <= 65535 && (P::LDB - KC) * sizeof(In) / 32 <= 65535 &&
+                      (P::LDC - R) * sizeof(float) / 32 <= 65535 && P::LDA % (32 / sizeof(In)) == 0 &&
+                      P::LDB % (32 / sizeof(In)) == 0,
+                  "rows of A and B start on 32-byte blocks; the gaps fit 16 bits");
+    static_assert(!P::INT8 || uint64_t(P::K) * 128 * 128 <= (uint64_t(1) << 24),
+                  "int8: the sums stay exact in f32");
+    static_assert(P::B_IN_BYTES >= R * KC * sizeof(In) && P::A_IN_BYTES >= P::ROW_BATCH * KC * sizeof(In),
+                  "b_in and a_in hold a slice");
+    static_assert(P::B_WIDE_BYTES >= R * KC * sizeof(float) && P::A_WIDE_BYTES >= P::ROW_BATCH * KC * sizeof(float),
+                  "b_wide and a_wide hold a slice in f32");
+    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * LANES * sizeof(float) && P::PROD_BYTES >= R * LANES * sizeof(float) && P::ROW_BATCH <= LANES / 8,
+                  "acc holds a pass's accumulators, prod one product or a pass's block sums");
+    static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Acc), "c_out holds a pass's C rows");
+
+public:
+    __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        RunOn(a, b, c, tiling, static_cast<uint32_t>(AscendC::GetBlockIdx()),
+              static_cast<uint32_t>(AscendC::GetBlockNum() * AscendC::GetSubBlockNum()));
+    }
+
+    // The units of vector core `core` of `cores`.
+    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, uint32_t core,
+                                        uint32_t cores)
+    {
+        const Share share = ShareOf(P::BATCH * (P::N_SHARE / R), core, cores);
+        if (share.begin >= share.end) {
+            return;
+        }
+        VectorMatmul op;
+        op.Init(a, b, c, tiling);
+        for (uint32_t u = share.begin; u < share.end; ++u) {
+            const uint32_t batch = u / (P::N_SHARE / R);
+            const uint32_t n = P::N_FIRST + u % (P::N_SHARE / R) * R;
+            for (uint32_t m = 0; m < op.m_; m += P::ROW_BATCH) {
+                op.Pass(batch, n, m, Min(P::ROW_BATCH, op.m_ - m));
+            }
+        }
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling)
+    {
+        m_ = ProductRows<P>(LoadTiling(tiling));
+        a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
+        b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
+        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
+        pipe_.InitBuffer(bIn_, 2, P::B_IN_BYTES);
+        pipe_.InitBuffer(aIn_, 2, P::A_IN_BYTES);
+        pipe_.InitBuffer(bWide_, P::B_WIDE_BYTES);
+        pipe_.InitBuffer(aWide_, P::A_WIDE_BYTES);
+        if constexpr (P::INT8) {
+            static_assert(P::F16_BYTES >= R * KC * sizeof(half), "f16 stages a B slice");
+            static_assert(P::SUMS_BYTES >= P::ROW_BATCH * R * sizeof(float), "sums holds a pass's C rows in f32");
+            pipe_.InitBuffer(f16_, P::F16_BYTES);
+            pipe_.InitBuffer(sums_, P::SUMS_BYTES);
+        }
+        pipe_.InitBuffer(acc_, P::ACC_BYTES);
+        pipe_.InitBuffer(prod_, P::PROD_BYTES);
+        pipe_.InitBuffer(cOut_, 1, P::C_OUT_BYTES);
+    }
+
+    // C[m .. m + rows, n .. n + R) of problem `batch`.
+    __aicore__ inline void Pass(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    {
+        const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + uint64_t(n) * P::LDB;
+        const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        AscendC::LocalTensor<float> prod = prod_.Get<float>();
+        AscendC::LocalTensor<float> bw = bWide_.Get<float>();
+        AscendC::LocalTensor<float> aw = aWide_.Get<float>();
+        Load(bAt, aAt, 0, rows);
+        for (uint32_t s = 0; s < SLICES; ++s) {
+            if (s + 1 < SLICES) {
+                Load(bAt, aAt, (s + 1) * KC, rows);
+            }
+            AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
+            AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
+            Widen(bw, bt, R * KC);
+            Widen(aw, at, rows * KC);
+            bIn_.FreeTensor(bt);
+            aIn_.FreeTensor(at);
+            // B[:, col .. col + 64) * a_r[col .. col + 64) row by row into acc_r (the first
+            // product of a pass is acc_r), or into prod and then added.
+            const AscendC::BinaryRepeatParams rowsTimesA(1, 1, 1, 8, KC / 8, 0);
+            for (uint32_t r = 0; r < rows; ++r) {
+                const AscendC::LocalTensor<float> accRow = acc[r * R * LANES];
+                for (uint32_t col = 0; col < KC; col += LANES) {
+                    if (s == 0 && col == 0) {
+                        AscendC::Mul(accRow, bw, aw[r * KC], LANES, R, rowsTimesA);
+                    } else {
+                        AscendC::Mul(prod, bw[col], aw[r * KC + col], LANES, R, rowsTimesA);
+                        AscendC::Add(accRow, accRow, prod, R * LANES);
+                    }
+                }
+            }
+        }
+        // acc_r's rows of 64 lanes to C: each 8-lane block summed (into prod), then each
+        // row's 8 block sums; f32 C: the sums are C, int8: exact integers, rounded to
+        // int32 unchanged.
+        AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
+        AscendC::LocalTensor<float> sums;
+        if constexpr (P::INT8) {
+            sums = sums_.Get<float>();
+        } else {
+            sums = out;
+        }
+        for (uint32_t r = 0; r < rows; ++r) {
+            AscendC::BlockReduceSum(prod[r * R * 8], acc[r * R * LANES], R, LANES, 1, 1, 8);
+        }
+        AscendC::BlockReduceSum(sums, prod, rows * R / 8, LANES, 1, 1, 8);
+        if constexpr (P::INT8) {
+            AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
+        }
+        cOut_.EnQue(out);
+        out = cOut_.DeQue<Acc>();
+        const AscendC::DataCopyParams cp(rows, R * sizeof(Acc) / 32, 0, (P::LDC - R) * sizeof(Acc) / 32);
+        AscendC::DataCopy(c_[uint64_t(batch) * P::STRIDE_C + uint64_t(m) * P::LDC + n], out, cp);
+        cOut_.FreeTensor(out);
+    }
+
+    // The B tile and the rows' A slice at column k, queued.
+    __aicore__ inline void Load(uint64_t bAt, uint64_t aAt, uint32_t k, uint32_t rows)
+    {
+        constexpr uint32_t SLICE_BLOCKS = KC * sizeof(In) / 32;
+        AscendC::LocalTensor<In> bt = bIn_.AllocTensor<In>();
+        AscendC::DataCopy(bt, b_[bAt + k], AscendC::DataCopyParams(R, SLICE_BLOCKS, (P::LDB - KC) * sizeof(In) / 32, 0));
+        bIn_.EnQue(bt);
+        AscendC::LocalTensor<In> at = aIn_.AllocTensor<In>();
+        AscendC::DataCopy(at, a_[aAt + k],
+                          AscendC::DataCopyParams(rows, SLICE_BLOCKS, (P::LDA - KC) * sizeof(In) / 32, 0));
+        aIn_.EnQue(at);
+    }
+
+    // `count` elements of In to f32 (int8 through f16: both steps exact).
+    __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<In>& src,
+                                 uint32_t count)
+    {
+        if constexpr (P::INT8) {
+            AscendC::LocalTensor<half> h = f16_.Get<half>();
+            AscendC::Cast(h, src, AscendC::RoundMode::CAST_NONE, count);
+            AscendC::Cast(dst, h, AscendC::RoundMode::CAST_NONE, count);
+        } else {
+            AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, count);
+        }
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> bIn_, aIn_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, prod_, sums_;
+    AscendC::GlobalTensor<In> a_, b_;
+    AscendC::GlobalTensor<Acc> c_;
+    uint32_t m_ = 0;
+};
+
+}  // namespace dsv4
