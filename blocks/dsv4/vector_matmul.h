@@ -10,15 +10,15 @@
 // shares over the launch's vector cores. A unit runs passes of ROW_BATCH rows of A; in a
 // pass, for each TILE_K slice of K, the B tile (TILE_ROWS x TILE_K) and the rows' A slice
 // load (the next slice's while this one computes) and widen to f32, and each A row r adds
-// B * a_r (a_r's 64 columns of a repeat reused for every row of B: src1 repeat stride 0)
-// into its accumulator acc_r [TILE_ROWS x 64]; after K, two BlockReduceSum passes turn
+// B * a_r into its accumulator acc_r [TILE_ROWS x 64] (MulAddDst, a_r's 64 columns of a
+// repeat reused for every row of B: src1 repeat stride 0); after K, two BlockReduceSum passes turn
 // acc_r's rows into C[r, n .. n + TILE_ROWS), written in whole 32-byte blocks. The order is fixed, so a
 // run repeats bit for bit. int8: every product and partial sum is an integer of magnitude
 // at most K * 2^14 <= 2^24, exact in f32, so C is the cube's int32 product exactly.
 //
 // Params: INT8, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
 // STRIDE_C, N_FIRST, N_SHARE, TILE_ROWS, TILE_K, ROW_BATCH and the UB sizes the plan
-// decided (B_IN, A_IN, B_WIDE, A_WIDE, ACC, PROD, C_OUT, and F16 and SUMS for int8 `_BYTES`,
+// decided (B_IN, A_IN, B_WIDE, A_WIDE, ACC, SUMS8, C_OUT, and F16 and SUMS for int8 `_BYTES`,
 // each at least what its use below needs).
 #pragma once
 
@@ -51,8 +51,8 @@ class VectorMatmul {
                   "b_in and a_in hold a slice");
     static_assert(P::B_WIDE_BYTES >= R * KC * sizeof(float) && P::A_WIDE_BYTES >= P::ROW_BATCH * KC * sizeof(float),
                   "b_wide and a_wide hold a slice in f32");
-    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * LANES * sizeof(float) && P::PROD_BYTES >= R * LANES * sizeof(float) && P::ROW_BATCH <= LANES / 8,
-                  "acc holds a pass's accumulators, prod one product or a pass's block sums");
+    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * LANES * sizeof(float) && P::SUMS8_BYTES >= P::ROW_BATCH * R * 8 * sizeof(float),
+                  "acc holds a pass's accumulators, sums8 their block sums");
     static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Acc), "c_out holds a pass's C rows");
 
 public:
@@ -100,7 +100,7 @@ private:
             pipe_.InitBuffer(sums_, P::SUMS_BYTES);
         }
         pipe_.InitBuffer(acc_, P::ACC_BYTES);
-        pipe_.InitBuffer(prod_, P::PROD_BYTES);
+        pipe_.InitBuffer(sums8_, P::SUMS8_BYTES);
         pipe_.InitBuffer(cOut_, 1, P::C_OUT_BYTES);
     }
 
@@ -110,7 +110,7 @@ private:
         const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + uint64_t(n) * P::LDB;
         const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
         AscendC::LocalTensor<float> acc = acc_.Get<float>();
-        AscendC::LocalTensor<float> prod = prod_.Get<float>();
+        AscendC::LocalTensor<float> sums8 = sums8_.Get<float>();
         AscendC::LocalTensor<float> bw = bWide_.Get<float>();
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
         Load(bAt, aAt, 0, rows);
@@ -124,8 +124,8 @@ private:
             Widen(aw, at, rows * KC);
             bIn_.FreeTensor(bt);
             aIn_.FreeTensor(at);
-            // B[:, col .. col + 64) * a_r[col .. col + 64) row by row into acc_r (the first
-            // product of a pass is acc_r), or into prod and then added.
+            // acc_r += B[:, col .. col + 64) * a_r[col .. col + 64), row by row (the first
+            // product of a pass is acc_r).
             const AscendC::BinaryRepeatParams rowsTimesA(1, 1, 1, 8, KC / 8, 0);
             for (uint32_t r = 0; r < rows; ++r) {
                 const AscendC::LocalTensor<float> accRow = acc[r * R * LANES];
@@ -133,13 +133,12 @@ private:
                     if (s == 0 && col == 0) {
                         AscendC::Mul(accRow, bw, aw[r * KC], LANES, R, rowsTimesA);
                     } else {
-                        AscendC::Mul(prod, bw[col], aw[r * KC + col], LANES, R, rowsTimesA);
-                        AscendC::Add(accRow, accRow, prod, R * LANES);
+                        AscendC::MulAddDst(accRow, bw[col], aw[r * KC + col], LANES, R, rowsTimesA);
                     }
                 }
             }
         }
-        // acc_r's rows of 64 lanes to C: each 8-lane block summed (into prod), then each
+        // acc_r's rows of 64 lanes to C: each 8-lane block summed (into sums8), then each
         // row's 8 block sums; f32 C: the sums are C, int8: exact integers, rounded to
         // int32 unchanged.
         AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
@@ -150,9 +149,9 @@ private:
             sums = out;
         }
         for (uint32_t r = 0; r < rows; ++r) {
-            AscendC::BlockReduceSum(prod[r * R * 8], acc[r * R * LANES], R, LANES, 1, 1, 8);
+            AscendC::BlockReduceSum(sums8[r * R * 8], acc[r * R * LANES], R, LANES, 1, 1, 8);
         }
-        AscendC::BlockReduceSum(sums, prod, rows * R / 8, LANES, 1, 1, 8);
+        AscendC::BlockReduceSum(sums, sums8, rows * R / 8, LANES, 1, 1, 8);
         if constexpr (P::INT8) {
             AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
         }
@@ -192,7 +191,7 @@ private:
     AscendC::TPipe pipe_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> bIn_, aIn_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, prod_, sums_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_;
     AscendC::GlobalTensor<In> a_, b_;
     AscendC::GlobalTensor<Acc> c_;
     uint32_t m_ = 0;

@@ -82,6 +82,7 @@ using AscendC::Maxs;
 using AscendC::Min;
 using AscendC::Mins;
 using AscendC::Mul;
+using AscendC::MulAddDst;
 using AscendC::Muls;
 using AscendC::Reciprocal;
 using AscendC::Relu;

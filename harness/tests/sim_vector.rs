@@ -55,6 +55,32 @@ fn binary_ops_match_f32_arithmetic() {
     assert_eq!(stats.vec_elem_ops, 6 * N as u64);
 }
 
+/// MulAddDst reads dst as its third operand: the product rounded to f32, then the sum
+/// (the sim does not fuse them), in the count form and with a repeat stride of 0.
+#[test]
+fn mul_add_dst_adds_into_dst() {
+    let mut x = random(13, N, -8.0, 8.0);
+    let mut y = random(14, N, -4.0, 4.0);
+    let mut out = vec![0f32; N + 256];
+    poison(&mut out);
+    lib()
+        .launch(
+            "sim_vec_mul_add_dst",
+            CoreMode::Aiv,
+            1,
+            &mut [
+                GmArg::new("x", &mut x),
+                GmArg::new("y", &mut y),
+                GmArg::new("out", &mut out),
+            ],
+        )
+        .unwrap();
+    let want: Vec<f32> = x.iter().zip(&y).map(|(&a, &b)| a * b + b).collect();
+    assert_same("count form", &out[..N], &want);
+    let want: Vec<f32> = (0..256).map(|i| x[i] * y[i % 64] + x[i]).collect();
+    assert_same("src1 repeat stride 0", &out[N..], &want);
+}
+
 #[test]
 fn unary_and_scalar_ops_match_f32_math() {
     let mut x = random(20, N, -4.0, 4.0);

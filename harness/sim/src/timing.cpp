@@ -72,6 +72,8 @@ const VecCost kVec[] = {
     {"Mins", 0.0071, 0.0142, 20.09},
     {"MrgSort", 0.1873, 0.1875, 17.02}, // assumed: as Gather (per element moved)
     {"Mul", 0.0110, 0.0206, 23.23},
+    {"MulAddDst", 0.0220, 0.0412, 23.23}, // assumed: Mul at half its rate (asc-devkit
+                                          // Vector指令理论性能汇总: 32 vs 64 f32 per cycle)
     {"Muls", 0.0071, 0.0142, 23.10},
     {"Reciprocal", 0.0078, 0.0146, 21.06},
     {"ReduceMax", 0.0547, 0.1094, 21.00}, // assumed: as WholeReduceMax

@@ -33,6 +33,26 @@ __aicore__ inline void Store(GM_ADDR dst, uint32_t offset, const LocalTensor<T>&
 }
 } // namespace
 
+// out = [x*y + y over kN (level 2), then x[r, l]*y[l] + x[r, l] over 4 repeats of 64
+// lanes, y's repeat stride 0 (level 0)].
+extern "C" __global__ __aicore__ void sim_vec_mul_add_dst(GM_ADDR x, GM_ADDR y, GM_ADDR out)
+{
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> bx, by, bo;
+    LocalTensor<float> tx = Load<float>(pipe, bx, x, kN);
+    LocalTensor<float> ty = Load<float>(pipe, by, y, kN);
+    pipe.InitBuffer(bo, kN * sizeof(float));
+    LocalTensor<float> o = bo.Get<float>();
+    Sync<HardEvent::MTE2_V>();
+    Adds(o, ty, 0.0f, kN);
+    MulAddDst(o, tx, ty, kN);
+    Store(out, 0, o, kN);
+    Sync<HardEvent::MTE3_V>();
+    Adds(o, tx, 0.0f, 256);
+    MulAddDst(o, tx, ty, 64, 4, BinaryRepeatParams(1, 1, 1, 8, 8, 0));
+    Store(out, kN, o, 256);
+}
+
 // out = [x+y, x-y, x*y, x/y, max(x,y), min(x,y)], level 2, kN floats each.
 extern "C" __global__ __aicore__ void sim_vec_binary_f32(GM_ADDR x, GM_ADDR y, GM_ADDR out)
 {

@@ -229,8 +229,8 @@ fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
 }
 
 /// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
-/// (int8 through an f16 stage, sized as bf16), the pass's accumulators, one product, and
-/// the pass's C rows (int8: their f32 sums first).
+/// (int8 through an f16 stage, sized as bf16), the pass's accumulators and their 8-lane
+/// block sums, and the pass's C rows (int8: their f32 sums first).
 pub fn vector_buffers(operands: Operands) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
@@ -245,7 +245,7 @@ pub fn vector_buffers(operands: Operands) -> Vec<Buffer> {
         row("b_wide", Ub, F32, r * kc, 1, None),
         row("a_wide", Ub, F32, rb * kc, 1, None),
         row("acc", Ub, F32, rb * r * 64, 1, None),
-        row("prod", Ub, F32, r * 64, 1, None),
+        row("sums8", Ub, F32, rb * r * 8, 1, None),
         row("c_out", Ub, acc, rb * r, 1, Some(r)),
     ];
     if operands == Operands::I8 {

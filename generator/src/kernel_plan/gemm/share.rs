@@ -3,8 +3,8 @@
 //! cores load B, and under hicann/ge's `Load` fit (`a·N + b` bytes per cycle for N cores)
 //! the 24 cube cores together load at most 457 GB/s. With the 48 vector cores loading
 //! some of B's rows in the same launch, 72 cores load at once. A vector core multiplies
-//! far slower than it loads (a B element costs a widening and, per A row, a multiply and
-//! an add), so the share is the column count whose busiest core, cube or vector, takes
+//! far slower than it loads (a B element costs a widening and, per A row, a
+//! multiply-add), so the share is the column count whose busiest core, cube or vector, takes
 //! the fewest cycles by the same fits the timing model uses ([`Rate`]).
 //!
 //! Planned for products with B stored `[N, K]` (the o_proj weights), at most
@@ -45,11 +45,12 @@ impl Rate {
     }
 
     /// `Cast` f16 → f32 (bf16 → f32 borrows it), `uint8tofloat16` (int8 → f16 borrows
-    /// it), `Mul` and `Add` f32, `BlockReduceMax` f32 (`BlockReduceSum` borrows it).
+    /// it), `MulAddDst` f32 (none in ge: `Mul`'s at half its rate, as asc-devkit's
+    /// theoretical figures have it, 32 vs 64 per cycle), `BlockReduceMax` f32
+    /// (`BlockReduceSum` borrows it).
     const WIDEN: (f64, f64) = (0.0147, 20.1204);
     const WIDEN_I8: (f64, f64) = (0.0102, 46.512);
-    const MUL: (f64, f64) = (0.0206, 23.23);
-    const ADD: (f64, f64) = (0.0206, 23.22);
+    const MUL_ADD: (f64, f64) = (0.0412, 23.23);
     const BLOCK_SUM: (f64, f64) = (0.0198, 16.7401);
 }
 
@@ -67,8 +68,7 @@ fn unit_cycles(mm: &Matmul, rows: usize, cores: usize) -> f64 {
     };
     let calls = widen(TILE_ROWS * TILE_K)
         + widen(rows * TILE_K)
-        + (rows * TILE_K / 64) as f64
-            * (Rate::call(Rate::MUL, TILE_ROWS * 64) + Rate::call(Rate::ADD, TILE_ROWS * 64));
+        + (rows * TILE_K / 64) as f64 * Rate::call(Rate::MUL_ADD, TILE_ROWS * 64);
     let loads = ((TILE_ROWS + rows) * TILE_K * e) as f64 / Rate::load(cores);
     let sums = rows as f64 * Rate::call(Rate::BLOCK_SUM, TILE_ROWS * 64)
         + Rate::call(Rate::BLOCK_SUM, rows * TILE_ROWS * 8);

@@ -99,6 +99,52 @@ SIM_BINARY_OP(Max, MaxOp, int16_t, half, int32_t, float)
 SIM_BINARY_OP(Min, MinOp, int16_t, half, int32_t, float)
 #undef SIM_BINARY_OP
 
+// MulAddDst (复合计算/MulAddDst.md): dst = src0 * src1 + dst, dst read as a third operand
+// with its own strides. dav-c220 takes (half, half), (float, float) and (float, half); the
+// sim models the same-type pairs (the mixed pair fails to compile here: not modelled).
+namespace sim {
+// The product rounds to f32 before the sum (not fused: an assumption, the docs say
+// dst = src0 * src1 + dst); `volatile` keeps -ffp-contract from fusing them on hosts with FMA.
+template <typename T>
+struct MulAddDstOp {
+    T operator()(T a, T b, T c) const
+    {
+        volatile float product = F(a) * F(b);
+        return T(product + F(c));
+    }
+};
+template <typename T, typename U>
+constexpr bool kMulAddDstModelled = std::is_same_v<T, U> && OneOf<T, half, float>;
+} // namespace sim
+
+template <typename T, typename U>
+__aicore__ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+                                 const int32_t& count)
+{
+    sim::Op op_("MulAddDst", sim::Pipe::V);
+    static_assert(sim::kMulAddDstModelled<T, U>, "MulAddDst: the sim models (half, half) and (float, float)");
+    sim::Ternary2("MulAddDst", dst, src0, src1, count, sim::MulAddDstOp<T>{});
+}
+template <typename T, typename U, bool isSetMask = true>
+__aicore__ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+                                 uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams)
+{
+    sim::Op op_("MulAddDst", sim::Pipe::V);
+    static_assert(sim::kMulAddDstModelled<T, U>, "MulAddDst: the sim models (half, half) and (float, float)");
+    sim::LanePlan p = sim::PlanFromCount("MulAddDst", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
+    sim::Ternary0("MulAddDst", dst, src0, src1, p, repeatParams, sim::MulAddDstOp<T>{});
+}
+template <typename T, typename U, bool isSetMask = true>
+__aicore__ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+                                 const uint64_t mask[], const uint8_t repeatTime,
+                                 const BinaryRepeatParams& repeatParams)
+{
+    sim::Op op_("MulAddDst", sim::Pipe::V);
+    static_assert(sim::kMulAddDstModelled<T, U>, "MulAddDst: the sim models (half, half) and (float, float)");
+    sim::LanePlan p = sim::PlanFromBits("MulAddDst", mask, repeatTime, sim::LanesOf<T>(), isSetMask);
+    sim::Ternary0("MulAddDst", dst, src0, src1, p, repeatParams, sim::MulAddDstOp<T>{});
+}
+
 // Tensor-scalar ops: the scalar has the tensor's element type, `const T&` as in the official
 // declarations, so a scalar of another type only compiles with T given explicitly
 // (`Adds<float>(d, s, 1, n)`), as on the device.

@@ -287,6 +287,21 @@ void Binary0(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& 
     RunLanes<D, S0, S1>(api, p, d, srcs, roles, f, std::make_index_sequence<2>{});
 }
 
+// dst = f(src0, src1, dst): dst is read as a third operand with its own strides.
+template <typename D, typename S0, typename S1, typename F>
+void Ternary0(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& src0, const LocalTensor<S1>& src1,
+              const LanePlan& p, const BinaryRepeatParams& rp, F f)
+{
+    if (p.repeats == 0) {
+        return;
+    }
+    VecOperand d = Operand(api, "dst", dst, rp.dstBlkStride, rp.dstRepStride, p);
+    VecOperand srcs[3] = {Operand(api, "src0", src0, rp.src0BlkStride, rp.src0RepStride, p),
+                          Operand(api, "src1", src1, rp.src1BlkStride, rp.src1RepStride, p), d};
+    const char* const roles[3] = {"src0", "src1", "dst"};
+    RunLanes<D, S0, S1, D>(api, p, d, srcs, roles, f, std::make_index_sequence<3>{});
+}
+
 // A level-2 call's work: `count` elements of the widest operand, in 256-byte repeats.
 inline void WorkCount(int32_t count, size_t widest)
 {
@@ -330,6 +345,28 @@ void Binary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& 
     D* d = reinterpret_cast<D*>(Access(dst, api, "dst", 0, uint64_t(count) * sizeof(D), Acc::Write));
     for (int32_t i = 0; i < count; ++i) {
         d[i] = f(a[i], b[i]);
+    }
+    CurCore().counters.vecElemOps += count;
+    WorkCount(count, std::max({sizeof(D), sizeof(S0), sizeof(S1)}));
+    CountFormDone();
+}
+
+template <typename D, typename S0, typename S1, typename F>
+void Ternary2(const char* api, const LocalTensor<D>& dst, const LocalTensor<S0>& src0, const LocalTensor<S1>& src1,
+              int32_t count, F f)
+{
+    if (count <= 0) {
+        return;
+    }
+    if (MemOfTensor(dst, api, "dst") != Mem::UB || MemOfTensor(src0, api, "src0") != Mem::UB ||
+        MemOfTensor(src1, api, "src1") != Mem::UB) {
+        Trap(api, "vector operands must be in UB");
+    }
+    const S0* a = reinterpret_cast<const S0*>(Access(src0, api, "src0", 0, uint64_t(count) * sizeof(S0), Acc::Read));
+    const S1* b = reinterpret_cast<const S1*>(Access(src1, api, "src1", 0, uint64_t(count) * sizeof(S1), Acc::Read));
+    D* d = reinterpret_cast<D*>(Access(dst, api, "dst", 0, uint64_t(count) * sizeof(D), Acc::ReadWrite));
+    for (int32_t i = 0; i < count; ++i) {
+        d[i] = f(a[i], b[i], d[i]);
     }
     CurCore().counters.vecElemOps += count;
     WorkCount(count, std::max({sizeof(D), sizeof(S0), sizeof(S1)}));
