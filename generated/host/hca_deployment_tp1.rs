@@ -138,7 +138,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b8_sa65536_sb4194304_sc16384_tile64x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g8_r16_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n2976_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile64x32x256_split16x1024x992_bufs4x2_vec1120_t32x256", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g8_r16_n4096_c4096_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
+    Kernel { name: "group_combine_g8_r16_n4096_c512_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group4_bf16_k4096_n512x512x1024x512_3317852bbe74", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
 ];
@@ -165,7 +165,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b8_sa65536_sb4194304_sc16384_tile64x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r16_k1024_t8", cores: plan::Cores::Aiv, block_dim: 8, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2976_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile64x32x256_split16x1024x992_bufs4x2_vec1120_t32x256", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_n4096_c4096_bf16", cores: plan::Cores::Aiv, block_dim: 8, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_n4096_c512_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, block_dim: 16, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
 ];
 

@@ -57,7 +57,13 @@ impl Kind for OProj {
         let tile_rows = t.tokens.value;
         let tiles = [t.m.value, t.n.value, t.k.value];
         // The combine's one-row tiles, as its buffers are sized.
-        let cols = combine_cols(m.hidden, m.o_groups, p.chip.ub_bytes);
+        let cols = combine_cols(
+            m.hidden,
+            m.o_groups,
+            p.chip.ub_bytes,
+            sh.tp * sh.local_t,
+            p.chip.aiv_cores,
+        );
 
         let (input, out) = if sh.tp == 1 {
             b.workspace(
@@ -145,14 +151,37 @@ impl Kind for OProj {
 
 /// Columns of group_combine.h's one-row tiles: the widest divisor of `hidden` (whole
 /// 32-byte blocks in bf16) whose buffers (7 rows of 4-byte values, one 32-byte block of
-/// scales per group) fit `room` bytes of UB; 16 if none does (the budget check then
-/// reports the overflow). Wide rows keep the vector instructions long and few.
-fn combine_cols(hidden: usize, groups: usize, room: usize) -> usize {
-    (16..=hidden)
-        .step_by(16)
-        .filter(|c| hidden.is_multiple_of(*c) && 7 * 4 * c + 32 * groups <= room)
-        .max()
+/// scales per group) fit `room` bytes of UB and whose tiles over `rows` rows still give each
+/// of `cores` vector cores one; the widest that fits if none does, 16 if none fits (the
+/// budget check then reports the overflow). Wide rows keep the vector instructions long
+/// and few; a decode step's few rows need narrower ones to reach every core.
+fn combine_cols(hidden: usize, groups: usize, room: usize, rows: usize, cores: usize) -> usize {
+    let fits = |c: &usize| hidden.is_multiple_of(*c) && 7 * 4 * c + 32 * groups <= room;
+    let widest = |enough: &dyn Fn(&usize) -> bool| {
+        (16..=hidden)
+            .step_by(16)
+            .filter(|c| fits(c) && enough(c))
+            .max()
+    };
+    widest(&|c| rows * (hidden / c) >= cores)
+        .or_else(|| widest(&|_| true))
         .unwrap_or(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::combine_cols;
+
+    #[test]
+    fn combine_tiles_reach_every_core_at_few_rows() {
+        let ub = 184 * 1024;
+        // 512 rows: whole 4096-column rows already make 512 tiles
+        assert_eq!(combine_cols(4096, 8, ub, 512, 48), 4096);
+        // 8 rows (a decode step): 512 columns make 64 tiles, 1024 only 32
+        assert_eq!(combine_cols(4096, 8, ub, 8, 48), 512);
+        // UB bounds the width first: 7 rows of 7168 4-byte columns (196 KiB) do not fit
+        assert_eq!(combine_cols(7168, 16, ub, 512, 48), 3584);
+    }
 }
 
 /// `dsv4/group_quant.h`: f32 rows `[groups, rows, k]` → int8 + dequant scale per row.
