@@ -66,9 +66,16 @@ __aicore__ inline Share PartRange(uint32_t part, uint32_t parts, uint32_t pieces
 class UnitParts {
 public:
     __aicore__ inline UnitParts(uint32_t units, uint32_t most)
+        : UnitParts(units, most, static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                    static_cast<uint32_t>(AscendC::GetBlockNum()))
     {
-        parts_ = PartsPerUnit(units, static_cast<uint32_t>(AscendC::GetBlockNum()), most);
-        share_ = BlockShare(units * parts_);
+    }
+
+    // Sharer `idx` of `num` (a mixed kernel's groups: GroupIdx() of GetBlockNum()).
+    __aicore__ inline UnitParts(uint32_t units, uint32_t most, uint32_t idx, uint32_t num)
+    {
+        parts_ = PartsPerUnit(units, num, most);
+        share_ = ShareOf(units * parts_, idx, num);
         next_ = share_.begin;
     }
 

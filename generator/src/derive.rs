@@ -38,6 +38,7 @@ pub fn for_tp(
         attention: base.attention.clone(),
         tensors: plan::tensors(&abi_input),
         axes: plan::axes(&abi_input),
+        fuse: base.fuse,
         shape,
     };
     let mut stages = Vec::new();

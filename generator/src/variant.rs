@@ -50,7 +50,7 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
             // Checked as the stages planned them: fusion puts kernels side by side, and
             // each block still holds one stage kernel's buffers.
             check_budgets(&base, &kernels, &mut diags);
-            if base.fuse {
+            if plan.fuse {
                 kernels = fuse::fuse(kernels, plan.chip.aic_cores).0;
             }
             Variant {

@@ -12,6 +12,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use abi::plan::{Cores, Step};
 use attention_checks::packed_heads;
 use golden::LayerSpec;
 use golden::attention::{KvSources, pack_heads, sparse_attention};
@@ -295,6 +296,35 @@ fn a_window_row_outside_the_pool_stops_the_scores_kernel() {
     case.indices[2 * case.spec.dims.window * 8] = rows;
     let m = trap("swa_mini_tp1", &case);
     for part in ["attn_window_scores", "request 2", "is not a row of the"] {
+        assert!(m.contains(part), "`{part}` missing from: {m}");
+    }
+}
+
+/// swa_small's 16-head tiles run the window as one mixed launch (scores, softmax, values:
+/// `attn_window_…`), which stops on the same violations, naming itself.
+#[test]
+fn the_fused_window_kernel_stops_on_the_same_violations() {
+    let variant = "swa_small_tp1";
+    let p = plan(variant);
+    let fused = support::host(variant).steps.iter().any(
+        |s| matches!(s, Step::Launch(l) if l.kernel.starts_with("attn_window_h") && l.cores == Cores::Mix),
+    );
+    assert!(fused, "{variant} runs the window in one mixed launch");
+    let w = p.attention.window;
+    let mut case = Case::new(p, &StartPositions::Default, p.shape.b);
+    case.indices[(8 + 3) * w + 5] ^= 1;
+    let m = trap(variant, &case);
+    for part in [
+        "attn_window_h",
+        "request 1, token 3",
+        "not the request's window union",
+    ] {
+        assert!(m.contains(part), "`{part}` missing from: {m}");
+    }
+    let mut case = Case::new(p, &StartPositions::Default, p.shape.b);
+    case.indices[2 * w * 8] = case.spec.dims.kv_pool_rows() as i32;
+    let m = trap(variant, &case);
+    for part in ["attn_window_h", "request 2", "is not a row of the"] {
         assert!(m.contains(part), "`{part}` missing from: {m}");
     }
 }

@@ -1,8 +1,10 @@
 //! Fusion: after every stage has added its launches, the planner merges launches whose
 //! work can share one kernel, so data and cores are shared instead of passing through
-//! launch boundaries. `fuse: false` in a spec leaves the launches as the stages made them.
+//! launch boundaries. `fuse: false` in a spec leaves the launches as the stages made them
+//! (and the stages plan none of their own fused kernels: `Plan::fuse`, e.g. the window
+//! attention's one mixed launch in `stages::sparse_attention`).
 //!
-//! One capability so far, offered by the cube matmul ([`gemm::group`]): products that
+//! The merge here is offered by the cube matmul ([`gemm::group`]): products that
 //! read the same A (the projections of one input) run in one launch, their work items
 //! dealt over all its blocks in rounds, every other round backwards, the parts with the
 //! heaviest items first (`BackAndForth` in `dsv4/matmul.h`), so a part of few items

@@ -34,6 +34,9 @@ pub struct Plan {
     pub tensors: Vec<TensorPlan>,
     /// Runtime axes of the ABI shapes and their capacities.
     pub axes: Vec<Axis>,
+    /// Whether work that can share a kernel shares one (the spec's `fuse`, default true):
+    /// the stages' own fused kernels and `kernel_plan::fuse`'s merges.
+    pub fuse: bool,
 }
 
 impl Plan {

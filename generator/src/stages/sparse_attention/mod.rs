@@ -4,8 +4,7 @@
 //! request's *union* of window rows is gathered once and all `decode_seq · heads` query
 //! rows of the request run against it; each token then masks its own lanes.
 //!
-//! Four launches hand off through GM workspaces (the cube cannot reach UB on dav-c220, so
-//! a fused kernel would round-trip the same data through GM and count it against itself):
+//! Four steps hand off through GM workspaces (the cube cannot reach UB on dav-c220):
 //! 1. `attn_window_scores` (cube): `attn_scores` = q · unionᵀ per request.
 //! 2. `attn_window_softmax` (vector): checks the metadata contract the union relies on,
 //!    masks, softmax with bf16 probabilities `attn_probs` and the sink denominators
@@ -13,6 +12,11 @@
 //! 3. `attn_window_values` (cube): `attn_o` = probs · union per request.
 //! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
 //!    bf16, packs heads by output group into `o_packed_heads`.
+//!
+//! With `fuse` (the default) and head tiles of whole 16-head pairs, steps 1–3 are one mixed
+//! launch `attn_window_…` (`dsv4/attention_window_fused.h`, [`window::fused`]): the same
+//! items and tensors, the cube and the vector cores of a group on consecutive query tiles
+//! at once (each vector core half of a tile's heads) instead of three launches in turn.
 //!
 //! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
 //! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
@@ -238,28 +242,45 @@ impl Kind for SparseAttention {
             ("window_swa_indices", "window_swa_lens")
         };
         let metadata = ["kv_cache", indices, lens];
-        b.launch(
-            scores,
-            aic as u32,
-            &[&["q"][..], &metadata, &["attn_scores"]].concat(),
-        );
-        let mut softmax_bind = vec![
-            "attn_scores",
-            indices,
-            lens,
-            "attn_sink",
-            "attn_probs",
-            "attn_denom",
-        ];
-        if with_further {
-            softmax_bind.push("attn_max");
+        let max: &[&str] = if with_further { &["attn_max"] } else { &[] };
+        match window::fused(p, head_tile, &scores, with_further).filter(|_| p.fuse) {
+            Some(fused) => {
+                let bind = [
+                    &["q"][..],
+                    &metadata,
+                    &["attn_scores", "attn_sink", "attn_probs", "attn_denom"],
+                    max,
+                    &["attn_o"],
+                ]
+                .concat();
+                b.launch(fused, aic as u32, &bind);
+            }
+            None => {
+                b.launch(
+                    scores,
+                    aic as u32,
+                    &[&["q"][..], &metadata, &["attn_scores"]].concat(),
+                );
+                let softmax_bind = [
+                    &[
+                        "attn_scores",
+                        indices,
+                        lens,
+                        "attn_sink",
+                        "attn_probs",
+                        "attn_denom",
+                    ][..],
+                    max,
+                ]
+                .concat();
+                b.launch(softmax, aiv as u32, &softmax_bind);
+                b.launch(
+                    values,
+                    aic as u32,
+                    &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
+                );
+            }
         }
-        b.launch(softmax, aiv as u32, &softmax_bind);
-        b.launch(
-            values,
-            aic as u32,
-            &[&["attn_probs"][..], &metadata, &["attn_o"]].concat(),
-        );
         match further {
             Further::None => {}
             Further::Compressed(c) => compressed::launch(b, c.ratio, head_tile, kv_tile, d_tile),

@@ -309,3 +309,73 @@ pub(super) fn kernels(
     };
     [scores, softmax, values, finish]
 }
+
+/// The window's scores, softmax and values as one mixed launch
+/// (`dsv4/attention_window_fused.h`): the cube part is the scores kernel's, each vector
+/// core runs the softmax on half of a query tile's heads (so `head_tile` must be whole
+/// 16-head pairs of 8-head blocks); None where it is not.
+pub(super) fn fused(
+    p: &Plan,
+    head_tile: usize,
+    scores: &Kernel,
+    with_further: bool,
+) -> Option<Kernel> {
+    if !head_tile.is_multiple_of(16) {
+        return None;
+    }
+    let m = &p.model;
+    let (heads, window, seq) = (m.heads, p.attention.window, p.shape.decode_seq);
+    let union = union_rows(window, seq);
+    let half = head_tile / 2;
+    let softmax = Kernel {
+        name: format!("attn_window_softmax_h{heads}_w{window}_s{seq}_ht{half}"),
+        doc: "half of a query tile's heads per vector core".into(),
+        block: "attention_softmax.h",
+        class: "AttentionSoftmax",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HEADS", Value::U32(heads as u32)),
+            ("WINDOW", Value::U32(window as u32)),
+            ("SEQ", Value::U32(seq as u32)),
+            ("UNION_ROWS", Value::U32(union as u32)),
+            ("HEAD_TILE", Value::U32(half as u32)),
+            ("SCALE", Value::F32(m.softmax_scale)),
+        ],
+        args: Vec::new(),
+        buffers: softmax_buffers(heads, window, union, half),
+        parts: Vec::new(),
+    };
+    let max_tag = if with_further { "_max" } else { "" };
+    let mut args = vec![
+        "q",
+        "kv_cache",
+        "swa_indices",
+        "swa_lens",
+        "scores",
+        "attn_sink",
+        "probs",
+        "denom",
+    ];
+    if with_further {
+        args.push("row_max");
+    }
+    args.push("o");
+    let tag = scores.name.trim_start_matches("attn_window_scores_");
+    Some(Kernel {
+        name: format!("attn_window{max_tag}_{tag}"),
+        doc: "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".into(),
+        block: "attention_window_fused.h",
+        class: "AttentionWindowFused",
+        cores: Cores::Mix,
+        params: Vec::new(),
+        args,
+        buffers: Vec::new(),
+        parts: vec![
+            Kernel {
+                args: Vec::new(),
+                ..scores.clone()
+            },
+            softmax,
+        ],
+    })
+}

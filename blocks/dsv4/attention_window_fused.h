@@ -1,0 +1,142 @@
+// The window attention's scores, softmax and values (attention_cube.h, attention_softmax.h)
+// in one mixed launch: the same work items, GM tensors and results as the three launches,
+// the cube and the vector cores of a group (1 AIC + 2 AIV) working on consecutive query
+// tiles at once instead of one after the other. Per work item (a request's range of
+// HEAD_TILE-row query tiles, `UnitParts` over the groups) the AIC gathers the request's
+// union once; per tile
+//   AIC: scores = q_tile · unionᵀ into attn_scores, then SCORES_READY
+//   AIV k: its half of the tile's heads (PV::HEAD_TILE = HEAD_TILE / 2): mask, softmax,
+//        probabilities into attn_probs, denominators (and maxima), then PROBS_READY
+//   AIC: o = probs_tile · union into attn_o
+// and the AIC issues tile i + 1's scores before it waits for tile i's probabilities, so the
+// vector cores' softmax runs under the cube's next product. AIV 0 checks the item's
+// metadata contract (attention_window.h) as the softmax launch does. Every tile's rows are
+// its own in the GM tensors, so the hand-offs need only the two flags.
+//
+// Params contract: PC is the cube kernels' Params (attention_cube.h), PV the softmax's
+// (attention_softmax.h) for the same HEADS, WINDOW, SEQ and UNION_ROWS with half the
+// HEAD_TILE.
+#pragma once
+
+#include "dsv4/attention_cube.h"
+#include "dsv4/attention_softmax.h"
+
+namespace dsv4 {
+
+template <class PC, class PV>
+class AttentionWindowFused {
+    using Cube = AttentionCube<PC>;
+    static constexpr uint32_t HALF = PV::HEAD_TILE;
+    static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2;
+    static_assert(PC::HEADS == PV::HEADS && PC::WINDOW == PV::WINDOW && PC::SEQ == PV::SEQ &&
+                      PC::UNION_ROWS == PV::UNION_ROWS && PC::HEAD_TILE == 2 * HALF,
+                  "one window: each vector core takes half of a query tile's heads");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR scores,
+                                      GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR o, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, nullptr, o, workspace, tiling);
+    }
+
+    // As above, and each head's max to `rowMax` (a further source continues the softmax).
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR scores,
+                                      GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR rowMax, GM_ADDR o,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, rowMax, o, workspace, tiling);
+    }
+
+private:
+    __aicore__ inline static void RunWith(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens,
+                                          GM_ADDR scores, GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom,
+                                          GM_ADDR rowMax, GM_ADDR o, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
+        if ASCEND_IS_AIC {
+            AscendC::GlobalTensor<bfloat16_t> qG, probsG;
+            AscendC::GlobalTensor<float> scoresG, oG;
+            qG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
+            probsG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
+            scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
+            oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+            Cube cube;
+            cube.Init(kvCache, swaIndices, swaLens, td.t);
+            for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
+                const Share tiles = it.Range(Cube::TILES);
+                cube.LoadUnion(it.unit, td.nb);
+                const uint64_t first = static_cast<uint64_t>(it.unit) * Cube::ROWS;
+                Scores(cube, qG, scoresG, first + tiles.begin * PC::HEAD_TILE);
+                for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
+                    if (i + 1 < tiles.end) {
+                        Scores(cube, qG, scoresG, first + (i + 1) * PC::HEAD_TILE);
+                    }
+                    AscendC::CrossCoreWaitFlag(PROBS_READY);
+                    Values(cube, probsG, oG, first + i * PC::HEAD_TILE);
+                }
+                cube.ReleaseUnion();
+            }
+        }
+        if ASCEND_IS_AIV {
+            using Softmax = AttentionSoftmax<PV>;
+            Softmax op;
+            op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
+            if (rowMax != nullptr) {
+                op.maxOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+                op.writeMax_ = true;
+            }
+            const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
+            for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
+                const Share tiles = it.Range(Cube::TILES);
+                WindowUnion<PV> w;
+                w.ReadLens(op.lens_, it.unit);
+                if (sub == 0) {
+                    op.CheckContract(w, it.unit, (tiles.end * PC::HEAD_TILE - 1) / PC::HEADS + 1);
+                }
+                uint32_t biasFor = PC::SEQ;  // the token whose lanes the bias holds: none yet
+                for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
+                    const uint32_t s = i * PC::HEAD_TILE / PC::HEADS;
+                    const uint32_t h0 = i * PC::HEAD_TILE % PC::HEADS + sub * HALF;
+                    const uint32_t t = it.unit * PC::SEQ + s;
+                    if (s != biasFor) {
+                        op.Bias(w.Begin(s), w.End(s));
+                        biasFor = s;
+                    }
+                    AscendC::CrossCoreWaitFlag(SCORES_READY);
+                    op.Tile(t, h0);
+                    op.Denominators(t, h0, HALF);
+                    AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+                }
+            }
+        }
+    }
+
+    // scores rows [row, row + HEAD_TILE) = q rows · unionᵀ; then SCORES_READY.
+    __aicore__ inline static void Scores(Cube& cube, const AscendC::GlobalTensor<bfloat16_t>& q,
+                                         const AscendC::GlobalTensor<float>& scores, uint64_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(q[row * PC::HEAD_DIM], PC::HEAD_DIM);
+        for (uint32_t n0 = 0; n0 < PC::UNION_ROWS; n0 += PC::KV_TILE) {
+            cube.template Matmul<false>(a, n0, Min(PC::KV_TILE, PC::UNION_ROWS - n0),
+                                        scores[row * PC::UNION_ROWS + n0], PC::UNION_ROWS);
+        }
+        cube.FreeRows(a);
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+    }
+
+    // o rows [row, row + HEAD_TILE) = probs rows · union.
+    __aicore__ inline static void Values(Cube& cube, const AscendC::GlobalTensor<bfloat16_t>& probs,
+                                         const AscendC::GlobalTensor<float>& o, uint64_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probs[row * PC::UNION_ROWS], PC::UNION_ROWS);
+        for (uint32_t n0 = 0; n0 < PC::HEAD_DIM; n0 += PC::D_TILE) {
+            cube.template Matmul<true>(a, n0, PC::D_TILE, o[row * PC::HEAD_DIM + n0], PC::HEAD_DIM);
+        }
+        cube.FreeRows(a);
+    }
+};
+
+}  // namespace dsv4
