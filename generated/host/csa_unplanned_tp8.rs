@@ -164,13 +164,13 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_indexed_h16_d128_s8_bs32_r16_k256_ht16_kv128_dk64_g24_rb3", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "stats", "o", "denom", "row_max"] },
     Kernel { name: "attn_combine_idx_h16_d128_u16_g24_s2", cores: plan::Cores::Aiv, args: &["row_max", "part", "stats", "o", "denom"] },
     Kernel { name: "attn_finish_h16_d128_r32_hpg2_tpad32_ht16", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n64_k256_grouprows_tile16x64x128_split256x256x64_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k64_grouprows_tile32x64x64_split256x64x64_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g1_r256_n512_c512_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp8_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group6_bf16_k512_n256x256x128x128x128x128_f902e54363af", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5"] },
+    Kernel { name: "matmul_group6_bf16_k512_n256x256x128x128x128x128_cd4d9f3b0bdb", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -179,7 +179,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group6_bf16_k512_n256x256x128x128x128x128_f902e54363af", cores: plan::Cores::Aic, block_dim: 10, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "wq_a", "q_latent", "wkv", "kv_latent"], also: &["compressor", "index_compressor"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group6_bf16_k512_n256x256x128x128x128x128_cd4d9f3b0bdb", cores: plan::Cores::Aic, block_dim: 10, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "wq_a", "q_latent", "wkv", "kv_latent"], also: &["compressor", "index_compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n2048_k128_tile32x64x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h16_hd128_rd32_g1_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
@@ -198,7 +198,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_idx_h16_d128_u16_g24_s2", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_max", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h16_d128_r32_hpg2_tpad32_ht16", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 1, src_slab_rows: 32, dst_slab_rows: 256 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n64_k256_grouprows_tile32x64x64_split256x256x64_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["attention_local", "wo_a", "o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n64_k256_grouprows_tile16x64x128_split256x256x64_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["attention_local", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g1_r256_k64_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k64_grouprows_tile32x64x64_split256x64x64_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g1_r256_n512_c512_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),

@@ -23,6 +23,9 @@ pub(super) struct Room {
     /// The chip's L0C: a spec tile may ask for a strip larger than it (the budget check
     /// then refuses the stage), never a second one.
     chip_l0c: usize,
+    /// The chip's L0A and L0B, which a deeper tile's must fit.
+    chip_l0a: usize,
+    l0b: usize,
 }
 
 impl Room {
@@ -40,6 +43,8 @@ impl Room {
             l0a: a_tiles + tail,
             l0c: strip_rows * n * f32,
             chip_l0c: chip.l0c_bytes,
+            chip_l0a: chip.l0a_bytes,
+            l0b: chip.l0b_bytes,
         }
     }
 }
@@ -82,7 +87,7 @@ impl Tiles {
 
     /// `self` and its variants with some of m, n, k halved once (where the half is still
     /// whole fractals), largest first.
-    pub(super) fn candidates(self, mm: &Matmul) -> Vec<Tiles> {
+    pub(super) fn candidates(self, mm: &Matmul, room: &Room) -> Vec<Tiles> {
         let n_unit = Tiles::n_unit(mm);
         let c0 = 32 / mm.operands.bytes();
         let halves = |v: usize, unit: usize| {
@@ -96,13 +101,40 @@ impl Tiles {
         for &m in &halves(self.m, 16) {
             for &n in &halves(self.n, n_unit) {
                 for &k in &halves(self.k, c0) {
-                    all.push(Tiles { m, n, k });
+                    let t = Tiles { m, n, k };
+                    all.extend(t.deeper(mm, room));
+                    all.push(t);
                 }
             }
         }
-        // stable: among equal volumes, halving k comes before n, and n before m
+        // stable: among equal volumes, a deeper tile comes first, halving k before n, and n
+        // before m
         all.sort_by_key(|t| std::cmp::Reverse(t.m * t.n * t.k));
-        all
+        let mut unique: Vec<Tiles> = Vec::new();
+        for t in all {
+            if !unique.contains(&t) {
+                unique.push(t);
+            }
+        }
+        unique
+    }
+
+    /// Half the rows and twice the k: the same L0A bytes in half the LoadData calls (one
+    /// per 16-row fractal row of an A tile), so the A tiles a split reloads for every
+    /// column tile cost MTE1 half the call heads (30 cycles each, hicann/pypto). Only for a
+    /// tile whose A tiles and C tile fit the chip (a spec asking for more is the budget
+    /// check's to refuse as it asked) and whose deeper B tiles fit L0B; None otherwise or
+    /// where the rows do not halve into whole fractals or K is shorter.
+    fn deeper(self, mm: &Matmul, room: &Room) -> Option<Tiles> {
+        let e = mm.operands.bytes();
+        let fits = 2 * self.m * self.k * e <= room.chip_l0a
+            && self.m * self.n * 4 <= room.chip_l0c
+            && 4 * self.k * self.n * e <= room.l0b;
+        (fits && self.m.is_multiple_of(32) && 2 * self.k <= mm.k).then_some(Tiles {
+            m: self.m / 2,
+            n: self.n,
+            k: 2 * self.k,
+        })
     }
 }
 
@@ -200,7 +232,7 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
     let e = mm.operands.bytes();
     let c0 = 32 / e;
     let mut best: Option<(usize, Split)> = None;
-    for t in spec.candidates(mm) {
+    for t in spec.candidates(mm, room) {
         let strip_rows = room.l0c / (t.m * t.n * 4) * t.m;
         let panel_bytes = room.l1.saturating_sub(2 * t.k * t.n * e);
         let tail_bytes = room.l0a.saturating_sub(2 * t.m * t.k * e);
@@ -252,6 +284,13 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
         && split.tiles.n.is_multiple_of(2 * Tiles::n_unit(mm))
     {
         split.tiles.n /= 2;
+    }
+    // Narrower columns leave L0B and L1 room for deeper tiles of the same split.
+    let panel_bytes = split.range_m.next_multiple_of(16) * (split.slice_k - split.tail_k) * e;
+    if let Some(t) = split.tiles.deeper(mm, room)
+        && panel_bytes + 2 * t.k * t.n * e <= room.l1
+    {
+        split.tiles = t;
     }
     // N ranges: a core's DMA, not HBM, bounds a stream (hicann/ge's Load fit: 24 cores
     // together move at most 457 GB/s of the 1.6 TB/s), so the range count is the one whose
@@ -396,11 +435,11 @@ mod tests {
         assert_eq!(
             s.tiles,
             Tiles {
-                m: 128,
+                m: 64,
                 n: 64,
-                k: 256
+                k: 512
             },
-            "the spec tiles suffice"
+            "the spec tiles' deeper twin: the same traffic, half the A tile loads"
         );
         assert_eq!(s.items(&mm, 256), 24);
         assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
@@ -414,9 +453,20 @@ mod tests {
         assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
         assert!(s.tail_k > 0 && s.tail_k <= s.tiles.k);
         assert_eq!(s.items(&mm, 512), 24);
-        // two 512-row C strips need 32-column tiles, and four such B tiles fit beside the
-        // panel where two of the spec's 64 columns did
-        assert_eq!((s.tiles.n, s.b_buffers, s.c_buffers), (32, 4, 2));
+        // two 512-row C strips need 32-column tiles, in deeper tiles (64 x 32 x 256: half
+        // the A loads' calls) of which three fit beside the panel
+        assert_eq!(
+            (s.tiles, s.b_buffers, s.c_buffers),
+            (
+                Tiles {
+                    m: 64,
+                    n: 32,
+                    k: 256
+                },
+                3,
+                2
+            )
+        );
         assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
     }
 
@@ -500,19 +550,20 @@ mod tests {
     }
 
     #[test]
-    fn small_products_keep_the_spec_tiles_and_the_whole_panel() {
+    fn small_products_keep_the_whole_panel_in_deeper_tiles() {
         let mm = Matmul::new(Operands::Bf16, BLayout::Nk, Rows::Tokens, 128, 512, 512);
         let s = plan(&mm, QKV_TILES);
         assert_eq!(
             (s.range_m, s.slice_k, s.tail_k, s.sum),
             (128, 512, 0, KSum::Whole)
         );
+        // the spec's 128 x 64 x 128 as its deeper twin: 16-row LoadData calls of 256 k
         assert_eq!(
             s.tiles,
             Tiles {
-                m: 128,
+                m: 64,
                 n: 64,
-                k: 128
+                k: 256
             }
         );
         // one item per 64-column tile: A (128 KiB) read 8 times rather than one core
@@ -550,14 +601,82 @@ mod tests {
     }
 
     #[test]
+    fn deeper_tiles_come_first_where_they_fit() {
+        let mm = Matmul::new(Operands::I8, BLayout::Nk, Rows::Tokens, 512, 4096, 1024);
+        let room = Room::for_tiles(64, 64, 128, chip::find("910b").unwrap());
+        let c = Tiles {
+            m: 64,
+            n: 64,
+            k: 256,
+        }
+        .candidates(&mm, &room);
+        // half the rows, twice the k: before the tile itself (equal volume)
+        assert_eq!(
+            &c[..2],
+            &[
+                Tiles {
+                    m: 32,
+                    n: 64,
+                    k: 512
+                },
+                Tiles {
+                    m: 64,
+                    n: 64,
+                    k: 256
+                }
+            ]
+        );
+        // 64 x 128 x 256 int8 fills L0B with two B tiles: two 512 x 128 would not fit
+        let c = Tiles {
+            m: 64,
+            n: 128,
+            k: 256,
+        }
+        .candidates(&mm, &room);
+        assert_eq!(
+            c[0],
+            Tiles {
+                m: 64,
+                n: 128,
+                k: 256
+            }
+        );
+        // a spec's A tiles past L0A stay as asked (the budget check refuses them)
+        let bf16 = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 128, 128, 512);
+        let c = Tiles {
+            m: 512,
+            n: 16,
+            k: 64,
+        }
+        .candidates(&bf16, &room);
+        assert_eq!(
+            c[0],
+            Tiles {
+                m: 512,
+                n: 16,
+                k: 64
+            }
+        );
+        assert!(
+            !c.contains(&Tiles {
+                m: 256,
+                n: 16,
+                k: 128
+            }),
+            "{c:?}"
+        );
+    }
+
+    #[test]
     fn candidates_halve_whole_fractals_only() {
         let i8_kn = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 64, 64, 256);
+        let room = Room::for_tiles(16, 32, 32, chip::find("910b").unwrap());
         let c = Tiles {
             m: 16,
             n: 32,
             k: 64,
         }
-        .candidates(&i8_kn);
+        .candidates(&i8_kn, &room);
         // m 16 and int8 [K, N] n 32 cannot halve; k 64 can (32 = one int8 fractal row)
         assert_eq!(
             c,
