@@ -209,6 +209,8 @@ public:
 private:
     static constexpr uint32_t HD = P::HD, W = P::HG * P::HD, ROW = P::H * P::HD;
     static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
+    // The group's rope slices in one rotation where each is one f32 repeat (rope.h).
+    static constexpr bool HEADS_AT_ONCE = P::RD <= 64;
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
     static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
     static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
@@ -258,6 +260,14 @@ private:
         pipe_.InitBuffer(slot_, P::SLOT_BYTES);
         pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         rope_.Init(pipe_, false);
+        if constexpr (HEADS_AT_ONCE) {
+            static_assert(P::ROPE_PARTNERS_BYTES >= P::HG * P::RD * sizeof(uint32_t) &&
+                              P::ROPE_SWAP_HEADS_BYTES >= P::HG * P::RD * sizeof(float),
+                          "the group's pair-swap offsets and swapped slices");
+            pipe_.InitBuffer(partners_, P::ROPE_PARTNERS_BYTES);
+            pipe_.InitBuffer(swapHeads_, P::ROPE_SWAP_HEADS_BYTES);
+            Rotation<P, P::RD>::template Partners<HD>(partners_.Get<uint32_t>(), P::HG);
+        }
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
@@ -280,9 +290,14 @@ private:
                 float inv[P::HG];
                 RmsInvRows(x, P::HG, work, slot, tmp, HD, P::INV_HD, P::EPS, inv);
                 for (uint32_t h = 0; h < P::HG; ++h) {
-                    LocalTensor<float> xh = x[h * HD];
-                    Muls(xh, xh, inv[h], HD);
-                    rope_.Apply(xh[NOPE]);
+                    Muls(x[h * HD], x[h * HD], inv[h], HD);
+                }
+                if constexpr (HEADS_AT_ONCE) {
+                    rope_.template ApplyHeads<HD>(x[NOPE], P::HG, partners_.Get<uint32_t>(), swapHeads_.Get<float>());
+                } else {
+                    for (uint32_t h = 0; h < P::HG; ++h) {
+                        rope_.Apply(x[h * HD + NOPE]);
+                    }
                 }
                 LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();
                 Cast(o, x, RoundMode::CAST_RINT, W);
@@ -298,7 +313,7 @@ private:
     TPipe pipe_;
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
-    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_, partners_, swapHeads_;
     Rope<P> rope_;
 };
 

@@ -84,6 +84,34 @@ public:
         AscendC::Add(x, x, swap, RD);
     }
 
+    // Rotates `heads` slices x[h * STRIDE .. + RD) in four calls (RD at most one f32
+    // repeat: a repeat per slice, the tables reused by each), where `partners` holds the
+    // heads' pair-swap gather offsets (Partners) and `swap` heads * RD values.
+    template <uint32_t STRIDE>
+    __aicore__ inline void ApplyHeads(const AscendC::LocalTensor<float>& x, uint32_t heads,
+                                      const AscendC::LocalTensor<uint32_t>& partners,
+                                      const AscendC::LocalTensor<float>& swap)
+    {
+        static_assert(RD <= 64 && RD % 8 == 0 && STRIDE % 8 == 0 && STRIDE / 8 <= 255,
+                      "a slice is one repeat of whole blocks, slices an 8-bit repeat stride apart");
+        AscendC::LocalTensor<float> tables = tables_.Get<float>();
+        AscendC::Gather(swap, x, partners, 0, heads * RD);
+        AscendC::Mul(swap, swap, tables[RD], RD, heads, AscendC::BinaryRepeatParams(1, 1, 1, RD / 8, RD / 8, 0));
+        AscendC::Mul(x, x, tables, RD, heads, AscendC::BinaryRepeatParams(1, 1, 1, STRIDE / 8, STRIDE / 8, 0));
+        AscendC::Add(x, x, swap, RD, heads, AscendC::BinaryRepeatParams(1, 1, 1, STRIDE / 8, STRIDE / 8, RD / 8));
+    }
+
+    // ApplyHeads' gather offsets for `heads` slices STRIDE apart (scalar writes, once).
+    template <uint32_t STRIDE>
+    __aicore__ static inline void Partners(const AscendC::LocalTensor<uint32_t>& partners, uint32_t heads)
+    {
+        for (uint32_t h = 0; h < heads; ++h) {
+            for (uint32_t j = 0; j < RD; ++j) {
+                partners.SetValue(h * RD + j, (h * STRIDE + (j ^ 1u)) * sizeof(float));
+            }
+        }
+    }
+
 private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> offsets_, tables_, swap_;
 };
@@ -125,6 +153,15 @@ public:
 
     // Rotates x[0 .. RD) in place (x 32-byte aligned).
     __aicore__ inline void Apply(const AscendC::LocalTensor<float>& x) { rot_.Apply(x); }
+
+    // Rotation::ApplyHeads with this row's tables.
+    template <uint32_t STRIDE>
+    __aicore__ inline void ApplyHeads(const AscendC::LocalTensor<float>& x, uint32_t heads,
+                                      const AscendC::LocalTensor<uint32_t>& partners,
+                                      const AscendC::LocalTensor<float>& swap)
+    {
+        rot_.template ApplyHeads<STRIDE>(x, heads, partners, swap);
+    }
 
 private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> rows_, trig_;

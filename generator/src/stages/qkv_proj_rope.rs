@@ -316,6 +316,14 @@ fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
         row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
     ]);
     v.extend(rope_buffers(rd));
+    // QHeads rotates a row's heads at once where a rope slice is one f32 repeat (rd ≤ 64):
+    // their pair-swap gather offsets and swapped slices
+    if rd <= 64 {
+        v.extend([
+            row("rope_partners", Ub, I32, per_item * rd, 1, None),
+            row("rope_swap_heads", Ub, F32, per_item * rd, 1, None),
+        ]);
+    }
     v
 }
 
