@@ -49,6 +49,49 @@ __aicore__ inline void RmsInvRows(const LocalTensor<float>& x, uint32_t rows, co
     Handshake<HardEvent::S_V>();
 }
 
+// dst[i] = the sum of src[8i .. 8i + 8) for i < n / 8 (n a multiple of 8): BlockReduceSum
+// in calls of at most 248 repeats, a partial repeat for the rest.
+__aicore__ inline void BlockSums(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n)
+{
+    constexpr uint32_t LANES = 64, MOST = 248;
+    const uint32_t full = n / LANES;
+    for (uint32_t r0 = 0; r0 < full; r0 += MOST) {
+        const uint32_t repeats = full - r0 < MOST ? full - r0 : MOST;
+        BlockReduceSum(dst[r0 * 8], src[r0 * LANES], repeats, LANES, 1, 1, 8);
+    }
+    if (n % LANES != 0) {
+        BlockReduceSum(dst[full * 8], src[full * LANES], 1, n % LANES, 1, 1, 8);
+    }
+}
+
+// RmsInvRows for rows of n = 8^L values: the squares of all rows in one call, then L
+// levels of 8-lane block sums leave one sum per row, and the rsqrt runs on the rows' sums
+// at once (the scalar unit reads only the results). squares holds rows * n values, sums
+// rows * n / 8.
+__aicore__ inline void RmsInvBlocks(const LocalTensor<float>& x, uint32_t rows, const LocalTensor<float>& squares,
+                                    const LocalTensor<float>& sums, uint32_t n, float invN, float eps, float* inv)
+{
+    Mul(squares, x, x, rows * n);
+    uint32_t left = rows * n;
+    bool inSquares = true;
+    while (left > rows) {
+        BlockSums(inSquares ? sums : squares, inSquares ? squares : sums, left);
+        left /= 8;
+        inSquares = !inSquares;
+    }
+    const LocalTensor<float> s = inSquares ? squares : sums;
+    Muls(s, s, invN, rows);
+    Adds(s, s, eps, rows);
+    Rsqrt(s, s, rows);
+    Handshake<HardEvent::V_S>();
+    for (uint32_t r = 0; r < rows; ++r) {
+        inv[r] = s.GetValue(r);
+    }
+    Handshake<HardEvent::S_V>();
+}
+
+__aicore__ constexpr inline bool PowerOf8(uint32_t n) { return n == 1 || (n % 8 == 0 && PowerOf8(n / 8)); }
+
 // RmsInvRows of one row.
 __aicore__ inline float RmsInv(const LocalTensor<float>& x, const LocalTensor<float>& work,
                                const LocalTensor<float>& slot, const LocalTensor<float>& tmp, uint32_t n, float invN,
@@ -211,13 +254,16 @@ private:
     static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
     // The group's rope slices in one rotation where each is one f32 repeat (rope.h).
     static constexpr bool HEADS_AT_ONCE = P::RD <= 64;
+    // A head of 8^L values sums its squares in block sums, all heads of a row at once.
+    static constexpr bool BLOCK_SUMS = PowerOf8(HD);
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
     static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
     static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
     static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
                   "the group's f32 row and wq_b_scale slice");
     static_assert(P::QR_SCALE_BYTES >= 8 * sizeof(float), "8 tokens' qr_scale");
-    static_assert(P::WORK_BYTES >= HD * sizeof(float), "a head's scratch");
+    static_assert(P::WORK_BYTES >= (BLOCK_SUMS ? W : HD) * sizeof(float), "the squares of the row, or a head's");
+    static_assert(!BLOCK_SUMS || P::REDUCE_TMP_BYTES >= W / 8 * sizeof(float), "the row's block sums");
     static_assert(P::SLOT_BYTES >= P::HG * 8 * sizeof(float), "a block of scalars per head");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a head");
 
@@ -288,7 +334,11 @@ private:
                 Muls(x, x, tokScale, W);
                 Mul(x, x, ws, W);
                 float inv[P::HG];
-                RmsInvRows(x, P::HG, work, slot, tmp, HD, P::INV_HD, P::EPS, inv);
+                if constexpr (BLOCK_SUMS) {
+                    RmsInvBlocks(x, P::HG, work, tmp, HD, P::INV_HD, P::EPS, inv);
+                } else {
+                    RmsInvRows(x, P::HG, work, slot, tmp, HD, P::INV_HD, P::EPS, inv);
+                }
                 for (uint32_t h = 0; h < P::HG; ++h) {
                     Muls(x[h * HD], x[h * HD], inv[h], HD);
                 }

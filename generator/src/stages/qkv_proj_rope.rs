@@ -305,15 +305,28 @@ fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
     ]
 }
 
-/// QHeads' UB: [`head_group_buffers`], a head's scratch, a block of scalars per head of
-/// the item, the ReduceSum scratch and rope.h's buffers.
+/// Whether n is 8^L (QHeads' `BLOCK_SUMS`: a head's squares sum in L levels of block sums).
+fn power_of_8(n: usize) -> bool {
+    n == 1 || (n.is_multiple_of(8) && power_of_8(n / 8))
+}
+
+/// QHeads' UB: [`head_group_buffers`], a head's scratch (or the row's squares), a block of
+/// scalars per head of the item, the ReduceSum scratch (or the row's block sums) and
+/// rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     use DType::*;
     let mut v = head_group_buffers(hd, per_item);
+    // Heads of 8^L values sum their squares in block sums, a row's heads at once: the
+    // squares of the row in work, the first level's sums in reduce_tmp (RmsInvBlocks).
+    let (work, sums) = if power_of_8(hd) {
+        (per_item * hd, reduce_tmp(hd).max(per_item * hd / 8))
+    } else {
+        (hd, reduce_tmp(hd))
+    };
     v.extend([
-        row("work", Ub, F32, hd, 1, None),
+        row("work", Ub, F32, work, 1, None),
         row("slot", Ub, F32, 8 * per_item, 1, None),
-        row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
+        row("reduce_tmp", Ub, F32, sums, 1, None),
     ]);
     v.extend(rope_buffers(rd));
     // QHeads rotates a row's heads at once where a rope slice is one f32 repeat (rd ≤ 64):
