@@ -90,16 +90,9 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         ]
         .into_iter()
         .chain(mm.rows.params())
+        .chain([("N", u(mm.n))])
+        .chain(operand_params(mm))
         .chain([
-            ("N", u(mm.n)),
-            ("K", u(mm.k)),
-            ("BATCH", u(mm.batch)),
-            ("LDA", u(mm.lda)),
-            ("LDB", u(mm.ldb)),
-            ("LDC", u(mm.ldc)),
-            ("STRIDE_A", u(mm.stride_a)),
-            ("STRIDE_B", u(mm.stride_b)),
-            ("STRIDE_C", u(mm.stride_c)),
             ("TILE_M", u(t.m)),
             ("TILE_N", u(t.n)),
             ("TILE_K", u(t.k)),
@@ -123,6 +116,21 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         buffers: buffers(mm, split),
         parts: Vec::new(),
     }
+}
+
+/// K and how A, B and C lie in GM: what the cube and the vector kernels of a product share.
+fn operand_params(mm: &Matmul) -> [(&'static str, Value); 8] {
+    let u = Value::u32;
+    [
+        ("K", u(mm.k)),
+        ("BATCH", u(mm.batch)),
+        ("LDA", u(mm.lda)),
+        ("LDB", u(mm.ldb)),
+        ("LDC", u(mm.ldc)),
+        ("STRIDE_A", u(mm.stride_a)),
+        ("STRIDE_B", u(mm.stride_b)),
+        ("STRIDE_C", u(mm.stride_c)),
+    ]
 }
 
 /// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; C in f32
@@ -206,15 +214,8 @@ fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
         params: [("INT8", Value::Bool(mm.operands == Operands::I8))]
             .into_iter()
             .chain(mm.rows.params())
+            .chain(operand_params(mm))
             .chain([
-                ("BATCH", u(mm.batch)),
-                ("K", u(mm.k)),
-                ("LDA", u(mm.lda)),
-                ("LDB", u(mm.ldb)),
-                ("LDC", u(mm.ldc)),
-                ("STRIDE_A", u(mm.stride_a)),
-                ("STRIDE_B", u(mm.stride_b)),
-                ("STRIDE_C", u(mm.stride_c)),
                 ("N_FIRST", u(first)),
                 ("N_SHARE", u(share.columns)),
                 ("TILE_ROWS", u(share::TILE_ROWS)),
@@ -231,7 +232,7 @@ fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
 /// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
 /// (int8 through an f16 stage, sized as bf16), the pass's accumulators and their 8-lane
 /// block sums, and the pass's C rows (int8: their f32 sums first).
-pub fn vector_buffers(operands: Operands) -> Vec<Buffer> {
+fn vector_buffers(operands: Operands) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
     let (r, kc, rb) = (share::TILE_ROWS, share::TILE_K, share::ROW_BATCH);

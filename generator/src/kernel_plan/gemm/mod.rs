@@ -57,10 +57,8 @@ mod matmul;
 mod share;
 mod split;
 
-pub use kernels::vector_buffers;
 pub use kernels::{buffers, slice_sum_buffers, zero_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows};
-pub use share::VectorShare;
 pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
