@@ -262,14 +262,7 @@ pub(super) fn kernels(
         block: "attention_softmax.h",
         class: "AttentionSoftmax",
         cores: Cores::Aiv,
-        params: vec![
-            ("HEADS", u32(heads)),
-            ("WINDOW", u32(window)),
-            ("SEQ", u32(seq)),
-            ("UNION_ROWS", u32(union)),
-            ("HEAD_TILE", u32(head_tile)),
-            ("SCALE", Value::F32(m.softmax_scale)),
-        ],
+        params: softmax_params(p, head_tile),
         args: softmax_args,
         buffers: softmax_buffers(heads, window, union, head_tile),
         parts: Vec::new(),
@@ -310,6 +303,20 @@ pub(super) fn kernels(
     [scores, softmax, values, finish]
 }
 
+/// `attention_softmax.h`'s parameters for query tiles of `head_tile` heads.
+fn softmax_params(p: &Plan, head_tile: usize) -> Vec<(&'static str, Value)> {
+    let u32 = |v: usize| Value::U32(v as u32);
+    let (window, seq) = (p.attention.window, p.shape.decode_seq);
+    vec![
+        ("HEADS", u32(p.model.heads)),
+        ("WINDOW", u32(window)),
+        ("SEQ", u32(seq)),
+        ("UNION_ROWS", u32(union_rows(window, seq))),
+        ("HEAD_TILE", u32(head_tile)),
+        ("SCALE", Value::F32(p.model.softmax_scale)),
+    ]
+}
+
 /// The window's scores, softmax and values as one mixed launch
 /// (`dsv4/attention_window_fused.h`): the cube part is the scores kernel's, each vector
 /// core runs the softmax on half of a query tile's heads (so `head_tile` must be whole
@@ -333,14 +340,7 @@ pub(super) fn fused(
         block: "attention_softmax.h",
         class: "AttentionSoftmax",
         cores: Cores::Aiv,
-        params: vec![
-            ("HEADS", Value::U32(heads as u32)),
-            ("WINDOW", Value::U32(window as u32)),
-            ("SEQ", Value::U32(seq as u32)),
-            ("UNION_ROWS", Value::U32(union as u32)),
-            ("HEAD_TILE", Value::U32(half as u32)),
-            ("SCALE", Value::F32(m.softmax_scale)),
-        ],
+        params: softmax_params(p, half),
         args: Vec::new(),
         buffers: softmax_buffers(heads, window, union, half),
         parts: Vec::new(),
