@@ -111,6 +111,29 @@ public:
                                                                   nLen, dst, dstStride);
     }
 
+    // scores rows [row, row + HEAD_TILE) of the request's query rows = q rows · unionᵀ.
+    __aicore__ inline void ScoresTile(const AscendC::GlobalTensor<bfloat16_t>& q,
+                                      const AscendC::GlobalTensor<float>& scores, uint64_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = LoadRows(q[row * P::HEAD_DIM], P::HEAD_DIM);
+        for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
+            Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0), scores[row * P::UNION_ROWS + n0],
+                          P::UNION_ROWS);
+        }
+        FreeRows(a);
+    }
+
+    // o rows [row, row + HEAD_TILE) = probs rows · union.
+    __aicore__ inline void ValuesTile(const AscendC::GlobalTensor<bfloat16_t>& probs,
+                                      const AscendC::GlobalTensor<float>& o, uint64_t row)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[row * P::UNION_ROWS], P::UNION_ROWS);
+        for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
+            Matmul<true>(a, n0, P::D_TILE, o[row * P::HEAD_DIM + n0], P::HEAD_DIM);
+        }
+        FreeRows(a);
+    }
+
 private:
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::B1> union_;
@@ -144,13 +167,7 @@ public:
             const Share tiles = it.Range(Cube::TILES);
             cube.LoadUnion(it.unit, td.nb);
             for (uint32_t m0 = tiles.begin * P::HEAD_TILE; m0 < tiles.end * P::HEAD_TILE; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(it.unit) * Cube::ROWS + m0;
-                AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(qG[row * P::HEAD_DIM], P::HEAD_DIM);
-                for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
-                    cube.template Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
-                                                scoresG[row * P::UNION_ROWS + n0], P::UNION_ROWS);
-                }
-                cube.FreeRows(a);
+                cube.ScoresTile(qG, scoresG, static_cast<uint64_t>(it.unit) * Cube::ROWS + m0);
             }
             cube.ReleaseUnion();
         }
@@ -178,12 +195,7 @@ public:
             const Share tiles = it.Range(Cube::TILES);
             cube.LoadUnion(it.unit, td.nb);
             for (uint32_t m0 = tiles.begin * P::HEAD_TILE; m0 < tiles.end * P::HEAD_TILE; m0 += P::HEAD_TILE) {
-                const uint64_t row = static_cast<uint64_t>(it.unit) * Cube::ROWS + m0;
-                AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probsG[row * P::UNION_ROWS], P::UNION_ROWS);
-                for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
-                    cube.template Matmul<true>(a, n0, P::D_TILE, oG[row * P::HEAD_DIM + n0], P::HEAD_DIM);
-                }
-                cube.FreeRows(a);
+                cube.ValuesTile(probsG, oG, static_cast<uint64_t>(it.unit) * Cube::ROWS + m0);
             }
             cube.ReleaseUnion();
         }

@@ -69,13 +69,16 @@ private:
                 const Share tiles = it.Range(Cube::TILES);
                 cube.LoadUnion(it.unit, td.nb);
                 const uint64_t first = static_cast<uint64_t>(it.unit) * Cube::ROWS;
-                Scores(cube, qG, scoresG, first + tiles.begin * PC::HEAD_TILE);
+                // each tile's scores, then SCORES_READY; tile i + 1's go ahead of tile i's values
+                cube.ScoresTile(qG, scoresG, first + tiles.begin * PC::HEAD_TILE);
+                AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
                 for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
                     if (i + 1 < tiles.end) {
-                        Scores(cube, qG, scoresG, first + (i + 1) * PC::HEAD_TILE);
+                        cube.ScoresTile(qG, scoresG, first + (i + 1) * PC::HEAD_TILE);
+                        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
                     }
                     AscendC::CrossCoreWaitFlag(PROBS_READY);
-                    Values(cube, probsG, oG, first + i * PC::HEAD_TILE);
+                    cube.ValuesTile(probsG, oG, first + i * PC::HEAD_TILE);
                 }
                 cube.ReleaseUnion();
             }
@@ -112,30 +115,6 @@ private:
                 }
             }
         }
-    }
-
-    // scores rows [row, row + HEAD_TILE) = q rows · unionᵀ; then SCORES_READY.
-    __aicore__ inline static void Scores(Cube& cube, const AscendC::GlobalTensor<bfloat16_t>& q,
-                                         const AscendC::GlobalTensor<float>& scores, uint64_t row)
-    {
-        AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(q[row * PC::HEAD_DIM], PC::HEAD_DIM);
-        for (uint32_t n0 = 0; n0 < PC::UNION_ROWS; n0 += PC::KV_TILE) {
-            cube.template Matmul<false>(a, n0, Min(PC::KV_TILE, PC::UNION_ROWS - n0),
-                                        scores[row * PC::UNION_ROWS + n0], PC::UNION_ROWS);
-        }
-        cube.FreeRows(a);
-        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
-    }
-
-    // o rows [row, row + HEAD_TILE) = probs rows · union.
-    __aicore__ inline static void Values(Cube& cube, const AscendC::GlobalTensor<bfloat16_t>& probs,
-                                         const AscendC::GlobalTensor<float>& o, uint64_t row)
-    {
-        AscendC::LocalTensor<bfloat16_t> a = cube.LoadRows(probs[row * PC::UNION_ROWS], PC::UNION_ROWS);
-        for (uint32_t n0 = 0; n0 < PC::HEAD_DIM; n0 += PC::D_TILE) {
-            cube.template Matmul<true>(a, n0, PC::D_TILE, o[row * PC::HEAD_DIM + n0], PC::HEAD_DIM);
-        }
-        cube.FreeRows(a);
     }
 };
 

@@ -17,6 +17,7 @@
 #include "dsv4/quant.h"
 #include "dsv4/rope.h"
 #include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
@@ -47,21 +48,6 @@ __aicore__ inline void RmsInvRows(const LocalTensor<float>& x, uint32_t rows, co
         inv[r] = slots.GetValue(r * SLOT);
     }
     Handshake<HardEvent::S_V>();
-}
-
-// dst[i] = the sum of src[8i .. 8i + 8) for i < n / 8 (n a multiple of 8): BlockReduceSum
-// in calls of at most 248 repeats, a partial repeat for the rest.
-__aicore__ inline void BlockSums(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t n)
-{
-    constexpr uint32_t LANES = 64, MOST = 248;
-    const uint32_t full = n / LANES;
-    for (uint32_t r0 = 0; r0 < full; r0 += MOST) {
-        const uint32_t repeats = full - r0 < MOST ? full - r0 : MOST;
-        BlockReduceSum(dst[r0 * 8], src[r0 * LANES], repeats, LANES, 1, 1, 8);
-    }
-    if (n % LANES != 0) {
-        BlockReduceSum(dst[full * 8], src[full * LANES], 1, n % LANES, 1, 1, 8);
-    }
 }
 
 // RmsInvRows for rows of n = 8^L values: the squares of all rows in one call, then L

@@ -102,6 +102,22 @@ private:
     Share share_{0, 0};
 };
 
+// dst[i] = the sum of src[8i .. 8i + 8) for i < n / 8 (n a multiple of 8): BlockReduceSum
+// in calls of at most 248 repeats, a partial repeat for the rest.
+__aicore__ inline void BlockSums(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                                 uint32_t n)
+{
+    constexpr uint32_t LANES = 64, MOST = 248;
+    const uint32_t full = n / LANES;
+    for (uint32_t r0 = 0; r0 < full; r0 += MOST) {
+        const uint32_t repeats = full - r0 < MOST ? full - r0 : MOST;
+        AscendC::BlockReduceSum(dst[r0 * 8], src[r0 * LANES], repeats, LANES, 1, 1, 8);
+    }
+    if (n % LANES != 0) {
+        AscendC::BlockReduceSum(dst[full * 8], src[full * LANES], 1, n % LANES, 1, 1, 8);
+    }
+}
+
 // This core's group in a mixed kernel (1 AIC + 2 AIV): an AIV's GetBlockIdx() is group * 2
 // + sub-block, an AIC's the group.
 __aicore__ inline uint32_t GroupIdx()

@@ -148,10 +148,8 @@ private:
         } else {
             sums = out;
         }
-        for (uint32_t r = 0; r < rows; ++r) {
-            AscendC::BlockReduceSum(sums8[r * R * 8], acc[r * R * LANES], R, LANES, 1, 1, 8);
-        }
-        AscendC::BlockReduceSum(sums, sums8, rows * R / 8, LANES, 1, 1, 8);
+        BlockSums(sums8, acc, rows * R * LANES);
+        BlockSums(sums, sums8, rows * R * 8);
         if constexpr (P::INT8) {
             AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
         }
