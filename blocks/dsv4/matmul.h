@@ -8,7 +8,8 @@
 //
 // Work split (chosen by generator/src/kernel_plan/gemm from the capacity, see there for the
 // GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
-// N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice):
+// N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice), or with
+// CHAIN all k slices of (batch, m range, n range) one after another:
 //   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
 //     with TAIL_K > 0 its last TAIL_K columns (one Mmad k step) stay in L0A instead, beside
 //     the Mmad A tiles, so a panel one L1 cannot hold with the B tiles still fits on chip
@@ -19,7 +20,9 @@
 //     several k slices either each writes its partial product SLICE_STRIDE_C elements
 //     after the previous one's (KSliceSum adds them up in order: bf16), or, with ATOMIC,
 //     all add theirs with SetAtomicAdd into an output a ZeroRows launch zeroed (int8:
-//     i32 adds are exact in any order).
+//     i32 adds are exact in any order), or, with CHAIN, the first writes C and the
+//     later ones add theirs with SetAtomicAdd: one core's Fixpipe writes in program
+//     order, so C = ((P0 + P1) + P2) + ... on every run (bf16).
 // Layouts (see the sim's cube.h): L1 holds NZ column blocks (ND2NZ); L0A wants (m block,
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
@@ -88,8 +91,8 @@ class Matmul {
                   "C rows, batches and k slices start on 32-byte blocks");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
-    static_assert(P::SLICE_K >= P::K || (P::ATOMIC != (P::SLICE_STRIDE_C > 0)),
-                  "k slices either add atomically or write their partial products apart");
+    static_assert(P::SLICE_K >= P::K || int(P::ATOMIC) + int(P::CHAIN) + int(P::SLICE_STRIDE_C > 0) == 1,
+                  "k slices add atomically, chain on one core or write their partial products apart");
     static_assert(P::A_PANEL_BYTES >= RANGE_M_PAD * PANEL_K * sizeof(In), "a_panel holds the item's A panel");
     static_assert(P::B_L1_BYTES >= P::TILE_K * P::TILE_N * sizeof(In) &&
                       P::B_L0_BYTES >= P::TILE_K * P::TILE_N * sizeof(In),
@@ -109,11 +112,12 @@ public:
         RunOn(a, b, c, tiling, deal, 0);
     }
 
-    // Work items at `rows` runtime rows: (batch, m range, n range, k slice).
+    // Work items at `rows` runtime rows: (batch, m range, n range, k slice), the k slices
+    // one item with CHAIN.
     __aicore__ static inline uint32_t Items(uint32_t rows)
     {
         return P::BATCH * ((rows + P::RANGE_M - 1) / P::RANGE_M) * ((P::N + P::RANGE_N - 1) / P::RANGE_N) *
-               ((P::K + P::SLICE_K - 1) / P::SLICE_K);
+               SliceItems();
     }
 
     // The items `deal` gives this block, item i being the launch's item `before` + i.
@@ -144,6 +148,9 @@ private:
         pipe_.InitBuffer(cL0_, P::C_STRIP_BUFFERS, P::C_STRIP_BYTES);
     }
 
+    // Work items per (batch, m range, n range): one per k slice, or one for all with CHAIN.
+    __aicore__ static inline uint32_t SliceItems() { return P::CHAIN ? 1 : (P::K + P::SLICE_K - 1) / P::SLICE_K; }
+
     __aicore__ inline void Process(const BackAndForth& deal, uint32_t before)
     {
         const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
@@ -155,40 +162,55 @@ private:
                 continue;
             }
             uint32_t rest = item;
-            const uint32_t ks = rest % kSlices;
-            rest /= kSlices;
+            const uint32_t slice = rest % SliceItems();
+            rest /= SliceItems();
             const uint32_t nr = rest % nRanges;
             rest /= nRanges;
             const uint32_t mr = rest % mRanges;
             const uint32_t batch = rest / mRanges;
-            Item it;
-            it.m0 = mr * P::RANGE_M;
-            it.mLen = Min(P::RANGE_M, m_ - it.m0);
-            it.k0 = ks * P::SLICE_K;
-            it.kLen = Min(P::SLICE_K, P::K - it.k0);
-            it.panelLen = Min(PANEL_K, it.kLen);
-            it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
-            it.b = b_[batch * P::STRIDE_B];
-            it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
-            const uint32_t n0 = nr * P::RANGE_N;
-            const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
-            AscendC::LocalTensor<In> tail;
-            if (HasTail(it)) {
-                tail = LoadTail(it);
+            const uint32_t kEnd = P::CHAIN ? kSlices : slice + 1;
+            for (uint32_t ks = P::CHAIN ? 0 : slice; ks < kEnd; ++ks) {
+                Slice(batch, mr, nr, ks);
             }
-            AscendC::LocalTensor<In> panel = LoadPanel(it);
-            for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
-                Strip(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
-            }
-            aL1_.FreeTensor(panel);
-            if (HasTail(it)) {
-                tailL0_.FreeTensor(tail);
-            }
+        }
+    }
+
+    // k slice ks of the work item (batch, m range mr, n range nr).
+    __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t ks)
+    {
+        Item it;
+        it.m0 = mr * P::RANGE_M;
+        it.mLen = Min(P::RANGE_M, m_ - it.m0);
+        it.k0 = ks * P::SLICE_K;
+        it.kLen = Min(P::SLICE_K, P::K - it.k0);
+        it.panelLen = Min(PANEL_K, it.kLen);
+        it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
+        it.b = b_[batch * P::STRIDE_B];
+        it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
+        it.add = P::ATOMIC || (P::CHAIN && ks > 0);
+        if (P::CHAIN && ks > 0) {
+            // the previous slice's C writes land before this slice adds to them
+            AscendC::PipeBarrier<PIPE_FIX>();
+        }
+        const uint32_t n0 = nr * P::RANGE_N;
+        const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
+        AscendC::LocalTensor<In> tail;
+        if (HasTail(it)) {
+            tail = LoadTail(it);
+        }
+        AscendC::LocalTensor<In> panel = LoadPanel(it);
+        for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
+            Strip(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
+        }
+        aL1_.FreeTensor(panel);
+        if (HasTail(it)) {
+            tailL0_.FreeTensor(tail);
         }
     }
 
     struct Item {
         uint32_t m0, mLen, k0, kLen, panelLen;
+        bool add;  // adds into C atomically instead of writing it
         AscendC::GlobalTensor<In> a, b;
         AscendC::GlobalTensor<Acc> c;
     };
@@ -257,7 +279,7 @@ private:
         }
         cL0_.EnQue(acc);
         acc = cL0_.DeQue<Acc>();
-        if constexpr (P::ATOMIC) {
+        if (it.add) {
             AscendC::SetAtomicAdd<Acc>();
         }
         for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
@@ -265,7 +287,7 @@ private:
             AscendC::FixpipeParamsV220 fp(nLen, rows, Pad16(rows), P::LDC, false);
             AscendC::Fixpipe(it.c[mt * P::LDC + n], acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], fp);
         }
-        if constexpr (P::ATOMIC) {
+        if (it.add) {
             AscendC::SetAtomicNone();
         }
         cL0_.FreeTensor(acc);

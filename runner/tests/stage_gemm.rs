@@ -3,7 +3,7 @@
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
-//!   per copy), int8 ones added atomically, ragged slices and N ranges, panels whose last
+//!   per copy) or chained on each core (the same C bit for bit), int8 ones added atomically, ragged slices and N ranges, panels whose last
 //!   columns stay in L0A (a tail), with and without a tail per slice; two to four B tiles
 //!   in flight and one or two C strips; several rows per
 //!   token (M = t × r: whole, k slices summed, k slices added atomically);
@@ -65,6 +65,9 @@ struct Case {
     tail: usize,
     /// B tiles in flight in L1, C strips in L0C.
     buffers: [usize; 2],
+    /// bf16 k slices chained on each core (the first writes C, the later ones add to it
+    /// in order) instead of summed by a launch after.
+    chain: bool,
 }
 
 impl Case {
@@ -89,7 +92,12 @@ impl Case {
 
     /// bf16 k slices write partial products apart, summed into C afterwards.
     fn partials(&self) -> bool {
-        !self.int8 && self.slices() > 1
+        !self.int8 && !self.chain && self.slices() > 1
+    }
+
+    /// bf16 k slices chained on each core.
+    fn chained(&self) -> bool {
+        self.chain && self.slices() > 1
     }
 
     /// The partials' extent: [slice][batch][max_rows][n].
@@ -139,9 +147,10 @@ impl Case {
             slice_k: self.split[1],
             range_n: self.split[2],
             tail_k: self.tail,
-            sum: match (self.atomic(), self.partials()) {
-                (true, _) => gemm::KSum::Atomic,
-                (_, true) => gemm::KSum::Partials,
+            sum: match (self.atomic(), self.partials(), self.chained()) {
+                (true, _, _) => gemm::KSum::Atomic,
+                (_, true, _) => gemm::KSum::Partials,
+                (_, _, true) => gemm::KSum::Chained,
                 _ => gemm::KSum::Whole,
             },
             b_buffers: self.buffers[0],
@@ -177,6 +186,7 @@ impl Case {
                 ("B_L1_BUFFERS", u(self.buffers[0])),
                 ("C_STRIP_BUFFERS", u(self.buffers[1])),
                 ("ATOMIC", Value::Bool(self.atomic())),
+                ("CHAIN", Value::Bool(self.chained())),
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
@@ -261,28 +271,38 @@ const I8_KN_WIDE_LDB: Case = Case {
     split: [32, 128, 64],
     tail: 0,
     buffers: [2, 1],
+    chain: false,
+};
+
+// bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
+// rows per copy, ragged N ranges (128, 64); four B tiles in flight, two C strips.
+const BF16_KN_SPLIT: Case = Case {
+    name: "bf16_kn_split",
+    int8: false,
+    b_nk: false,
+    per_token: 1,
+    max_rows: 96,
+    n: 192,
+    k: 320,
+    batch: 1,
+    lda: 320,
+    ldb: 192,
+    ldc: 192,
+    strides: [0, 0, 0],
+    tile: [32, 64, 64],
+    split: [64, 128, 128],
+    tail: 0,
+    buffers: [4, 2],
+    chain: false,
 };
 
 const CASES: &[Case] = &[
-    // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
-    // rows per copy, ragged N ranges (128, 64); four B tiles in flight, two C strips.
+    BF16_KN_SPLIT,
+    // The same with its k slices chained on each core.
     Case {
-        name: "bf16_kn_split",
-        int8: false,
-        b_nk: false,
-        per_token: 1,
-        max_rows: 96,
-        n: 192,
-        k: 320,
-        batch: 1,
-        lda: 320,
-        ldb: 192,
-        ldc: 192,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
-        split: [64, 128, 128],
-        tail: 0,
-        buffers: [4, 2],
+        name: "bf16_kn_chain",
+        chain: true,
+        ..BF16_KN_SPLIT
     },
     // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
     Case {
@@ -302,6 +322,7 @@ const CASES: &[Case] = &[
         split: [48, 96, 32],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix.
     Case {
@@ -321,6 +342,7 @@ const CASES: &[Case] = &[
         split: [64, 256, 64],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [N, K], two batches, k slices added atomically in int32.
     Case {
@@ -340,6 +362,7 @@ const CASES: &[Case] = &[
         split: [32, 64, 96],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 across
     // three k slices added atomically.
@@ -360,6 +383,7 @@ const CASES: &[Case] = &[
         split: [32, 512, 64],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
     // 1536 x 65,536): past the 16-bit ND2NZ stride, B is copied row by row.
@@ -390,6 +414,7 @@ const CASES: &[Case] = &[
         split: [64, 192, 128],
         tail: 32,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
     // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles.
@@ -410,6 +435,7 @@ const CASES: &[Case] = &[
         split: [48, 192, 64],
         tail: 64,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [K, N] (transposed squares): k slices of 192 = 128 panel + 64 tail, then a
     // last slice of 128 without a tail, added atomically in int32.
@@ -430,6 +456,7 @@ const CASES: &[Case] = &[
         split: [32, 192, 64],
         tail: 64,
         buffers: [2, 1],
+        chain: false,
     },
     // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
     // [t, heads, head_dim] operand read as [t · heads, head_dim]): M = 5t, two row
@@ -451,6 +478,7 @@ const CASES: &[Case] = &[
         split: [64, 64, 64],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
     // over M = 3t rows (48 at capacity, 24 at t = 8).
@@ -471,6 +499,7 @@ const CASES: &[Case] = &[
         split: [48, 64, 32],
         tail: 0,
         buffers: [2, 1],
+        chain: false,
     },
     // int8, B [K, N], 6 rows per token: two k slices added atomically into a C the zero
     // fill clears over M = 6t rows (72 at capacity: ranges of 48 and 24; 24 at t = 4);
@@ -492,6 +521,7 @@ const CASES: &[Case] = &[
         split: [48, 128, 64],
         tail: 0,
         buffers: [3, 2],
+        chain: false,
     },
 ];
 
@@ -808,7 +838,11 @@ fn building_block_cases_match_the_reference() {
             kernels.push(c.sum_kernel());
         }
     }
-    assert!(CASES.iter().any(Case::atomic) && CASES.iter().any(Case::partials));
+    assert!(
+        [Case::atomic, Case::partials, Case::chained]
+            .iter()
+            .all(|kind| CASES.iter().any(kind))
+    );
     assert!(
         [Case::atomic, Case::partials, |c: &Case| c.slices() == 1]
             .iter()
@@ -856,6 +890,47 @@ fn building_block_cases_match_the_reference() {
             }
         }
     }
+}
+
+/// k slices chained on one core add in slice order, as `k_slice_sum.h` does: the same
+/// operands give the same C, bit for bit, either way.
+#[test]
+fn chained_k_slices_equal_the_slice_sum_bit_for_bit() {
+    let chained = Case {
+        name: "bf16_kn_chain",
+        chain: true,
+        ..BF16_KN_SPLIT
+    };
+    let cases = [BF16_KN_SPLIT, chained];
+    let kernels = vec![
+        BF16_KN_SPLIT.kernel(),
+        BF16_KN_SPLIT.sum_kernel(),
+        chained.kernel(),
+    ];
+    let (sources, kernels) = render(kernels);
+    let name = |k: Kernel| -> &'static str { k.name.leak() };
+    let products: Vec<Product> = cases
+        .iter()
+        .map(|c| Product {
+            case: *c,
+            launches: Launches {
+                zero: None,
+                matmul: (name(c.kernel()), 3),
+                sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
+            },
+        })
+        .collect();
+    let plan = products_plan(&products, kernels);
+    let rt = prepare(plan, &sources, &[cases[0].name, cases[1].name]);
+    let t = BF16_KN_SPLIT.max_tokens();
+    let operands = operands(&BF16_KN_SPLIT, t, 501);
+    let outs = run(&rt, &products, t, &[operands.clone(), operands]);
+    let rows = BF16_KN_SPLIT.rows(t) * BF16_KN_SPLIT.ldc * 4;
+    assert_eq!(
+        outs[0].0.as_le_bytes()[..rows],
+        outs[1].0.as_le_bytes()[..rows],
+        "chained C differs from the slice sum's"
+    );
 }
 
 /// The qkv_proj_rope matmuls of the small specs, as the generated plan launches them:
@@ -922,8 +997,8 @@ fn planned_qkv_matmuls_match_the_reference() {
             );
             assert_eq!(
                 launches.sum.is_some(),
-                split_k && param(k, "INT8") == 0,
-                "{name}: slice sum iff bf16 split K"
+                split_k && param(k, "INT8") == 0 && param(k, "CHAIN") == 0,
+                "{name}: slice sum iff bf16 split K not chained"
             );
             // C's own layout comes from the slice sum when there is one.
             let (ldc, stride_c) = match launches.sum {
@@ -952,6 +1027,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                 ],
                 tail: param(k, "TAIL_K"),
                 buffers: [param(k, "B_L1_BUFFERS"), param(k, "C_STRIP_BUFFERS")],
+                chain: param(k, "CHAIN") == 1,
             };
             products.push(Product { case, launches });
         }

@@ -11,7 +11,8 @@
 //! shares its cores with the others' instead of holding some alone. Each item is what it
 //! was in its own launch, so the buffers the stages planned (and the budget check passed)
 //! stay what a block holds. A later product joins an earlier one when
-//! - both are whole products (one K slice) reading A the same way;
+//! - both are whole products (one K slice, or k slices chained on one core: no zero fill
+//!   or slice sum launch goes with them) reading A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
 //!   writes what it writes), and the group binds none of its B and C.
@@ -207,6 +208,7 @@ mod tests {
                 ("BATCH", Value::U32(1)),
                 ("LDA", Value::U32(k)),
                 ("SLICE_K", Value::U32(slice_k)),
+                ("CHAIN", Value::Bool(false)),
                 ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],
@@ -281,6 +283,29 @@ mod tests {
                 .all(|k| k.name != "q" && k.name != "kv")
         );
         assert!(fused.kernels.iter().any(|k| k.name == "quant"));
+    }
+
+    #[test]
+    fn chained_k_slices_join_a_group() {
+        // k slices summed in order on one core need no zero fill or slice sum launch, so
+        // the product is one launch like a whole one
+        let a = mm("a", 256, 512, 512);
+        let mut chained = mm("chained", 256, 512, 256);
+        for (name, v) in &mut chained.params {
+            if *name == "CHAIN" {
+                *v = Value::Bool(true);
+            }
+        }
+        let p = plan(
+            &[&a, &chained],
+            vec![
+                launch("s", &a, 2, &["x", "w1", "y1"]),
+                launch("s", &chained, 2, &["x", "w2", "y2"]),
+            ],
+        );
+        let (fused, decisions) = fuse(p, 24);
+        assert_eq!(decisions, [Decision::Joins { first: 0, later: 1 }]);
+        assert_eq!(fused.steps.len(), 1);
     }
 
     #[test]

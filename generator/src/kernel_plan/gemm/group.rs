@@ -12,7 +12,7 @@ const MAX_NAME: usize = 160;
 
 /// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
 pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
-    if param(kernel, "SLICE_K") < param(kernel, "K") {
+    if param(kernel, "SLICE_K") < param(kernel, "K") && param(kernel, "CHAIN") == 0 {
         return Some("its K is split (a zero fill or a slice sum goes with it)");
     }
     if param(kernel, "BATCH") != 1 {

@@ -59,6 +59,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         KSum::Atomic => name.push_str("_acc"),
         // the partials' layout depends on the row capacity
         KSum::Partials => name.push_str(&format!("_parts_r{}", mm.max_rows)),
+        KSum::Chained => name.push_str("_chain"),
     }
     Kernel {
         name,
@@ -79,6 +80,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 KSum::Whole => "",
                 KSum::Atomic => ", k slices added atomically",
                 KSum::Partials => ", k slices' partial products apart",
+                KSum::Chained => ", k slices added in order on one core",
             }
         ),
         block: "matmul.h",
@@ -103,6 +105,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
             ("B_L1_BUFFERS", u(split.b_buffers)),
             ("C_STRIP_BUFFERS", u(split.c_buffers)),
             ("ATOMIC", Value::Bool(split.sum == KSum::Atomic)),
+            ("CHAIN", Value::Bool(split.sum == KSum::Chained)),
             (
                 "SLICE_STRIDE_C",
                 u(match split.sum {

@@ -18,7 +18,14 @@
 //! order); bf16 ones write theirs to the `k_partials` workspace and a [`slice_sum`]
 //! launch adds them in slice order, since f32 atomics would make C depend on the order
 //! the cores finish in (a run must repeat bit for bit). That costs the partials once
-//! more (read back) plus C once. The Mmad tiles are the stage's spec tiles or,
+//! more (read back) plus C once. Or the slices of a row range × column range chain on
+//! one core: the first writes C and the later ones add into it atomically, in slice
+//! order (one core's Fixpipe, a barrier between slices), so the same bits with neither
+//! workspace nor second launch, and a product a group can take; but an item then holds
+//! all of K, so fewer items spread over the cores and A is read once per narrower N
+//! range. The planner chains where the busiest core moves no more bytes that way (the
+//! slice sum's reads counted on the vector cores: FLASH `wo_a` at TP 2 chains, at TP 1
+//! it stays apart). The Mmad tiles are the stage's spec tiles or,
 //! when that moves fewer bytes, some of m, n, k halved: narrower B tiles leave more L1
 //! to the panel, narrower A tiles more L0A to its tail, narrower columns a taller strip.
 //! Among tiles of equal traffic a deeper one (half the rows, twice the k) comes first:
@@ -102,7 +109,7 @@ fn launch_with(
     }
     let [m, n, k] = tiles;
     let room = Room::for_tiles(m, n, k, chip);
-    let Some(split) = plan_split(mm, &room, spec, cores) else {
+    let Some(split) = plan_split(mm, &room, spec, chip) else {
         b.missing(format!(
             "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"
         ));
@@ -111,14 +118,16 @@ fn launch_with(
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
     match split.sum {
-        KSum::Whole => match share::plan(mm, &room, tiles, &split, chip).filter(|_| alone) {
-            Some((cube, cube_split, share)) => b.launch(
-                shared(mm, &cube, &cube_split, share),
-                cores as u32,
-                &[a, w, c],
-            ),
-            None => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
-        },
+        KSum::Whole | KSum::Chained => {
+            match share::plan(mm, &room, tiles, &split, chip).filter(|_| alone) {
+                Some((cube, cube_split, share)) => b.launch(
+                    shared(mm, &cube, &cube_split, share),
+                    cores as u32,
+                    &[a, w, c],
+                ),
+                None => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
+            }
+        }
         KSum::Atomic => {
             b.launch(zero(mm), vector_blocks, &[c]);
             b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]);

@@ -126,7 +126,7 @@ pub(super) fn plan(
                 n: mm.n - columns,
                 ..mm.clone()
             };
-            let Some(split) = plan_split(&cube, room, Tiles::spec(&cube, [m, tile_n, k]), aic)
+            let Some(split) = plan_split(&cube, room, Tiles::spec(&cube, [m, tile_n, k]), chip)
             else {
                 continue;
             };
@@ -156,7 +156,7 @@ mod tests {
         let chip = chip::find("910b").unwrap();
         let [m, n, k] = tiles;
         let room = Room::for_tiles(m, n, k, chip);
-        let alone = plan_split(mm, &room, Tiles::spec(mm, tiles), chip.aic_cores).unwrap();
+        let alone = plan_split(mm, &room, Tiles::spec(mm, tiles), chip).unwrap();
         let shared = plan(mm, &room, tiles, &alone, chip);
         (alone, shared)
     }

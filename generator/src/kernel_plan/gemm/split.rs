@@ -148,6 +148,11 @@ pub enum KSum {
     /// bf16: each slice writes its partial product to `k_partials`, then
     /// `dsv4/k_slice_sum.h` adds them in slice order into C.
     Partials,
+    /// bf16: the slices of a row range × column range run on one core, in slice order;
+    /// the first writes C, the later ones add into it atomically. The core's Fixpipe
+    /// writes in program order, so C = ((P0 + P1) + P2) + … every run, with no workspace
+    /// and no second launch, but a work item holds all of K (fewer items to spread).
+    Chained,
 }
 
 impl KSum {
@@ -166,6 +171,7 @@ impl KSum {
             KSum::Whole => c,
             KSum::Atomic => c * slices + c,
             KSum::Partials => 2 * c * slices + c,
+            KSum::Chained => c * slices,
         }
     }
 }
@@ -189,18 +195,43 @@ pub struct Split {
 }
 
 impl Split {
+    /// Work items: (batch, row range, column range, k slice), a chained sum's slices
+    /// one item.
     pub(super) fn items(&self, mm: &Matmul, rows: usize) -> usize {
         mm.batch
             * rows.div_ceil(self.range_m)
-            * mm.k.div_ceil(self.slice_k)
+            * (mm.k.div_ceil(self.slice_k) / self.slices_per_item(mm))
             * mm.n.div_ceil(self.range_n)
     }
 
-    /// GM bytes one full work item moves: its A panel, its B columns of the slice and its
-    /// C strip (or partial product) once.
+    /// GM bytes one full work item moves: per k slice its A panel, its B columns of the
+    /// slice and its C strip (or partial product) once.
     pub(super) fn item_bytes(&self, mm: &Matmul) -> usize {
         let e = mm.operands.bytes();
-        self.slice_k * (self.range_m + self.range_n) * e + self.range_m * self.range_n * 4
+        let slice =
+            self.slice_k * (self.range_m + self.range_n) * e + self.range_m * self.range_n * 4;
+        slice * self.slices_per_item(mm)
+    }
+
+    fn slices_per_item(&self, mm: &Matmul) -> usize {
+        match self.sum {
+            KSum::Chained => mm.k.div_ceil(self.slice_k),
+            _ => 1,
+        }
+    }
+
+    /// Bytes the busiest of `chip`'s cores moves: the cube cores' items dealt evenly,
+    /// and a slice sum's partials read and C written, spread over the vector cores.
+    fn busiest_bytes(&self, mm: &Matmul, chip: &Chip) -> usize {
+        let cube = self.items(mm, mm.max_rows).div_ceil(chip.aic_cores) * self.item_bytes(mm);
+        let sum = match self.sum {
+            KSum::Partials => {
+                let (_, _, c) = sizes(mm, mm.max_rows);
+                (mm.k.div_ceil(self.slice_k) + 1) * c / chip.aiv_cores
+            }
+            _ => 0,
+        };
+        cube + sum
     }
 }
 
@@ -224,9 +255,37 @@ fn sizes(mm: &Matmul, rows: usize) -> (usize, usize, usize) {
     )
 }
 
-/// The least-traffic split at the row capacity on at most `cores` cube cores, with the
-/// largest tiles among the equally good; None if no tile's C strip holds 16 rows.
-pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) -> Option<Split> {
+/// The least-traffic split at the row capacity on `chip`'s cube cores, with the largest
+/// tiles among the equally good; None if no tile's C strip holds 16 rows. bf16 k slices
+/// chain on one core where the busiest core then moves no more bytes than with a slice
+/// sum (its partials counted on the vector cores): one launch and no workspace.
+pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, chip: &Chip) -> Option<Split> {
+    let split = plan_covering(mm, room, spec)?;
+    let apart = spread(split, mm, room, chip);
+    if split.sum != KSum::Partials {
+        return Some(apart);
+    }
+    let chained = spread(
+        Split {
+            sum: KSum::Chained,
+            ..split
+        },
+        mm,
+        room,
+        chip,
+    );
+    Some(
+        if chained.busiest_bytes(mm, chip) <= apart.busiest_bytes(mm, chip) {
+            chained
+        } else {
+            apart
+        },
+    )
+}
+
+/// The least-traffic covering of A's rows and K by on-chip panels, with the largest tiles
+/// among the equally good; one column range for now.
+fn plan_covering(mm: &Matmul, room: &Room, spec: Tiles) -> Option<Split> {
     let rows = mm.max_rows;
     let (_, b, c) = sizes(mm, rows);
     let e = mm.operands.bytes();
@@ -292,29 +351,33 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, cores: usize) ->
     {
         split.tiles = t;
     }
-    // N ranges: a core's DMA, not HBM, bounds a stream (hicann/ge's Load fit: 24 cores
-    // together move at most 457 GB/s of the 1.6 TB/s), so the range count is the one whose
-    // busiest core moves the fewest bytes, though each range reads A once more; the fewest
-    // ranges among equals.
+    Some(split)
+}
+
+/// `split` (one column range) with N ranges over `chip`'s cube cores, and the L1 and L0C
+/// buffers its panel and strip leave. A core's DMA, not HBM, bounds a stream (hicann/ge's
+/// Load fit: 24 cores together move at most 457 GB/s of the 1.6 TB/s), so the range count
+/// is the one whose busiest core moves the fewest bytes, though each range reads A once
+/// more; the fewest ranges among equals.
+fn spread(mut split: Split, mm: &Matmul, room: &Room, chip: &Chip) -> Split {
+    let e = mm.operands.bytes();
     let tn = split.tiles.n;
     let n_tiles = mm.n.div_ceil(tn);
-    let busiest = |parts: usize| {
-        let s = Split {
-            range_n: n_tiles.div_ceil(parts) * tn,
-            ..split
-        };
-        s.items(mm, rows).div_ceil(cores) * s.item_bytes(mm)
+    let with = |parts: usize| Split {
+        range_n: n_tiles.div_ceil(parts) * tn,
+        ..split
     };
     let parts = (1..=n_tiles)
-        .min_by_key(|&p| (busiest(p), p))
+        .min_by_key(|&p| (with(p).busiest_bytes(mm, chip), p))
         .expect("a product has a column tile");
-    split.range_n = n_tiles.div_ceil(parts) * tn;
-    // What the split's panel and strip leave of L1 and L0C buffers more tiles.
+    split.range_n = with(parts).range_n;
     let t = split.tiles;
     let panel = split.range_m.next_multiple_of(16) * (split.slice_k - split.tail_k) * e;
     split.b_buffers = (room.l1.saturating_sub(panel) / (t.k * t.n * e)).clamp(2, 4);
-    split.c_buffers = if 2 * strip(&t) <= l0c { 2 } else { 1 };
-    Some(split)
+    let l0c = room.l0c.min(room.chip_l0c);
+    let strip = split.range_m.div_ceil(t.m) * t.m * t.n * 4;
+    split.c_buffers = if 2 * strip <= l0c { 2 } else { 1 };
+    split
 }
 
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
@@ -401,7 +464,7 @@ mod tests {
         if mm.operands == Operands::I8 {
             spec.k *= 2;
         }
-        plan_split(mm, &room, spec, chip.aic_cores).unwrap()
+        plan_split(mm, &room, spec, chip).unwrap()
     }
 
     fn ratio(mm: &Matmul, s: &Split) -> f64 {
@@ -533,19 +596,33 @@ mod tests {
     }
 
     #[test]
-    fn flash_wo_a_trades_a_reads_for_a_lighter_busiest_core() {
-        // Two row ranges read B (8 MiB a group) twice; four 1024-k slices write and read
-        // back C (2 MiB) each; C once more: 38 MiB against 14, see the module doc. Its 32
-        // items would take two rounds of 3.7 MB: two N ranges make 64 items in three rounds
-        // of 2.1 MB, for A (4 MiB) read twice: 42 MiB.
+    fn flash_wo_a_chains_its_k_slices_where_the_busiest_core_moves_less() {
+        // Two row ranges read B (8 MiB a group) twice; four 1024-k slices. Chained on one
+        // core, a group's 2 row ranges × 3 N ranges are 24 items of all four slices, one per
+        // core (6.8 MB each): A (4 MiB) read three times, C (2 MiB) written four times:
+        // 36 MiB against 14. Apart, 64 items of one slice take three rounds (2.1 MB each)
+        // and the slice sum reads the partials back on the vector cores (7.2 MB).
         let mm = flash_wo(Operands::Bf16, 1024, 4096);
+        let chip = chip::find("910b").unwrap();
         let s = plan(&mm, O_PROJ_TILES);
-        assert_eq!((s.range_m, s.slice_k, s.sum), (256, 1024, KSum::Partials));
-        assert_eq!((s.range_n, s.items(&mm, 512)), (512, 64));
+        assert_eq!((s.range_m, s.slice_k, s.sum), (256, 1024, KSum::Chained));
+        assert_eq!((s.range_n, s.items(&mm, 512)), (384, 24));
+        assert_eq!(
+            s.busiest_bytes(&mm, chip),
+            4 * (1024 * 640 * 2 + 256 * 384 * 4)
+        );
         assert!(
-            (ratio(&mm, &s) - 42.0 / 14.0).abs() < 1e-9,
+            (ratio(&mm, &s) - 36.0 / 14.0).abs() < 1e-9,
             "{}",
             ratio(&mm, &s)
+        );
+        // At TP 1 (8 groups) the chained items would be 48 of 6.8 MB, two rounds: the
+        // slice sum's partials cost the busiest core less, so the slices stay apart.
+        let tp1 = Matmul { batch: 8, ..mm };
+        let s = plan(&tp1, O_PROJ_TILES);
+        assert_eq!(
+            (s.sum, s.range_n, s.items(&tp1, 512)),
+            (KSum::Partials, 1024, 64)
         );
     }
 
