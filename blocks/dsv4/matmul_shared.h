@@ -5,8 +5,8 @@
 // of a decode step is bound by how fast cores load B, and the cube cores alone load at
 // most their share of HBM.
 //
-// Params contract: PC is a Matmul Params (B stored [N, K], N its columns 0 .. N, LDB and
-// LDC the whole product's), PV a VectorMatmul Params whose N_FIRST is PC's N, of the same
+// Params contract: PC is a Matmul Params (N its columns 0 .. N, LDB and LDC the whole
+// product's), PV a VectorMatmul Params whose N_FIRST is PC's N, of the same
 // operands, rows, batch and strides.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace dsv4 {
 
 template <typename PC, typename PV>
 class MatmulShared {
-    static_assert(PC::B_NK && PC::INT8 == PV::INT8 && PC::K == PV::K && PC::BATCH == PV::BATCH &&
+    static_assert(PC::B_NK == PV::B_NK && PC::INT8 == PV::INT8 && PC::K == PV::K && PC::BATCH == PV::BATCH &&
                       PC::LDA == PV::LDA && PC::LDB == PV::LDB && PC::LDC == PV::LDC &&
                       PC::STRIDE_A == PV::STRIDE_A && PC::STRIDE_B == PV::STRIDE_B && PC::STRIDE_C == PV::STRIDE_C &&
                       PC::GROUP_ROWS == PV::GROUP_ROWS && PC::ROWS_PER_TOKEN == PV::ROWS_PER_TOKEN,

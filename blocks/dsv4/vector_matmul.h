@@ -1,25 +1,32 @@
 // The vector cores' share of a matmul of few rows (AIV only): for BATCH problems
-//   C[m, n] = sum_k A[m, k] * B[n, k]     for the columns N_FIRST <= n < N_FIRST + N_SHARE,
-// bf16 x bf16 -> f32 or int8 x int8 -> int32, B stored [N, K] (out x in, leading dimension
-// LDB), A and C row-major (LDA, LDC), batch strides STRIDE_A/B/C; M the runtime row count
-// (ProductRows in dsv4/tiling_data.h). A decode step's weight product (a few rows against
-// megabytes of B) is bound by how fast cores load B, so the vector cores load some of B's
-// rows while the cube cores load the rest (dsv4/matmul_shared.h runs both in one launch).
+//   C[m, n] = sum_k A[m, k] * B(k, n)     for the columns N_FIRST <= n < N_FIRST + N_SHARE,
+// bf16 x bf16 -> f32 or int8 x int8 -> int32, B stored [N, K] (B_NK: out x in) or [K, N]
+// (leading dimension LDB), A and C row-major (LDA, LDC), batch strides STRIDE_A/B/C; M the
+// runtime row count (ProductRows in dsv4/tiling_data.h). A decode step's weight product (a
+// few rows against megabytes of B) is bound by how fast cores load B, so the vector cores
+// load some of B while the cube cores load the rest (dsv4/matmul_shared.h runs both in one
+// launch).
 //
-// Work: units of TILE_ROWS rows of B (BATCH x N_SHARE / TILE_ROWS of them), contiguous
+// Work: units of UNIT_COLS columns of C (BATCH x N_SHARE / UNIT_COLS of them), contiguous
 // shares over the launch's vector cores. A unit runs passes of ROW_BATCH rows of A; in a
-// pass, for each TILE_K slice of K, the B tile (TILE_ROWS x TILE_K) and the rows' A slice
-// load (the next slice's while this one computes) and widen to f32, and each A row r adds
-// B * a_r into its accumulator acc_r [TILE_ROWS x 64] (MulAddDst, a_r's 64 columns of a
-// repeat reused for every row of B: src1 repeat stride 0); after K, two BlockReduceSum passes turn
-// acc_r's rows into C[r, n .. n + TILE_ROWS), written in whole 32-byte blocks. The order is fixed, so a
-// run repeats bit for bit. int8: every product and partial sum is an integer of magnitude
-// at most K * 2^14 <= 2^24, exact in f32, so C is the cube's int32 product exactly.
+// pass, for each TILE_K slice of K, the B tile and the rows' A slice load (the next slice's
+// while this one computes) and widen to f32, then
+//   B [N, K] (tile UNIT_COLS rows x TILE_K): each A row r adds B * a_r into its accumulator
+//     acc_r [UNIT_COLS x 64] (MulAddDst, a_r's 64 columns of a repeat reused for every row of
+//     B: src1 repeat stride 0); after K, two BlockReduceSum passes turn acc_r's rows into
+//     C[r, n .. n + UNIT_COLS);
+//   B [K, N] (tile TILE_K rows x UNIT_COLS): Brcb spreads each A value over a 32-byte block,
+//     then per k one MulAddDst adds a[r][k] * B[k, ..] into acc [ROW_BATCH x UNIT_COLS] (C's
+//     layout) for all the pass's rows at once: a repeat's 8 blocks are the rows (the B block
+//     shared: src1 block stride 0), its repeats the column blocks.
+// C is written in whole 32-byte blocks. The order is fixed, so a run repeats bit for bit.
+// int8: every product and partial sum is an integer of magnitude at most K * 2^14 <= 2^24,
+// exact in f32, so C is the cube's int32 product exactly.
 //
-// Params: INT8, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
-// STRIDE_C, N_FIRST, N_SHARE, TILE_ROWS, TILE_K, ROW_BATCH and the UB sizes the plan
-// decided (B_IN, A_IN, B_WIDE, A_WIDE, ACC, SUMS8, C_OUT, and F16 and SUMS for int8 `_BYTES`,
-// each at least what its use below needs).
+// Params: INT8, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
+// STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH and the UB sizes the plan decided
+// (B_IN, A_IN, B_WIDE, A_WIDE, ACC, C_OUT; SUMS8 for [N, K], A_BRCB for [K, N]; F16 and, for
+// [N, K], SUMS for int8 `_BYTES`, each at least what its use below needs).
 #pragma once
 
 #include "dsv4/matmul.h"
@@ -32,27 +39,34 @@ class VectorMatmul {
     using In = typename CubeTypes<P::INT8>::In;
     using Acc = typename CubeTypes<P::INT8>::Acc;
     static constexpr uint32_t LANES = 64;  // f32 lanes of a repeat
-    static constexpr uint32_t R = P::TILE_ROWS;
+    static constexpr uint32_t R = P::UNIT_COLS;
     static constexpr uint32_t KC = P::TILE_K;
     static constexpr uint32_t SLICES = P::K / KC;
-    static_assert(P::K % KC == 0 && KC % LANES == 0 && KC / 8 <= 255,
-                  "K in whole slices of whole repeats; a slice row is an 8-bit repeat stride in blocks");
-    static_assert(R % 8 == 0 && R <= 255, "C rows of a unit are whole 32-byte blocks; one repeat per B row");
+    static constexpr uint32_t E = sizeof(In);
+    // B tile: R rows of KC ([N, K]) or KC rows of R ([K, N]).
+    static constexpr uint32_t B_ROWS = P::B_NK ? R : KC;
+    static constexpr uint32_t B_COLS = P::B_NK ? KC : R;
+    static_assert(P::K % KC == 0 && KC % 8 == 0, "K in whole slices of whole blocks");
+    static_assert(!P::B_NK || (KC % LANES == 0 && KC / 8 <= 255 && R <= 255),
+                  "[N, K]: slices of whole repeats, a slice row an 8-bit repeat stride in blocks; one repeat per B row");
+    static_assert(P::B_NK || (KC <= 255 && R / 8 <= 255 && P::ROW_BATCH <= 8 && P::ROW_BATCH * KC / 8 <= 255),
+                  "[K, N]: 8-bit block strides over an A row and a C row, a repeat's blocks the rows, one Brcb");
+    static_assert(R % 8 == 0, "C rows of a unit are whole 32-byte blocks");
     static_assert(P::N_SHARE % R == 0 && P::N_FIRST % 8 == 0 && P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0,
                   "units of whole tiles; C pieces start on 32-byte blocks");
     static_assert(P::ROW_BATCH >= 1 && P::ROW_BATCH <= 4095, "a DataCopy moves at most 4095 rows");
-    static_assert((P::LDA - KC) * sizeof(In) / 32 <= 65535 && (P::LDB - KC) * sizeof(In) / 32 <= 65535 &&
-                      (P::LDC - R) * sizeof(float) / 32 <= 65535 && P::LDA % (32 / sizeof(In)) == 0 &&
-                      P::LDB % (32 / sizeof(In)) == 0,
+    static_assert((P::LDA - KC) * E / 32 <= 65535 && (P::LDB - B_COLS) * E / 32 <= 65535 &&
+                      (P::LDC - R) * sizeof(float) / 32 <= 65535 && (B_COLS * E) % 32 == 0 &&
+                      P::LDA % (32 / E) == 0 && P::LDB % (32 / E) == 0,
                   "rows of A and B start on 32-byte blocks; the gaps fit 16 bits");
     static_assert(!P::INT8 || uint64_t(P::K) * 128 * 128 <= (uint64_t(1) << 24),
                   "int8: the sums stay exact in f32");
-    static_assert(P::B_IN_BYTES >= R * KC * sizeof(In) && P::A_IN_BYTES >= P::ROW_BATCH * KC * sizeof(In),
+    static_assert(P::B_IN_BYTES >= R * KC * E && P::A_IN_BYTES >= P::ROW_BATCH * KC * E,
                   "b_in and a_in hold a slice");
     static_assert(P::B_WIDE_BYTES >= R * KC * sizeof(float) && P::A_WIDE_BYTES >= P::ROW_BATCH * KC * sizeof(float),
                   "b_wide and a_wide hold a slice in f32");
-    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * LANES * sizeof(float) && P::SUMS8_BYTES >= P::ROW_BATCH * R * 8 * sizeof(float),
-                  "acc holds a pass's accumulators, sums8 their block sums");
+    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * (P::B_NK ? LANES : 1) * sizeof(float),
+                  "acc holds a pass's accumulators");
     static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Acc), "c_out holds a pass's C rows");
 
 public:
@@ -95,17 +109,35 @@ private:
         pipe_.InitBuffer(aWide_, P::A_WIDE_BYTES);
         if constexpr (P::INT8) {
             static_assert(P::F16_BYTES >= R * KC * sizeof(half), "f16 stages a B slice");
-            static_assert(P::SUMS_BYTES >= P::ROW_BATCH * R * sizeof(float), "sums holds a pass's C rows in f32");
             pipe_.InitBuffer(f16_, P::F16_BYTES);
-            pipe_.InitBuffer(sums_, P::SUMS_BYTES);
         }
         pipe_.InitBuffer(acc_, P::ACC_BYTES);
-        pipe_.InitBuffer(sums8_, P::SUMS8_BYTES);
+        if constexpr (P::B_NK) {
+            static_assert(P::SUMS8_BYTES >= P::ROW_BATCH * R * 8 * sizeof(float), "sums8 holds the block sums");
+            pipe_.InitBuffer(sums8_, P::SUMS8_BYTES);
+            if constexpr (P::INT8) {
+                static_assert(P::SUMS_BYTES >= P::ROW_BATCH * R * sizeof(float), "sums holds a pass's C rows in f32");
+                pipe_.InitBuffer(sums_, P::SUMS_BYTES);
+            }
+        } else {
+            static_assert(P::A_BRCB_BYTES >= P::ROW_BATCH * KC * 8 * sizeof(float), "a_brcb holds a block per A value");
+            pipe_.InitBuffer(aBrcb_, P::A_BRCB_BYTES);
+        }
         pipe_.InitBuffer(cOut_, 1, P::C_OUT_BYTES);
     }
 
     // C[m .. m + rows, n .. n + R) of problem `batch`.
     __aicore__ inline void Pass(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    {
+        if constexpr (P::B_NK) {
+            PassNk(batch, n, m, rows);
+        } else {
+            PassKn(batch, n, m, rows);
+        }
+    }
+
+    // B [N, K]: per A row an accumulator of 64 lanes per B row, block-summed after K.
+    __aicore__ inline void PassNk(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
     {
         const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + uint64_t(n) * P::LDB;
         const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
@@ -153,6 +185,56 @@ private:
         if constexpr (P::INT8) {
             AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
         }
+        Store(out, batch, n, m, rows);
+    }
+
+    // B [K, N]: per k one MulAddDst over the pass's rows (a repeat's blocks) and the unit's
+    // column blocks (its repeats) into acc, C's layout.
+    __aicore__ inline void PassKn(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    {
+        const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + n;
+        const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        AscendC::LocalTensor<float> bw = bWide_.Get<float>();
+        AscendC::LocalTensor<float> aw = aWide_.Get<float>();
+        AscendC::LocalTensor<float> ab = aBrcb_.Get<float>();
+        // dst blocks: row r at r * R / 8 blocks, repeats column blocks; src0: a[r][k]'s block
+        // at (r * KC + k) blocks; src1: B[k]'s column block, the same for every row.
+        const AscendC::BinaryRepeatParams rowsTimesB(R / 8, KC, 0, 1, 0, 1);
+        const uint64_t lanes = rows * 8;
+        Load(bAt, aAt, 0, rows);
+        for (uint32_t s = 0; s < SLICES; ++s) {
+            if (s + 1 < SLICES) {
+                Load(bAt, aAt, (s + 1) * KC, rows);
+            }
+            AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
+            AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
+            Widen(bw, bt, KC * R);
+            Widen(aw, at, rows * KC);
+            bIn_.FreeTensor(bt);
+            aIn_.FreeTensor(at);
+            AscendC::Brcb(ab, aw, rows * KC / 8, AscendC::BrcbRepeatParams(1, 8));
+            for (uint32_t k = 0; k < KC; ++k) {
+                if (s == 0 && k == 0) {
+                    AscendC::Mul(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+                } else {
+                    AscendC::MulAddDst(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+                }
+            }
+        }
+        // f32 C: the sums are C; int8: exact integers, rounded to int32 unchanged.
+        AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
+        if constexpr (P::INT8) {
+            AscendC::Cast(out, acc, AscendC::RoundMode::CAST_RINT, rows * R);
+        } else {
+            AscendC::Muls(out, acc, 1.0f, rows * R);
+        }
+        Store(out, batch, n, m, rows);
+    }
+
+    // The pass's C rows out, in whole blocks.
+    __aicore__ inline void Store(AscendC::LocalTensor<Acc>& out, uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    {
         cOut_.EnQue(out);
         out = cOut_.DeQue<Acc>();
         const AscendC::DataCopyParams cp(rows, R * sizeof(Acc) / 32, 0, (P::LDC - R) * sizeof(Acc) / 32);
@@ -160,16 +242,18 @@ private:
         cOut_.FreeTensor(out);
     }
 
-    // The B tile and the rows' A slice at column k, queued.
+    // The B tile and the rows' A slice at k, queued.
     __aicore__ inline void Load(uint64_t bAt, uint64_t aAt, uint32_t k, uint32_t rows)
     {
-        constexpr uint32_t SLICE_BLOCKS = KC * sizeof(In) / 32;
+        constexpr uint32_t SLICE_BLOCKS = KC * E / 32;
         AscendC::LocalTensor<In> bt = bIn_.AllocTensor<In>();
-        AscendC::DataCopy(bt, b_[bAt + k], AscendC::DataCopyParams(R, SLICE_BLOCKS, (P::LDB - KC) * sizeof(In) / 32, 0));
+        const uint64_t bk = P::B_NK ? k : uint64_t(k) * P::LDB;
+        AscendC::DataCopy(bt, b_[bAt + bk],
+                          AscendC::DataCopyParams(B_ROWS, B_COLS * E / 32, (P::LDB - B_COLS) * E / 32, 0));
         bIn_.EnQue(bt);
         AscendC::LocalTensor<In> at = aIn_.AllocTensor<In>();
         AscendC::DataCopy(at, a_[aAt + k],
-                          AscendC::DataCopyParams(rows, SLICE_BLOCKS, (P::LDA - KC) * sizeof(In) / 32, 0));
+                          AscendC::DataCopyParams(rows, SLICE_BLOCKS, (P::LDA - KC) * E / 32, 0));
         aIn_.EnQue(at);
     }
 
@@ -189,7 +273,7 @@ private:
     AscendC::TPipe pipe_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> bIn_, aIn_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_, aBrcb_;
     AscendC::GlobalTensor<In> a_, b_;
     AscendC::GlobalTensor<Acc> c_;
     uint32_t m_ = 0;

@@ -19,6 +19,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use abi::plan::{Cores, Step};
 use golden::compare::ratio_allclose;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::qkv::{QkvWeights, qkv_proj_rope};
@@ -276,6 +277,43 @@ fn swa_mini_tp2_matches_the_golden() {
     for t in [p.shape.local_t, p.shape.local_t - 8] {
         check_stage(p, rt, &case(p, t, 12));
     }
+}
+
+/// The reference's deployment (FLASH dims, 8 tokens): wq_b (int8, B stored [K, N]) is a
+/// weight stream of 8 rows, so the vector cores take its last columns in one mixed launch
+/// (`dsv4/matmul_shared.h`); q_acc must still be the exact int32 product qr · wq_b.
+#[test]
+fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
+    let variant = "swa_deployment_tp1";
+    let p = plan(variant);
+    let shared = support::host(variant).steps.iter().any(|s| {
+        matches!(s, Step::Launch(l)
+            if l.stage == "qkv_proj_rope" && l.cores == Cores::Mix && l.kernel.contains("_vec"))
+    });
+    assert!(shared, "{variant}: wq_b runs on the cube and vector cores");
+    let rt = support::stages(variant, STAGE);
+    let c = case(p, p.shape.local_t, 13);
+    let mut tensors = c.inputs.clone();
+    support::run(rt, &mut tensors, tiling(c.t));
+    let (d, t) = (&c.dims, c.t);
+    let n = d.heads * d.head_dim;
+    let qr = values::<i8>(&tensors, "qr");
+    let w = values::<i8>(&c.inputs, "wq_b");
+    let q_acc = values::<i32>(&tensors, "q_acc");
+    for r in 0..t {
+        let mut want = vec![0i32; n];
+        for k in 0..d.q_lora {
+            let a = i32::from(qr[r * d.q_lora + k]);
+            for (col, acc) in want.iter_mut().enumerate() {
+                *acc += a * i32::from(w[k * n + col]);
+            }
+        }
+        assert!(
+            q_acc[r * n..(r + 1) * n] == want[..],
+            "{variant}: q_acc row {r} is not qr · wq_b"
+        );
+    }
+    check_stage(p, rt, &c);
 }
 
 /// One start per request for `t` tokens: mostly near the table's end (max_positions − 8

@@ -128,7 +128,14 @@ impl Kind for QkvProjRope {
             m.heads * hd,
             ql,
         );
-        if gemm::launch(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
+        // The indexer's query projection also reads qr (the fusion pass groups the two);
+        // without it, wq_b may share its columns with the vector cores.
+        let launch = if p.indexer.is_some() {
+            gemm::launch
+        } else {
+            gemm::launch_alone
+        };
+        if launch(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
             return;
         }
         let rope_args: &[&str] = if positions {

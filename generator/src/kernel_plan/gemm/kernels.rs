@@ -14,10 +14,7 @@ use crate::kernel_plan::{Cores, Kernel, Value};
 pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
     let t = &split.tiles;
     let u = Value::u32;
-    let layout = match mm.b_layout {
-        BLayout::Kn => "kn",
-        BLayout::Nk => "nk",
-    };
+    let layout = mm.b_layout.name();
     let mut name = format!(
         "matmul_{}_{layout}_n{}_k{}{}",
         mm.operands.name(),
@@ -178,19 +175,18 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
 pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorShare) -> Kernel {
     let cube = kernel(cube, split);
     let vector = vector(mm, share);
+    let unit = share.unit;
     Kernel {
         name: format!(
             "{}_vec{}_t{}x{}",
-            cube.name,
-            share.columns,
-            share::TILE_ROWS,
-            share::TILE_K
+            cube.name, share.columns, unit.cols, unit.tile_k
         ),
         doc: format!(
-            "{} matmul C[M, {}] = A[M, {}] · B (nk): the first {} columns on the cube cores, the last {} on the vector cores",
+            "{} matmul C[M, {}] = A[M, {}] · B ({}): the first {} columns on the cube cores, the last {} on the vector cores",
             mm.operands.name(),
             mm.n,
             mm.k,
+            mm.b_layout.name(),
             mm.n - share.columns,
             share.columns
         ),
@@ -207,6 +203,7 @@ pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorSha
 /// `dsv4/vector_matmul.h`: the last `share.columns` columns of `mm` on the vector cores.
 fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
     let u = Value::u32;
+    let unit = share.unit;
     let first = mm.n - share.columns;
     Kernel {
         name: format!("vector_matmul_{}_n{first}", mm.operands.name()),
@@ -214,49 +211,71 @@ fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
         block: "vector_matmul.h",
         class: "VectorMatmul",
         cores: Cores::Aiv,
-        params: [("INT8", Value::Bool(mm.operands == Operands::I8))]
-            .into_iter()
-            .chain(mm.rows.params())
-            .chain(operand_params(mm))
-            .chain([
-                ("N_FIRST", u(first)),
-                ("N_SHARE", u(share.columns)),
-                ("TILE_ROWS", u(share::TILE_ROWS)),
-                ("TILE_K", u(share::TILE_K)),
-                ("ROW_BATCH", u(share::ROW_BATCH)),
-            ])
-            .collect(),
+        params: [
+            ("INT8", Value::Bool(mm.operands == Operands::I8)),
+            ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
+        ]
+        .into_iter()
+        .chain(mm.rows.params())
+        .chain(operand_params(mm))
+        .chain([
+            ("N_FIRST", u(first)),
+            ("N_SHARE", u(share.columns)),
+            ("UNIT_COLS", u(unit.cols)),
+            ("TILE_K", u(unit.tile_k)),
+            ("ROW_BATCH", u(share::ROW_BATCH)),
+        ])
+        .collect(),
         args: vec!["a", "b", "c"],
-        buffers: vector_buffers(mm.operands),
+        buffers: vector_buffers(mm.operands, mm.b_layout, unit),
         parts: Vec::new(),
     }
 }
 
 /// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
-/// (int8 through an f16 stage, sized as bf16), the pass's accumulators and their 8-lane
-/// block sums, and the pass's C rows (int8: their f32 sums first).
-fn vector_buffers(operands: Operands) -> Vec<Buffer> {
+/// (int8 through an f16 stage, sized as bf16), the pass's accumulators and the pass's C
+/// rows; for B `[N, K]` the accumulators' 8-lane block sums (and for int8 their f32 sums),
+/// for B `[K, N]` the A slice spread one value per block.
+fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (r, kc, rb) = (share::TILE_ROWS, share::TILE_K, share::ROW_BATCH);
+    let share::Unit {
+        cols: r,
+        tile_k: kc,
+    } = unit;
+    let rb = share::ROW_BATCH;
     let (input, acc) = match operands {
         Operands::Bf16 => (Bf16, F32),
         Operands::I8 => (I8, I32),
     };
+    let b_run = match layout {
+        BLayout::Nk => kc,
+        BLayout::Kn => r,
+    };
     let mut v = vec![
-        row("b_in", Ub, input, r * kc, 2, Some(kc)),
+        row("b_in", Ub, input, r * kc, 2, Some(b_run)),
         row("a_in", Ub, input, rb * kc, 2, Some(kc)),
         row("b_wide", Ub, F32, r * kc, 1, None),
         row("a_wide", Ub, F32, rb * kc, 1, None),
-        row("acc", Ub, F32, rb * r * 64, 1, None),
-        row("sums8", Ub, F32, rb * r * 8, 1, None),
         row("c_out", Ub, acc, rb * r, 1, Some(r)),
     ];
     if operands == Operands::I8 {
-        v.extend([
-            row("f16", Ub, Bf16, r * kc, 1, None),
-            row("sums", Ub, F32, rb * r, 1, None),
-        ]);
+        v.push(row("f16", Ub, Bf16, r * kc, 1, None));
+    }
+    match layout {
+        BLayout::Nk => {
+            v.extend([
+                row("acc", Ub, F32, rb * r * 64, 1, None),
+                row("sums8", Ub, F32, rb * r * 8, 1, None),
+            ]);
+            if operands == Operands::I8 {
+                v.push(row("sums", Ub, F32, rb * r, 1, None));
+            }
+        }
+        BLayout::Kn => v.extend([
+            row("acc", Ub, F32, rb * r, 1, None),
+            row("a_brcb", Ub, F32, rb * kc * 8, 1, None),
+        ]),
     }
     v
 }

@@ -35,6 +35,15 @@ pub enum BLayout {
     Nk,
 }
 
+impl BLayout {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            BLayout::Kn => "kn",
+            BLayout::Nk => "nk",
+        }
+    }
+}
+
 /// Which runtime extent the rows of A and C are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rows {

@@ -7,25 +7,55 @@
 //! multiply-add), so the share is the column count whose busiest core, cube or vector, takes
 //! the fewest cycles by the same fits the timing model uses ([`Rate`]).
 //!
-//! Planned for products with B stored `[N, K]` (the o_proj weights), at most
-//! [`ROW_BATCH`] rows (one pass of the vector cores' accumulators) and a cube split of
-//! one K slice (the vector cores write C whole); int8 only while its sums stay exact in
-//! f32 (`K · 2¹⁴ ≤ 2²⁴`).
+//! Planned for products of at most [`ROW_BATCH`] rows (one pass of the vector cores'
+//! accumulators) and a cube split of one K slice (the vector cores write C whole), B stored
+//! `[N, K]` (the o_proj weights) or `[K, N]` (`wq_b`: per k one multiply-add over all the
+//! rows and the unit's columns, see `vector_matmul.h`); int8 only while its sums stay exact
+//! in f32 (`K · 2¹⁴ ≤ 2²⁴`).
 
 use super::matmul::{BLayout, Matmul, Operands};
 use super::split::{KSum, Room, Split, Tiles, plan_split};
 use crate::chip::Chip;
 
-/// B rows per vector tile, and A rows per pass of the vector cores' accumulators.
-pub(super) const TILE_ROWS: usize = 32;
+/// A rows per pass of the vector cores' accumulators.
 pub(super) const ROW_BATCH: usize = 8;
-/// K columns per vector tile (elements): 32 rows of 256 bf16 are 16 KiB a load.
-pub(super) const TILE_K: usize = 256;
+
+/// A vector core's unit of work: `cols` columns of C over all of K, in tiles of `tile_k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    pub cols: usize,
+    pub tile_k: usize,
+}
+
+impl Unit {
+    /// B `[N, K]`: 32 rows of B, 256 k a tile (16 KiB of bf16 a load); a core takes
+    /// several, each call repeating over a unit's rows.
+    const NK: Unit = Unit {
+        cols: 32,
+        tile_k: 256,
+    };
+
+    /// B `[K, N]`: a core's calls repeat over its unit's columns (at most 255 blocks), so a
+    /// core takes one unit of 32 to 256 columns (tiles of 64 k: the f32 widening of 64 × 256,
+    /// 64 KiB, leaves UB room for the rest).
+    fn kn(cols: usize) -> Unit {
+        Unit { cols, tile_k: 64 }
+    }
+
+    /// The unit widths for B stored as `layout`: the first is the widest.
+    fn candidates(layout: BLayout) -> Vec<Unit> {
+        match layout {
+            BLayout::Nk => vec![Unit::NK],
+            BLayout::Kn => (1..=8).rev().map(|i| Unit::kn(32 * i)).collect(),
+        }
+    }
+}
 
 /// The vector cores' columns of a product: C's last `columns` of every batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VectorShare {
     pub columns: usize,
+    pub unit: Unit,
 }
 
 /// The cycle costs the split is balanced with: hicann/ge's A2 fits
@@ -52,13 +82,16 @@ impl Rate {
     const WIDEN_I8: (f64, f64) = (0.0102, 46.512);
     const MUL_ADD: (f64, f64) = (0.0412, 23.23);
     const BLOCK_SUM: (f64, f64) = (0.0198, 16.7401);
+    /// `Brcb` f32.
+    const BRCB: (f64, f64) = (0.0146, 13.07);
 }
 
-/// Cycles of one vector core's unit (TILE_ROWS rows of B over all of K, `rows` A rows)
-/// on a launch of `cores` cores: per K tile the slower of its loads and its calls, then
-/// the block sums that turn the accumulators into C.
-fn unit_cycles(mm: &Matmul, rows: usize, cores: usize) -> f64 {
+/// Cycles of one vector core's unit (its columns over all of K, `rows` A rows) on a launch
+/// of `cores` cores: per K tile the slower of its loads and its calls, then what turns the
+/// accumulators into C ([N, K]: the block sums).
+fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
     let e = mm.operands.bytes();
+    let Unit { cols, tile_k } = unit;
     let widen = |elems| {
         Rate::call(Rate::WIDEN, elems)
             + match mm.operands {
@@ -66,13 +99,25 @@ fn unit_cycles(mm: &Matmul, rows: usize, cores: usize) -> f64 {
                 Operands::Bf16 => 0.0,
             }
     };
-    let calls = widen(TILE_ROWS * TILE_K)
-        + widen(rows * TILE_K)
-        + (rows * TILE_K / 64) as f64 * Rate::call(Rate::MUL_ADD, TILE_ROWS * 64);
-    let loads = ((TILE_ROWS + rows) * TILE_K * e) as f64 / Rate::load(cores);
-    let sums = rows as f64 * Rate::call(Rate::BLOCK_SUM, TILE_ROWS * 64)
-        + Rate::call(Rate::BLOCK_SUM, rows * TILE_ROWS * 8);
-    (mm.k / TILE_K) as f64 * calls.max(loads) + sums
+    let products = match mm.b_layout {
+        // per A row and 64 k, one call of a repeat per B row
+        BLayout::Nk => (rows * tile_k / 64) as f64 * Rate::call(Rate::MUL_ADD, cols * 64),
+        // a Brcb of the A slice, then per k one call of 8 row blocks per column block
+        BLayout::Kn => {
+            Rate::call(Rate::BRCB, rows * tile_k * 8)
+                + tile_k as f64 * Rate::call(Rate::MUL_ADD, cols * 8)
+        }
+    };
+    let calls = widen(cols * tile_k) + widen(rows * tile_k) + products;
+    let loads = ((cols + rows) * tile_k * e) as f64 / Rate::load(cores);
+    let finish = match mm.b_layout {
+        BLayout::Nk => {
+            rows as f64 * Rate::call(Rate::BLOCK_SUM, cols * 64)
+                + Rate::call(Rate::BLOCK_SUM, rows * cols * 8)
+        }
+        BLayout::Kn => 0.0,
+    };
+    (mm.k / tile_k) as f64 * calls.max(loads) + finish
 }
 
 /// Cycles of the busiest cube core of `split` over `mm` on a launch of `cores` cores.
@@ -83,13 +128,10 @@ fn cube_cycles(mm: &Matmul, split: &Split, aic: usize, cores: usize) -> f64 {
 
 /// Why `mm` gets no vector share, if it gets none.
 fn unfit(mm: &Matmul) -> Option<&'static str> {
-    if mm.b_layout != BLayout::Nk {
-        return Some("B is stored [K, N]");
-    }
     if mm.max_rows > ROW_BATCH {
         return Some("more rows than one pass of the vector accumulators");
     }
-    if !mm.k.is_multiple_of(TILE_K) {
+    if !mm.k.is_multiple_of(Unit::candidates(mm.b_layout)[0].tile_k) {
         return Some("K is not whole vector tiles");
     }
     if mm.operands == Operands::I8 && mm.k * 128 * 128 > 1 << 24 {
@@ -112,8 +154,21 @@ pub(super) fn plan(
     }
     let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
     let mixed = aic + aiv;
-    let unit = unit_cycles(mm, mm.max_rows, mixed);
     let mut best = (cube_cycles(mm, alone, aic, aic), None);
+    // The vector cores' columns: any count of [N, K] units; for [K, N] one unit per core.
+    let shares: Vec<(Unit, usize)> = Unit::candidates(mm.b_layout)
+        .into_iter()
+        .flat_map(|unit| {
+            let counts: Vec<usize> = match mm.b_layout {
+                BLayout::Nk => (1..mm.n / unit.cols).collect(),
+                BLayout::Kn => vec![aiv / mm.batch],
+            };
+            counts
+                .into_iter()
+                .map(move |count| (unit, count * unit.cols))
+        })
+        .filter(|&(_, columns)| columns > 0 && columns < mm.n)
+        .collect();
     // The cube's column ranges are whole column tiles: narrower tiles let its share of
     // the columns spread evenly over its cores.
     let [m, n, k] = tiles;
@@ -121,7 +176,7 @@ pub(super) fn plan(
         .into_iter()
         .filter(|t| *t >= 16 && t % 16 == 0);
     for tile_n in narrower {
-        for columns in (TILE_ROWS..mm.n).step_by(TILE_ROWS) {
+        for &(unit, columns) in &shares {
             let cube = Matmul {
                 n: mm.n - columns,
                 ..mm.clone()
@@ -133,11 +188,12 @@ pub(super) fn plan(
             if split.sum != KSum::Whole {
                 continue;
             }
-            let units = mm.batch * columns / TILE_ROWS;
+            let units = mm.batch * columns / unit.cols;
+            let unit_time = unit_cycles(mm, unit, mm.max_rows, mixed);
             let cycles =
-                cube_cycles(&cube, &split, aic, mixed).max(units.div_ceil(aiv) as f64 * unit);
+                cube_cycles(&cube, &split, aic, mixed).max(units.div_ceil(aiv) as f64 * unit_time);
             if cycles < best.0 {
-                best = (cycles, Some((cube, split, VectorShare { columns })));
+                best = (cycles, Some((cube, split, VectorShare { columns, unit })));
             }
         }
     }
@@ -181,7 +237,8 @@ mod tests {
         let (alone, shared) = planned(&mm, O_PROJ_TILES);
         let (cube, split, share) = shared.expect("a weight stream of 8 rows is shared");
         assert_eq!(cube.n + share.columns, 1024);
-        assert!(share.columns.is_multiple_of(TILE_ROWS) && cube.n.is_multiple_of(16));
+        assert_eq!(share.unit, Unit::NK);
+        assert!(share.columns.is_multiple_of(Unit::NK.cols) && cube.n.is_multiple_of(16));
         assert_eq!(
             (cube.ldc, cube.ldb),
             (1024, 4096),
@@ -207,10 +264,27 @@ mod tests {
     }
 
     #[test]
+    fn deployment_wq_b_shares_its_columns_of_b_stored_k_by_n() {
+        // wq_b at the reference's deployment: 8 rows, int8 [1024, 32768] in × out
+        let mm = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 8, 32768, 1024);
+        let (alone, shared) = planned(&mm, [64, 64, 256]);
+        let (cube, split, share) = shared.expect("a weight stream of 8 rows is shared");
+        let unit = share.unit;
+        assert_eq!(cube.n + share.columns, 32768);
+        assert_eq!(share.columns, 48 * unit.cols, "one unit per vector core");
+        // the busiest core, cube or vector, finishes sooner than the cube cores alone
+        let chip = chip::find("910b").unwrap();
+        let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
+        let before = cube_cycles(&mm, &alone, aic, aic);
+        let units = share.columns / unit.cols;
+        let vector = units.div_ceil(aiv) as f64 * unit_cycles(&mm, unit, 8, aic + aiv);
+        let after = cube_cycles(&cube, &split, aic, aic + aiv).max(vector);
+        assert!(after < 0.85 * before, "{after} vs {before}");
+    }
+
+    #[test]
     fn what_the_vector_cores_do_not_take() {
-        // B [K, N]; more rows than a pass; int8 sums past f32's 24 bits; a K split
-        let kn = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 8, 1024, 4096);
-        assert_eq!(unfit(&kn), Some("B is stored [K, N]"));
+        // more rows than a pass; int8 sums past f32's 24 bits; a K split
         let rows = Matmul::new(Operands::Bf16, BLayout::Nk, Rows::Tokens, 16, 1024, 4096);
         assert!(planned(&rows, O_PROJ_TILES).1.is_none());
         let wide = Matmul::new(Operands::I8, BLayout::Nk, Rows::Tokens, 8, 1024, 2048);
