@@ -146,6 +146,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_mix_hc4_d4096_m16_p24_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
+    Kernel { name: "matmul_i8_kn_n23552_k1024_ldb32768_ldc32768_tile32x32x1024_split16x1024x992_bufs4x2_vec9216_t192x64", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h64_hd512_rd64_g2_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "qkv_kv_finish_hd512_rd64_t8_eps1em6_positions", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "positions", "kv"] },
     Kernel { name: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
@@ -155,6 +156,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "compressor_commit_r4_ov_hd128_s2", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "positions", "state_slots", "state"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tile64x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "index_key_write_r4_hd128_s2", cores: plan::Cores::Aiv, args: &["kf", "positions", "idx_slots", "keys", "scales"] },
+    Kernel { name: "matmul_i8_kn_n6656_k1024_ldb8192_ldc8192_tile32x64x512_split16x1024x320_bufs4x2_vec1536_t32x64", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "index_q_heads_h64_hd128_rd64_g2_s2", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tokx64_tile64x32x128_split512x128x32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, args: &["qh", "head_sums", "q", "q_scale", "weights"] },
@@ -170,7 +172,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g8_r16_n4096_c512_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group7_bf16_k4096_n1024x1024x256x256x1024x512x64_a26831f6f3c3", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
-    Kernel { name: "matmul_group_i8_kn_n32768_k1024_tile64x64x512_split16x1024x1408_bufs4x2__kn_n8192_k1024_tile64x128x256_split16x1024x384_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -181,7 +182,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k4096_n1024x1024x256x256x1024x512x64_a26831f6f3c3", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "wq_a", "q_latent", "wkv", "kv_latent", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 1, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n32768_k1024_tile64x64x512_split16x1024x1408_bufs4x2__kn_n8192_k1024_tile64x128x256_split16x1024x384_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n23552_k1024_ldb32768_ldc32768_tile32x32x1024_split16x1024x992_bufs4x2_vec9216_t192x64", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_hd512_rd64_g2_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 1, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, block_dim: 8, args: &["kv", "ori_slot_mapping", "kv_cache"], also: &[] }),
@@ -191,6 +192,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "compressor_commit_r4_ov_hd128_s2", cores: plan::Cores::Aiv, block_dim: 4, args: &["inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "inner_compress_state"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "matmul_bf16_kn_n128_k128_tile64x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["idx_rows", "hadamard_idx", "idx_kf"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "index_key_write_r4_hd128_s2", cores: plan::Cores::Aiv, block_dim: 4, args: &["idx_kf", "position_ids", "idx_slot_mapping", "idx_kv_cache", "idx_kv_scale"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_i8_kn_n6656_k1024_ldb8192_ldc8192_tile32x64x512_split16x1024x320_bufs4x2_vec1536_t32x64", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "idx_wq_b", "idx_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_heads_h64_hd128_rd64_g2_s2", cores: plan::Cores::Aiv, block_dim: 32, args: &["idx_acc", "qr_scale", "idx_wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "idx_q_rot"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n128_k128_tokx64_tile64x32x128_split512x128x32_bufs4x2", cores: plan::Cores::Aic, block_dim: 4, args: &["idx_q_rot", "hadamard_idx", "idx_qh"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, block_dim: 32, args: &["idx_qh", "idx_head_sums", "idx_q", "idx_q_scale", "idx_weights"], also: &[] }),

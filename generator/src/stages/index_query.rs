@@ -116,7 +116,7 @@ impl Kind for IndexQuery {
 
         let tiles = [t.m.value, t.n.value, t.k.value];
         let wq_b = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, t_cap, width, ql);
-        if gemm::launch(b, tiles, &wq_b, ["qr", "idx_wq_b", "idx_acc"]).is_none() {
+        if gemm::launch_alone(b, tiles, &wq_b, ["qr", "idx_wq_b", "idx_acc"]).is_none() {
             return;
         }
         let (per_item, blocks) = head_grid(heads, hd, t_cap, p.chip.aiv_cores);

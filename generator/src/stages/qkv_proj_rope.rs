@@ -130,12 +130,10 @@ impl Kind for QkvProjRope {
         );
         // The indexer's query projection also reads qr (the fusion pass groups the two);
         // without it, wq_b may share its columns with the vector cores.
-        let launch = if p.indexer.is_some() {
-            gemm::launch
-        } else {
-            gemm::launch_alone
-        };
-        if launch(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
+        // At a few rows the vector cores may share wq_b's columns; it then runs apart from
+        // the indexer's projection of qr, which beats the pair on the cube cores alone (CSA
+        // deployment: 102 µs grouped, 60 + 24 µs shared apart). More rows: it groups.
+        if gemm::launch_alone(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
             return;
         }
         let rope_args: &[&str] = if positions {
