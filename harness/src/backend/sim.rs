@@ -11,6 +11,44 @@ use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters
 use super::{Exchange, POISON, Progress, Tiling};
 use crate::kernel_library::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 use abi::plan::{Cores, Kernel, Launch, VariantPlan};
+use abi::tiling::TILING_WORDS;
+
+/// GM buffers start where aclrtMalloc would put them: on a 64-byte boundary (CANN runtime
+/// API, aclrtMalloc: "内存首地址64字节对齐"), so a buffer's bytes fall on the scalar cache's
+/// 64-byte lines, which the timing model charges misses by, as on the device.
+const GM_ALIGN: usize = 64;
+
+/// The tiling words in a buffer of their own: one line.
+#[repr(C, align(64))]
+struct GmLine([u8; 4 * TILING_WORDS]);
+
+/// A rank's GM buffer: `len` bytes from a [`GM_ALIGN`]-aligned start inside `raw`.
+struct GmBuf {
+    raw: Vec<u8>,
+    at: usize,
+    len: usize,
+}
+
+impl GmBuf {
+    fn new(bytes: &[u8]) -> GmBuf {
+        let mut raw = vec![0u8; bytes.len() + GM_ALIGN - 1];
+        let at = raw.as_ptr().align_offset(GM_ALIGN);
+        raw[at..at + bytes.len()].copy_from_slice(bytes);
+        GmBuf {
+            raw,
+            at,
+            len: bytes.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.raw[self.at..self.at + self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.raw[self.at..self.at + self.len]
+    }
+}
 
 /// The CPU model.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +102,11 @@ impl Kernels for SimKernels {
                 .collect(),
             ranks: initial
                 .into_iter()
-                .map(|bufs| bufs.into_iter().map(RwLock::new).collect())
+                .map(|bufs| {
+                    bufs.into_iter()
+                        .map(|b| RwLock::new(GmBuf::new(&b)))
+                        .collect()
+                })
                 .collect(),
         }))
     }
@@ -75,7 +117,7 @@ impl Kernels for SimKernels {
 struct SimGroup<'a> {
     lib: &'a SimLibrary,
     names: Vec<&'static str>,
-    ranks: Vec<Vec<RwLock<Vec<u8>>>>,
+    ranks: Vec<Vec<RwLock<GmBuf>>>,
     /// Per rank: what the step's launches left in L2 (the timeline's reads of it are hits).
     l2: Vec<Mutex<L2>>,
 }
@@ -104,16 +146,19 @@ impl Group for SimGroup<'_> {
                 ids.push(a);
             }
         }
-        let mut guards: Vec<RwLockWriteGuard<'_, Vec<u8>>> = ids
+        let mut guards: Vec<RwLockWriteGuard<'_, GmBuf>> = ids
             .iter()
             .map(|&i| bufs[i].write().unwrap_or_else(PoisonError::into_inner))
             .collect();
         let raw: Vec<(*mut u8, usize)> = guards
             .iter_mut()
-            .map(|g| (g.as_mut_ptr(), g.len()))
+            .map(|g| {
+                let b = g.bytes_mut();
+                (b.as_mut_ptr(), b.len())
+            })
             .collect();
         let mut workspace = [POISON; 32];
-        let mut tiling = tiling.to_bytes();
+        let mut tiling = GmLine(tiling.to_bytes());
         let mut l2 = self.l2[rank].lock().unwrap_or_else(PoisonError::into_inner);
         let mut gm: Vec<GmArg<'_>> = args
             .iter()
@@ -125,7 +170,7 @@ impl Group for SimGroup<'_> {
             })
             .collect();
         gm.push(GmArg::new("workspace", &mut workspace));
-        gm.push(GmArg::new("tiling", &mut tiling));
+        gm.push(GmArg::new("tiling", &mut tiling.0));
         let launched = self
             .lib
             .launch_measured(
@@ -163,7 +208,7 @@ impl Group for SimGroup<'_> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             let (from, to) = (x.src_row * ex.row_bytes, x.dst_row * ex.row_bytes);
-            dst[to..to + n].copy_from_slice(&src[from..from + n]);
+            dst.bytes_mut()[to..to + n].copy_from_slice(&src.bytes()[from..from + n]);
         }
         Ok(())
     }
@@ -172,6 +217,7 @@ impl Group for SimGroup<'_> {
         Ok(self.ranks[rank][id]
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone())
+            .bytes()
+            .to_vec())
     }
 }
