@@ -399,22 +399,11 @@ const CASES: &[Case] = &[
     // ranges (64, then 32 or 24 rows), ragged N ranges; C inside wider rows.
     Case {
         name: "bf16_kn_tail",
-        int8: false,
-        b_nk: false,
-        per_token: 1,
-        max_rows: 96,
-        n: 192,
-        k: 320,
-        batch: 1,
-        lda: 320,
-        ldb: 192,
         ldc: 208,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
         split: [64, 192, 128],
         tail: 32,
         buffers: [2, 1],
-        chain: false,
+        ..BF16_KN_SPLIT
     },
     // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
     // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles.
@@ -826,10 +815,10 @@ fn run(
         .collect()
 }
 
-#[test]
-fn building_block_cases_match_the_reference() {
+/// `cases` rendered with their launches (zero fill, matmul, slice sum) on 3 blocks each.
+fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product>) {
     let mut kernels = Vec::new();
-    for c in CASES {
+    for c in cases {
         kernels.push(c.kernel());
         if c.atomic() {
             kernels.push(c.zero_kernel());
@@ -838,6 +827,25 @@ fn building_block_cases_match_the_reference() {
             kernels.push(c.sum_kernel());
         }
     }
+    let (sources, kernels) = render(kernels);
+    let name = |k: Kernel| -> &'static str { k.name.leak() };
+    let products: Vec<Product> = cases
+        .iter()
+        .map(|c| Product {
+            case: *c,
+            launches: Launches {
+                zero: c.atomic().then(|| (name(c.zero_kernel()), 3)),
+                matmul: (name(c.kernel()), 3),
+                sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
+            },
+        })
+        .collect();
+    let plan = products_plan(&products, kernels);
+    (sources, plan, products)
+}
+
+#[test]
+fn building_block_cases_match_the_reference() {
     assert!(
         [Case::atomic, Case::partials, Case::chained]
             .iter()
@@ -849,20 +857,7 @@ fn building_block_cases_match_the_reference() {
             .all(|kind| CASES.iter().any(|c| c.per_token > 1 && kind(c))),
         "rows per token with each way of making C"
     );
-    let (sources, kernels) = render(kernels);
-    let name = |k: Kernel| -> &'static str { k.name.leak() };
-    let products: Vec<Product> = CASES
-        .iter()
-        .map(|c| Product {
-            case: *c,
-            launches: Launches {
-                zero: c.atomic().then(|| (name(c.zero_kernel()), 3)),
-                matmul: (name(c.kernel()), 3),
-                sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
-            },
-        })
-        .collect();
-    let gemm_plan = products_plan(&products, kernels);
+    let (sources, gemm_plan, products) = launched(CASES);
     for (ci, p) in products.iter().enumerate() {
         let c = &p.case;
         let rt = prepare(gemm_plan, &sources, &[c.name]);
@@ -902,25 +897,7 @@ fn chained_k_slices_equal_the_slice_sum_bit_for_bit() {
         ..BF16_KN_SPLIT
     };
     let cases = [BF16_KN_SPLIT, chained];
-    let kernels = vec![
-        BF16_KN_SPLIT.kernel(),
-        BF16_KN_SPLIT.sum_kernel(),
-        chained.kernel(),
-    ];
-    let (sources, kernels) = render(kernels);
-    let name = |k: Kernel| -> &'static str { k.name.leak() };
-    let products: Vec<Product> = cases
-        .iter()
-        .map(|c| Product {
-            case: *c,
-            launches: Launches {
-                zero: None,
-                matmul: (name(c.kernel()), 3),
-                sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
-            },
-        })
-        .collect();
-    let plan = products_plan(&products, kernels);
+    let (sources, plan, products) = launched(&cases);
     let rt = prepare(plan, &sources, &[cases[0].name, cases[1].name]);
     let t = BF16_KN_SPLIT.max_tokens();
     let operands = operands(&BF16_KN_SPLIT, t, 501);
