@@ -147,15 +147,7 @@ private:
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
         Load(bAt, aAt, 0, rows);
         for (uint32_t s = 0; s < SLICES; ++s) {
-            if (s + 1 < SLICES) {
-                Load(bAt, aAt, (s + 1) * KC, rows);
-            }
-            AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
-            AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
-            Widen(bw, bt, R * KC);
-            Widen(aw, at, rows * KC);
-            bIn_.FreeTensor(bt);
-            aIn_.FreeTensor(at);
+            WidenSlice(bw, aw, bAt, aAt, s, rows);
             // acc_r += B[:, col .. col + 64) * a_r[col .. col + 64), row by row (the first
             // product of a pass is acc_r).
             const AscendC::BinaryRepeatParams rowsTimesA(1, 1, 1, 8, KC / 8, 0);
@@ -204,15 +196,7 @@ private:
         const uint64_t lanes = rows * 8;
         Load(bAt, aAt, 0, rows);
         for (uint32_t s = 0; s < SLICES; ++s) {
-            if (s + 1 < SLICES) {
-                Load(bAt, aAt, (s + 1) * KC, rows);
-            }
-            AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
-            AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
-            Widen(bw, bt, KC * R);
-            Widen(aw, at, rows * KC);
-            bIn_.FreeTensor(bt);
-            aIn_.FreeTensor(at);
+            WidenSlice(bw, aw, bAt, aAt, s, rows);
             AscendC::Brcb(ab, aw, rows * KC / 8, AscendC::BrcbRepeatParams(1, 8));
             for (uint32_t k = 0; k < KC; ++k) {
                 if (s == 0 && k == 0) {
@@ -240,6 +224,22 @@ private:
         const AscendC::DataCopyParams cp(rows, R * sizeof(Acc) / 32, 0, (P::LDC - R) * sizeof(Acc) / 32);
         AscendC::DataCopy(c_[uint64_t(batch) * P::STRIDE_C + uint64_t(m) * P::LDC + n], out, cp);
         cOut_.FreeTensor(out);
+    }
+
+    // Slice s's B tile and A rows (queued by Load) widened into bw and aw, slice s + 1's
+    // loads issued first so they run under this one's calls.
+    __aicore__ inline void WidenSlice(const AscendC::LocalTensor<float>& bw, const AscendC::LocalTensor<float>& aw,
+                                      uint64_t bAt, uint64_t aAt, uint32_t s, uint32_t rows)
+    {
+        if (s + 1 < SLICES) {
+            Load(bAt, aAt, (s + 1) * KC, rows);
+        }
+        AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
+        AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
+        Widen(bw, bt, R * KC);
+        Widen(aw, at, rows * KC);
+        bIn_.FreeTensor(bt);
+        aIn_.FreeTensor(at);
     }
 
     // The B tile and the rows' A slice at k, queued.

@@ -291,11 +291,8 @@ mod tests {
         // the product is one launch like a whole one
         let a = mm("a", 256, 512, 512);
         let mut chained = mm("chained", 256, 512, 256);
-        for (name, v) in &mut chained.params {
-            if *name == "CHAIN" {
-                *v = Value::Bool(true);
-            }
-        }
+        let chain = chained.params.iter_mut().find(|(n, _)| *n == "CHAIN");
+        chain.expect("the helper sets CHAIN").1 = Value::Bool(true);
         let p = plan(
             &[&a, &chained],
             vec![

@@ -128,8 +128,6 @@ impl Kind for QkvProjRope {
             m.heads * hd,
             ql,
         );
-        // The indexer's query projection also reads qr (the fusion pass groups the two);
-        // without it, wq_b may share its columns with the vector cores.
         // At a few rows the vector cores may share wq_b's columns; it then runs apart from
         // the indexer's projection of qr, which beats the pair on the cube cores alone (CSA
         // deployment: 102 µs grouped, 60 + 24 µs shared apart). More rows: it groups.

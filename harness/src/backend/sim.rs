@@ -18,15 +18,16 @@ use abi::tiling::TILING_WORDS;
 /// 64-byte lines, which the timing model charges misses by, as on the device.
 const GM_ALIGN: usize = 64;
 
-/// The tiling words in a buffer of their own: one line.
+/// The tiling words in a buffer of their own: one line (the attribute takes no constant:
+/// GM_ALIGN).
 #[repr(C, align(64))]
 struct GmLine([u8; 4 * TILING_WORDS]);
 
-/// A rank's GM buffer: `len` bytes from a [`GM_ALIGN`]-aligned start inside `raw`.
+/// A rank's GM buffer: its bytes from the first [`GM_ALIGN`]-aligned address of `raw`,
+/// which holds GM_ALIGN - 1 bytes more than they.
 struct GmBuf {
     raw: Vec<u8>,
     at: usize,
-    len: usize,
 }
 
 impl GmBuf {
@@ -34,19 +35,20 @@ impl GmBuf {
         let mut raw = vec![0u8; bytes.len() + GM_ALIGN - 1];
         let at = raw.as_ptr().align_offset(GM_ALIGN);
         raw[at..at + bytes.len()].copy_from_slice(bytes);
-        GmBuf {
-            raw,
-            at,
-            len: bytes.len(),
-        }
+        GmBuf { raw, at }
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.at..self.raw.len() - (GM_ALIGN - 1) + self.at
     }
 
     fn bytes(&self) -> &[u8] {
-        &self.raw[self.at..self.at + self.len]
+        &self.raw[self.range()]
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.raw[self.at..self.at + self.len]
+        let r = self.range();
+        &mut self.raw[r]
     }
 }
 

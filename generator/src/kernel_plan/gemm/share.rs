@@ -35,20 +35,40 @@ impl Unit {
         tile_k: 256,
     };
 
-    /// B `[K, N]`: a core's calls repeat over its unit's columns (at most 255 blocks), so a
-    /// core takes one unit of 32 to 256 columns (tiles of 64 k: the f32 widening of 64 × 256,
-    /// 64 KiB, leaves UB room for the rest).
-    fn kn(cols: usize) -> Unit {
-        Unit { cols, tile_k: 64 }
-    }
+    /// B `[K, N]`: k per tile (the f32 widening of 64 × 256, 64 KiB, leaves UB room for the
+    /// rest). A core's calls repeat over its unit's columns (at most 255 blocks), so a core
+    /// takes one unit of 32 to 256 columns.
+    const KN_TILE_K: usize = 64;
 
-    /// The unit widths for B stored as `layout`: the first is the widest.
-    fn candidates(layout: BLayout) -> Vec<Unit> {
+    fn tile_k(layout: BLayout) -> usize {
         match layout {
-            BLayout::Nk => vec![Unit::NK],
-            BLayout::Kn => (1..=8).rev().map(|i| Unit::kn(32 * i)).collect(),
+            BLayout::Nk => Unit::NK.tile_k,
+            BLayout::Kn => Unit::KN_TILE_K,
         }
     }
+}
+
+/// The vector cores' candidate shares of `mm` on `aiv` of them, as (unit, columns): any
+/// count of `[N, K]` units; for `[K, N]` one unit per core, 256 columns wide down to 32.
+fn shares(mm: &Matmul, aiv: usize) -> Vec<(Unit, usize)> {
+    let all: Vec<(Unit, usize)> = match mm.b_layout {
+        BLayout::Nk => (1..mm.n / Unit::NK.cols)
+            .map(|count| (Unit::NK, count * Unit::NK.cols))
+            .collect(),
+        BLayout::Kn => (1..=8)
+            .rev()
+            .map(|i| {
+                let unit = Unit {
+                    cols: 32 * i,
+                    tile_k: Unit::KN_TILE_K,
+                };
+                (unit, aiv / mm.batch * unit.cols)
+            })
+            .collect(),
+    };
+    all.into_iter()
+        .filter(|&(_, columns)| columns > 0 && columns < mm.n)
+        .collect()
 }
 
 /// The vector cores' columns of a product: C's last `columns` of every batch.
@@ -131,7 +151,7 @@ fn unfit(mm: &Matmul) -> Option<&'static str> {
     if mm.max_rows > ROW_BATCH {
         return Some("more rows than one pass of the vector accumulators");
     }
-    if !mm.k.is_multiple_of(Unit::candidates(mm.b_layout)[0].tile_k) {
+    if !mm.k.is_multiple_of(Unit::tile_k(mm.b_layout)) {
         return Some("K is not whole vector tiles");
     }
     if mm.operands == Operands::I8 && mm.k * 128 * 128 > 1 << 24 {
@@ -155,20 +175,7 @@ pub(super) fn plan(
     let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
     let mixed = aic + aiv;
     let mut best = (cube_cycles(mm, alone, aic, aic), None);
-    // The vector cores' columns: any count of [N, K] units; for [K, N] one unit per core.
-    let shares: Vec<(Unit, usize)> = Unit::candidates(mm.b_layout)
-        .into_iter()
-        .flat_map(|unit| {
-            let counts: Vec<usize> = match mm.b_layout {
-                BLayout::Nk => (1..mm.n / unit.cols).collect(),
-                BLayout::Kn => vec![aiv / mm.batch],
-            };
-            counts
-                .into_iter()
-                .map(move |count| (unit, count * unit.cols))
-        })
-        .filter(|&(_, columns)| columns > 0 && columns < mm.n)
-        .collect();
+    let shares = shares(mm, aiv);
     // The cube's column ranges are whole column tiles: narrower tiles let its share of
     // the columns spread evenly over its cores.
     let [m, n, k] = tiles;
