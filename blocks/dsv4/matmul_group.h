@@ -1,4 +1,4 @@
-// Several cube matmuls that share their A operand (the projections of one input) in one
+// Several matmuls that share their A operand (the projections of one input) in one
 // launch: each part's work items are exactly those its own Matmul launch would run
 // (dsv4/matmul.h), one sequence over the parts in order (part i's item j is item j plus
 // the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, so
@@ -9,25 +9,63 @@
 // with no item on the block is not set up. Arguments: A, then B and C of each part in
 // order, then workspace and tiling.
 //
-// Params contract: each P_i is a Matmul Params (see matmul.h); all parts read the same A
-// (same element type, K, LDA, row count and batch 1).
+// A mixed launch (1 AIC + 2 AIV a block) adds vector parts after the cube parts: the last
+// columns of a cube part's product on the vector cores (dsv4/vector_matmul.h, as
+// dsv4/matmul_shared.h does for one product). Their units are one sequence over the vector
+// parts in order, dealt in contiguous shares over the launch's vector cores while the cube
+// cores run the cube parts' items; C columns apart, so neither waits for the other.
+//
+// Params contract: each cube part P_i is a Matmul Params (see matmul.h); all parts read
+// the same A (same element type, K, LDA, row count and batch 1). A vector part is a
+// VectorMatmul Params with PART, the index of the cube part whose B and C it shares (its
+// N_FIRST that part's N).
 #pragma once
 
 #include "dsv4/matmul.h"
+#include "dsv4/vector_matmul.h"
 
 namespace dsv4 {
 
+// Whether a group's part is a vector part (its Params name the cube PART it shares).
+template <typename P>
+struct IsVectorPart {
+    template <typename Q>
+    static constexpr bool Has(decltype(&Q::PART)) { return true; }
+    template <typename Q>
+    static constexpr bool Has(...) { return false; }
+    static constexpr bool VALUE = Has<P>(nullptr);
+};
+
 template <typename... Ps>
 class MatmulGroup {
-    static_assert(sizeof...(Ps) >= 2, "a group has at least two parts");
+    static constexpr uint32_t VECTOR_PARTS = (0u + ... + uint32_t(IsVectorPart<Ps>::VALUE));
+    static constexpr uint32_t CUBE_PARTS = sizeof...(Ps) - VECTOR_PARTS;
+    static_assert(CUBE_PARTS >= 2 || (CUBE_PARTS >= 1 && VECTOR_PARTS >= 1), "a group has at least two parts");
 
 public:
     template <typename... Addr>
     __aicore__ static inline void Run(GM_ADDR a, Addr... rest)
     {
-        static_assert(sizeof...(Addr) == 2 * sizeof...(Ps) + 2, "B and C per part, then workspace and tiling");
+        static_assert(sizeof...(Addr) == 2 * CUBE_PARTS + 2, "B and C per cube part, then workspace and tiling");
         GM_ADDR addr[] = {rest...};
         GM_ADDR tiling = addr[sizeof...(Addr) - 1];
+        if constexpr (VECTOR_PARTS == 0) {
+            RunCube(a, addr, tiling);
+        } else {
+            if ASCEND_IS_AIC {
+                RunCube(a, addr, tiling);
+            }
+            if ASCEND_IS_AIV {
+                const Share share = ShareOf((0u + ... + VectorUnits<Ps>()), static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                                            static_cast<uint32_t>(AscendC::GetBlockNum() * AscendC::GetSubBlockNum()));
+                EachVector<Ps...>(share, 0, a, addr, tiling);
+            }
+        }
+    }
+
+private:
+    __aicore__ static inline void RunCube(GM_ADDR a, GM_ADDR* addr, GM_ADDR tiling)
+    {
         using P0 = typename FirstOf<Ps...>::Type;
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
         const BackAndForth deal{static_cast<uint32_t>(AscendC::GetBlockIdx()),
@@ -35,26 +73,61 @@ public:
         Each<0, Ps...>(deal, rows, 0, a, addr, tiling);
     }
 
-private:
-    // Part I, whose first item follows the `before` items of the parts ahead of it.
+    // Cube part I, whose first item follows the `before` items of the parts ahead of it.
     template <uint32_t I, typename P, typename... More>
     __aicore__ static inline void Each(const BackAndForth& deal, uint32_t rows, uint32_t before, GM_ADDR a,
                                        GM_ADDR* addr, GM_ADDR tiling)
     {
-        using P0 = typename FirstOf<Ps...>::Type;
-        static_assert(P::INT8 == P0::INT8 && P::K == P0::K && P::LDA == P0::LDA && P::GROUP_ROWS == P0::GROUP_ROWS &&
-                          P::ROWS_PER_TOKEN == P0::ROWS_PER_TOKEN && P::BATCH == 1,
-                      "the parts share one A");
-        const uint32_t items = Matmul<P>::Items(rows);
-        bool mine = false;
-        for (uint32_t i = 0; i < items && !mine; ++i) {
-            mine = deal.Mine(before + i);
+        if constexpr (!IsVectorPart<P>::VALUE) {
+            using P0 = typename FirstOf<Ps...>::Type;
+            static_assert(P::INT8 == P0::INT8 && P::K == P0::K && P::LDA == P0::LDA &&
+                              P::GROUP_ROWS == P0::GROUP_ROWS && P::ROWS_PER_TOKEN == P0::ROWS_PER_TOKEN &&
+                              P::BATCH == 1,
+                          "the parts share one A");
+            static_assert(I < CUBE_PARTS, "vector parts follow the cube parts");
+            const uint32_t items = Matmul<P>::Items(rows);
+            bool mine = false;
+            for (uint32_t i = 0; i < items && !mine; ++i) {
+                mine = deal.Mine(before + i);
+            }
+            if (mine) {
+                Matmul<P>::RunOn(a, addr[2 * I], addr[2 * I + 1], tiling, deal, before);
+            }
+            if constexpr (sizeof...(More) > 0) {
+                Each<I + 1, More...>(deal, rows, before + items, a, addr, tiling);
+            }
         }
-        if (mine) {
-            Matmul<P>::RunOn(a, addr[2 * I], addr[2 * I + 1], tiling, deal, before);
+    }
+
+    template <typename P>
+    __aicore__ static constexpr uint32_t VectorUnits()
+    {
+        if constexpr (IsVectorPart<P>::VALUE) {
+            return VectorMatmul<P>::Units();
+        } else {
+            return 0;
+        }
+    }
+
+    // The vector parts among P, More..., whose first unit follows `before` units of the
+    // vector parts ahead: each runs the units of `share` that are its own.
+    template <typename P, typename... More>
+    __aicore__ static inline void EachVector(const Share& share, uint32_t before, GM_ADDR a, GM_ADDR* addr,
+                                             GM_ADDR tiling)
+    {
+        if constexpr (IsVectorPart<P>::VALUE) {
+            static_assert(P::PART < CUBE_PARTS, "a vector part shares a cube part's B and C");
+            const uint32_t units = VectorMatmul<P>::Units();
+            const uint32_t begin = share.begin > before ? share.begin : before;
+            const uint32_t end = Min(share.end, before + units);
+            if (begin < end) {
+                VectorMatmul<P>::RunUnits(a, addr[2 * P::PART], addr[2 * P::PART + 1], tiling, begin - before,
+                                          end - before);
+            }
+            before += units;
         }
         if constexpr (sizeof...(More) > 0) {
-            Each<I + 1, More...>(deal, rows, before + items, a, addr, tiling);
+            EachVector<More...>(share, before, a, addr, tiling);
         }
     }
 

@@ -355,7 +355,7 @@ private:
 
 // Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take
 // position_ids), and the UB sizes LATENT_IN, KV_OUT, GAMMA_IN, GAMMA, WORK, SLOT,
-// REDUCE_TMP (`*_BYTES`). Blocks take runs of 8 rows (TokenRows), in passes of TILE_ROWS.
+// REDUCE_TMP (`*_BYTES`). Blocks take runs of whole TILE_ROWS units, a pass each.
 template <typename P>
 class KvFinish {
 public:
@@ -380,8 +380,9 @@ public:
 
 private:
     static constexpr uint32_t HD = P::HD, TR = P::TILE_ROWS, NOPE = P::HD - P::RD;
-    static_assert(8 % TR == 0, "passes of TILE_ROWS walk a block's 8-row units");
+    static_assert(8 % TR == 0, "units of TILE_ROWS divide the runtime token count");
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
+    static_assert(HD * sizeof(bfloat16_t) % 32 == 0, "a kv row is whole 32-byte blocks");
     static_assert(P::LATENT_IN_BYTES >= TR * HD * sizeof(float), "latent_in holds a tile of rows");
     static_assert(P::KV_OUT_BYTES >= TR * HD * sizeof(bfloat16_t), "kv_out holds a tile of rows");
     static_assert(P::GAMMA_IN_BYTES >= HD * sizeof(bfloat16_t) && P::GAMMA_BYTES >= HD * sizeof(float),
@@ -394,7 +395,9 @@ private:
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
                                    GM_ADDR kv, uint32_t t)
     {
-        const RowRun run = TokenRows(t);
+        // units of TR rows: a kv row is whole 32-byte blocks and no per-token scalar goes
+        // with it, so a few tokens spread over as many blocks
+        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
         if (run.first == run.end) {
             return;
         }

@@ -8,9 +8,10 @@
 // launch).
 //
 // Work: units of UNIT_COLS columns of C (BATCH x N_SHARE / UNIT_COLS of them), contiguous
-// shares over the launch's vector cores. A unit runs passes of ROW_BATCH rows of A; in a
-// pass, for each TILE_K slice of K, the B tile and the rows' A slice load (the next slice's
-// while this one computes) and widen to f32, then
+// shares over the launch's vector cores (or a share of a group's, dsv4/matmul_group.h). A
+// unit runs passes of ROW_BATCH rows of A; in a pass, for each TILE_K slice of K, the B
+// tile and the rows' A slice load (the next IN_BUFFERS - 1 slices' while this one
+// computes) and widen to f32, then
 //   B [N, K] (tile UNIT_COLS rows x TILE_K): each A row r adds B * a_r into its accumulator
 //     acc_r [UNIT_COLS x 64] (MulAddDst, a_r's 64 columns of a repeat reused for every row of
 //     B: src1 repeat stride 0); after K, two BlockReduceSum passes turn acc_r's rows into
@@ -18,13 +19,18 @@
 //   B [K, N] (tile TILE_K rows x UNIT_COLS): Brcb spreads each A value over a 32-byte block,
 //     then per k one MulAddDst adds a[r][k] * B[k, ..] into acc [ROW_BATCH x UNIT_COLS] (C's
 //     layout) for all the pass's rows at once: a repeat's 8 blocks are the rows (the B block
-//     shared: src1 block stride 0), its repeats the column blocks.
+//     shared: src1 block stride 0), its repeats the column blocks (K_LANES 0); or, for
+//     narrow units, per column block one MulAddDst covers K_LANES k (its repeats), k's
+//     product into accumulator k mod K_LANES (each C's layout), and after K the
+//     accumulators are summed pairwise into the first: fewer, longer calls.
 // C is written in whole 32-byte blocks. The order is fixed, so a run repeats bit for bit.
 // int8: every product and partial sum is an integer of magnitude at most K * 2^14 <= 2^24,
 // exact in f32, so C is the cube's int32 product exactly.
 //
 // Params: INT8, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
-// STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH and the UB sizes the plan decided
+// STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH, K_LANES ([K, N]: 0 or a power of
+// two dividing TILE_K; 0 for [N, K]), IN_BUFFERS (2 to 4: the B and A slices in UB, all but
+// one loading ahead while one computes) and the UB sizes the plan decided
 // (B_IN, A_IN, B_WIDE, A_WIDE, ACC, C_OUT; SUMS8 for [N, K], A_BRCB for [K, N]; F16 and, for
 // [N, K], SUMS for int8 `_BYTES`, each at least what its use below needs).
 #pragma once
@@ -52,6 +58,12 @@ class VectorMatmul {
     static_assert(P::B_NK || (KC <= 255 && R / 8 <= 255 && P::ROW_BATCH <= 8 && P::ROW_BATCH * KC / 8 <= 255),
                   "[K, N]: 8-bit block strides over an A row and a C row, a repeat's blocks the rows, one Brcb");
     static_assert(R % 8 == 0, "C rows of a unit are whole 32-byte blocks");
+    static_assert(P::IN_BUFFERS >= 2 && P::IN_BUFFERS <= 4, "2 to 4 slices' loads in UB");
+    static constexpr uint32_t AHEAD = P::IN_BUFFERS - 1;  // slices loading while one computes
+    static constexpr uint32_t J = P::K_LANES;
+    static_assert(J == 0 || (!P::B_NK && KC % J == 0 && (J & (J - 1)) == 0 && J <= 255 &&
+                             P::ROW_BATCH * R / 8 <= 255),
+                  "k lanes: [K, N], a power of two dividing the slice, one call's repeats, a lane an 8-bit repeat stride");
     static_assert(P::N_SHARE % R == 0 && P::N_FIRST % 8 == 0 && P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0,
                   "units of whole tiles; C pieces start on 32-byte blocks");
     static_assert(P::ROW_BATCH >= 1 && P::ROW_BATCH <= 4095, "a DataCopy moves at most 4095 rows");
@@ -65,7 +77,7 @@ class VectorMatmul {
                   "b_in and a_in hold a slice");
     static_assert(P::B_WIDE_BYTES >= R * KC * sizeof(float) && P::A_WIDE_BYTES >= P::ROW_BATCH * KC * sizeof(float),
                   "b_wide and a_wide hold a slice in f32");
-    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * (P::B_NK ? LANES : 1) * sizeof(float),
+    static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * (P::B_NK ? LANES : (J > 0 ? J : 1)) * sizeof(float),
                   "acc holds a pass's accumulators");
     static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Acc), "c_out holds a pass's C rows");
 
@@ -73,21 +85,24 @@ public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
-        RunOn(a, b, c, tiling, static_cast<uint32_t>(AscendC::GetBlockIdx()),
-              static_cast<uint32_t>(AscendC::GetBlockNum() * AscendC::GetSubBlockNum()));
+        const Share share = ShareOf(Units(), static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                                    static_cast<uint32_t>(AscendC::GetBlockNum() * AscendC::GetSubBlockNum()));
+        RunUnits(a, b, c, tiling, share.begin, share.end);
     }
 
-    // The units of vector core `core` of `cores`.
-    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, uint32_t core,
-                                        uint32_t cores)
+    // Units of work: BATCH x N_SHARE / UNIT_COLS.
+    __aicore__ static constexpr uint32_t Units() { return P::BATCH * (P::N_SHARE / R); }
+
+    // Units [begin, end) (dsv4/matmul_group.h deals the units of several products).
+    __aicore__ static inline void RunUnits(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, uint32_t begin,
+                                           uint32_t end)
     {
-        const Share share = ShareOf(P::BATCH * (P::N_SHARE / R), core, cores);
-        if (share.begin >= share.end) {
+        if (begin >= end) {
             return;
         }
         VectorMatmul op;
         op.Init(a, b, c, tiling);
-        for (uint32_t u = share.begin; u < share.end; ++u) {
+        for (uint32_t u = begin; u < end; ++u) {
             const uint32_t batch = u / (P::N_SHARE / R);
             const uint32_t n = P::N_FIRST + u % (P::N_SHARE / R) * R;
             for (uint32_t m = 0; m < op.m_; m += P::ROW_BATCH) {
@@ -103,8 +118,8 @@ private:
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
         c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
-        pipe_.InitBuffer(bIn_, 2, P::B_IN_BYTES);
-        pipe_.InitBuffer(aIn_, 2, P::A_IN_BYTES);
+        pipe_.InitBuffer(bIn_, P::IN_BUFFERS, P::B_IN_BYTES);
+        pipe_.InitBuffer(aIn_, P::IN_BUFFERS, P::A_IN_BYTES);
         pipe_.InitBuffer(bWide_, P::B_WIDE_BYTES);
         pipe_.InitBuffer(aWide_, P::A_WIDE_BYTES);
         if constexpr (P::INT8) {
@@ -145,7 +160,7 @@ private:
         AscendC::LocalTensor<float> sums8 = sums8_.Get<float>();
         AscendC::LocalTensor<float> bw = bWide_.Get<float>();
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
-        Load(bAt, aAt, 0, rows);
+        LoadFirst(bAt, aAt, rows);
         for (uint32_t s = 0; s < SLICES; ++s) {
             WidenSlice(bw, aw, bAt, aAt, s, rows);
             // acc_r += B[:, col .. col + 64) * a_r[col .. col + 64), row by row (the first
@@ -181,37 +196,65 @@ private:
     }
 
     // B [K, N]: per k one MulAddDst over the pass's rows (a repeat's blocks) and the unit's
-    // column blocks (its repeats) into acc, C's layout.
+    // column blocks (its repeats) into acc, C's layout; or, with J k lanes, per column block
+    // one MulAddDst over the rows and J k (its repeats), k into accumulator k mod J (lane i
+    // at i * ROW_BATCH * R, C's layout), the lanes summed pairwise after K.
     __aicore__ inline void PassKn(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
     {
+        constexpr uint32_t LANE = P::ROW_BATCH * R;  // f32 of one accumulator
         const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + n;
         const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
         AscendC::LocalTensor<float> acc = acc_.Get<float>();
         AscendC::LocalTensor<float> bw = bWide_.Get<float>();
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
         AscendC::LocalTensor<float> ab = aBrcb_.Get<float>();
-        // dst blocks: row r at r * R / 8 blocks, repeats column blocks; src0: a[r][k]'s block
-        // at (r * KC + k) blocks; src1: B[k]'s column block, the same for every row.
-        const AscendC::BinaryRepeatParams rowsTimesB(R / 8, KC, 0, 1, 0, 1);
+        // dst blocks: row r at r * R / 8 blocks; src0: a[r][k]'s block at (r * KC + k) blocks;
+        // src1: B[k]'s column block, the same for every row. Repeats: the column blocks, or
+        // with lanes the next k (its lane, its A block, its B row).
+        const AscendC::BinaryRepeatParams rowsTimesB = J > 0 ? AscendC::BinaryRepeatParams(R / 8, KC, 0, LANE / 8, 1, R / 8)
+                                                             : AscendC::BinaryRepeatParams(R / 8, KC, 0, 1, 0, 1);
         const uint64_t lanes = rows * 8;
-        Load(bAt, aAt, 0, rows);
+        if constexpr (J > 0) {
+            AscendC::Duplicate(acc, 0.0f, J * LANE);
+        }
+        LoadFirst(bAt, aAt, rows);
         for (uint32_t s = 0; s < SLICES; ++s) {
             WidenSlice(bw, aw, bAt, aAt, s, rows);
             AscendC::Brcb(ab, aw, rows * KC / 8, AscendC::BrcbRepeatParams(1, 8));
-            for (uint32_t k = 0; k < KC; ++k) {
-                if (s == 0 && k == 0) {
-                    AscendC::Mul(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
-                } else {
-                    AscendC::MulAddDst(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+            if constexpr (J > 0) {
+                for (uint32_t k = 0; k < KC; k += J) {
+                    for (uint32_t col = 0; col < R; col += 8) {
+                        AscendC::MulAddDst(acc[col], ab[k * 8], bw[k * R + col], lanes, J, rowsTimesB);
+                    }
+                }
+            } else {
+                for (uint32_t k = 0; k < KC; ++k) {
+                    if (s == 0 && k == 0) {
+                        AscendC::Mul(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+                    } else {
+                        AscendC::MulAddDst(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+                    }
                 }
             }
         }
-        // f32 C: the sums are C; int8: exact integers, rounded to int32 unchanged.
+        if constexpr (J > 0) {
+            for (uint32_t width = J / 2; width >= 1; width /= 2) {
+                AscendC::Add(acc, acc, acc[width * LANE], width * LANE);
+            }
+        }
+        StoreSums(acc, batch, n, m, rows);
+    }
+
+    // The pass's sums (C's layout) out as C: f32 C the sums themselves; int8 exact
+    // integers, rounded to int32 unchanged.
+    __aicore__ inline void StoreSums(const AscendC::LocalTensor<float>& sums, uint32_t batch, uint32_t n, uint32_t m,
+                                     uint32_t rows)
+    {
         AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
         if constexpr (P::INT8) {
-            AscendC::Cast(out, acc, AscendC::RoundMode::CAST_RINT, rows * R);
+            AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
         } else {
-            AscendC::Muls(out, acc, 1.0f, rows * R);
+            AscendC::Muls(out, sums, 1.0f, rows * R);
         }
         Store(out, batch, n, m, rows);
     }
@@ -226,16 +269,24 @@ private:
         cOut_.FreeTensor(out);
     }
 
-    // Slice s's B tile and A rows (queued by Load) widened into bw and aw, slice s + 1's
-    // loads issued first so they run under this one's calls.
+    // The first IN_BUFFERS - 1 slices' loads, queued.
+    __aicore__ inline void LoadFirst(uint64_t bAt, uint64_t aAt, uint32_t rows)
+    {
+        for (uint32_t s = 0; s < AHEAD && s < SLICES; ++s) {
+            Load(bAt, aAt, s * KC, rows);
+        }
+    }
+
+    // Slice s's B tile and A rows (queued by Load) widened into bw and aw, the loads of
+    // slice s + AHEAD issued first so they run under this and the next slices' calls.
     __aicore__ inline void WidenSlice(const AscendC::LocalTensor<float>& bw, const AscendC::LocalTensor<float>& aw,
                                       uint64_t bAt, uint64_t aAt, uint32_t s, uint32_t rows)
     {
-        if (s + 1 < SLICES) {
-            Load(bAt, aAt, (s + 1) * KC, rows);
+        if (s + AHEAD < SLICES) {
+            Load(bAt, aAt, (s + AHEAD) * KC, rows);
         }
-        AscendC::LocalTensor<In> bt = bIn_.DeQue<In>();
-        AscendC::LocalTensor<In> at = aIn_.DeQue<In>();
+        AscendC::LocalTensor<In> bt = bIn_.template DeQue<In>();
+        AscendC::LocalTensor<In> at = aIn_.template DeQue<In>();
         Widen(bw, bt, R * KC);
         Widen(aw, at, rows * KC);
         bIn_.FreeTensor(bt);
@@ -246,12 +297,12 @@ private:
     __aicore__ inline void Load(uint64_t bAt, uint64_t aAt, uint32_t k, uint32_t rows)
     {
         constexpr uint32_t SLICE_BLOCKS = KC * E / 32;
-        AscendC::LocalTensor<In> bt = bIn_.AllocTensor<In>();
+        AscendC::LocalTensor<In> bt = bIn_.template AllocTensor<In>();
         const uint64_t bk = P::B_NK ? k : uint64_t(k) * P::LDB;
         AscendC::DataCopy(bt, b_[bAt + bk],
                           AscendC::DataCopyParams(B_ROWS, B_COLS * E / 32, (P::LDB - B_COLS) * E / 32, 0));
         bIn_.EnQue(bt);
-        AscendC::LocalTensor<In> at = aIn_.AllocTensor<In>();
+        AscendC::LocalTensor<In> at = aIn_.template AllocTensor<In>();
         AscendC::DataCopy(at, a_[aAt + k],
                           AscendC::DataCopyParams(rows, SLICE_BLOCKS, (P::LDA - KC) * E / 32, 0));
         aIn_.EnQue(at);
@@ -271,7 +322,7 @@ private:
     }
 
     AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 2> bIn_, aIn_;
+    AscendC::TQue<AscendC::TPosition::VECIN, P::IN_BUFFERS> bIn_, aIn_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_, aBrcb_;
     AscendC::GlobalTensor<In> a_, b_;

@@ -51,7 +51,7 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
             // each block still holds one stage kernel's buffers.
             check_budgets(&base, &kernels, &mut diags);
             if plan.fuse {
-                kernels = fuse::fuse(kernels, plan.chip.aic_cores).0;
+                kernels = fuse::fuse(kernels, plan.chip).0;
             }
             Variant {
                 kernels,

@@ -17,11 +17,16 @@
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
 //!   writes what it writes), and the group binds none of its B and C.
 //!
+//! At a few rows the group may also give the vector cores the last columns of its parts
+//! (`gemm::share::plan_group`, from the parts' parameters and what the stages kept:
+//! [`KernelPlan::matmuls`]): the launch is then mixed and runs on every block.
+//!
 //! Parts may come from several stages: the launch belongs to its first part's stage and
 //! names the others in [`Launch::also`], so a run of one of those stages runs it too.
 
 use super::gemm::group;
-use super::{Kernel, KernelPlan, Launch, Step};
+use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Step};
+use crate::chip::Chip;
 
 /// A launch joining an earlier one, or why it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +43,7 @@ pub enum Decision {
 
 /// `plan` with its groupable launches merged, and every decision taken on the way (for
 /// tests and for people reading why a launch stayed alone).
-pub fn fuse(plan: KernelPlan, aic_cores: usize) -> (KernelPlan, Vec<Decision>) {
+pub fn fuse(plan: KernelPlan, chip: &Chip) -> (KernelPlan, Vec<Decision>) {
     let mut decisions = Vec::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut taken = vec![false; plan.steps.len()];
@@ -75,7 +80,7 @@ pub fn fuse(plan: KernelPlan, aic_cores: usize) -> (KernelPlan, Vec<Decision>) {
             groups.push(members);
         }
     }
-    (merge(plan, &groups, aic_cores), decisions)
+    (merge(plan, &groups, chip), decisions)
 }
 
 /// Why step `later` cannot join the group `members` (led by `first`).
@@ -132,7 +137,7 @@ fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
 }
 
 /// `plan` with each group's launches replaced by one group launch at its first's place.
-fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> KernelPlan {
+fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan {
     let mut drop = vec![false; plan.steps.len()];
     for members in groups {
         let mut parts: Vec<(&Launch, &Kernel)> = members
@@ -142,7 +147,12 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
         // the launch serves its first step's stage, whatever order the parts run in
         let stage = parts[0].0.stage;
         parts.sort_by_key(|(_, k)| std::cmp::Reverse(group::b_bytes_per_item(k)));
-        let kernel = group::kernel(&parts.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+        let origins: Option<Vec<&MatmulOrigin>> = parts
+            .iter()
+            .map(|(_, k)| plan.matmuls.iter().find(|o| o.kernel == k.name))
+            .collect();
+        let kernels: Vec<&Kernel> = parts.iter().map(|(_, k)| *k).collect();
+        let kernel = group::kernel(&kernels, origins.as_deref(), chip);
         let mut args: Vec<&'static str> = vec![parts[0].0.args[0]];
         let mut also: Vec<&str> = Vec::new();
         for (l, _) in &parts {
@@ -151,13 +161,17 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
                 also.push(l.stage);
             }
         }
-        // every part's items on every block: as many blocks as items, up to the cores
-        let own: u32 = parts.iter().map(|(l, _)| l.block_dim).sum();
+        // every part's items on every block: as many blocks as items, up to the cores (a
+        // mixed group's vector units on every block's vector cores)
+        let own: u32 = match kernel.cores {
+            Cores::Mix => chip.aic_cores as u32,
+            _ => parts.iter().map(|(l, _)| l.block_dim).sum(),
+        };
         let launch = Launch {
             stage,
             kernel: super::intern(&kernel.name),
             cores: kernel.cores,
-            block_dim: own.min(aic_cores as u32),
+            block_dim: own.min(chip.aic_cores as u32),
             args: super::intern_list(&args),
             also: super::intern_list(&also),
         };
@@ -188,8 +202,13 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], aic_cores: usize) -> Kerne
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chip;
     use crate::kernel_plan::{Cores, Value, intern_list};
     use abi::plan::Step;
+
+    fn chip() -> &'static Chip {
+        chip::find("910b").unwrap()
+    }
 
     /// A matmul kernel with the parameters the pass reads.
     fn mm(name: &str, n: u32, k: u32, slice_k: u32) -> Kernel {
@@ -262,7 +281,7 @@ mod tests {
                 launch("s", &wkv, 8, &["x", "wkv", "kv_latent"]),
             ],
         );
-        let (fused, decisions) = fuse(p, 24);
+        let (fused, decisions) = fuse(p, chip());
         assert_eq!(decisions, [Decision::Joins { first: 0, later: 2 }]);
         assert_eq!(fused.steps.len(), 2);
         let Step::Launch(g) = &fused.steps[0] else {
@@ -300,7 +319,7 @@ mod tests {
                 launch("s", &chained, 2, &["x", "w2", "y2"]),
             ],
         );
-        let (fused, decisions) = fuse(p, 24);
+        let (fused, decisions) = fuse(p, chip());
         assert_eq!(decisions, [Decision::Joins { first: 0, later: 1 }]);
         assert_eq!(fused.steps.len(), 1);
     }
@@ -360,7 +379,7 @@ mod tests {
         ];
         for (kernels, steps, why) in cases {
             let n = steps.len();
-            let (fused, decisions) = fuse(plan(&kernels, steps), 24);
+            let (fused, decisions) = fuse(plan(&kernels, steps), chip());
             assert_eq!(fused.steps.len(), n, "{why}");
             match decisions.as_slice() {
                 [Decision::Stays { why: got, .. }] => assert!(got.starts_with(why), "{got}"),
@@ -384,7 +403,7 @@ mod tests {
                 launch("indexer", &c, 1, &["x", "w3", "y3"]),
             ],
         );
-        let (fused, _) = fuse(p, 24);
+        let (fused, _) = fuse(p, chip());
         assert_eq!(fused.steps.len(), 1);
         let Step::Launch(g) = &fused.steps[0] else {
             panic!()
@@ -410,7 +429,7 @@ mod tests {
                     launch("compressor", &heavy, blocks.1, &["x", "w2", "y2"]),
                 ],
             );
-            let (fused, _) = fuse(p, 24);
+            let (fused, _) = fuse(p, chip());
             let Step::Launch(g) = &fused.steps[0] else {
                 panic!()
             };

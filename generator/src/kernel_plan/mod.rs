@@ -121,6 +121,19 @@ pub struct KernelPlan {
     /// Stages the building blocks cannot realise: errors unless the spec is a draft (then
     /// the variant renders but cannot run).
     pub missing: Vec<Unplanned>,
+    /// What its groupable matmul kernels (whole or chained k slices) were planned for beyond
+    /// their parameters (for fusion).
+    pub matmuls: Vec<MatmulOrigin>,
+}
+
+/// What a matmul kernel was planned for beyond its parameters: the capacity of its rows and
+/// the stage's spec tiles. The fusion pass plans a group's vector share from these and the
+/// parts' parameters (`gemm::group`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatmulOrigin {
+    pub kernel: String,
+    pub max_rows: usize,
+    pub tiles: [usize; 3],
 }
 
 /// A stage the building blocks cannot realise for this plan, and why.
@@ -191,6 +204,13 @@ impl<'p> Builder<'p> {
             // Same name means same specialisation: anything else is a naming bug.
             Some(known) => assert_eq!(known, &kernel, "two kernels named {}", kernel.name),
             None => self.out.kernels.push(kernel),
+        }
+    }
+
+    /// Keeps what a matmul kernel was planned for, for the fusion pass (once per kernel).
+    pub fn matmul_origin(&mut self, origin: MatmulOrigin) {
+        if !self.out.matmuls.iter().any(|o| o.kernel == origin.kernel) {
+            self.out.matmuls.push(origin);
         }
     }
 

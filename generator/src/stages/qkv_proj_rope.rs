@@ -156,10 +156,21 @@ impl Kind for QkvProjRope {
         if gemm::launch(b, tiles, &wkv, ["x_normed", "wkv", "kv_latent"]).is_none() {
             return;
         }
+        // kv rows carry no per-token scalar, so blocks take units of a pass tile: of the
+        // spec's tile and its divisors, the one that leaves the busiest block the fewest
+        // rows (then the largest: fewer copies)
+        let kv_tile = [tile_rows, 4, 2, 1]
+            .into_iter()
+            .filter(|d| tile_rows.is_multiple_of(*d))
+            .min_by_key(|&d| {
+                let units = t_cap / d;
+                (units.div_ceil(aiv.min(units)) * d, std::cmp::Reverse(d))
+            })
+            .unwrap_or(1);
         let kv_args = [&["kv_latent", "gamma_ckv"], rope_args, &["kv"]].concat();
         b.launch(
-            kv_finish(hd, rd, tile_rows, eps, positions),
-            row_blocks,
+            kv_finish(hd, rd, kv_tile, eps, positions),
+            aiv.min(t_cap / kv_tile) as u32,
             &kv_args,
         );
     }

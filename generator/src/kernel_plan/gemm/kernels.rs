@@ -178,8 +178,15 @@ pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorSha
     let unit = share.unit;
     Kernel {
         name: format!(
-            "{}_vec{}_t{}x{}",
-            cube.name, share.columns, unit.cols, unit.tile_k
+            "{}_vec{}_t{}x{}{}",
+            cube.name,
+            share.columns,
+            unit.cols,
+            unit.tile_k,
+            match unit.k_lanes {
+                0 => String::new(),
+                lanes => format!("_l{lanes}"),
+            }
         ),
         doc: format!(
             "{} matmul C[M, {}] = A[M, {}] · B ({}): the first {} columns on the cube cores, the last {} on the vector cores",
@@ -201,7 +208,7 @@ pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorSha
 }
 
 /// `dsv4/vector_matmul.h`: the last `share.columns` columns of `mm` on the vector cores.
-fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
+pub(super) fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
     let u = Value::u32;
     let unit = share.unit;
     let first = mm.n - share.columns;
@@ -224,6 +231,8 @@ fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
             ("UNIT_COLS", u(unit.cols)),
             ("TILE_K", u(unit.tile_k)),
             ("ROW_BATCH", u(share::ROW_BATCH)),
+            ("K_LANES", u(unit.k_lanes)),
+            ("IN_BUFFERS", u(unit.in_buffers())),
         ])
         .collect(),
         args: vec!["a", "b", "c"],
@@ -242,6 +251,7 @@ fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec
     let share::Unit {
         cols: r,
         tile_k: kc,
+        k_lanes,
     } = unit;
     let rb = share::ROW_BATCH;
     let (input, acc) = match operands {
@@ -253,8 +263,8 @@ fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec
         BLayout::Kn => r,
     };
     let mut v = vec![
-        row("b_in", Ub, input, r * kc, 2, Some(b_run)),
-        row("a_in", Ub, input, rb * kc, 2, Some(kc)),
+        row("b_in", Ub, input, r * kc, unit.in_buffers(), Some(b_run)),
+        row("a_in", Ub, input, rb * kc, unit.in_buffers(), Some(kc)),
         row("b_wide", Ub, F32, r * kc, 1, None),
         row("a_wide", Ub, F32, rb * kc, 1, None),
         row("c_out", Ub, acc, rb * r, 1, Some(r)),
@@ -273,7 +283,7 @@ fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec
             }
         }
         BLayout::Kn => v.extend([
-            row("acc", Ub, F32, rb * r, 1, None),
+            row("acc", Ub, F32, rb * r * k_lanes.max(1), 1, None),
             row("a_brcb", Ub, F32, rb * kc * 8, 1, None),
         ]),
     }

@@ -70,7 +70,7 @@ pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
 
-use super::Builder;
+use super::{Builder, MatmulOrigin};
 use kernels::{kernel, shared, slice_sum, zero};
 use split::{Room, plan_split, unfit};
 
@@ -119,13 +119,21 @@ fn launch_with(
     let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
     match split.sum {
         KSum::Whole | KSum::Chained => {
-            match share::plan(mm, &room, tiles, &split, chip).filter(|_| alone) {
+            match share::plan(mm, tiles, &split, chip).filter(|_| alone) {
                 Some((cube, cube_split, share)) => b.launch(
                     shared(mm, &cube, &cube_split, share),
                     cores as u32,
                     &[a, w, c],
                 ),
-                None => b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]),
+                None => {
+                    let kernel = kernel(mm, &split);
+                    b.matmul_origin(MatmulOrigin {
+                        kernel: kernel.name.clone(),
+                        max_rows: mm.max_rows,
+                        tiles,
+                    });
+                    b.launch(kernel, cube_blocks, &[a, w, c]);
+                }
             }
         }
         KSum::Atomic => {

@@ -10,8 +10,10 @@
 //! Planned for products of at most [`ROW_BATCH`] rows (one pass of the vector cores'
 //! accumulators) and a cube split of one K slice (the vector cores write C whole), B stored
 //! `[N, K]` (the o_proj weights) or `[K, N]` (`wq_b`: per k one multiply-add over all the
-//! rows and the unit's columns, see `vector_matmul.h`); int8 only while its sums stay exact
-//! in f32 (`K · 2¹⁴ ≤ 2²⁴`).
+//! rows and the unit's columns; narrow units: per column block one multiply-add over many
+//! k, see `vector_matmul.h`); int8 only while its sums stay exact in f32 (`K · 2¹⁴ ≤ 2²⁴`).
+//! A product launched alone gets [`plan`]; the parts of a matmul group (the fusion pass's
+//! products of one A) get [`plan_group`].
 
 use super::matmul::{BLayout, Matmul, Operands};
 use super::split::{KSum, Room, Split, Tiles, plan_split};
@@ -20,11 +22,14 @@ use crate::chip::Chip;
 /// A rows per pass of the vector cores' accumulators.
 pub(super) const ROW_BATCH: usize = 8;
 
-/// A vector core's unit of work: `cols` columns of C over all of K, in tiles of `tile_k`.
+/// A vector core's unit of work: `cols` columns of C over all of K, in tiles of `tile_k`;
+/// for B `[K, N]` with `k_lanes` > 0, one call per column block covers that many k, each
+/// into an accumulator of its own (`vector_matmul.h`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unit {
     pub cols: usize,
     pub tile_k: usize,
+    pub k_lanes: usize,
 }
 
 impl Unit {
@@ -33,12 +38,55 @@ impl Unit {
     const NK: Unit = Unit {
         cols: 32,
         tile_k: 256,
+        k_lanes: 0,
     };
+
+    /// B `[N, K]` wider: 40 or 48 rows of B, 128 k a tile (the accumulators, 64 lanes a B
+    /// row and A row, take 80 or 96 KiB): per-core unit counts that even out a product's
+    /// share where 32-row units leave some cores one more than others.
+    const NK_WIDER: [Unit; 2] = [
+        Unit {
+            cols: 40,
+            tile_k: 128,
+            k_lanes: 0,
+        },
+        Unit {
+            cols: 48,
+            tile_k: 128,
+            k_lanes: 0,
+        },
+    ];
 
     /// B `[K, N]`: k per tile (the f32 widening of 64 × 256, 64 KiB, leaves UB room for the
     /// rest). A core's calls repeat over its unit's columns (at most 255 blocks), so a core
-    /// takes one unit of 32 to 256 columns.
+    /// takes one unit of 32 to 256 columns; or, with k lanes, a narrow unit of its own.
     const KN_TILE_K: usize = 64;
+
+    /// B `[K, N]` wide: per k one call over the unit's 32 to 256 columns.
+    fn kn(cols: usize) -> Unit {
+        Unit {
+            cols,
+            tile_k: Unit::KN_TILE_K,
+            k_lanes: 0,
+        }
+    }
+
+    /// B `[K, N]` narrow (16 to 64 columns): a call per column block covers 2048 / `cols`
+    /// k (at most the tile's 64), so the accumulators take 64 KiB at most; a core takes
+    /// any count of them, as of `[N, K]` units.
+    fn kn_lanes(cols: usize) -> Unit {
+        Unit {
+            cols,
+            tile_k: Unit::KN_TILE_K,
+            k_lanes: (2048 / cols).min(Unit::KN_TILE_K),
+        }
+    }
+
+    /// Slices in UB at once: a narrow unit computes a slice in less than a GM read's
+    /// latency, so three load ahead; the others compute longer, one loads ahead.
+    pub fn in_buffers(self) -> usize {
+        if self.k_lanes > 0 { 4 } else { 2 }
+    }
 
     fn tile_k(layout: BLayout) -> usize {
         match layout {
@@ -49,21 +97,29 @@ impl Unit {
 }
 
 /// The vector cores' candidate shares of `mm` on `aiv` of them, as (unit, columns): any
-/// count of `[N, K]` units; for `[K, N]` one unit per core, 256 columns wide down to 32.
+/// count of `[N, K]` units (32, 40 or 48 rows) or narrow `[K, N]` ones; wide `[K, N]` units
+/// one per core, 256 columns down to 32.
 fn shares(mm: &Matmul, aiv: usize) -> Vec<(Unit, usize)> {
+    let any_count = |unit: Unit| (1..mm.n / unit.cols).map(move |count| (unit, count * unit.cols));
     let all: Vec<(Unit, usize)> = match mm.b_layout {
-        BLayout::Nk => (1..mm.n / Unit::NK.cols)
-            .map(|count| (Unit::NK, count * Unit::NK.cols))
+        BLayout::Nk => [Unit::NK]
+            .into_iter()
+            .chain(Unit::NK_WIDER)
+            .flat_map(any_count)
             .collect(),
         BLayout::Kn => (1..=8)
             .rev()
             .map(|i| {
-                let unit = Unit {
-                    cols: 32 * i,
-                    tile_k: Unit::KN_TILE_K,
-                };
+                let unit = Unit::kn(32 * i);
                 (unit, aiv / mm.batch * unit.cols)
             })
+            .chain(
+                [16, 32, 64]
+                    .into_iter()
+                    // a B tile row is whole 32-byte blocks
+                    .filter(|c| (c * mm.operands.bytes()).is_multiple_of(32))
+                    .flat_map(|c| any_count(Unit::kn_lanes(c))),
+            )
             .collect(),
     };
     all.into_iter()
@@ -104,6 +160,12 @@ impl Rate {
     const BLOCK_SUM: (f64, f64) = (0.0198, 16.7401);
     /// `Brcb` f32.
     const BRCB: (f64, f64) = (0.0146, 13.07);
+    /// GM read latency, cycles (hicann/pypto `arch/PipeSimulatorFast.cpp` `rGmLatency`, as
+    /// the timing model has it).
+    const GM_LATENCY: f64 = 1400.0;
+    /// `Duplicate` f32, `Add` f32.
+    const DUPLICATE: (f64, f64) = (0.0156, 17.00);
+    const ADD: (f64, f64) = (0.0206, 23.22);
 }
 
 /// Cycles of one vector core's unit (its columns over all of K, `rows` A rows) on a launch
@@ -111,7 +173,11 @@ impl Rate {
 /// accumulators into C ([N, K]: the block sums).
 fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
     let e = mm.operands.bytes();
-    let Unit { cols, tile_k } = unit;
+    let Unit {
+        cols,
+        tile_k,
+        k_lanes,
+    } = unit;
     let widen = |elems| {
         Rate::call(Rate::WIDEN, elems)
             + match mm.operands {
@@ -122,20 +188,38 @@ fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
     let products = match mm.b_layout {
         // per A row and 64 k, one call of a repeat per B row
         BLayout::Nk => (rows * tile_k / 64) as f64 * Rate::call(Rate::MUL_ADD, cols * 64),
-        // a Brcb of the A slice, then per k one call of 8 row blocks per column block
-        BLayout::Kn => {
+        // a Brcb of the A slice, then per k one call of 8 row blocks per column block, or
+        // per column block one call per k_lanes k
+        BLayout::Kn if k_lanes == 0 => {
             Rate::call(Rate::BRCB, rows * tile_k * 8)
                 + tile_k as f64 * Rate::call(Rate::MUL_ADD, cols * 8)
         }
+        BLayout::Kn => {
+            Rate::call(Rate::BRCB, rows * tile_k * 8)
+                + (tile_k / k_lanes * cols / 8) as f64
+                    * Rate::call(Rate::MUL_ADD, k_lanes * rows * 8)
+        }
     };
     let calls = widen(cols * tile_k) + widen(rows * tile_k) + products;
-    let loads = ((cols + rows) * tile_k * e) as f64 / Rate::load(cores);
+    // a slice's loads stream at the core's rate; each waits a GM read latency, hidden
+    // behind the slices loading ahead of it
+    let stream = ((cols + rows) * tile_k * e) as f64 / Rate::load(cores);
+    let loads = stream.max((Rate::GM_LATENCY + stream) / (unit.in_buffers() - 1) as f64);
     let finish = match mm.b_layout {
         BLayout::Nk => {
             rows as f64 * Rate::call(Rate::BLOCK_SUM, cols * 64)
                 + Rate::call(Rate::BLOCK_SUM, rows * cols * 8)
         }
-        BLayout::Kn => 0.0,
+        BLayout::Kn if k_lanes == 0 => 0.0,
+        // the lanes zeroed, then summed pairwise
+        BLayout::Kn => {
+            let lane = ROW_BATCH * cols;
+            Rate::call(Rate::DUPLICATE, k_lanes * lane)
+                + std::iter::successors(Some(k_lanes / 2), |w| Some(w / 2))
+                    .take_while(|&w| w >= 1)
+                    .map(|w| Rate::call(Rate::ADD, w * lane))
+                    .sum::<f64>()
+        }
     };
     (mm.k / tile_k) as f64 * calls.max(loads) + finish
 }
@@ -164,7 +248,6 @@ fn unfit(mm: &Matmul) -> Option<&'static str> {
 /// soonest, when that is sooner than the cube split `alone` of the whole product.
 pub(super) fn plan(
     mm: &Matmul,
-    room: &Room,
     tiles: [usize; 3],
     alone: &Split,
     chip: &Chip,
@@ -178,23 +261,15 @@ pub(super) fn plan(
     let shares = shares(mm, aiv);
     // The cube's column ranges are whole column tiles: narrower tiles let its share of
     // the columns spread evenly over its cores.
-    let [m, n, k] = tiles;
-    let narrower = [n, n / 2, n / 4]
-        .into_iter()
-        .filter(|t| *t >= 16 && t % 16 == 0);
-    for tile_n in narrower {
+    for halvings in 0..3 {
         for &(unit, columns) in &shares {
+            let Some(split) = cube_split(mm, columns, tiles, halvings, chip) else {
+                continue;
+            };
             let cube = Matmul {
                 n: mm.n - columns,
                 ..mm.clone()
             };
-            let Some(split) = plan_split(&cube, room, Tiles::spec(&cube, [m, tile_n, k]), chip)
-            else {
-                continue;
-            };
-            if split.sum != KSum::Whole {
-                continue;
-            }
             let units = mm.batch * columns / unit.cols;
             let unit_time = unit_cycles(mm, unit, mm.max_rows, mixed);
             let cycles =
@@ -205,6 +280,167 @@ pub(super) fn plan(
         }
     }
     best.1
+}
+
+/// A part of a group as `dsv4/matmul_group.h` runs it: its cube split (of its columns
+/// less the share) and the vector cores' share of its last columns, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupPart {
+    pub split: Split,
+    pub share: Option<VectorShare>,
+}
+
+/// The parts of a group (`dsv4/matmul_group.h`: products of one A, dealt over all the
+/// launch's cores), each given as its product, its own cube split and the stage's spec
+/// tiles, planned so the busiest core finishes soonest with the vector cores taking some
+/// columns; `None` when that is not sooner than the parts' own splits. A part gives its
+/// last columns in whole 32-column units, the parts of one B layout about the same
+/// fraction of their columns (tried in steps of 1/32 per layout: a vector core's unit
+/// costs differ by layout); `[K, N]` units are the narrowest (k lanes, a B row of one
+/// 32-byte block: a unit holds all of K, so narrow units even out the vector cores). The
+/// cube part is split again for its columns, its column tile the spec's or half or a
+/// quarter of it (per layout): the group deals items over the cores, and narrower items
+/// even out the busiest core.
+pub(super) fn plan_group(
+    parts: &[(Matmul, Split, [usize; 3])],
+    chip: &Chip,
+) -> Option<Vec<GroupPart>> {
+    const STEPS: usize = 32;
+    let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
+    let mut best = (group_cycles(&on_the_cube(parts), aic, aiv, aic), None);
+    let mut splits = std::collections::HashMap::new();
+    for narrow in 0..9 {
+        for nk in 0..STEPS {
+            for kn in 0..STEPS {
+                let planned: Option<Vec<(&Matmul, GroupPart)>> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (mm, _, tiles))| {
+                        let (step, halvings) = match mm.b_layout {
+                            BLayout::Nk => (nk, narrow % 3),
+                            BLayout::Kn => (kn, narrow / 3),
+                        };
+                        let share = part_share(mm, step, STEPS);
+                        let columns = share.map_or(0, |s| s.columns);
+                        let split = *splits
+                            .entry((i, halvings, columns))
+                            .or_insert_with(|| cube_split(mm, columns, *tiles, halvings, chip));
+                        Some((
+                            mm,
+                            GroupPart {
+                                split: split?,
+                                share,
+                            },
+                        ))
+                    })
+                    .collect();
+                let Some(planned) = planned else {
+                    continue;
+                };
+                if planned.iter().all(|(_, p)| p.share.is_none()) {
+                    continue;
+                }
+                let cycles = group_cycles(&planned, aic, aiv, aic + aiv);
+                if cycles < best.0 {
+                    best = (cycles, Some(planned.into_iter().map(|(_, p)| p).collect()));
+                }
+            }
+        }
+    }
+    best.1
+}
+
+/// A group's parts as the cube cores alone run them: each its own split.
+fn on_the_cube(parts: &[(Matmul, Split, [usize; 3])]) -> Vec<(&Matmul, GroupPart)> {
+    parts
+        .iter()
+        .map(|(mm, split, _)| {
+            let part = GroupPart {
+                split: *split,
+                share: None,
+            };
+            (mm, part)
+        })
+        .collect()
+}
+
+/// The cube split of `mm`'s columns but its last `columns`, column tile the spec's
+/// halved `halvings` times; `None` when that tile is no tile or no whole split fits.
+fn cube_split(
+    mm: &Matmul,
+    columns: usize,
+    [m, n, k]: [usize; 3],
+    halvings: usize,
+    chip: &Chip,
+) -> Option<Split> {
+    let tile_n = n >> halvings;
+    if tile_n < 16 || !tile_n.is_multiple_of(16) {
+        return None;
+    }
+    let cube = Matmul {
+        n: mm.n - columns,
+        ..mm.clone()
+    };
+    let room = Room::for_tiles(m, n, k, chip);
+    plan_split(&cube, &room, Tiles::spec(&cube, [m, tile_n, k]), chip)
+        .filter(|s| s.sum == KSum::Whole)
+}
+
+/// The last `step / steps` of `mm`'s columns, down to whole 32-column units, as a vector
+/// share, if the product takes one and that is some but not all of them.
+fn part_share(mm: &Matmul, step: usize, steps: usize) -> Option<VectorShare> {
+    if unfit(mm).is_some() || mm.batch != 1 {
+        return None;
+    }
+    let columns = mm.n * step / steps / 32 * 32;
+    if columns == 0 || columns >= mm.n {
+        return None;
+    }
+    let unit = match mm.b_layout {
+        BLayout::Nk => Unit::NK,
+        // the narrowest: a B tile row of one 32-byte block
+        BLayout::Kn => Unit::kn_lanes(32 / mm.operands.bytes()),
+    };
+    columns
+        .is_multiple_of(unit.cols)
+        .then_some(VectorShare { columns, unit })
+}
+
+/// Cycles of a group's busiest core on `cores`: the cube parts' items dealt back and forth
+/// over `aic` cores, the shares' units in contiguous runs over `aiv` (as
+/// `dsv4/matmul_group.h` deals them).
+fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: usize) -> f64 {
+    let mut cube = vec![0usize; aic];
+    let mut g = 0;
+    let mut units = Vec::new();
+    for (mm, part) in parts {
+        let columns = part.share.map_or(0, |s| s.columns);
+        let own = Matmul {
+            n: mm.n - columns,
+            ..(*mm).clone()
+        };
+        let bytes = part.split.item_bytes(&own);
+        for _ in 0..part.split.items(&own, mm.max_rows) {
+            let (round, at) = (g / aic, g % aic);
+            cube[if round % 2 == 0 { at } else { aic - 1 - at }] += bytes;
+            g += 1;
+        }
+        if let Some(s) = part.share {
+            let unit = unit_cycles(mm, s.unit, mm.max_rows, cores);
+            units.extend(std::iter::repeat_n(unit, s.columns / s.unit.cols));
+        }
+    }
+    let cube = *cube.iter().max().unwrap_or(&0) as f64 / Rate::load(cores);
+    // ShareOf: the first `total % aiv` cores take one unit more
+    let (base, extra) = (units.len() / aiv, units.len() % aiv);
+    let mut at = 0;
+    let mut vector: f64 = 0.0;
+    for core in 0..aiv {
+        let take = base + usize::from(core < extra);
+        vector = vector.max(units[at..at + take].iter().sum());
+        at += take;
+    }
+    cube.max(vector)
 }
 
 #[cfg(test)]
@@ -220,7 +456,7 @@ mod tests {
         let [m, n, k] = tiles;
         let room = Room::for_tiles(m, n, k, chip);
         let alone = plan_split(mm, &room, Tiles::spec(mm, tiles), chip).unwrap();
-        let shared = plan(mm, &room, tiles, &alone, chip);
+        let shared = plan(mm, tiles, &alone, chip);
         (alone, shared)
     }
 
@@ -244,8 +480,8 @@ mod tests {
         let (alone, shared) = planned(&mm, O_PROJ_TILES);
         let (cube, split, share) = shared.expect("a weight stream of 8 rows is shared");
         assert_eq!(cube.n + share.columns, 1024);
-        assert_eq!(share.unit, Unit::NK);
-        assert!(share.columns.is_multiple_of(Unit::NK.cols) && cube.n.is_multiple_of(16));
+        assert_eq!(share.unit.k_lanes, 0);
+        assert!(share.columns.is_multiple_of(share.unit.cols) && cube.n.is_multiple_of(16));
         assert_eq!(
             (cube.ldc, cube.ldb),
             (1024, 4096),
@@ -287,6 +523,48 @@ mod tests {
         let vector = units.div_ceil(aiv) as f64 * unit_cycles(&mm, unit, 8, aic + aiv);
         let after = cube_cycles(&cube, &split, aic, aic + aiv).max(vector);
         assert!(after < 0.85 * before, "{after} vs {before}");
+    }
+
+    /// The projections of x_normed at the reference's deployment (FLASH, 8 tokens) as
+    /// HCA's fusion groups them: the compressor's wkv and wgate (B [N, K]) and wq_a, wkv
+    /// (B [K, N]).
+    #[test]
+    fn deployment_x_normed_group_gives_every_part_s_last_columns_to_the_vector_cores() {
+        let chip = chip::find("910b").unwrap();
+        let part = |layout, n| Matmul::new(Operands::Bf16, layout, Rows::Tokens, 8, n, 4096);
+        let mms = [
+            part(BLayout::Nk, 512),
+            part(BLayout::Nk, 512),
+            part(BLayout::Kn, 1024),
+            part(BLayout::Kn, 512),
+        ];
+        let tiles = |mm: &Matmul| match mm.b_layout {
+            BLayout::Nk => [64, 128, 128],
+            BLayout::Kn => [64, 64, 256],
+        };
+        let parts: Vec<(Matmul, Split, [usize; 3])> = mms
+            .iter()
+            .map(|mm| {
+                let [m, n, k] = tiles(mm);
+                let room = Room::for_tiles(m, n, k, chip);
+                let alone = plan_split(mm, &room, Tiles::spec(mm, tiles(mm)), chip).unwrap();
+                (mm.clone(), alone, tiles(mm))
+            })
+            .collect();
+        let planned = plan_group(&parts, chip).expect("a group of 8-row weight streams is shared");
+        for (mm, part) in mms.iter().zip(&planned) {
+            // whole units (narrow ones for [K, N]: a wide unit holds all 4096 k of at
+            // least 32 columns, one per core), some but not all columns
+            let share = part.share.expect("every part gives columns");
+            assert!(share.columns < mm.n && share.columns.is_multiple_of(share.unit.cols));
+            assert_eq!(share.unit.k_lanes > 0, mm.b_layout == BLayout::Kn);
+        }
+        // the busiest core of the mixed group finishes at least a third sooner
+        let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
+        let before = group_cycles(&on_the_cube(&parts), aic, aiv, aic);
+        let shared: Vec<(&Matmul, GroupPart)> = mms.iter().zip(planned).collect();
+        let mixed = group_cycles(&shared, aic, aiv, aic + aiv);
+        assert!(mixed < 0.67 * before, "{mixed} vs {before}");
     }
 
     #[test]
