@@ -46,6 +46,10 @@ struct Main;
 /// 10 (none), 1016 (7, 896), 255 (0, 128), 1000 (none).
 const STARTS: [i64; 8] = [250, 8192, 2045, 127, 10, 1016, 255, 1000];
 
+/// HCA starts for requests of two tokens (the reference's deployment), with the boundary
+/// token: 127 (0), 8190 (1), 2045 (none), 254 (1).
+const HCA_PAIR_STARTS: [i64; 4] = [127, 8190, 2045, 254];
+
 /// CSA starts (every request reaches a boundary), with the first boundary token and the
 /// window start: 8 (3 and 7, 8), 2 (1, 0: no previous window), 1001 (2, 1000), 506 (1,
 /// 504), 0 (3 and 7, 0: no previous window), 4087 (0, 4084), 3 (0, 0: no previous
@@ -87,6 +91,8 @@ impl Compressor for Main {
             &RING_STARTS
         } else if Self::plan(p).overlap {
             &CSA_STARTS
+        } else if p.shape.decode_seq == 2 {
+            &HCA_PAIR_STARTS
         } else {
             &STARTS
         }
@@ -206,6 +212,34 @@ fn csa_small_tp1_matches_the_golden() {
 #[test]
 fn csa_small_tp2_matches_the_golden() {
     compressor_checks::variant::<Main>("csa_small_tp2");
+}
+
+/// The reference's deployment (FLASH dims, 8 tokens): the compressor's projections of
+/// x_normed run in the fused group with wq_a and wkv, a mixed launch whose parts give the
+/// vector cores their last columns (`dsv4/matmul_group.h`'s vector parts; HCA's plan
+/// shares the compressor's own, CSA's wq_a's and wkv's), the pooled rows still the
+/// golden's.
+fn shares_its_projections_with_the_vector_cores(variant: &str) {
+    let host = support::host(variant);
+    let mixed = host
+        .kernels
+        .iter()
+        .any(|k| k.name.starts_with("matmul_group") && k.name.contains("_vec"));
+    assert!(
+        mixed,
+        "{variant}: the x_normed group gives the vector cores columns"
+    );
+    compressor_checks::variant::<Main>(variant);
+}
+
+#[test]
+fn hca_deployment_tp1_shares_its_projections_with_the_vector_cores() {
+    shares_its_projections_with_the_vector_cores("hca_deployment_tp1");
+}
+
+#[test]
+fn csa_deployment_tp1_shares_its_projections_with_the_vector_cores() {
+    shares_its_projections_with_the_vector_cores("csa_deployment_tp1");
 }
 
 /// The ring CSA (csa_1m.md §4): both boundaries of every step pooled against the ring as

@@ -234,3 +234,19 @@ fn csa_small_tp1_matches_the_golden() {
 fn csa_small_tp2_matches_the_golden() {
     check_variant("csa_small_tp2", 22);
 }
+
+/// The reference's deployment (FLASH dims, 8 tokens): the index queries' int8 product
+/// gives narrow units of its columns to the vector cores (`vector_matmul.h`'s k lanes:
+/// one call per column block covers 64 k), the queries still the golden's.
+#[test]
+fn csa_deployment_tp1_shares_the_query_product_in_narrow_units() {
+    let variant = "csa_deployment_tp1";
+    let host = support::host(variant);
+    let narrow = host.steps.iter().any(|s| {
+        matches!(s, abi::plan::Step::Launch(l)
+            if l.stage == "index_query" && l.kernel.contains("_vec") && l.kernel.ends_with("_l64"))
+    });
+    assert!(narrow, "{variant}: idx_wq_b shares narrow units");
+    let p = plan(variant);
+    check_stage(p, &case(p, &starts(p, p.shape.local_t), 23));
+}
