@@ -22,10 +22,11 @@ namespace dsv4 {
 using namespace AscendC;
 
 // Params: H, HD, RD, HG (heads per work item), SEQ (tokens per request), TOKEN_ROWS, and the UB sizes
-// ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE (`*_BYTES`). Blocks form a grid of H/HG head
-// groups x token ranges (blockDim / (H/HG) of them, in 8-row units); a block loads its
-// heads' idx_wq_b_scale once, walks its tokens one at a time and loads a request's step
-// row when it reaches the request.
+// ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE, and with RD <= 64 ROPE_PARTNERS, ROPE_SWAP_HEADS
+// (`*_BYTES`). Blocks form a grid of H/HG head groups x token ranges (blockDim / (H/HG) of
+// them, in 8-row units); a block loads its heads' idx_wq_b_scale once, walks its tokens one
+// at a time (the next token's row in flight) and loads a request's step row when it
+// reaches the request.
 template <typename P>
 class IndexQHeads {
 public:
@@ -47,6 +48,16 @@ private:
     static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
                   "the group's f32 row and idx_wq_b_scale slice");
     static_assert(P::QR_SCALE_BYTES >= 8 * sizeof(float), "8 tokens' qr_scale");
+    // The group's rope slices in one rotation where each is one f32 repeat (rope.h).
+    static constexpr bool HEADS_AT_ONCE = P::RD <= 64;
+
+    // Token row `row`'s head group into an acc_in buffer, queued.
+    __aicore__ inline void LoadRow(const GlobalTensor<int32_t>& gAcc, uint32_t row, uint32_t col)
+    {
+        LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
+        DataCopy(a, gAcc[uint64_t(row) * ROW + col], W);
+        in_.EnQue(a);
+    }
 
     __aicore__ inline void Process(GM_ADDR acc, GM_ADDR qrScale, GM_ADDR wqbScale, GM_ADDR cos, GM_ADDR sin,
                                    GM_ADDR positions, GM_ADDR q, uint32_t t)
@@ -72,9 +83,18 @@ private:
         pipe_.InitBuffer(wScale_, P::WQ_B_SCALE_BYTES);
         pipe_.InitBuffer(tokScale_, P::QR_SCALE_BYTES);
         rope_.Init(pipe_, false);
+        if constexpr (HEADS_AT_ONCE) {
+            static_assert(P::ROPE_PARTNERS_BYTES >= P::HG * P::RD * sizeof(uint32_t) &&
+                              P::ROPE_SWAP_HEADS_BYTES >= P::HG * P::RD * sizeof(float),
+                          "the group's pair-swap offsets and swapped slices");
+            pipe_.InitBuffer(partners_, P::ROPE_PARTNERS_BYTES);
+            pipe_.InitBuffer(swapHeads_, P::ROPE_SWAP_HEADS_BYTES);
+            Rotation<P, P::RD>::template Partners<HD>(partners_.Get<uint32_t>(), P::HG);
+        }
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         DataCopy(ws, gWScale[col], W);
+        LoadRow(gAcc, run.first, col);
         // The token (TOKEN_ROWS) or the request's first token whose row the tables hold (none
         // yet).
         uint32_t loaded = t;
@@ -84,21 +104,27 @@ private:
             for (uint32_t row = row0; row < row0 + 8; ++row) {
                 const float tokScale = ts.GetValue(row - row0);
                 const uint32_t first = row - row % P::SEQ;
-                LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
-                DataCopy(a, gAcc[uint64_t(row) * ROW + col], W);
-                in_.EnQue(a);
-                a = in_.DeQue<int32_t>();
+                LocalTensor<int32_t> a = in_.DeQue<int32_t>();
                 const uint32_t key = P::TOKEN_ROWS ? row : first;
                 if (key != loaded) {
                     rope_.Load(gCos, gSin, P::TOKEN_ROWS ? RopeRow<false>(gPos, row) : RopeRow<true>(gPos, first));
                     loaded = key;
                 }
+                // the next row in flight while this one computes (after the rope Load, whose
+                // flag would otherwise wait for it)
+                if (row + 1 < run.end) {
+                    LoadRow(gAcc, row + 1, col);
+                }
                 Cast(x, a, RoundMode::CAST_NONE, W);
                 in_.FreeTensor(a);
                 Muls(x, x, tokScale, W);
                 Mul(x, x, ws, W);
-                for (uint32_t h = 0; h < P::HG; ++h) {
-                    rope_.Apply(x[h * HD + NOPE]);
+                if constexpr (HEADS_AT_ONCE) {
+                    rope_.template ApplyHeads<HD>(x[NOPE], P::HG, partners_.Get<uint32_t>(), swapHeads_.Get<float>());
+                } else {
+                    for (uint32_t h = 0; h < P::HG; ++h) {
+                        rope_.Apply(x[h * HD + NOPE]);
+                    }
                 }
                 LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();
                 Cast(o, x, RoundMode::CAST_RINT, W);
@@ -115,7 +141,7 @@ private:
     TPipe pipe_;
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
-    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, partners_, swapHeads_;
     Rope<P> rope_;
 };
 

@@ -252,6 +252,8 @@ private:
     static_assert(!BLOCK_SUMS || P::REDUCE_TMP_BYTES >= W / 8 * sizeof(float), "the row's block sums");
     static_assert(P::SLOT_BYTES >= P::HG * 8 * sizeof(float), "a block of scalars per head");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a head");
+    static_assert(P::QR_SCALE_BYTES >= 16 * sizeof(float) && Rope<P>::SLOTS >= 16,
+                  "two 8-row blocks' qr_scale and rope rows");
 
     // Token row `row`'s head group into an acc_in buffer, queued.
     __aicore__ inline void LoadRow(const GlobalTensor<int32_t>& gAcc, uint32_t row, uint32_t col)
@@ -291,7 +293,23 @@ private:
         pipe_.InitBuffer(work_, P::WORK_BYTES);
         pipe_.InitBuffer(slot_, P::SLOT_BYTES);
         pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
-        rope_.Init(pipe_, false);
+        rope_.Carve(pipe_);
+        const uint32_t col = group * W;
+        LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
+        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
+        // An 8-row block's qr_scale and rope rows into half `half` of ts and of the rope slots:
+        // the next block's are in flight while this one computes, one GM latency for all 8.
+        auto fetchBlock = [&](uint32_t row0, uint32_t half) {
+            DataCopy(ts[half * 8], gTokScale[row0], 8);
+            for (uint32_t r = 0; r < 8; ++r) {
+                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), half * 8 + r);
+            }
+        };
+        // The first loads go out before the scalar writes of the gather offsets.
+        DataCopy(ws, gWScale[col], W);
+        LoadRow(gAcc, run.first, col);
+        fetchBlock(run.first, 0);
+        rope_.Offsets(false);
         if constexpr (HEADS_AT_ONCE) {
             static_assert(P::ROPE_PARTNERS_BYTES >= P::HG * P::RD * sizeof(uint32_t) &&
                               P::ROPE_SWAP_HEADS_BYTES >= P::HG * P::RD * sizeof(float),
@@ -300,18 +318,18 @@ private:
             pipe_.InitBuffer(swapHeads_, P::ROPE_SWAP_HEADS_BYTES);
             Rotation<P, P::RD>::template Partners<HD>(partners_.Get<uint32_t>(), P::HG);
         }
-        const uint32_t col = group * W;
-        LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
-        LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
-        DataCopy(ws, gWScale[col], W);
-        LoadRow(gAcc, run.first, col);
-        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8) {
-            DataCopy(ts, gTokScale[row0], 8);
+        uint32_t half = 0;
+        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8, half ^= 1) {
+            // this block's qr_scale (scalar reads) and rope rows (vector reads) have landed
             Handshake<HardEvent::MTE2_S>();
+            Handshake<HardEvent::MTE2_V>();
+            if (row0 + 8 < run.end) {
+                fetchBlock(row0 + 8, half ^ 1);
+            }
             for (uint32_t row = row0; row < row0 + 8; ++row) {
-                const float tokScale = ts.GetValue(row - row0);
+                const float tokScale = ts.GetValue(half * 8 + row - row0);
                 LocalTensor<int32_t> a = in_.DeQue<int32_t>();
-                rope_.Load(gCos, gSin, RopeRow<POSITIONS>(gPos, row));
+                rope_.Build(half * 8 + row - row0);
                 if (row + 1 < run.end) {
                     LoadRow(gAcc, row + 1, col);
                 }

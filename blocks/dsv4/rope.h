@@ -49,9 +49,19 @@ public:
     // kernel; the first Tables reads them).
     __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
     {
+        Carve(pipe);
+        Offsets(inverse);
+    }
+
+    // Init in two steps, so a caller can start its GM loads before the scalar writes.
+    __aicore__ inline void Carve(AscendC::TPipe& pipe)
+    {
         pipe.InitBuffer(offsets_, P::ROPE_OFFSETS_BYTES);
         pipe.InitBuffer(tables_, P::ROPE_TABLES_BYTES);
         pipe.InitBuffer(swap_, P::ROPE_SWAP_BYTES);
+    }
+    __aicore__ inline void Offsets(bool inverse)
+    {
         AscendC::LocalTensor<uint32_t> off = offsets_.Get<uint32_t>();
         const uint32_t plus = TRIG, minus = 2 * TRIG;
         for (uint32_t j = 0; j < RD; ++j) {
@@ -118,37 +128,64 @@ private:
 
 // RoPE from rows of the [*, RD] bf16 cos / sin tables in GM. P: RD, and the UB sizes the
 // plan decided (ROPE_ROWS_BYTES, ROPE_TRIG_BYTES, and Rotation's), each at least what its
-// use below needs.
+// use below needs. rope_rows holds SLOTS tokens' rows, so a caller can fetch the rows of
+// the tokens ahead while it works (one GM latency for them all), then build each in turn.
 template <class P>
 class Rope {
     static constexpr uint32_t RD = P::RD;
+    static constexpr uint32_t ROWS = 2 * RD;  // a slot: the cos row, then the sin row
     static_assert(RD % 16 == 0, "a bf16 table row of RD values is whole 32-byte blocks");
-    static_assert(P::ROPE_ROWS_BYTES >= 2 * RD * sizeof(bfloat16_t), "rope_rows holds the cos and sin rows");
+    static_assert(P::ROPE_ROWS_BYTES >= ROWS * sizeof(bfloat16_t), "rope_rows holds the cos and sin rows");
     static_assert(P::ROPE_TRIG_BYTES >= 3 * RD * sizeof(float), "rope_trig holds [cos | sin | -sin]");
 
 public:
+    static constexpr uint32_t SLOTS = P::ROPE_ROWS_BYTES / (ROWS * sizeof(bfloat16_t));
+
     // Carves the buffers from `pipe` and writes the gather offsets (once per kernel).
     __aicore__ inline void Init(AscendC::TPipe& pipe, bool inverse)
     {
-        pipe.InitBuffer(rows_, P::ROPE_ROWS_BYTES);
-        pipe.InitBuffer(trig_, P::ROPE_TRIG_BYTES);
-        rot_.Init(pipe, inverse);
+        Carve(pipe);
+        Offsets(inverse);
     }
 
-    // Builds the tables for row `row` of the [*, RD] bf16 cos / sin tables (RopeRow).
+    // Init in two steps, so a caller can start its GM loads before the scalar writes.
+    __aicore__ inline void Carve(AscendC::TPipe& pipe)
+    {
+        pipe.InitBuffer(rows_, P::ROPE_ROWS_BYTES);
+        pipe.InitBuffer(trig_, P::ROPE_TRIG_BYTES);
+        rot_.Carve(pipe);
+    }
+    __aicore__ inline void Offsets(bool inverse) { rot_.Offsets(inverse); }
+
+    // Starts copying row `row` of the [*, RD] bf16 cos / sin tables (RopeRow) into `slot`
+    // (< SLOTS; a slot is fetched again only after its Build).
+    __aicore__ inline void Fetch(const AscendC::GlobalTensor<bfloat16_t>& cos,
+                                 const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row, uint32_t slot)
+    {
+        AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>()[slot * ROWS];
+        AscendC::DataCopy(rows, cos[uint64_t(row) * RD], RD);
+        AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
+    }
+
+    // Builds the tables from the rows fetched into `slot`, once the caller has made V wait
+    // for the Fetch (an MTE2 → V flag).
+    __aicore__ inline void Build(uint32_t slot)
+    {
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::Cast(trig, rows_.Get<bfloat16_t>()[slot * ROWS], AscendC::RoundMode::CAST_NONE, ROWS);
+        AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
+        rot_.Tables(trig);
+        // the next Fetch may overwrite the slot: the casts above must have read it
+        Handshake<AscendC::HardEvent::V_MTE2>();
+    }
+
+    // Builds the tables for row `row` of the tables (RopeRow).
     __aicore__ inline void Load(const AscendC::GlobalTensor<bfloat16_t>& cos,
                                 const AscendC::GlobalTensor<bfloat16_t>& sin, uint32_t row)
     {
-        AscendC::LocalTensor<bfloat16_t> rows = rows_.Get<bfloat16_t>();
-        AscendC::DataCopy(rows, cos[uint64_t(row) * RD], RD);
-        AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
+        Fetch(cos, sin, row, 0);
         Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::LocalTensor<float> trig = trig_.Get<float>();
-        AscendC::Cast(trig, rows, AscendC::RoundMode::CAST_NONE, 2 * RD);
-        AscendC::Muls(trig[2 * RD], trig[RD], -1.0f, RD);
-        rot_.Tables(trig);
-        // the next Load overwrites rows: the casts above must have read them
-        Handshake<AscendC::HardEvent::V_MTE2>();
+        Build(0);
     }
 
     // Rotates x[0 .. RD) in place (x 32-byte aligned).

@@ -437,7 +437,7 @@ fn pool_buffers(
         row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
         row("scalars", Ub, F32, 16, 1, None),
     ];
-    let [rows, trig, rotation @ ..] = rope_buffers(rd);
+    let [rows, trig, rotation @ ..] = rope_buffers(rd, 1);
     if bf16_rows {
         v.extend([rows, trig]);
     } else {

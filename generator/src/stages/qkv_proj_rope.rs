@@ -329,7 +329,7 @@ fn power_of_8(n: usize) -> bool {
 /// rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     use DType::*;
-    let mut v = head_group_buffers(hd, per_item);
+    let mut v = head_group_buffers(hd, per_item, 2);
     // Heads of 8^L values sum their squares in block sums, a row's heads at once: the
     // squares of the row in work, the first level's sums in reduce_tmp (RmsInvBlocks).
     let (work, sums) = if power_of_8(hd) {
@@ -342,22 +342,30 @@ fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
         row("slot", Ub, F32, 8 * per_item, 1, None),
         row("reduce_tmp", Ub, F32, sums, 1, None),
     ]);
-    v.extend(rope_buffers(rd));
+    // two 8-token blocks' rope rows: the next block's fetched while one computes
+    v.extend(rope_buffers(rd, 16));
     // QHeads rotates a row's heads at once where a rope slice is one f32 repeat (rd ≤ 64):
     // their pair-swap gather offsets and swapped slices
     if rd <= 64 {
-        v.extend([
-            row("rope_partners", Ub, I32, per_item * rd, 1, None),
-            row("rope_swap_heads", Ub, F32, per_item * rd, 1, None),
-        ]);
+        v.extend(heads_at_once_buffers(rd, per_item));
     }
     v
 }
 
+/// rope.h's `ApplyHeads` UB for `heads` slices of `rd` dims: their pair-swap gather
+/// offsets and swapped slices.
+pub fn heads_at_once_buffers(rd: usize, heads: usize) -> [Buffer; 2] {
+    use DType::*;
+    [
+        row("rope_partners", Ub, I32, heads * rd, 1, None),
+        row("rope_swap_heads", Ub, F32, heads * rd, 1, None),
+    ]
+}
+
 /// The UB every dequant of a head-group product has (QHeads, index_query's IndexQHeads):
 /// a token's row of `per_item` heads in (i32) and out (bf16), its f32 values and the
-/// group's wq_b_scale, 8 tokens' qr_scale.
-pub fn head_group_buffers(hd: usize, per_item: usize) -> Vec<Buffer> {
+/// group's wq_b_scale, the qr_scale of `blocks` 8-token blocks.
+pub fn head_group_buffers(hd: usize, per_item: usize, blocks: usize) -> Vec<Buffer> {
     use DType::*;
     let w = per_item * hd;
     vec![
@@ -365,7 +373,7 @@ pub fn head_group_buffers(hd: usize, per_item: usize) -> Vec<Buffer> {
         row("q_out", Ub, Bf16, w, 2, Some(w)),
         row("x", Ub, F32, w, 1, None),
         row("wq_b_scale", Ub, F32, w, 1, Some(w)),
-        row("qr_scale", Ub, F32, 8, 1, None),
+        row("qr_scale", Ub, F32, 8 * blocks, 1, None),
     ]
 }
 
@@ -384,16 +392,16 @@ fn kv_finish_buffers(hd: usize, rd: usize, tile_rows: usize) -> Vec<Buffer> {
         row("slot", Ub, F32, 8, 1, None),
         row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
     ];
-    v.extend(rope_buffers(rd));
+    v.extend(rope_buffers(rd, 1));
     v
 }
 
-/// rope.h's UB for `rd` rope dims: the token's cos and sin rows, [cos | sin | -sin] in
-/// f32, the gather offsets, the interleaved tables and the pair-swapped slice.
-pub fn rope_buffers(rd: usize) -> [Buffer; 5] {
+/// rope.h's UB for `rd` rope dims: `tokens` tokens' cos and sin rows, [cos | sin | -sin]
+/// in f32, the gather offsets, the interleaved tables and the pair-swapped slice.
+pub fn rope_buffers(rd: usize, tokens: usize) -> [Buffer; 5] {
     use DType::*;
     [
-        row("rope_rows", Ub, Bf16, 2 * rd, 1, Some(rd)),
+        row("rope_rows", Ub, Bf16, tokens * 2 * rd, 1, Some(rd)),
         row("rope_trig", Ub, F32, 3 * rd, 1, None),
         row("rope_offsets", Ub, I32, 3 * rd, 1, None),
         row("rope_tables", Ub, F32, 2 * rd, 1, None),
