@@ -27,8 +27,8 @@ use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::gemm::{Mat, Threads, matmul};
 use golden::tensor::{Tensor, TensorMap};
 use half::bf16;
-use harness::backend::KernelSources;
 use harness::backend::sim::Sim;
+use harness::backend::{KernelSources, poison};
 use harness::kernel_library::LaunchStats;
 use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use kernelgen::budget;
@@ -667,7 +667,8 @@ fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f64>], rows: usize) {
                     );
                 } else {
                     assert_eq!(
-                        v, 0xFFFF_FFFF,
+                        v,
+                        u32::from_le_bytes([poison(got.dtype()); 4]),
                         "{what}: c[{bi}][{r}][{col}] outside the product was written"
                     );
                 }

@@ -30,6 +30,7 @@ use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
 use half::bf16;
+use harness::backend::poison;
 use kernelgen::plan::Plan;
 use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};
 
@@ -282,7 +283,7 @@ fn check_intermediates(
             let bytes = &t.as_le_bytes()
                 [(slab + rows) * width * t.dtype().size()..(slab + cap) * width * t.dtype().size()];
             assert!(
-                bytes.iter().all(|&b| b == 0xFF),
+                bytes.iter().all(|&b| b == poison(t.dtype())),
                 "{name} group {g}: padding rows written"
             );
         }

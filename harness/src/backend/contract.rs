@@ -9,11 +9,20 @@ use super::exchange::Exchange;
 use super::progress::Progress;
 use super::tiling::Tiling;
 use crate::kernel_library::{ArgTraffic, KernelTime, LaunchStats};
+use abi::DType;
 use abi::plan::{Kernel, Launch, VariantPlan};
 
-/// The byte every output and workspace is filled with before a run (NaN in every float
-/// type): an element no kernel wrote fails its comparison.
-pub const POISON: u8 = 0xFF;
+/// The byte every output and workspace of `dtype` is filled with before a run, so an
+/// element no kernel wrote fails its comparison: 0xFF in float types (NaN), 0x80 in
+/// integer ones (−128 in i8, 0x8080_8080 in i32), below every value a kernel writes: int8
+/// quantisation stays in [−127, 127], indices and their −1 padding are ≥ −1 (an all-0xFF
+/// i32 would be that padding).
+pub const fn poison(dtype: DType) -> u8 {
+    match dtype {
+        DType::Bf16 | DType::F32 => 0xFF,
+        DType::I8 | DType::I32 | DType::I64 => 0x80,
+    }
+}
 
 /// Where the generated kernel sources and their building blocks are.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,8 +16,8 @@ pub mod sim;
 mod tiling;
 
 pub use contract::{
-    Backend, BackendError, DeviceTime, Group, KernelSources, Kernels, LaunchCounters, POISON,
-    StepTime,
+    Backend, BackendError, DeviceTime, Group, KernelSources, Kernels, LaunchCounters, StepTime,
+    poison,
 };
 pub use exchange::{Exchange, Pattern, Transfer};
 pub use progress::{Observer, Progress};

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError, RwLock, RwLockWriteGuard};
 
 use super::l2::L2;
 use super::{Backend, BackendError, Group, KernelSources, Kernels, LaunchCounters};
-use super::{Exchange, POISON, Progress, Tiling};
+use super::{Exchange, Progress, Tiling, poison};
 use crate::kernel_library::{BuildSpec, Checks, CoreMode, GmArg, SimLibrary};
 use abi::plan::{Cores, Kernel, Launch, VariantPlan};
 use abi::tiling::TILING_WORDS;
@@ -159,7 +159,7 @@ impl Group for SimGroup<'_> {
                 (b.as_mut_ptr(), b.len())
             })
             .collect();
-        let mut workspace = [POISON; 32];
+        let mut workspace = [poison(abi::DType::I8); 32];
         let mut tiling = GmLine(tiling.to_bytes());
         let mut l2 = self.l2[rank].lock().unwrap_or_else(PoisonError::into_inner);
         let mut gm: Vec<GmArg<'_>> = args

@@ -3,7 +3,7 @@
 //!
 //! Inputs (and in/out pools) are bound at the extent the caller's tensors have; outputs
 //! and workspaces are allocated at capacity (every runtime axis at its bound) and
-//! poisoned with 0xFF bytes (NaN in every float type), so an element a kernel fails to
+//! poisoned (`backend::poison`: NaN in float types, −128 bytes in integer ones), so an element a kernel fails to
 //! write shows up in the comparison, and rows beyond the runtime extent that a kernel
 //! writes by mistake are caught by [`Collected::stray`]. A run of single stages binds
 //! the caller's tensors of any role by name and allocates the rest the same way
@@ -14,7 +14,7 @@ use abi::{DType, Dim, Dir, TensorDecl};
 use tensor::{Tensor, TensorMap};
 
 use super::error::RuntimeError;
-use crate::backend::POISON;
+use crate::backend::poison;
 
 /// What a buffer is to a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,7 +302,7 @@ pub fn initial(
             Role::Output | Role::Workspace => {
                 let shape = capacity_shape(plan, s.decl)?;
                 Ok(vec![
-                    POISON;
+                    poison(s.decl.dtype);
                     shape.iter().product::<usize>() * s.decl.dtype.size()
                 ])
             }
@@ -346,7 +346,8 @@ pub fn for_stages(
             }
             Err(_) => {
                 let shape = capacity_shape(plan, decl)?;
-                initial[id] = vec![POISON; shape.iter().product::<usize>() * decl.dtype.size()];
+                initial[id] =
+                    vec![poison(decl.dtype); shape.iter().product::<usize>() * decl.dtype.size()];
                 shapes.push(shape);
             }
         }
@@ -398,7 +399,7 @@ pub fn collect(
             let cap = capacity_shape(plan, s.decl)?;
             let start = bytes.len();
             copy_block(data, &cap, &shape, es, &mut bytes);
-            let written = |b: &[u8]| b.iter().filter(|&&x| x != POISON).count();
+            let written = |b: &[u8]| b.iter().filter(|&&x| x != poison(s.decl.dtype)).count();
             let outside = written(data) - written(&bytes[start..]);
             // A workspace may hold rows past the extent (scratch); an output may not.
             if outside > 0 && s.role == Role::Output {

@@ -12,7 +12,7 @@ use golden::Dims;
 use golden::compare::Report;
 use golden::fixtures::random::Draws;
 use golden::tensor::{Element, Tensor};
-use harness::backend::{POISON, Tiling};
+use harness::backend::{Tiling, poison};
 use harness::kernel_library::LaunchStats;
 use kernelgen::plan::Plan;
 
@@ -47,7 +47,7 @@ pub fn head<T: Element + Copy>(t: &Tensor, rows: usize, width: usize) -> Tensor 
 pub fn assert_unwritten(what: &str, t: &Tensor, from: usize) {
     let tail = &t.as_le_bytes()[from * t.dtype().size()..];
     assert!(
-        tail.iter().all(|&b| b == POISON),
+        tail.iter().all(|&b| b == poison(t.dtype())),
         "{what}: elements from {from} on were written"
     );
 }
