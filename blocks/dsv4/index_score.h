@@ -1,6 +1,7 @@
 // Cube side of the lightning indexer's scores (hca_csa.md §5.4), AIC only: ScoreCube (also
-// the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take whole
-// requests, or with fewer requests than blocks ranges of a request's KEY_ROWS key loads. Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible compressed rows:
+// the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take equal
+// runs of (request, KEY_ROWS key load) items. Per request b with V_b = min(kv_seq_lens[b] /
+// RATIO, CAP) visible compressed rows:
 // the request's SEQ·HEADS int8 index-query rows stay in L1; its keys (row j at
 // idx_block_table[b, j / BLOCK_SIZE]·BLOCK_SIZE + j % BLOCK_SIZE of the int8 index-key cache)
 // stream through L1 in whole pages, KEY_ROWS at a time, each gathered once for all tokens of
@@ -195,9 +196,12 @@ private:
 };
 
 // Per request b with V_b = min(kv_seq_lens[b] / RATIO, CAP) visible rows, its raw rows of
-// all V_b keys (rounded up to whole pages) into raw [t, HEADS, STRIDE], blocks over
-// requests. P: ScoreCube's, RATIO, CAP (candidate rows per request), STRIDE (raw row
-// length: CAP in whole pages). GM: kv_seq_lens [b] i32, raw [t, HEADS, STRIDE] i32.
+// all V_b keys (rounded up to whole pages) into raw [t, HEADS, STRIDE]. The work items are
+// the (request, key load) pairs in request order, dealt over the blocks in contiguous runs
+// of about equal length: a long request's loads spread over several blocks, short requests
+// share one, so the blocks finish together whatever the mix of context lengths. P:
+// ScoreCube's, RATIO, CAP (candidate rows per request), STRIDE (raw row length: CAP in
+// whole pages). GM: kv_seq_lens [b] i32, raw [t, HEADS, STRIDE] i32.
 template <class P>
 class IndexScores {
     static_assert(P::STRIDE % P::BLOCK_SIZE == 0 && P::STRIDE >= P::CAP, "raw rows hold CAP in whole pages");
@@ -208,35 +212,47 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        constexpr uint32_t LOADS = CeilDiv(P::CAP, P::KEY_ROWS);  // key loads of a request at most
-        UnitParts it(td.b, LOADS);
-        if (it.Empty()) {
+        AscendC::GlobalTensor<int32_t> lens, out;
+        lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
+        uint32_t items = 0;
+        for (uint32_t b = 0; b < td.b; ++b) {
+            items += Loads(lens, b);
+        }
+        const Share share = BlockShare(items);
+        if (share.begin >= share.end) {
             return;
         }
         AscendC::TPipe pipe;
         ScoreCube<P> cube;
         cube.Init(pipe, q, keys, table, td);
-        AscendC::GlobalTensor<int32_t> lens, out;
-        lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
-        out.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
-        uint32_t held = td.b;  // the request whose query rows are in L1 (none yet)
-        while (it.Next()) {
-            const uint32_t b = it.unit;
-            const uint32_t rows = AlignUp(RequestRows<P>(lens, b), P::BLOCK_SIZE);
-            const Share loads = it.Range(CeilDiv(rows, P::KEY_ROWS));
-            const uint32_t begin = loads.begin * P::KEY_ROWS;
-            const uint32_t end = Min(loads.end * P::KEY_ROWS, rows);
-            if (begin >= end) {
+        uint32_t first = 0;  // request b's first item
+        for (uint32_t b = 0; b < td.b && first < share.end; ++b) {
+            const uint32_t rows = Rows(lens, b), loads = CeilDiv(rows, P::KEY_ROWS);
+            // this block's loads of the request
+            const uint32_t lo = share.begin > first ? share.begin - first : 0;
+            const uint32_t hi = Min(share.end - first, loads);
+            first += loads;
+            if (lo >= hi) {
                 continue;
             }
-            if (held != b) {
-                cube.Query(b);
-                held = b;
-            }
+            const uint32_t begin = lo * P::KEY_ROWS, end = Min(hi * P::KEY_ROWS, rows);
+            cube.Query(b);
             cube.Keys(b, begin, end - begin,
                       out[static_cast<uint64_t>(b) * ScoreCube<P>::ROWS * P::STRIDE + begin], P::STRIDE);
         }
         cube.Release();
+    }
+
+private:
+    // Request b's key rows (its V_b in whole pages) and its key loads.
+    __aicore__ inline static uint32_t Rows(AscendC::GlobalTensor<int32_t>& lens, uint32_t b)
+    {
+        return AlignUp(RequestRows<P>(lens, b), P::BLOCK_SIZE);
+    }
+    __aicore__ inline static uint32_t Loads(AscendC::GlobalTensor<int32_t>& lens, uint32_t b)
+    {
+        return CeilDiv(Rows(lens, b), P::KEY_ROWS);
     }
 };
 

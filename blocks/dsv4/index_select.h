@@ -8,7 +8,8 @@
 // Rows j in [V_t, V_t rounded up to 32) score FP32_NEG_INF, so no padding can beat a real row;
 // the scores go to the top-k (dsv4/topk.h) a SORT_CHUNK at a time, and topk_idx[t] gets the
 // best min(TOPK, V_t) rows, best first, then −1 (all −1 when V_t = 0).
-// Blocks take contiguous token ranges (so a request's key scales are gathered once per block).
+// Blocks take contiguous token ranges of about equal work (so a request's key scales are
+// gathered once per block).
 #pragma once
 
 #include "dsv4/index_score.h"
@@ -162,25 +163,60 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t);
+        IndexSelect op;
+        op.lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        const Share share = op.Tokens(td.t);
         if (share.begin >= share.end) {
             return;
         }
-        IndexSelect op;
-        op.Init(raw, qScale, weights, keyScale, table, kvSeqLens, positions, topk, td);
+        op.Init(raw, qScale, weights, keyScale, table, positions, topk, td);
         for (uint32_t t = share.begin; t < share.end; ++t) {
             op.Token(t);
         }
     }
 
 private:
+    // This block's tokens: a contiguous run of about a block's share of the work, a token
+    // weighing its request's passes plus one (its top-k and output row), so the blocks
+    // holding long requests take fewer tokens. Token u goes to block
+    // floor(W(u) · blocks / total), W(u) the weight of the tokens before it.
+    __aicore__ inline Share Tokens(uint32_t t)
+    {
+        const uint32_t idx = AscendC::GetBlockIdx(), num = AscendC::GetBlockNum();
+        uint64_t total = 0;
+        for (uint32_t b = 0; b * P::SEQ < t; ++b) {
+            total += uint64_t(Min(P::SEQ, t - b * P::SEQ)) * Weight(b);
+        }
+        return Share{FirstAt(t, uint64_t(idx) * total), FirstAt(t, uint64_t(idx + 1) * total)};
+    }
+
+    // The first of the t tokens u with W(u) · blocks >= bound (t when none).
+    __aicore__ inline uint32_t FirstAt(uint32_t t, uint64_t bound)
+    {
+        const uint64_t num = AscendC::GetBlockNum();
+        uint64_t before = 0;  // W of request b's first token
+        for (uint32_t b = 0; b * P::SEQ < t; ++b) {
+            const uint32_t tokens = Min(P::SEQ, t - b * P::SEQ);
+            const uint64_t w = Weight(b);
+            if ((before + (tokens - 1) * w) * num >= bound) {
+                const uint64_t at = before * num;
+                const uint64_t s = at >= bound ? 0 : (bound - at + w * num - 1) / (w * num);
+                return b * P::SEQ + static_cast<uint32_t>(s);
+            }
+            before += tokens * w;
+        }
+        return t;
+    }
+
+    // A token of request b: its passes, plus one.
+    __aicore__ inline uint64_t Weight(uint32_t b) { return CeilDiv(RequestRows<P>(lens_, b), KR) + 1; }
+
     __aicore__ inline void Init(GM_ADDR raw, GM_ADDR qScale, GM_ADDR weights, GM_ADDR keyScale, GM_ADDR table,
-                                GM_ADDR kvSeqLens, GM_ADDR positions, GM_ADDR topk, const TilingData& td)
+                                GM_ADDR positions, GM_ADDR topk, const TilingData& td)
     {
         raw_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(raw));
         keyScale_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(keyScale));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(table));
-        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         topk_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(topk));
         pages_ = td.idx_nb;
