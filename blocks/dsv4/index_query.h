@@ -174,9 +174,34 @@ private:
     static_assert(P::SCALES_OUT_BYTES >= HEAD_ROWS * sizeof(float) && P::SUMS_IN_BYTES >= HEAD_ROWS * sizeof(float) &&
                       P::WEIGHTS_OUT_BYTES >= HEAD_ROWS * sizeof(float),
                   "a tile's scales, head sums and weights");
-    static_assert(P::WORK_BYTES >= HD * sizeof(float) && P::F16_BYTES >= HD * sizeof(half), "a head's scratch");
-    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    // (token, head) rows quantised at once: as many as work holds, whole 8-row pieces
+    static constexpr uint32_t BATCH = P::WORK_BYTES / (HD * sizeof(float)) / 8 * 8;
+    static_assert(BATCH >= 8 && P::F16_BYTES >= BATCH * HD * sizeof(half), "a batch of rows' scratch");
+    static_assert(P::SLOT_BYTES >= BATCH * 8 * sizeof(float), "a block of scalars per row of a batch");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceMax scratch of a head");
+
+    // An item's place: its first token, first head and heads.
+    struct Item {
+        uint32_t row, h0, heads;
+    };
+    __aicore__ inline static Item Place(const UnitParts& it)
+    {
+        const Share pieces = it.Range(PIECES);
+        return Item{it.unit * TR, pieces.begin * PIECE, (pieces.end - pieces.begin) * PIECE};
+    }
+
+    // An item's token rows of its heads and their head sums, queued.
+    __aicore__ inline void Load(const Item& i)
+    {
+        LocalTensor<float> x = in_.AllocTensor<float>();
+        DataCopy(x, gQh_[uint64_t(i.row) * ROW + i.h0 * HD],
+                 DataCopyParams(TR, BlocksOf<float>(i.heads * HD), BlocksOf<float>(ROW - i.heads * HD), 0));
+        in_.EnQue(x);
+        LocalTensor<float> s = sumsIn_.AllocTensor<float>();
+        DataCopy(s, gSums_[i.row * P::H + i.h0],
+                 DataCopyParams(TR, BlocksOf<float>(i.heads), BlocksOf<float>(P::H - i.heads), 0));
+        sumsIn_.EnQue(s);
+    }
 
     __aicore__ inline void Process(GM_ADDR qh, GM_ADDR sums, GM_ADDR q, GM_ADDR qScale, GM_ADDR weights, uint32_t t)
     {
@@ -184,10 +209,10 @@ private:
         if (it.Empty()) {
             return;
         }
-        GlobalTensor<float> gQh, gSums, gScale, gWeights;
+        GlobalTensor<float> gScale, gWeights;
         GlobalTensor<int8_t> gQ;
-        gQh.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qh));
-        gSums.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sums));
+        gQh_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qh));
+        gSums_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sums));
         gQ.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q));
         gScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qScale));
         gWeights.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights));
@@ -202,51 +227,54 @@ private:
         pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         LocalTensor<half> h = half_.Get<half>();
-        while (it.Next()) {
-            const uint32_t row = it.unit * TR;
-            const Share pieces = it.Range(PIECES);
-            const uint32_t h0 = pieces.begin * PIECE, heads = (pieces.end - pieces.begin) * PIECE;
-            const uint32_t rows = TR * heads;  // (token, head) rows of the item
-            // per token: heads * HD f32 of the row, heads f32 of the scales, sums and weights
-            const uint16_t rowBlocks = BlocksOf<float>(heads * HD), rowGap = BlocksOf<float>(ROW - heads * HD);
-            const uint16_t headBlocks = BlocksOf<float>(heads), headGap = BlocksOf<float>(P::H - heads);
-            LocalTensor<float> x = in_.AllocTensor<float>();
-            DataCopy(x, gQh[uint64_t(row) * ROW + h0 * HD], DataCopyParams(TR, rowBlocks, rowGap, 0));
-            in_.EnQue(x);
-            LocalTensor<float> s = sumsIn_.AllocTensor<float>();
-            DataCopy(s, gSums[row * P::H + h0], DataCopyParams(TR, headBlocks, headGap, 0));
-            sumsIn_.EnQue(s);
-
-            s = sumsIn_.DeQue<float>();
+        it.Next();
+        Item cur = Place(it);
+        Load(cur);
+        for (;;) {
+            UnitParts ahead = it;
+            const bool more = ahead.Next();
+            const uint32_t rows = TR * cur.heads;  // (token, head) rows of the item
+            // per token: heads f32 of the scales, sums and weights; heads * HD int8 of the row
+            const uint16_t headBlocks = BlocksOf<float>(cur.heads), headGap = BlocksOf<float>(P::H - cur.heads);
+            LocalTensor<float> s = sumsIn_.DeQue<float>();
             LocalTensor<float> w = weightsOut_.AllocTensor<float>();
             Muls(w, s, P::WEIGHTS_SCALE, rows);
             sumsIn_.FreeTensor(s);
             weightsOut_.EnQue(w);
 
-            x = in_.DeQue<float>();
+            LocalTensor<float> x = in_.DeQue<float>();
+            // the next item's rows in flight under this one's work
+            if (more) {
+                Load(Place(ahead));
+            }
             LocalTensor<int8_t> qi = out_.AllocTensor<int8_t>();
             LocalTensor<float> sc = scales_.AllocTensor<float>();
-            for (uint32_t r = 0; r < rows; ++r) {
-                sc.SetValue(r, QuantizeRow(qi[r * HD], x[r * HD], work, h, slot, tmp, HD));
+            for (uint32_t r0 = 0; r0 < rows; r0 += BATCH) {
+                QuantizeRows<BATCH>(qi[r0 * HD], x[r0 * HD], Min(BATCH, rows - r0), HD, work, h, slot, tmp, sc[r0]);
             }
             in_.FreeTensor(x);
             out_.EnQue(qi);
             scales_.EnQue(sc);
 
             w = weightsOut_.DeQue<float>();
-            DataCopy(gWeights[row * P::H + h0], w, DataCopyParams(TR, headBlocks, 0, headGap));
+            DataCopy(gWeights[cur.row * P::H + cur.h0], w, DataCopyParams(TR, headBlocks, 0, headGap));
             weightsOut_.FreeTensor(w);
             qi = out_.DeQue<int8_t>();
-            DataCopy(gQ[uint64_t(row) * ROW + h0 * HD], qi,
-                     DataCopyParams(TR, BlocksOf<int8_t>(heads * HD), 0, BlocksOf<int8_t>(ROW - heads * HD)));
+            DataCopy(gQ[uint64_t(cur.row) * ROW + cur.h0 * HD], qi,
+                     DataCopyParams(TR, BlocksOf<int8_t>(cur.heads * HD), 0, BlocksOf<int8_t>(ROW - cur.heads * HD)));
             out_.FreeTensor(qi);
             sc = scales_.DeQue<float>();
             // The scales were written by the scalar unit.
             Handshake<HardEvent::S_MTE3>();
-            DataCopy(gScale[row * P::H + h0], sc, DataCopyParams(TR, headBlocks, 0, headGap));
+            DataCopy(gScale[cur.row * P::H + cur.h0], sc, DataCopyParams(TR, headBlocks, 0, headGap));
             // The next tile's scalar writes must not overtake this copy.
             Handshake<HardEvent::MTE3_S>();
             scales_.FreeTensor(sc);
+            if (!more) {
+                break;
+            }
+            it = ahead;
+            cur = Place(it);
         }
     }
 
@@ -254,6 +282,7 @@ private:
     TQue<TPosition::VECIN, 1> in_, sumsIn_;
     TQue<TPosition::VECOUT, 1> out_, scales_, weightsOut_;
     TBuf<TPosition::VECCALC> work_, half_, slot_, tmp_;
+    GlobalTensor<float> gQh_, gSums_;
 };
 
 }  // namespace dsv4

@@ -257,8 +257,8 @@ fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
 }
 
 /// IndexQQuant's UB: tiles of `tile_rows` tokens' Hadamard rows in (f32) and int8 rows
-/// out, their scales, head sums in and weights out; quant.h's row scratch (f32, f16), a
-/// block of scalars and the ReduceMax scratch of a head.
+/// out, their scales, head sums in and weights out; quant.h's scratch of a batch of rows
+/// (f32, f16, a block of scalars each) and the ReduceMax scratch of a head.
 fn q_quant_buffers(heads: usize, hd: usize, tile_rows: usize) -> Vec<Buffer> {
     use DType::*;
     let (w, s) = (tile_rows * heads * hd, tile_rows * heads);
@@ -268,10 +268,15 @@ fn q_quant_buffers(heads: usize, hd: usize, tile_rows: usize) -> Vec<Buffer> {
         row("scales_out", Ub, F32, s, 2, Some(heads)),
         row("sums_in", Ub, F32, s, 2, Some(heads)),
         row("weights_out", Ub, F32, s, 2, Some(heads)),
-        row("work", Ub, F32, hd, 1, None),
-        // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
-        row("f16", Ub, Bf16, hd, 1, None),
-        row("slot", Ub, F32, 8, 1, None),
+        // QuantizeRows' batch of Q_BATCH rows: their scratch, f16 staging (2 bytes, sized
+        // as bf16) and maxima (a block each)
+        row("work", Ub, F32, Q_BATCH * hd, 1, None),
+        row("f16", Ub, Bf16, Q_BATCH * hd, 1, None),
+        row("slot", Ub, F32, Q_BATCH * 8, 1, None),
         row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
     ]
 }
+
+/// (token, head) rows IndexQQuant quantises at once (`dsv4/quant.h` QuantizeRows): an
+/// item holds whole 8-head pieces, so 16 rows are one or two of them.
+const Q_BATCH: usize = 16;
