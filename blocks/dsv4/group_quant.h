@@ -1,7 +1,8 @@
 // Per-(group, token) int8 quantisation of the grouped o_proj latent (swa.md §3.7 step 2):
 // each valid row u < group_t of the GROUPS slabs of ROWS capacity rows (row width K, f32)
-// goes through dsv4/quant.h's QuantizeRow (int8 values and the dequant scale 1/sq, the
-// golden's formula at TP 1 too). Rows ≥ group_t are neither read nor written.
+// goes through dsv4/quant.h's QuantizeRows, a tile of rows at once (int8 values and the
+// dequant scale 1/sq, the golden's formula at TP 1 too). Rows ≥ group_t are neither read
+// nor written.
 //
 // Params: GROUPS, ROWS, K, TILE_ROWS (rows per UB tile; a divisor of 8, so the runtime row
 // count, a multiple of 8, is always whole tiles), and the UB sizes the plan decided
@@ -28,8 +29,8 @@ class GroupQuant {
     static_assert(P::X_IN_BYTES >= TILE * sizeof(float), "x_in holds a tile of rows");
     static_assert(P::Q_OUT_BYTES >= TILE * sizeof(int8_t), "q_out holds a tile of rows");
     static_assert(P::SCALES_BYTES >= (TILE_ROWS + 7) / 8 * 32, "scales holds a tile's scales in whole blocks");
-    static_assert(P::WORK_BYTES >= K * sizeof(float) && P::F16_BYTES >= K * sizeof(half), "row scratch");
-    static_assert(P::SLOT_BYTES >= 32, "one block of scalars");
+    static_assert(P::WORK_BYTES >= TILE * sizeof(float) && P::F16_BYTES >= TILE * sizeof(half), "a tile's scratch");
+    static_assert(P::SLOT_BYTES >= TILE_ROWS * 32, "a block of scalars per row");
     static_assert(P::REDUCE_TMP_BYTES >= REDUCE_TMP * sizeof(float), "ReduceMax scratch of a row");
 
 public:
@@ -57,20 +58,40 @@ private:
     }
 
     // Blocks take whole 8-row units (the runtime row granularity) and walk each in passes of
-    // TILE_ROWS: what a block writes of o_scale (8 f32 a unit) then starts and ends on a
-    // 32-byte boundary, so no two cores write parts of one GM block.
+    // TILE_ROWS, the next pass's rows in flight under this one's work: what a block writes
+    // of o_scale (8 f32 a unit) then starts and ends on a 32-byte boundary, so no two cores
+    // write parts of one GM block.
     __aicore__ inline void Process()
     {
         const uint32_t unitsPerGroup = rows_ / 8;
         const uint32_t units = P::GROUPS * unitsPerGroup;
-        for (uint32_t i = GetBlockIdx(); i < units; i += GetBlockNum()) {
-            // Row offset of the unit in the [GROUPS · ROWS] row space.
-            const uint32_t unit = (i / unitsPerGroup) * P::ROWS + (i % unitsPerGroup) * 8;
-            for (uint32_t row = unit; row < unit + 8; row += TILE_ROWS) {
-                CopyIn(row);
-                Compute();
-                CopyOut(row, row != unit);
+        // Row offset of unit i in the [GROUPS · ROWS] row space.
+        auto unitRow = [&](uint32_t i) { return (i / unitsPerGroup) * P::ROWS + (i % unitsPerGroup) * 8; };
+        uint32_t i = GetBlockIdx();
+        if (i >= units) {
+            return;
+        }
+        uint32_t unit = unitRow(i), row = unit;
+        CopyIn(row);
+        for (;;) {
+            uint32_t nextI = i, nextUnit = unit, nextRow = row + TILE_ROWS;
+            if (nextRow == unit + 8) {
+                nextI += GetBlockNum();
+                nextUnit = nextRow = unitRow(nextI);
             }
+            const bool more = nextI < units;
+            LocalTensor<float> x = inQ_.DeQue<float>();
+            if (more) {
+                CopyIn(nextRow);
+            }
+            Compute(x);
+            CopyOut(row, row != unit);
+            if (!more) {
+                break;
+            }
+            i = nextI;
+            unit = nextUnit;
+            row = nextRow;
         }
     }
 
@@ -81,16 +102,12 @@ private:
         inQ_.EnQue(x);
     }
 
-    __aicore__ inline void Compute()
+    __aicore__ inline void Compute(LocalTensor<float>& x)
     {
-        LocalTensor<float> x = inQ_.DeQue<float>();
         LocalTensor<int8_t> q = qQ_.AllocTensor<int8_t>();
         LocalTensor<float> scale = scaleQ_.AllocTensor<float>();
-        for (uint32_t r = 0; r < TILE_ROWS; ++r) {
-            // The dequant scale is a per-row scalar.
-            scale.SetValue(r, QuantizeRow(q[r * K], x[r * K], work_.Get<float>(), half_.Get<half>(),
-                                          slot_.Get<float>(), reduceTmp_.Get<float>(), K));
-        }
+        QuantizeRows<TILE_ROWS>(q, x, TILE_ROWS, K, work_.Get<float>(), half_.Get<half>(), slot_.Get<float>(),
+                                reduceTmp_.Get<float>(), scale);
         inQ_.FreeTensor(x);
         qQ_.EnQue(q);
         scaleQ_.EnQue(scale);

@@ -228,9 +228,9 @@ fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Ker
 }
 
 /// group_quant.h's UB: a tile of `tile_rows` latent rows in (f32) and out (int8), quantised
-/// row by row (dsv4/quant.h); their scales in whole blocks (moved with DataCopyPad); a
-/// row's f32 and f16 scratch, a block of scalars and the ReduceMax scratch as its doc
-/// sizes it (value and index per repeat).
+/// at once (dsv4/quant.h QuantizeRows); their scales in whole blocks (moved with
+/// DataCopyPad); the tile's f32 and f16 scratch, a block of scalars per row and the
+/// ReduceMax scratch of a row as its doc sizes it (value and index per repeat).
 fn quant_buffers(k: usize, tile_rows: usize) -> Vec<Buffer> {
     use DType::*;
     let tile = tile_rows * k;
@@ -239,10 +239,10 @@ fn quant_buffers(k: usize, tile_rows: usize) -> Vec<Buffer> {
         row("x_in", Ub, F32, tile, 2, Some(tile)),
         row("q_out", Ub, I8, tile, 2, Some(tile)),
         row("scales", Ub, F32, tile_rows.next_multiple_of(8), 2, None),
-        row("work", Ub, F32, k, 1, None),
+        row("work", Ub, F32, tile, 1, None),
         // f16 staging between the f32 rne and int8 (2 bytes, sized as bf16)
-        row("f16", Ub, Bf16, k, 1, None),
-        row("slot", Ub, F32, 8, 1, None),
+        row("f16", Ub, Bf16, tile, 1, None),
+        row("slot", Ub, F32, 8 * tile_rows, 1, None),
         row("reduce_tmp", Ub, F32, reduce, 1, None),
     ]
 }
