@@ -23,6 +23,7 @@
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
 // window's o (kept in UB over the token's tiles) and denom are updated in place.
+// Groups take contiguous runs of tokens of about equal work (`Tokens`).
 // With fewer tokens than core groups (1 AIC + 2 AIV) the work is split over KV
 // (dsv4/attention_combine.h): each token's tiles are dealt to S = min(GROUPS / tokens, tiles)
 // splits, one work item (token, split) per group; a split starts from nothing and leaves its
@@ -101,7 +102,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         const uint32_t splits = Splits::OnGroups(td.t);
-        const Share share = GroupShare(td.t * splits);
+        const Share share = splits > 1 ? GroupShare(td.t * splits) : Tokens(positions, td.t);
         if (share.begin >= share.end) {
             return;
         }
@@ -125,6 +126,21 @@ public:
     }
 
 private:
+    // With whole tokens (S = 1) the group's contiguous run of about equal work: a token
+    // weighs the tiles its min(TOPK, (p_t + 1) / RATIO) selectable slots fill, plus one for
+    // its query, window state and output, so groups of short contexts take more tokens.
+    __aicore__ inline static Share Tokens(GM_ADDR positions, uint32_t t)
+    {
+        ScalarStream<int32_t, 4> p;
+        p.Init(positions, t);
+        p.Warm(0);
+        return WeightedShare(t, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
+            const int64_t next = static_cast<int64_t>(p.Get(u)) + 1;
+            const uint32_t slots = next > 0 ? Min(P::TOPK, static_cast<uint32_t>(next / P::RATIO)) : 0;
+            return uint64_t(CeilDiv(slots, TILE)) + 1;
+        });
+    }
+
     // Work item `index` of `splits` per token: its token, its tiles [first, end), and (S > 1)
     // its slot.
     struct Item {

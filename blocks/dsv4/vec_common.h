@@ -40,6 +40,32 @@ __aicore__ inline Share ShareOf(uint32_t total, uint32_t idx, uint32_t num)
     return Share{begin, begin + base + (idx < extra ? 1u : 0u)};
 }
 
+// Sharer idx of num's contiguous run of `count` items of about equal total weight: item u
+// goes to sharer floor(W(u) · num / total), W(u) the weight (`weight(u)`, at least 1) of
+// the items before it, so every item goes to exactly one sharer, in order.
+template <class Weight>
+__aicore__ inline Share WeightedShare(uint32_t count, uint32_t idx, uint32_t num, Weight weight)
+{
+    uint64_t total = 0;
+    for (uint32_t u = 0; u < count; ++u) {
+        total += weight(u);
+    }
+    Share share{count, count};
+    uint64_t before = 0;
+    for (uint32_t u = 0; u < count; ++u) {
+        const uint64_t at = before * num;
+        if (share.begin == count && at >= idx * total) {
+            share.begin = u;
+        }
+        if (at >= (idx + 1) * total) {
+            share.end = u;
+            break;
+        }
+        before += weight(u);
+    }
+    return share;
+}
+
 __aicore__ inline Share BlockShare(uint32_t total)
 {
     return ShareOf(total, static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()));
