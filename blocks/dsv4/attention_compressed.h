@@ -23,7 +23,8 @@
 // one work item (request, split) per group; a split's first chunk's part is its o (it starts
 // from m = -1e20: alpha 0, beta 1). With S = 1 an item is a whole request and continues the
 // window's o and denom in place.
-// A group (1 AIC + 2 AIV) takes items in turn; AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
+// A group (1 AIC + 2 AIV) takes items in turn (whole requests: contiguous runs of about equal
+// GM traffic, `Requests`); AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
 // Handoffs go through the group's GM scratch (scores, probs, part), ordered by cross-core
 // flags.
 #pragma once
@@ -163,7 +164,8 @@ public:
         const uint32_t splits = Splits::OnGroups(td.b);
         // With requests fewer than groups and no split over KV, their heads spread instead.
         const uint32_t parts = splits > 1 ? 1 : PartsPerUnit(td.b, P::GROUPS, HEAD_PIECES);
-        const Share share = GroupShare(td.b * splits * parts);
+        const Share share =
+            splits * parts > 1 ? GroupShare(td.b * splits * parts) : Requests(positions, kvSeqLens, td.b);
         if (share.begin >= share.end) {
             return;
         }
@@ -187,6 +189,27 @@ public:
     }
 
 private:
+    // With whole requests the group's contiguous run of about equal GM traffic: a request
+    // weighs (in KiB) its query, each chunk's round trips of o and part, and per lane its
+    // scores and probabilities both ways and its row; one more for its metadata reads, so
+    // the requests without compressed rows spread too.
+    __aicore__ inline static Share Requests(GM_ADDR positions, GM_ADDR kvSeqLens, uint32_t b)
+    {
+        constexpr uint64_t Q = uint64_t(ROWS) * HD * sizeof(bfloat16_t);
+        constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * HD * sizeof(float);
+        constexpr uint64_t PER_LANE = ROWS * 2 * (sizeof(float) + sizeof(bfloat16_t)) + HD * sizeof(bfloat16_t);
+        AscendC::GlobalTensor<int32_t> p, lens;
+        p.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
+        return WeightedShare(b, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
+            CompressedRows<P> rows;
+            rows.Read(p, lens, u);
+            const uint64_t bytes =
+                rows.rows > 0 ? Q + rows.Chunks() * PER_CHUNK + AlignUp(uint32_t(rows.rows), 16u) * PER_LANE : 0;
+            return 1 + bytes / 1024;
+        });
+    }
+
     __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR kvSeqLens,
                                 GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o,
                                 GM_ADDR denom)
