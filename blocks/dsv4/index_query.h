@@ -84,12 +84,7 @@ private:
         pipe_.InitBuffer(tokScale_, P::QR_SCALE_BYTES);
         rope_.Init(pipe_, false);
         if constexpr (HEADS_AT_ONCE) {
-            static_assert(P::ROPE_PARTNERS_BYTES >= P::HG * P::RD * sizeof(uint32_t) &&
-                              P::ROPE_SWAP_HEADS_BYTES >= P::HG * P::RD * sizeof(float),
-                          "the group's pair-swap offsets and swapped slices");
-            pipe_.InitBuffer(partners_, P::ROPE_PARTNERS_BYTES);
-            pipe_.InitBuffer(swapHeads_, P::ROPE_SWAP_HEADS_BYTES);
-            Rotation<P, P::RD>::template Partners<HD>(partners_.Get<uint32_t>(), P::HG);
+            ropeHeads_.Init(pipe_);
         }
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
@@ -120,7 +115,7 @@ private:
                 Muls(x, x, tokScale, W);
                 Mul(x, x, ws, W);
                 if constexpr (HEADS_AT_ONCE) {
-                    rope_.template ApplyHeads<HD>(x[NOPE], P::HG, partners_.Get<uint32_t>(), swapHeads_.Get<float>());
+                    ropeHeads_.Apply(rope_, x[NOPE]);
                 } else {
                     for (uint32_t h = 0; h < P::HG; ++h) {
                         rope_.Apply(x[h * HD + NOPE]);
@@ -141,8 +136,9 @@ private:
     TPipe pipe_;
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
-    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, partners_, swapHeads_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_;
     Rope<P> rope_;
+    RopeHeads<P, P::HG, HD> ropeHeads_;
 };
 
 // Params: H, HD, TILE_ROWS (tokens per tile, divides 8), WEIGHTS_SCALE, and the UB sizes

@@ -311,12 +311,7 @@ private:
         fetchBlock(run.first, 0);
         rope_.Offsets(false);
         if constexpr (HEADS_AT_ONCE) {
-            static_assert(P::ROPE_PARTNERS_BYTES >= P::HG * P::RD * sizeof(uint32_t) &&
-                              P::ROPE_SWAP_HEADS_BYTES >= P::HG * P::RD * sizeof(float),
-                          "the group's pair-swap offsets and swapped slices");
-            pipe_.InitBuffer(partners_, P::ROPE_PARTNERS_BYTES);
-            pipe_.InitBuffer(swapHeads_, P::ROPE_SWAP_HEADS_BYTES);
-            Rotation<P, P::RD>::template Partners<HD>(partners_.Get<uint32_t>(), P::HG);
+            ropeHeads_.Init(pipe_);
         }
         uint32_t half = 0;
         for (uint32_t row0 = run.first; row0 < run.end; row0 += 8, half ^= 1) {
@@ -347,7 +342,7 @@ private:
                     Muls(x[h * HD], x[h * HD], inv[h], HD);
                 }
                 if constexpr (HEADS_AT_ONCE) {
-                    rope_.template ApplyHeads<HD>(x[NOPE], P::HG, partners_.Get<uint32_t>(), swapHeads_.Get<float>());
+                    ropeHeads_.Apply(rope_, x[NOPE]);
                 } else {
                     for (uint32_t h = 0; h < P::HG; ++h) {
                         rope_.Apply(x[h * HD + NOPE]);
@@ -367,8 +362,9 @@ private:
     TPipe pipe_;
     TQue<TPosition::VECIN, 1> in_;
     TQue<TPosition::VECOUT, 1> out_;
-    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_, partners_, swapHeads_;
+    TBuf<TPosition::VECCALC> x_, wScale_, tokScale_, work_, slot_, tmp_;
     Rope<P> rope_;
+    RopeHeads<P, P::HG, HD> ropeHeads_;
 };
 
 // Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take

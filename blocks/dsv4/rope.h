@@ -205,4 +205,30 @@ private:
     Rotation<P, RD> rot_;
 };
 
+// A row's HEADS rope slices, STRIDE apart, rotated at once (Rotation::ApplyHeads, RD at most
+// one f32 repeat) with their own buffers: the pair-swap gather offsets (written once) and the
+// swapped slices. P: RD and, where Init is called, ROPE_PARTNERS_BYTES, ROPE_SWAP_HEADS_BYTES.
+template <class P, uint32_t HEADS, uint32_t STRIDE>
+class RopeHeads {
+public:
+    __aicore__ inline void Init(AscendC::TPipe& pipe)
+    {
+        static_assert(P::ROPE_PARTNERS_BYTES >= HEADS * P::RD * sizeof(uint32_t) &&
+                          P::ROPE_SWAP_HEADS_BYTES >= HEADS * P::RD * sizeof(float),
+                      "the heads' pair-swap offsets and swapped slices");
+        pipe.InitBuffer(partners_, P::ROPE_PARTNERS_BYTES);
+        pipe.InitBuffer(swap_, P::ROPE_SWAP_HEADS_BYTES);
+        Rotation<P, P::RD>::template Partners<STRIDE>(partners_.Get<uint32_t>(), HEADS);
+    }
+
+    // Rotates x[h * STRIDE .. + RD) for every head h with `rope`'s current row.
+    __aicore__ inline void Apply(Rope<P>& rope, const AscendC::LocalTensor<float>& x)
+    {
+        rope.template ApplyHeads<STRIDE>(x, HEADS, partners_.Get<uint32_t>(), swap_.Get<float>());
+    }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> partners_, swap_;
+};
+
 }  // namespace dsv4
