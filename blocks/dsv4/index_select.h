@@ -178,34 +178,12 @@ public:
 private:
     // This block's tokens: a contiguous run of about a block's share of the work, a token
     // weighing its request's passes plus one (its top-k and output row), so the blocks
-    // holding long requests take fewer tokens. Token u goes to block
-    // floor(W(u) · blocks / total), W(u) the weight of the tokens before it.
+    // holding long requests take fewer tokens.
     __aicore__ inline Share Tokens(uint32_t t)
     {
-        const uint32_t idx = AscendC::GetBlockIdx(), num = AscendC::GetBlockNum();
-        uint64_t total = 0;
-        for (uint32_t b = 0; b * P::SEQ < t; ++b) {
-            total += uint64_t(Min(P::SEQ, t - b * P::SEQ)) * Weight(b);
-        }
-        return Share{FirstAt(t, uint64_t(idx) * total), FirstAt(t, uint64_t(idx + 1) * total)};
-    }
-
-    // The first of the t tokens u with W(u) · blocks >= bound (t when none).
-    __aicore__ inline uint32_t FirstAt(uint32_t t, uint64_t bound)
-    {
-        const uint64_t num = AscendC::GetBlockNum();
-        uint64_t before = 0;  // W of request b's first token
-        for (uint32_t b = 0; b * P::SEQ < t; ++b) {
-            const uint32_t tokens = Min(P::SEQ, t - b * P::SEQ);
-            const uint64_t w = Weight(b);
-            if ((before + (tokens - 1) * w) * num >= bound) {
-                const uint64_t at = before * num;
-                const uint64_t s = at >= bound ? 0 : (bound - at + w * num - 1) / (w * num);
-                return b * P::SEQ + static_cast<uint32_t>(s);
-            }
-            before += tokens * w;
-        }
-        return t;
+        return WeightedShare(t, static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                             static_cast<uint32_t>(AscendC::GetBlockNum()),
+                             [&](uint32_t u) { return Weight(u / P::SEQ); });
     }
 
     // A token of request b: its passes, plus one.
