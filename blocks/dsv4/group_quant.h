@@ -106,8 +106,13 @@ private:
     {
         LocalTensor<int8_t> q = qQ_.AllocTensor<int8_t>();
         LocalTensor<float> scale = scaleQ_.AllocTensor<float>();
+        float s[TILE_ROWS];
         QuantizeRows<TILE_ROWS>(q, x, TILE_ROWS, K, work_.Get<float>(), half_.Get<half>(), slot_.Get<float>(),
-                                reduceTmp_.Get<float>(), scale);
+                                reduceTmp_.Get<float>(), s);
+        // the dequant scales are per-row scalars
+        for (uint32_t r = 0; r < TILE_ROWS; ++r) {
+            scale.SetValue(r, s[r]);
+        }
         inQ_.FreeTensor(x);
         qQ_.EnQue(q);
         scaleQ_.EnQue(scale);

@@ -246,7 +246,12 @@ private:
             LocalTensor<int8_t> qi = out_.AllocTensor<int8_t>();
             LocalTensor<float> sc = scales_.AllocTensor<float>();
             for (uint32_t r0 = 0; r0 < rows; r0 += BATCH) {
-                QuantizeRows<BATCH>(qi[r0 * HD], x[r0 * HD], Min(BATCH, rows - r0), HD, work, h, slot, tmp, sc[r0]);
+                const uint32_t n = Min(BATCH, rows - r0);
+                float s[BATCH];
+                QuantizeRows<BATCH>(qi[r0 * HD], x[r0 * HD], n, HD, work, h, slot, tmp, s);
+                for (uint32_t r = 0; r < n; ++r) {
+                    sc.SetValue(r0 + r, s[r]);
+                }
             }
             in_.FreeTensor(x);
             out_.EnQue(qi);

@@ -22,39 +22,16 @@ __aicore__ constexpr uint32_t ReduceTmpElems(uint32_t count)
     return (2 * (count / 64 > 0 ? count / 64 : 1) + 7) / 8 * 8;
 }
 
-// Quantises x[0 .. count) into q and returns the dequant scale. x is scaled in place;
-// work (f32), half (f16) hold count values, slot one 32-byte block, tmp
-// ReduceTmpElems(count) values.
-__aicore__ inline float QuantizeRow(const AscendC::LocalTensor<int8_t>& q, const AscendC::LocalTensor<float>& x,
-                                    const AscendC::LocalTensor<float>& work, const AscendC::LocalTensor<half>& half_,
-                                    const AscendC::LocalTensor<float>& slot, const AscendC::LocalTensor<float>& tmp,
-                                    uint32_t count)
-{
-    AscendC::Abs(work, x, count);
-    AscendC::ReduceMax(slot, work, tmp, count);
-    Handshake<AscendC::HardEvent::V_S>();
-    float amax = slot.GetValue(0);
-    amax = amax > INT8_AMAX_EPS ? amax : INT8_AMAX_EPS;
-    const float sq = INT8_SCALE_MAX / amax;
-    Handshake<AscendC::HardEvent::S_V>();
-    AscendC::Muls(x, x, sq, count);
-    AscendC::Cast(work, x, AscendC::RoundMode::CAST_RINT, count);
-    AscendC::Cast(half_, work, AscendC::RoundMode::CAST_NONE, count);
-    AscendC::Cast(q, half_, AscendC::RoundMode::CAST_TRUNC, count);
-    return 1.0f / sq;
-}
-
-// QuantizeRow on `rows` (≤ MOST) rows of `count` values at once (x, q row-major), row r's
-// dequant scale into scales[r]: the same operations on the same values, so the same bits,
-// in a few vector calls a batch (one Abs, three Casts; a ReduceMax and a Muls a row) and
-// one round trip to the scalar unit instead of six calls and a round trip a row. work
+// Quantises `rows` (≤ MOST) rows of `count` values at once (x, q row-major; x is scaled in
+// place), row r's dequant scale into scales[r], in a few vector calls a batch (one Abs,
+// three Casts; a ReduceMax and a Muls a row) and one round trip to the scalar unit. work
 // (f32) and half_ (f16) hold rows · count values, slots `rows` 32-byte blocks, tmp
 // ReduceTmpElems(count) values.
 template <uint32_t MOST>
 __aicore__ inline void QuantizeRows(const AscendC::LocalTensor<int8_t>& q, const AscendC::LocalTensor<float>& x,
                                     uint32_t rows, uint32_t count, const AscendC::LocalTensor<float>& work,
                                     const AscendC::LocalTensor<half>& half_, const AscendC::LocalTensor<float>& slots,
-                                    const AscendC::LocalTensor<float>& tmp, const AscendC::LocalTensor<float>& scales)
+                                    const AscendC::LocalTensor<float>& tmp, float* scales)
 {
     constexpr uint32_t SLOT = 8;  // f32 of a 32-byte block: a row's max
     AscendC::Abs(work, x, rows * count);
@@ -67,7 +44,7 @@ __aicore__ inline void QuantizeRows(const AscendC::LocalTensor<int8_t>& q, const
         float amax = slots.GetValue(r * SLOT);
         amax = amax > INT8_AMAX_EPS ? amax : INT8_AMAX_EPS;
         sq[r] = INT8_SCALE_MAX / amax;
-        scales.SetValue(r, 1.0f / sq[r]);
+        scales[r] = 1.0f / sq[r];
     }
     Handshake<AscendC::HardEvent::S_V>();
     for (uint32_t r = 0; r < rows; ++r) {
@@ -76,6 +53,17 @@ __aicore__ inline void QuantizeRows(const AscendC::LocalTensor<int8_t>& q, const
     AscendC::Cast(work, x, AscendC::RoundMode::CAST_RINT, rows * count);
     AscendC::Cast(half_, work, AscendC::RoundMode::CAST_NONE, rows * count);
     AscendC::Cast(q, half_, AscendC::RoundMode::CAST_TRUNC, rows * count);
+}
+
+// One row: QuantizeRows of x[0 .. count), its dequant scale returned (slot one block).
+__aicore__ inline float QuantizeRow(const AscendC::LocalTensor<int8_t>& q, const AscendC::LocalTensor<float>& x,
+                                    const AscendC::LocalTensor<float>& work, const AscendC::LocalTensor<half>& half_,
+                                    const AscendC::LocalTensor<float>& slot, const AscendC::LocalTensor<float>& tmp,
+                                    uint32_t count)
+{
+    float scale;
+    QuantizeRows<1>(q, x, 1, count, work, half_, slot, tmp, &scale);
+    return scale;
 }
 
 }  // namespace dsv4

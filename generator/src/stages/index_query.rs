@@ -245,14 +245,11 @@ fn q_quant(ix: &IndexerPlan, tile_rows: usize) -> Kernel {
 }
 
 /// IndexQHeads' UB: qkv_proj_rope's [`head_group_buffers`] (the group's idx_wq_b_scale as
-/// `wq_b_scale`) and rope.h's buffers, with the heads' pair-swap offsets and swapped
-/// slices where a row's heads rotate at once (rd ≤ 64).
+/// `wq_b_scale`) and rope.h's buffers, `RopeHeads`' where a row's heads rotate at once.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     let mut v = head_group_buffers(hd, per_item, 1);
     v.extend(rope_buffers(rd, 1));
-    if rd <= 64 {
-        v.extend(heads_at_once_buffers(rd, per_item));
-    }
+    v.extend(heads_at_once_buffers(rd, per_item));
     v
 }
 

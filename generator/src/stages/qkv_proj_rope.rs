@@ -344,19 +344,19 @@ fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     ]);
     // two 8-token blocks' rope rows: the next block's fetched while one computes
     v.extend(rope_buffers(rd, 16));
-    // QHeads rotates a row's heads at once where a rope slice is one f32 repeat (rd ≤ 64):
-    // their pair-swap gather offsets and swapped slices
-    if rd <= 64 {
-        v.extend(heads_at_once_buffers(rd, per_item));
-    }
+    v.extend(heads_at_once_buffers(rd, per_item));
     v
 }
 
-/// rope.h's `ApplyHeads` UB for `heads` slices of `rd` dims: their pair-swap gather
-/// offsets and swapped slices.
-pub fn heads_at_once_buffers(rd: usize, heads: usize) -> [Buffer; 2] {
+/// rope.h's `RopeHeads` UB for `heads` slices of `rd` dims, which a row's heads take where
+/// a rope slice is one f32 repeat (rd ≤ 64; none else): their pair-swap gather offsets and
+/// swapped slices.
+pub fn heads_at_once_buffers(rd: usize, heads: usize) -> Vec<Buffer> {
     use DType::*;
-    [
+    if rd > 64 {
+        return Vec::new();
+    }
+    vec![
         row("rope_partners", Ub, I32, heads * rd, 1, None),
         row("rope_swap_heads", Ub, F32, heads * rd, 1, None),
     ]

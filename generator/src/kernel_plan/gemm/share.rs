@@ -224,12 +224,6 @@ fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
     (mm.k / tile_k) as f64 * calls.max(loads) + finish
 }
 
-/// Cycles of the busiest cube core of `split` over `mm` on a launch of `cores` cores.
-fn cube_cycles(mm: &Matmul, split: &Split, aic: usize, cores: usize) -> f64 {
-    let items = split.items(mm, mm.max_rows);
-    (items.div_ceil(aic) * split.item_bytes(mm)) as f64 / Rate::load(cores)
-}
-
 /// Why `mm` gets no vector share, if it gets none.
 fn unfit(mm: &Matmul) -> Option<&'static str> {
     if mm.max_rows > ROW_BATCH {
@@ -256,8 +250,11 @@ pub(super) fn plan(
         return None;
     }
     let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
-    let mixed = aic + aiv;
-    let mut best = (cube_cycles(mm, alone, aic, aic), None);
+    let alone = GroupPart {
+        split: *alone,
+        share: None,
+    };
+    let mut best = (group_cycles(&[(mm, alone)], aic, aiv, aic), None);
     let shares = shares(mm, aiv);
     // The cube's column ranges are whole column tiles: narrower tiles let its share of
     // the columns spread evenly over its cores.
@@ -266,16 +263,18 @@ pub(super) fn plan(
             let Some(split) = cube_split(mm, columns, tiles, halvings, chip) else {
                 continue;
             };
-            let cube = Matmul {
-                n: mm.n - columns,
-                ..mm.clone()
+            let share = VectorShare { columns, unit };
+            let part = GroupPart {
+                split,
+                share: Some(share),
             };
-            let units = mm.batch * columns / unit.cols;
-            let unit_time = unit_cycles(mm, unit, mm.max_rows, mixed);
-            let cycles =
-                cube_cycles(&cube, &split, aic, mixed).max(units.div_ceil(aiv) as f64 * unit_time);
+            let cycles = group_cycles(&[(mm, part)], aic, aiv, aic + aiv);
             if cycles < best.0 {
-                best = (cycles, Some((cube, split, VectorShare { columns, unit })));
+                let cube = Matmul {
+                    n: mm.n - columns,
+                    ..mm.clone()
+                };
+                best = (cycles, Some((cube, split, share)));
             }
         }
     }
@@ -408,7 +407,7 @@ fn part_share(mm: &Matmul, step: usize, steps: usize) -> Option<VectorShare> {
 
 /// Cycles of a group's busiest core on `cores`: the cube parts' items dealt back and forth
 /// over `aic` cores, the shares' units in contiguous runs over `aiv` (as
-/// `dsv4/matmul_group.h` deals them).
+/// `dsv4/matmul_group.h` deals them; one part: a product launched alone).
 fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: usize) -> f64 {
     let mut cube = vec![0usize; aic];
     let mut g = 0;
@@ -427,7 +426,10 @@ fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: u
         }
         if let Some(s) = part.share {
             let unit = unit_cycles(mm, s.unit, mm.max_rows, cores);
-            units.extend(std::iter::repeat_n(unit, s.columns / s.unit.cols));
+            units.extend(std::iter::repeat_n(
+                unit,
+                mm.batch * s.columns / s.unit.cols,
+            ));
         }
     }
     let cube = *cube.iter().max().unwrap_or(&0) as f64 / Rate::load(cores);
@@ -458,6 +460,14 @@ mod tests {
         let alone = plan_split(mm, &room, Tiles::spec(mm, tiles), chip).unwrap();
         let shared = plan(mm, tiles, &alone, chip);
         (alone, shared)
+    }
+
+    /// Cycles of the busiest cube core of `split` over `mm` (all its columns on the cube)
+    /// on a launch of `cores` cores.
+    fn on_the_cube_alone(mm: &Matmul, split: Split, cores: usize) -> f64 {
+        let aic = chip::find("910b").unwrap().aic_cores;
+        let part = GroupPart { split, share: None };
+        group_cycles(&[(mm, part)], aic, 1, cores)
     }
 
     /// o_proj's products at the reference's deployment (FLASH, TP 1, 8 tokens): 8 groups.
@@ -492,8 +502,8 @@ mod tests {
         // quarter, and the vector cores hold at least a fifth of B
         let chip = chip::find("910b").unwrap();
         let (aic, all) = (chip.aic_cores, chip.aic_cores + chip.aiv_cores);
-        let before = cube_cycles(&mm, &alone, aic, aic);
-        let after = cube_cycles(&cube, &split, aic, all);
+        let before = on_the_cube_alone(&mm, alone, aic);
+        let after = on_the_cube_alone(&cube, split, all);
         assert!(after < 0.75 * before, "{after} vs {before}");
         assert!(5 * share.columns >= 1024, "{share:?}");
     }
@@ -518,10 +528,10 @@ mod tests {
         // the busiest core, cube or vector, finishes sooner than the cube cores alone
         let chip = chip::find("910b").unwrap();
         let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
-        let before = cube_cycles(&mm, &alone, aic, aic);
+        let before = on_the_cube_alone(&mm, alone, aic);
         let units = share.columns / unit.cols;
         let vector = units.div_ceil(aiv) as f64 * unit_cycles(&mm, unit, 8, aic + aiv);
-        let after = cube_cycles(&cube, &split, aic, aic + aiv).max(vector);
+        let after = on_the_cube_alone(&cube, split, aic + aiv).max(vector);
         assert!(after < 0.85 * before, "{after} vs {before}");
     }
 
