@@ -16,6 +16,7 @@
 #include "kernel_operator.h"
 #include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 using namespace AscendC;
@@ -29,20 +30,97 @@ struct CombineOut<true> {
     using T = bfloat16_t;
 };
 
+// Σ_{g ascending} f32(p[g, row + r, col + c]) · s[g, row + r] for R rows × COLS columns into
+// acc (f32, R × COLS row-major), exact products cast once per group. P: GROUPS, ROWS, N and
+// the UB sizes PRODUCTS, SCALES, TERM `_BYTES`. A caller loads the rows' scales
+// (LoadScales) first, so their GM latency passes while it issues its other loads.
+template <class P, uint32_t R, uint32_t COLS>
+class GroupSum {
+    static constexpr uint32_t GROUPS = P::GROUPS;
+    static constexpr uint32_t N = P::N;
+    // the rows' scales of a group start on a 32-byte block (one DataCopyPad burst each)
+    static constexpr uint32_t SCALE_STRIDE = AlignUp(R, BLOCK_BYTES / sizeof(float));
+    static_assert(COLS % 16 == 0 && N % COLS == 0, "tiles are whole 32-byte blocks of a row");
+    static_assert(GROUPS >= 1 && GROUPS <= 4095, "one DataCopyPad of the groups' scales: at most 4095 blocks");
+    static_assert(R <= 4095 && (N - COLS) * sizeof(int32_t) / BLOCK_BYTES <= 65535,
+                  "one DataCopy of a group's rows: at most 4095 rows, a 16-bit gap in blocks");
+    static_assert(P::PRODUCTS_BYTES >= R * COLS * sizeof(int32_t), "products holds a group's tile");
+    static_assert(P::SCALES_BYTES >= GROUPS * SCALE_STRIDE * sizeof(float), "scales holds a block run per group");
+    static_assert(P::TERM_BYTES >= R * COLS * sizeof(float), "term holds a group's tile in f32");
+
+public:
+    __aicore__ inline void Init(TPipe& pipe, GM_ADDR p, GM_ADDR scale)
+    {
+        pGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(p), uint64_t(GROUPS) * P::ROWS * N);
+        scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(GROUPS) * P::ROWS);
+        pipe.InitBuffer(pQ_, 2, P::PRODUCTS_BYTES);
+        pipe.InitBuffer(scaleQ_, 1, P::SCALES_BYTES);
+        pipe.InitBuffer(term_, P::TERM_BYTES);
+    }
+
+    // s[g, row .. row + R) for every group.
+    __aicore__ inline void LoadScales(uint32_t row)
+    {
+        LocalTensor<float> s = scaleQ_.AllocTensor<float>();
+        DataCopyPad(s, scaleGm_[row],
+                    DataCopyExtParams(GROUPS, R * sizeof(float), (P::ROWS - R) * sizeof(float), 0, 0),
+                    DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        scaleQ_.EnQue(s);
+    }
+
+    __aicore__ inline void Sum(uint32_t row, uint32_t col, const LocalTensor<float>& acc)
+    {
+        LocalTensor<float> s = scaleQ_.DeQue<float>();
+        // The scales are read by the scalar unit.
+        Handshake<HardEvent::MTE2_S>();
+        LocalTensor<float> term = term_.Get<float>();
+        LoadProducts(0, row, col);
+        for (uint32_t g = 0; g < GROUPS; ++g) {
+            if (g + 1 < GROUPS) {
+                LoadProducts(g + 1, row, col);
+            }
+            LocalTensor<int32_t> p = pQ_.DeQue<int32_t>();
+            LocalTensor<float> f = g == 0 ? acc : term;
+            // Exact: |p| ≤ K · 127² < 2^24.
+            Cast(f, p, RoundMode::CAST_NONE, R * COLS);
+            pQ_.FreeTensor(p);
+            for (uint32_t r = 0; r < R; ++r) {
+                Muls(f[r * COLS], f[r * COLS], s.GetValue(g * SCALE_STRIDE + r), COLS);
+            }
+            if (g > 0) {
+                Add(acc, acc, term, R * COLS);
+            }
+        }
+        scaleQ_.FreeTensor(s);
+    }
+
+private:
+    __aicore__ inline void LoadProducts(uint32_t g, uint32_t row, uint32_t col)
+    {
+        LocalTensor<int32_t> p = pQ_.AllocTensor<int32_t>();
+        const GlobalTensor<int32_t> src = pGm_[(uint64_t(g) * P::ROWS + row) * N + col];
+        if constexpr (R == 1) {
+            DataCopy(p, src, COLS);
+        } else {
+            DataCopy(p, src, DataCopyParams(R, BlocksOf<int32_t>(COLS), BlocksOf<int32_t>(N - COLS), 0));
+        }
+        pQ_.EnQue(p);
+    }
+
+    TQue<TPosition::VECIN, 2> pQ_;
+    TQue<TPosition::VECIN, 1> scaleQ_;
+    TBuf<TPosition::VECCALC> term_;
+    GlobalTensor<int32_t> pGm_;
+    GlobalTensor<float> scaleGm_;
+};
+
 template <class P>
 class GroupCombine {
     using Out = typename CombineOut<P::OUT_BF16>::T;
-    static constexpr uint32_t GROUPS = P::GROUPS;
     static constexpr uint32_t N = P::N;
     static constexpr uint32_t TILE_N = P::TILE_N;
-    static_assert(N % TILE_N == 0, "column tiles must divide N");
-    static_assert(TILE_N % 16 == 0, "tiles are whole 32-byte blocks in bf16 and f32");
-    static_assert(GROUPS >= 1 && GROUPS <= 4095, "one DataCopyPad of the groups' scales: at most 4095 blocks");
-    static_assert(P::PRODUCTS_BYTES >= TILE_N * sizeof(int32_t), "products holds a group's tile");
-    static_assert(P::SCALES_BYTES >= GROUPS * 32, "scales holds one block per group");
     static_assert(P::OUT_BYTES >= TILE_N * sizeof(Out), "out holds a tile");
-    static_assert(P::WO_B_SCALE_BYTES >= TILE_N * sizeof(float) && P::ACC_BYTES >= TILE_N * sizeof(float) &&
-                      P::TERM_BYTES >= TILE_N * sizeof(float),
+    static_assert(P::WO_B_SCALE_BYTES >= TILE_N * sizeof(float) && P::ACC_BYTES >= TILE_N * sizeof(float),
                   "f32 tiles");
 
 public:
@@ -58,16 +136,12 @@ private:
     __aicore__ inline void Init(GM_ADDR p, GM_ADDR scale, GM_ADDR woBScale, GM_ADDR out, uint32_t rows)
     {
         rows_ = rows;
-        pGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(p), uint64_t(GROUPS) * P::ROWS * N);
-        scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(GROUPS) * P::ROWS);
+        sum_.Init(pipe_, p, scale);
         woBScaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(woBScale), N);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(out), uint64_t(rows) * N);
-        pipe_.InitBuffer(pQ_, 2, P::PRODUCTS_BYTES);
-        pipe_.InitBuffer(scaleQ_, 1, P::SCALES_BYTES);
         pipe_.InitBuffer(outQ_, 2, P::OUT_BYTES);
         pipe_.InitBuffer(woBScale_, P::WO_B_SCALE_BYTES);
         pipe_.InitBuffer(acc_, P::ACC_BYTES);
-        pipe_.InitBuffer(term_, P::TERM_BYTES);
     }
 
     __aicore__ inline void Process()
@@ -81,8 +155,8 @@ private:
                 LoadWoBScale(col, loaded != N);
                 loaded = col;
             }
-            LoadScales(row);
-            Accumulate(row, col);
+            sum_.LoadScales(row);
+            sum_.Sum(row, col, acc_.Get<float>());
             Store(row, col);
         }
     }
@@ -96,49 +170,6 @@ private:
         }
         DataCopy(w, woBScaleGm_[col], TILE_N);
         Handshake<HardEvent::MTE2_V>();
-    }
-
-    // s[g, row] for every group: one 4-byte value per 32-byte block.
-    __aicore__ inline void LoadScales(uint32_t row)
-    {
-        LocalTensor<float> s = scaleQ_.AllocTensor<float>();
-        DataCopyPad(s, scaleGm_[row],
-                    DataCopyExtParams(GROUPS, sizeof(float), (P::ROWS - 1) * sizeof(float), 0, 0),
-                    DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-        scaleQ_.EnQue(s);
-    }
-
-    __aicore__ inline void LoadProducts(uint32_t g, uint32_t row, uint32_t col)
-    {
-        LocalTensor<int32_t> p = pQ_.AllocTensor<int32_t>();
-        DataCopy(p, pGm_[(uint64_t(g) * P::ROWS + row) * N + col], TILE_N);
-        pQ_.EnQue(p);
-    }
-
-    // acc = Σ_g f32(p_g) · s_g over the tile, in ascending g.
-    __aicore__ inline void Accumulate(uint32_t row, uint32_t col)
-    {
-        LocalTensor<float> s = scaleQ_.DeQue<float>();
-        // The scales are read by the scalar unit.
-        Handshake<HardEvent::MTE2_S>();
-        LocalTensor<float> acc = acc_.Get<float>();
-        LocalTensor<float> term = term_.Get<float>();
-        LoadProducts(0, row, col);
-        for (uint32_t g = 0; g < GROUPS; ++g) {
-            if (g + 1 < GROUPS) {
-                LoadProducts(g + 1, row, col);
-            }
-            LocalTensor<int32_t> p = pQ_.DeQue<int32_t>();
-            LocalTensor<float> f = g == 0 ? acc : term;
-            // Exact: |p| ≤ K · 127² < 2^24.
-            Cast(f, p, RoundMode::CAST_NONE, TILE_N);
-            pQ_.FreeTensor(p);
-            Muls(f, f, s.GetValue(g * 8), TILE_N);
-            if (g > 0) {
-                Add(acc, acc, term, TILE_N);
-            }
-        }
-        scaleQ_.FreeTensor(s);
     }
 
     // out = acc · wo_b_scale, f32 or rounded once to bf16.
@@ -160,14 +191,10 @@ private:
     }
 
     TPipe pipe_;
-    TQue<TPosition::VECIN, 2> pQ_;
-    TQue<TPosition::VECIN, 1> scaleQ_;
+    GroupSum<P, 1, TILE_N> sum_;
     TQue<TPosition::VECOUT, 1> outQ_;
     TBuf<TPosition::VECCALC> woBScale_;
     TBuf<TPosition::VECCALC> acc_;
-    TBuf<TPosition::VECCALC> term_;
-    GlobalTensor<int32_t> pGm_;
-    GlobalTensor<float> scaleGm_;
     GlobalTensor<float> woBScaleGm_;
     GlobalTensor<Out> outGm_;
     uint32_t rows_ = 0;

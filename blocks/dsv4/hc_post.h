@@ -12,15 +12,15 @@
 
 namespace dsv4 {
 
-// P: HC (streams), HIDDEN, TOKENS (rows per item), COLS (columns per item), and the UB sizes
-// the plan decided (`*_BYTES`, each at least what its use below needs).
+// What an item of T tokens × COLS columns does with the HC streams, given the attention rows
+// widened to f32: loads the token group's post/comb and the item's x_hc rows, mixes, stores
+// x_out. P: HC, HIDDEN, TOKENS, COLS and the UB sizes X_HC, X_OUT, PRODUCT, WEIGHTS `_BYTES`.
 template <class P>
-class HcPost {
+class HcStreams {
     static constexpr uint32_t HC = P::HC;
     static constexpr uint32_t D = P::HIDDEN;
     static constexpr uint32_t T = P::TOKENS;
     static constexpr uint32_t COLS = P::COLS;
-    static constexpr uint32_t CHUNKS = D / COLS;
     static_assert(D % COLS == 0, "COLS divides HIDDEN");
     static_assert(COLS * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "chunks are whole 32-byte blocks");
     static_assert(T * HC <= 4095 && (D - COLS) * sizeof(float) / BLOCK_BYTES <= 65535,
@@ -28,49 +28,22 @@ class HcPost {
     // post and comb of one token group, each region starting on a block.
     static constexpr uint32_t POST_LEN = AlignUp(T * HC, BLOCK_BYTES / sizeof(float));
     static constexpr uint32_t COMB_LEN = AlignUp(T * HC * HC, BLOCK_BYTES / sizeof(float));
-    static_assert(P::ATTN_OUT_BYTES >= T * COLS * sizeof(bfloat16_t), "attn_out holds an item's rows");
     static_assert(P::X_HC_BYTES >= T * HC * COLS * sizeof(float) && P::X_OUT_BYTES >= T * HC * COLS * sizeof(float),
                   "x_hc and x_out hold an item's stream rows");
-    static_assert(P::ATTN_F32_BYTES >= T * COLS * sizeof(float), "attn_out widened to f32");
     static_assert(P::PRODUCT_BYTES >= COLS * sizeof(float), "a product row");
     static_assert(P::WEIGHTS_BYTES >= (POST_LEN + COMB_LEN) * sizeof(float), "post, then comb from a block");
 
 public:
-    __aicore__ inline static void Run(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut,
-                                      GM_ADDR workspace, GM_ADDR tiling)
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut)
     {
-        (void)workspace;
-        const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t / T * CHUNKS);
-        if (share.begin >= share.end) {
-            return;
-        }
-        HcPost op;
-        op.Init(attnOut, xHc, post, comb, xOut);
-        uint32_t group = ~0u;
-        for (uint32_t item = share.begin; item < share.end; ++item) {
-            if (item / CHUNKS != group) {
-                group = item / CHUNKS;
-                op.LoadWeights(group * T);
-            }
-            op.Item(group * T, (item % CHUNKS) * COLS);
-        }
-    }
-
-private:
-    __aicore__ inline void Init(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut)
-    {
-        attn_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(attnOut));
         xHc_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
         post_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(post));
         comb_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(comb));
         xOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xOut));
-        pipe_.InitBuffer(attnQ_, 2, P::ATTN_OUT_BYTES);
-        pipe_.InitBuffer(xQ_, 2, P::X_HC_BYTES);
-        pipe_.InitBuffer(yQ_, 2, P::X_OUT_BYTES);
-        pipe_.InitBuffer(attnF_, P::ATTN_F32_BYTES);
-        pipe_.InitBuffer(prod_, P::PRODUCT_BYTES);
-        pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
+        pipe.InitBuffer(xQ_, 2, P::X_HC_BYTES);
+        pipe.InitBuffer(yQ_, 2, P::X_OUT_BYTES);
+        pipe.InitBuffer(prod_, P::PRODUCT_BYTES);
+        pipe.InitBuffer(weights_, P::WEIGHTS_BYTES);
     }
 
     // post [T, HC] and comb [T, HC*HC] of the group at token t0, read as per-token scalars.
@@ -93,26 +66,21 @@ private:
         }
     }
 
-    // Tokens [t0, t0 + T), columns [c0, c0 + COLS).
-    __aicore__ inline void Item(uint32_t t0, uint32_t c0)
+    // The T * HC x_hc rows of tokens [t0, t0 + T), columns [c0, c0 + COLS).
+    __aicore__ inline void LoadX(uint32_t t0, uint32_t c0)
     {
-        // TOKENS attn_out rows and TOKENS * HC x_hc rows, each a COLS slice of a D-wide row.
-        AscendC::LocalTensor<bfloat16_t> a = attnQ_.AllocTensor<bfloat16_t>();
-        AscendC::DataCopy(a, attn_[uint64_t(t0) * D + c0],
-                          AscendC::DataCopyParams(T, BlocksOf<bfloat16_t>(COLS), BlocksOf<bfloat16_t>(D - COLS), 0));
-        attnQ_.EnQue(a);
         AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
         AscendC::DataCopy(x, xHc_[uint64_t(t0) * HC * D + c0],
                           AscendC::DataCopyParams(T * HC, BlocksOf<float>(COLS), BlocksOf<float>(D - COLS), 0));
         xQ_.EnQue(x);
-        a = attnQ_.DeQue<bfloat16_t>();
-        x = xQ_.DeQue<float>();
+    }
 
-        AscendC::LocalTensor<float> af = attnF_.Get<float>();
+    // x_out of the item LoadX loaded, from the attention rows af (f32, T × COLS).
+    __aicore__ inline void Mix(const AscendC::LocalTensor<float>& af, uint32_t t0, uint32_t c0)
+    {
+        AscendC::LocalTensor<float> x = xQ_.DeQue<float>();
         AscendC::LocalTensor<float> prod = prod_.Get<float>();
         AscendC::LocalTensor<float> y = yQ_.AllocTensor<float>();
-        AscendC::Cast(af, a, AscendC::RoundMode::CAST_NONE, T * COLS);
-        attnQ_.FreeTensor(a);
         for (uint32_t r = 0; r < T; ++r) {
             for (uint32_t o = 0; o < HC; ++o) {
                 AscendC::LocalTensor<float> acc = y[(r * HC + o) * COLS];
@@ -131,14 +99,84 @@ private:
         yQ_.FreeTensor(y);
     }
 
-    AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> attnQ_, xQ_;
+private:
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> xQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> yQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> attnF_, prod_, weights_;
-    AscendC::GlobalTensor<bfloat16_t> attn_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> prod_, weights_;
     AscendC::GlobalTensor<float> xHc_, post_, comb_, xOut_;
     float postW_[T][HC];
     float combW_[T][HC * HC];
+};
+
+// The items of a launch over T-token groups of t tokens: (group, COLS chunk) pairs split
+// over the blocks in contiguous runs; `item(t0, c0, newGroup)` runs one.
+template <uint32_t T, uint32_t CHUNKS, uint32_t COLS, class Item>
+__aicore__ inline void ForEachHcItem(uint32_t t, Item item)
+{
+    const Share share = BlockShare(t / T * CHUNKS);
+    uint32_t group = ~0u;
+    for (uint32_t i = share.begin; i < share.end; ++i) {
+        const bool enters = i / CHUNKS != group;
+        group = i / CHUNKS;
+        item(group * T, (i % CHUNKS) * COLS, enters);
+    }
+}
+
+// P: HC (streams), HIDDEN, TOKENS (rows per item), COLS (columns per item), and the UB sizes
+// the plan decided (`*_BYTES`, each at least what its use needs: HcStreams's, ATTN_OUT,
+// ATTN_F32).
+template <class P>
+class HcPost {
+    static constexpr uint32_t D = P::HIDDEN;
+    static constexpr uint32_t T = P::TOKENS;
+    static constexpr uint32_t COLS = P::COLS;
+    static_assert(P::ATTN_OUT_BYTES >= T * COLS * sizeof(bfloat16_t), "attn_out holds an item's rows");
+    static_assert(P::ATTN_F32_BYTES >= T * COLS * sizeof(float), "attn_out widened to f32");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        HcPost op;
+        op.Init(attnOut, xHc, post, comb, xOut);
+        ForEachHcItem<T, D / COLS, COLS>(LoadTiling(tiling).t, [&op](uint32_t t0, uint32_t c0, bool enters) {
+            if (enters) {
+                op.streams_.LoadWeights(t0);
+            }
+            op.Item(t0, c0);
+        });
+    }
+
+private:
+    __aicore__ inline void Init(GM_ADDR attnOut, GM_ADDR xHc, GM_ADDR post, GM_ADDR comb, GM_ADDR xOut)
+    {
+        attn_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(attnOut));
+        pipe_.InitBuffer(attnQ_, 2, P::ATTN_OUT_BYTES);
+        streams_.Init(pipe_, xHc, post, comb, xOut);
+        pipe_.InitBuffer(attnF_, P::ATTN_F32_BYTES);
+    }
+
+    // Tokens [t0, t0 + T), columns [c0, c0 + COLS): attn_out's rows widened, then the mix.
+    __aicore__ inline void Item(uint32_t t0, uint32_t c0)
+    {
+        AscendC::LocalTensor<bfloat16_t> a = attnQ_.AllocTensor<bfloat16_t>();
+        AscendC::DataCopy(a, attn_[uint64_t(t0) * D + c0],
+                          AscendC::DataCopyParams(T, BlocksOf<bfloat16_t>(COLS), BlocksOf<bfloat16_t>(D - COLS), 0));
+        attnQ_.EnQue(a);
+        streams_.LoadX(t0, c0);
+        a = attnQ_.DeQue<bfloat16_t>();
+        AscendC::LocalTensor<float> af = attnF_.Get<float>();
+        AscendC::Cast(af, a, AscendC::RoundMode::CAST_NONE, T * COLS);
+        attnQ_.FreeTensor(a);
+        streams_.Mix(af, t0, c0);
+    }
+
+    AscendC::TPipe pipe_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> attnQ_;
+    HcStreams<P> streams_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> attnF_;
+    AscendC::GlobalTensor<bfloat16_t> attn_;
 };
 
 }  // namespace dsv4

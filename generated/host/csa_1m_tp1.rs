@@ -180,9 +180,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g8_r512_n4096_c4096_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_i8_kn_n32768_k1024_tile64x32x256_split512x1024x1376_tail64_bufs3x2__kn_n8192_k1024_tile16x32x512_split512x1024x352_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -230,8 +229,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_n4096_c4096_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -277,7 +275,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_idx_probs", shape: &[Const(48), Const(64), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_part", shape: &[Const(4608), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_stats", shape: &[Const(48), Const(64)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(8), Const(512), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(8), Const(512), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(8), Const(512)], dtype: F32, dir: Out, placement: PerRank },

@@ -167,10 +167,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n4864_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x32x256_split16x1024x1632_bufs4x2_vec2304_t48x128", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g16_r16_n7168_c1024_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group7_bf16_k7168_n768x256x384x384x96x96x32_vec768x256x640x640x160x160x32_4873210af5a6", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816_bufs4x2__kn_n8192_k1536_tile16x128x256_split16x1536x384_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -203,8 +202,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4864_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x32x256_split16x1024x1632_bufs4x2_vec2304_t48x128", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_n7168_c1024_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, block_dim: 28, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -247,7 +245,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_idx_probs", shape: &[Const(48), Const(128), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_part", shape: &[Const(9216), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_stats", shape: &[Const(48), Const(128)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(7168)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(16), Const(16), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(16), Const(16), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(16), Const(16)], dtype: F32, dir: Out, placement: PerRank },

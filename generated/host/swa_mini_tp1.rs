@@ -109,9 +109,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile32x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g4_r128_n512_c512_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2__kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_combine_g4_r128_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -133,8 +132,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile32x128x128_split128x256x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 4, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile32x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_n512_c512_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -157,7 +155,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_o", shape: &[Var("t"), Const(8), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(512), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(4), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(4), Const(128), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(4), Const(128)], dtype: F32, dir: Out, placement: PerRank },

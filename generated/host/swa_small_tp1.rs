@@ -112,8 +112,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n256_s5_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g2_r128_k256_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g2_r128_n2048_c2048_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -137,8 +136,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n256_s5_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k256_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_n2048_c2048_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -162,7 +160,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(32)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_o", shape: &[Var("t"), Const(32), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(8192)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(2048)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(2), Const(128), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(2), Const(128), Const(256)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(2), Const(128)], dtype: F32, dir: Out, placement: PerRank },

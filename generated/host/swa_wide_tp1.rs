@@ -107,9 +107,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n32_k4096_grouprows_ldc128_b16_sa65536_sb524288_sc2048_tile16x32x128_split16x4096x32_bufs4x2_vec96_t32x256", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "group_quant_g16_r16_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_combine_g16_r16_n896_c128_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n1152_k896_ldb1536_ldc1536_tile16x64x128_split16x896x64_bufs4x2__kn_n384_k896_ldb512_ldc512_tile16x64x128_split16x896x64_bufs4x2_vec384x128", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_combine_g16_r16_hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -129,8 +128,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n32_k4096_grouprows_ldc128_b16_sa65536_sb524288_sc2048_tile16x32x128_split16x4096x32_bufs4x2_vec96_t32x256", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k128_t8", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n896_k128_grouprows_ldb2048_b16_sa2048_sb128_sc14336_tile16x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_n896_c128_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, block_dim: 7, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, block_dim: 7, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -153,7 +151,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_o", shape: &[Var("t"), Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(896)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_latent", shape: &[Const(16), Const(16), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(16), Const(16), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(16), Const(16)], dtype: F32, dir: Out, placement: PerRank },

@@ -1,5 +1,6 @@
-//! Failure pictures: a deliberately broken kernel (swa_mini's hc_post with its block 1
-//! returning at once, so the x_out band that block owns keeps the poison) fails x_out,
+//! Failure pictures: a deliberately broken kernel (swa_mini's hc_post, which at TP 1 takes
+//! o_proj's group sum as its prologue, with its block 1 returning at once, so the x_out
+//! band that block owns keeps the poison) fails x_out,
 //! and the comparison's spread, its words and the heat-map show exactly that band; the
 //! pictures are SVG files of the documented size.
 
@@ -12,7 +13,7 @@ use layer_checks::{prepare_from, seeded};
 use runner::layer::CaseResult;
 use runner::{layer, plots, variant};
 
-const CALL: &str = "    dsv4::HcPost<Params>::Run(";
+const CALL: &str = "    dsv4::GroupCombineHcPost<Params>::Run(";
 
 /// The generated hc_post kernel of `plan` with block 1 skipping its work, in a folder the
 /// sources search before `generated/`.
@@ -37,7 +38,7 @@ fn a_broken_kernels_band_shows_in_the_spread_the_words_and_the_heatmap() {
     let kernel = plan
         .kernels
         .iter()
-        .find(|k| k.name.starts_with("hc_post_"))
+        .find(|k| k.name.contains("_hc_post_"))
         .unwrap()
         .name;
     let tmp = tempfile::tempdir().unwrap();

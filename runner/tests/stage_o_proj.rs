@@ -26,6 +26,7 @@ use golden::compare::ratio_allclose;
 use golden::fixtures::random::Draws;
 use golden::fixtures::weights::{bf16_values, quantize_rows};
 use golden::gemm::{Mat, Threads, matmul_int, widen_i8};
+use golden::hc_post::hc_post;
 use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
@@ -172,7 +173,10 @@ fn timed<R>(p: &Plan, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// TP 1: o_packed_heads → attn_out, against the golden within (1e-4, 1/128) everywhere.
+/// TP 1: o_packed_heads → attn_out, then hc_post (which may take o_proj's group sum as its
+/// prologue: `dsv4/group_combine_hc_post.h`, attn_out then never written): the dequantised
+/// sum rounded to bf16 against the golden within (1e-4, 1/128) everywhere, attn_out (where
+/// written) and x_out bit-exact from it.
 fn tp1(variant: &str) {
     let d = dims(support::plan(variant));
     tp1_at(variant, &token_counts(&d));
@@ -182,11 +186,30 @@ fn tp1(variant: &str) {
 fn tp1_at(variant: &str, ts: &[usize]) {
     let p = support::plan(variant);
     let d = dims(p);
-    let rt = support::stages(variant, &["o_proj"]);
+    let (hc, hidden, cap) = (d.hc_mult, d.hidden, d.local_t());
+    let rt = support::stages(variant, &["o_proj", "hc_post"]);
+    let fused = support::host(variant)
+        .kernels
+        .iter()
+        .any(|k| k.name.contains("group_combine") && k.name.contains("hc_post"));
+    assert_eq!(
+        fused, p.fuse,
+        "{variant}: hc_post takes o_proj's sum where it fuses"
+    );
     let draws = Draws::new(SEED);
     let w = Weights::new(&d, &draws);
     for &t in ts {
         let packed = packed_heads(&d, &draws, 0, t);
+        let nan_from = |mut v: Vec<f32>, width: usize| {
+            v[t * width..].fill(f32::NAN);
+            v
+        };
+        let x_hc = nan_from(
+            draws.uniform("x_hc", cap * hc * hidden, -1.0, 1.0),
+            hc * hidden,
+        );
+        let post = nan_from(draws.uniform("post", cap * hc, 0.0, 2.0), hc);
+        let comb = nan_from(draws.uniform("comb", cap * hc * hc, 0.0, 1.0), hc * hc);
         let mut tensors = BTreeMap::new();
         w.insert(&d, &mut tensors);
         tensors.insert(
@@ -196,34 +219,64 @@ fn tp1_at(variant: &str, ts: &[usize]) {
                 packed.clone(),
             ),
         );
+        tensors.insert("x_hc".into(), tensor(vec![cap, hc, hidden], x_hc.clone()));
+        tensors.insert("post".into(), tensor(vec![cap, hc], post.clone()));
+        tensors.insert("comb".into(), tensor(vec![cap, hc * hc], comb.clone()));
         let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", t)]);
         let stats = timed(p, || support::run(rt, &mut tensors, tiling));
         check_launches(p, &stats);
         let want = o_proj(&d, &packed, d.local_t_pad(), t, w.golden());
-        let got = &tensors["attn_out"];
+        let out = (!fused).then_some("attn_out");
+        let attn: Vec<bf16> = check_intermediates(&d, &tensors, &w, t, out)
+            .into_iter()
+            .map(bf16::from_f32)
+            .collect();
         assert_pass(&ratio_allclose(
             &format!("{variant} t={t} attn_out"),
-            &head::<bf16>(got, t, d.hidden),
-            &tensor(vec![t, d.hidden], want),
+            &tensor(vec![t, hidden], attn.clone()),
+            &tensor(vec![t, hidden], want),
             1e-4,
             1.0 / 128.0,
             0.0,
         ));
-        assert_unwritten("attn_out", got, t * d.hidden);
-        check_intermediates(&d, &tensors, &w, t, "attn_out");
+        if let Some(got) = out.map(|o| &tensors[o]) {
+            assert_unwritten("attn_out", got, t * hidden);
+        } else {
+            assert!(
+                !tensors.contains_key("attn_out"),
+                "{variant}: attn_out bound"
+            );
+        }
+        let mix = hc_post(
+            &d,
+            &attn,
+            &x_hc[..t * hc * hidden],
+            &post[..t * hc],
+            &comb[..t * hc * hc],
+        );
+        let got = &tensors["x_out"];
+        let values = got.values::<f32>().expect("x_out is f32");
+        if let Some(i) = (0..mix.len()).find(|&i| values[i].to_bits() != mix[i].to_bits()) {
+            panic!(
+                "{variant} t={t} x_out[{i}] = {}, hc_post of the sum gives {} (bit-exact expected)",
+                values[i], mix[i]
+            );
+        }
+        assert_unwritten("x_out", got, t * hc * hidden);
     }
 }
 
 /// The exact steps inside the stage, from the kernels' own f32 latent: the int8
-/// quantisation, the int32 products and the dequantised sum are bit-exact, and rows
-/// ≥ `rows` of every group slab stay unwritten.
+/// quantisation and the int32 products are bit-exact, rows ≥ `rows` of every group slab
+/// stay unwritten, and `out` (where the stage writes it) is the dequantised sum, returned
+/// (f32, `rows` × hidden) bit-exact.
 fn check_intermediates(
     d: &Dims,
     tensors: &BTreeMap<String, Tensor>,
     w: &Weights,
     rows: usize,
-    out: &str,
-) {
+    out: Option<&str>,
+) -> Vec<f32> {
     let (lg, lora, hidden) = (d.local_o_groups(), d.o_lora, d.hidden);
     let cap = tensors["o_latent"].shape()[1];
     let values = |name: &str| &tensors[name];
@@ -299,6 +352,9 @@ fn check_intermediates(
             .zip(&w.wo_b_scale)
             .for_each(|(a, &s)| *a *= s);
     }
+    let Some(out) = out else {
+        return sum;
+    };
     let got = values(out);
     let same = match got.values::<bf16>() {
         Some(v) => v[..rows * hidden]
@@ -311,6 +367,7 @@ fn check_intermediates(
             .all(|(g, s)| g.to_bits() == s.to_bits()),
     };
     assert!(same, "{out} differs from the dequantised sum of o_acc");
+    sum
 }
 
 #[test]
@@ -321,6 +378,12 @@ fn tp1_swa_small() {
 #[test]
 fn tp1_swa_mini() {
     tp1("swa_mini_tp1");
+}
+
+/// Fusion off: attn_out goes through GM to hc_post's own launch.
+#[test]
+fn tp1_swa_small_unfused() {
+    tp1("swa_small_unfused_tp1");
 }
 
 /// The reference's deployment (FLASH dims, 8 tokens): both products are weight streams, so
@@ -388,7 +451,7 @@ fn sharded(variant: &str) {
                 0.0,
             ));
             assert_unwritten("o_partial", got, group_t * hidden);
-            check_intermediates(&d, &tensors, &w, group_t, "o_partial");
+            check_intermediates(&d, &tensors, &w, group_t, Some("o_partial"));
             partials.push(got.values::<f32>().expect("f32")[..group_t * hidden].to_vec());
         }
         // The token scatter: owner o's window rows r·t + j ← rank r's partial rows o·t + j.

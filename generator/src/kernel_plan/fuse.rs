@@ -23,9 +23,13 @@
 //!
 //! Parts may come from several stages: the launch belongs to its first part's stage and
 //! names the others in [`Launch::also`], so a run of one of those stages runs it too.
+//!
+//! A stage may also offer to take the launch before it as its prologue ([`Prologue`], e.g.
+//! hc_post the bf16 rows o_proj sums at TP 1): the two run as one kernel when the producer's
+//! launch directly precedes the consumer's and no other step binds what it hands over.
 
 use super::gemm::group;
-use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Step};
+use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Prologue, Step};
 use crate::chip::Chip;
 
 /// A launch joining an earlier one, or why it does not.
@@ -37,6 +41,14 @@ pub enum Decision {
     Stays {
         first: usize,
         later: usize,
+        why: String,
+    },
+    /// Kernel `consumer`'s launch takes `producer`'s before it as its prologue.
+    Takes { producer: String, consumer: String },
+    /// The offer of `consumer` to take `producer` is declined: `why`.
+    Declines {
+        producer: String,
+        consumer: String,
         why: String,
     },
 }
@@ -80,7 +92,87 @@ pub fn fuse(plan: KernelPlan, chip: &Chip) -> (KernelPlan, Vec<Decision>) {
             groups.push(members);
         }
     }
-    (merge(plan, &groups, chip), decisions)
+    let plan = merge(plan, &groups, chip);
+    let plan = prologues(plan, &mut decisions);
+    (plan, decisions)
+}
+
+/// `plan` with each offered prologue taken where it can be (after the matmul groups,
+/// which prologues do not involve).
+fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan {
+    for offer in std::mem::take(&mut plan.prologues) {
+        let Prologue {
+            producer,
+            consumer,
+            input,
+            block_dim,
+            fused,
+        } = offer;
+        let launch_of = |s: &Step, kernel: &str| match s {
+            Step::Launch(l) if l.kernel == kernel => Some(l.clone()),
+            _ => None,
+        };
+        let Some(at) = plan
+            .steps
+            .iter()
+            .position(|s| launch_of(s, &consumer).is_some())
+        else {
+            continue;
+        };
+        let before = at
+            .checked_sub(1)
+            .and_then(|b| launch_of(&plan.steps[b], &producer));
+        let why = match &before {
+            None => Some(format!("step {at} does not follow a launch of {producer}")),
+            Some(_) => plan
+                .steps
+                .iter()
+                .enumerate()
+                .find(|&(i, s)| i + 1 != at && i != at && binds(s, input))
+                .map(|(i, _)| format!("step {i} binds {input}, which would not reach GM")),
+        };
+        if let Some(why) = why {
+            decisions.push(Decision::Declines {
+                producer,
+                consumer,
+                why,
+            });
+            continue;
+        }
+        let first = before.expect("a launch of the producer precedes it");
+        let second = launch_of(&plan.steps[at], &consumer).expect("the consumer's launch");
+        let args: Vec<&str> = first
+            .args
+            .iter()
+            .chain(second.args.iter())
+            .copied()
+            .filter(|a| *a != input)
+            .collect();
+        let launch = Launch {
+            stage: first.stage,
+            kernel: super::intern(&fused.name),
+            cores: fused.cores,
+            block_dim,
+            args: super::intern_list(&args),
+            also: super::intern_list(&[second.stage]),
+        };
+        plan.steps[at - 1] = Step::Launch(launch);
+        plan.steps.remove(at);
+        plan.kernels.push(fused);
+        plan.workspaces.retain(|w| w.name != input);
+        decisions.push(Decision::Takes { producer, consumer });
+    }
+    drop_unused_kernels(plan)
+}
+
+/// Whether `step` binds tensor `name`.
+fn binds(step: &Step, name: &str) -> bool {
+    match step {
+        Step::Launch(l) => l.args.contains(&name),
+        Step::GroupAllToAll { src, dst, .. } | Step::TokenScatter { src, dst } => {
+            *src == name || *dst == name
+        }
+    }
 }
 
 /// Why step `later` cannot join the group `members` (led by `first`).
@@ -188,7 +280,11 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan
         i += 1;
         !drop[i - 1]
     });
-    // kernels no launch uses any more go (their files with them)
+    drop_unused_kernels(plan)
+}
+
+/// `plan` without the kernels no launch uses any more (their files go with them).
+fn drop_unused_kernels(mut plan: KernelPlan) -> KernelPlan {
     let used = |k: &Kernel| {
         plan.steps
             .iter()
@@ -204,6 +300,7 @@ mod tests {
     use super::*;
     use crate::chip;
     use crate::kernel_plan::{Cores, Value, intern_list};
+    use crate::plan::TensorPlan;
     use abi::plan::Step;
 
     fn chip() -> &'static Chip {
@@ -439,6 +536,99 @@ mod tests {
             let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
             let parts: Vec<&str> = kernel.parts.iter().map(|p| p.name.as_str()).collect();
             assert_eq!(parts, ["heavy", "light"]);
+        }
+    }
+
+    /// `consumer`'s offer to take `producer` (its input `h`) as `fused`.
+    fn offer(producer: &Kernel, consumer: &Kernel, fused: &Kernel) -> Prologue {
+        Prologue {
+            producer: producer.name.clone(),
+            consumer: consumer.name.clone(),
+            input: "h",
+            block_dim: 7,
+            fused: fused.clone(),
+        }
+    }
+
+    /// A producer directly before its consumer becomes one launch of the fused kernel: the
+    /// producer's arguments but the hand-over, then the consumer's; the producer's stage,
+    /// serving the consumer's too; the hand-over's workspace and both old kernels gone.
+    #[test]
+    fn a_prologue_directly_before_its_consumer_is_taken() {
+        let (sum, post, fused) = (vector("sum"), vector("post"), vector("sum_post"));
+        let mut p = plan(
+            &[&sum, &post],
+            vec![
+                launch("o_proj", &sum, 4, &["p", "s", "h"]),
+                launch("hc_post", &post, 3, &["h", "x", "y"]),
+            ],
+        );
+        p.workspaces.push(TensorPlan {
+            name: "h",
+            shape: Vec::new(),
+            dtype: abi::DType::Bf16,
+            dir: abi::Dir::Out,
+            placement: abi::Placement::PerRank,
+        });
+        p.prologues.push(offer(&sum, &post, &fused));
+        let (out, decisions) = fuse(p, chip());
+        assert_eq!(
+            decisions,
+            [Decision::Takes {
+                producer: "sum".into(),
+                consumer: "post".into()
+            }]
+        );
+        let [Step::Launch(l)] = &out.steps[..] else {
+            panic!("one launch: {:?}", out.steps)
+        };
+        assert_eq!((l.kernel, l.block_dim), ("sum_post", 7));
+        assert_eq!(l.args, ["p", "s", "x", "y"]);
+        assert_eq!((l.stage, l.also), ("o_proj", &["hc_post"][..]));
+        let names: Vec<&str> = out.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["sum_post"]);
+        assert!(out.workspaces.is_empty(), "{:?}", out.workspaces);
+    }
+
+    /// An offer is declined, and both launches stay, when a step runs between them or
+    /// another step binds the hand-over (it must then reach GM).
+    #[test]
+    fn a_prologue_stays_apart_when_its_hand_over_is_needed_elsewhere() {
+        let (sum, post, other) = (vector("sum"), vector("post"), vector("other"));
+        let fused = vector("sum_post");
+        let cases = [
+            (
+                vec![
+                    launch("o_proj", &sum, 4, &["p", "s", "h"]),
+                    launch("o_proj", &other, 4, &["q", "r"]),
+                    launch("hc_post", &post, 3, &["h", "x", "y"]),
+                ],
+                "step 2 does not follow a launch of sum",
+            ),
+            (
+                vec![
+                    launch("o_proj", &sum, 4, &["p", "s", "h"]),
+                    launch("hc_post", &post, 3, &["h", "x", "y"]),
+                    launch("next", &other, 4, &["h", "r"]),
+                ],
+                "step 2 binds h, which would not reach GM",
+            ),
+        ];
+        for (steps, why) in cases {
+            let n = steps.len();
+            let mut p = plan(&[&sum, &post, &other], steps);
+            p.prologues.push(offer(&sum, &post, &fused));
+            let (out, decisions) = fuse(p, chip());
+            assert_eq!(
+                decisions,
+                [Decision::Declines {
+                    producer: "sum".into(),
+                    consumer: "post".into(),
+                    why: why.into()
+                }]
+            );
+            assert_eq!(out.steps.len(), n);
+            assert!(out.kernels.iter().all(|k| k.name != "sum_post"));
         }
     }
 }

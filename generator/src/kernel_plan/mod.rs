@@ -76,6 +76,14 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// The compile-time parameter `name`, if it has one.
+    pub fn param(&self, name: &str) -> Option<Value> {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+
     /// The parameter structs the class template takes: `Params`, or `P0, P1, …`.
     pub fn param_structs(&self) -> String {
         if self.parts.is_empty() {
@@ -124,6 +132,24 @@ pub struct KernelPlan {
     /// What its groupable matmul kernels (whole or chained k slices) were planned for beyond
     /// their parameters (for fusion).
     pub matmuls: Vec<MatmulOrigin>,
+    /// Launches offered to run the launch before them as their prologue (for fusion).
+    pub prologues: Vec<Prologue>,
+}
+
+/// A consumer stage's offer to take the launch before it as its prologue: the fusion pass
+/// runs both as `fused` when a launch of `producer` directly precedes the consumer's and no
+/// other step binds `input`, which then stays on chip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prologue {
+    /// The kernel whose launch writes `input`, and the one that reads it.
+    pub producer: String,
+    pub consumer: String,
+    /// The producer's last argument, the consumer's first.
+    pub input: &'static str,
+    /// The fused launch's blocks.
+    pub block_dim: u32,
+    /// Both in one kernel: the producer's parameters but `input`, then the consumer's.
+    pub fused: Kernel,
 }
 
 /// What a matmul kernel was planned for beyond its parameters: the capacity of its rows and
@@ -212,6 +238,21 @@ impl<'p> Builder<'p> {
         if !self.out.matmuls.iter().any(|o| o.kernel == origin.kernel) {
             self.out.matmuls.push(origin);
         }
+    }
+
+    /// The last launch planned so far and its kernel (what a prologue would take).
+    pub fn last_launch(&self) -> Option<(&Launch, &Kernel)> {
+        let l = self.out.steps.iter().rev().find_map(|s| match s {
+            Step::Launch(l) => Some(l),
+            _ => None,
+        })?;
+        let k = self.out.kernels.iter().find(|k| k.name == l.kernel)?;
+        Some((l, k))
+    }
+
+    /// Offers a prologue to the fusion pass.
+    pub fn prologue(&mut self, offer: Prologue) {
+        self.out.prologues.push(offer);
     }
 
     pub fn step(&mut self, step: Step) {

@@ -4,10 +4,11 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use crate::budget::{Buffer, row};
+use crate::budget::{self, Buffer, row};
+use crate::chip::Chip;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernel_plan::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
 
 pub struct HcPost;
 
@@ -47,22 +48,14 @@ impl Kind for HcPost {
         b.workspace("attn_out", per_token(hidden), DType::Bf16);
         b.workspace("post", per_token(hc), DType::F32);
         b.workspace("comb", per_token(hc * hc), DType::F32);
-        let kernel = Kernel {
-            name: format!("hc_post_hc{hc}_d{hidden}_t{tokens}_c{cols}"),
-            doc: "hc_post: x_out[o] = ((a·post[o] + x0·comb[0][o]) + …) + x3·comb[3][o], all f32"
-                .into(),
-            block: "hc_post.h",
-            class: "HcPost",
-            cores: Cores::Aiv,
-            params: vec![
-                ("HC", Value::U32(hc as u32)),
-                ("HIDDEN", Value::U32(hidden as u32)),
-                ("TOKENS", Value::U32(tokens as u32)),
-                ("COLS", Value::U32(cols as u32)),
-            ],
-            args: vec!["attn_out", "x_hc", "post", "comb", "x_out"],
-            buffers: buffers(tokens, cols, hc),
-            parts: Vec::new(),
+        let kernel = kernel(hc, hidden, tokens, cols);
+        // At TP 1 the rows o_proj rounds to bf16 (group_combine.h) can be this kernel's
+        // prologue: they then stay on chip.
+        let offer = match b.last_launch() {
+            Some((l, combine)) if p.fuse && l.args.last() == Some(&"attn_out") => {
+                with_combine(combine, &kernel, p.shape.local_t, p.chip)
+            }
+            _ => None,
         };
         let items = p.shape.local_t / tokens * (hidden / cols);
         b.launch(
@@ -70,7 +63,106 @@ impl Kind for HcPost {
             p.chip.aiv_cores.min(items) as u32,
             &["attn_out", "x_hc", "post", "comb", "x_out"],
         );
+        if let Some(offer) = offer {
+            b.prologue(offer);
+        }
     }
+}
+
+/// `dsv4/hc_post.h` for items of `tokens` × `cols`.
+fn kernel(hc: usize, hidden: usize, tokens: usize, cols: usize) -> Kernel {
+    Kernel {
+        name: format!("hc_post_hc{hc}_d{hidden}_t{tokens}_c{cols}"),
+        doc: "hc_post: x_out[o] = ((a·post[o] + x0·comb[0][o]) + …) + x3·comb[3][o], all f32"
+            .into(),
+        block: "hc_post.h",
+        class: "HcPost",
+        cores: Cores::Aiv,
+        params: vec![
+            ("HC", Value::u32(hc)),
+            ("HIDDEN", Value::u32(hidden)),
+            ("TOKENS", Value::u32(tokens)),
+            ("COLS", Value::u32(cols)),
+        ],
+        args: vec!["attn_out", "x_hc", "post", "comb", "x_out"],
+        buffers: buffers(tokens, cols, hc),
+        parts: Vec::new(),
+    }
+}
+
+/// `dsv4/group_combine_hc_post.h`: `combine`'s bf16 rows (group_combine.h) summed per item
+/// of `post`'s and mixed at once, its items' columns `post`'s or, where the group sum's
+/// buffers would overflow UB, a half or a quarter of them; `None` when `combine` is not
+/// that or no such item fits. `cap`: the tokens a launch may have.
+fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Option<Prologue> {
+    let u32_of = |k: &Kernel, name| match k.param(name) {
+        Some(Value::U32(v)) => Some(v as usize),
+        _ => None,
+    };
+    let bf16 = combine.param("OUT_BF16") == Some(Value::Bool(true));
+    if combine.block != "group_combine.h" || !bf16 {
+        return None;
+    }
+    let (groups, rows) = (u32_of(combine, "GROUPS")?, u32_of(combine, "ROWS")?);
+    let [hc, hidden, tokens, cols] =
+        ["HC", "HIDDEN", "TOKENS", "COLS"].map(|n| u32_of(post, n).expect("hc_post's params"));
+    if u32_of(combine, "N")? != hidden {
+        return None;
+    }
+    let (part, buffers) = [cols, cols / 2, cols / 4]
+        .into_iter()
+        .filter(|&c| c % 16 == 0 && hidden.is_multiple_of(c))
+        .map(|c| {
+            let part = kernel(hc, hidden, tokens, c);
+            let mut buffers = combined_buffers(groups, tokens, c);
+            let shared = |b: &&Buffer| b.name != "attn_out" && b.name != "attn_f32";
+            buffers.extend(part.buffers.iter().filter(shared).cloned());
+            (part, buffers)
+        })
+        .find(|(_, buffers)| budget::bytes_in(buffers, Ub, chip) <= chip.capacity(Ub))?;
+    let c = u32_of(&part, "COLS")?;
+    let mut params = vec![
+        ("GROUPS", Value::u32(groups)),
+        ("ROWS", Value::u32(rows)),
+        ("N", Value::u32(hidden)),
+    ];
+    params.extend(part.params.iter().copied());
+    let fused = Kernel {
+        name: format!("group_combine_g{groups}_r{rows}_{}", part.name),
+        doc: format!("{}, from o_proj's dequantised group sums", part.doc),
+        block: "group_combine_hc_post.h",
+        class: "GroupCombineHcPost",
+        cores: Cores::Aiv,
+        params,
+        args: vec!["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"],
+        buffers,
+        parts: Vec::new(),
+    };
+    Some(Prologue {
+        producer: combine.name.clone(),
+        consumer: post.name.clone(),
+        input: "attn_out",
+        block_dim: chip.aiv_cores.min(cap / tokens * (hidden / c)) as u32,
+        fused,
+    })
+}
+
+/// The group sum's UB in group_combine_hc_post.h for items of `tokens` × `cols`: a group's
+/// products (i32, double buffered), the rows' scales (a 32-byte block run per group), one
+/// group's term and the sum (f32), the wo_b_scale slice (double buffered), the sum rounded
+/// to bf16 and widened back.
+fn combined_buffers(groups: usize, tokens: usize, cols: usize) -> Vec<Buffer> {
+    use DType::*;
+    let (t, c) = (tokens, cols);
+    vec![
+        row("products", Ub, I32, t * c, 2, Some(c)),
+        row("scales", Ub, F32, groups * t.next_multiple_of(8), 1, None),
+        row("term", Ub, F32, t * c, 1, None),
+        row("wo_b_scale", Ub, F32, c, 2, Some(c)),
+        row("acc", Ub, F32, t * c, 1, None),
+        row("attn_out", Ub, Bf16, t * c, 1, None),
+        row("attn_f32", Ub, F32, t * c, 1, None),
+    ]
 }
 
 /// hc_post.h's UB: an item of `tokens` tokens × `cols` columns (attn_out, the x_hc rows and

@@ -205,9 +205,9 @@ fn group(cube: Vec<Kernel>, vector: Vec<Kernel>, op: &str, suffix: &str) -> Kern
 pub(crate) const MAX_PARTS: usize = 8;
 
 fn param(kernel: &Kernel, name: &str) -> u32 {
-    match kernel.params.iter().find(|(n, _)| *n == name) {
-        Some((_, Value::U32(v))) => *v,
-        Some((_, Value::Bool(v))) => u32::from(*v),
+    match kernel.param(name) {
+        Some(Value::U32(v)) => v,
+        Some(Value::Bool(v)) => u32::from(v),
         _ => panic!("matmul kernel {} has no parameter {name}", kernel.name),
     }
 }
