@@ -370,26 +370,46 @@ private:
 // Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take
 // position_ids), and the UB sizes LATENT_IN, KV_OUT, GAMMA_IN, GAMMA, WORK, SLOT,
 // REDUCE_TMP (`*_BYTES`). Blocks take runs of whole TILE_ROWS units, a pass each.
-template <typename P>
-class KvFinish {
+// KvFinish writes the rows to kv [t, HD]; KvFinishInsert (cache_insert.h taking it as its
+// prologue; BLOCK_SIZE too) writes each straight to its row of the paged pool
+// [nb * BLOCK_SIZE, HD] at slots[t], a negative or out-of-pool slot skipping the token, as
+// cache_insert.h would copy it.
+template <typename P, bool INSERT>
+class KvFinishTo {
 public:
-    // Token-local RoPE rows: cos / sin are [t, RD].
+    // Token-local RoPE rows (cos / sin [t, RD]) into kv.
     __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR kv,
                                       GM_ADDR workspace, GM_ADDR tiling)
     {
+        static_assert(!INSERT, "KvFinishInsert takes the slots and the pool");
         (void)workspace;
-        KvFinish op;
-        op.template Process<false>(latent, gamma, cos, sin, nullptr, kv, LoadTiling(tiling).t);
+        KvFinishTo op;
+        op.template Process<false>(latent, gamma, cos, sin, nullptr, kv, nullptr, LoadTiling(tiling));
     }
 
-    // The full table: cos / sin are [max_positions, RD], token t reads row position_ids[t].
-    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
-                                      GM_ADDR kv, GM_ADDR workspace, GM_ADDR tiling)
+    // KvFinish: the full table (cos / sin [max_positions, RD], token t reads row
+    // position_ids[t]) into kv. KvFinishInsert: token-local rows into the pool at slots.
+    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR a, GM_ADDR b,
+                                      GM_ADDR workspace, GM_ADDR tiling)
     {
-        static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
         (void)workspace;
-        KvFinish op;
-        op.template Process<true>(latent, gamma, cos, sin, positions, kv, LoadTiling(tiling).t);
+        KvFinishTo op;
+        if constexpr (INSERT) {
+            op.template Process<false>(latent, gamma, cos, sin, nullptr, b, a, LoadTiling(tiling));
+        } else {
+            static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
+            op.template Process<true>(latent, gamma, cos, sin, a, b, nullptr, LoadTiling(tiling));
+        }
+    }
+
+    // KvFinishInsert with the full table: position_ids, then the slots and the pool.
+    __aicore__ static inline void Run(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
+                                      GM_ADDR slots, GM_ADDR pool, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(INSERT && P::POSITIONS, "the slots and the pool, after position_ids");
+        (void)workspace;
+        KvFinishTo op;
+        op.template Process<true>(latent, gamma, cos, sin, positions, pool, slots, LoadTiling(tiling));
     }
 
 private:
@@ -405,10 +425,12 @@ private:
     static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a row");
 
+    // The rows go to `out`: kv, or (INSERT) the pool at `slots`.
     template <bool POSITIONS>
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
-                                   GM_ADDR kv, uint32_t t)
+                                   GM_ADDR out, GM_ADDR slots, const TilingData& td)
     {
+        const uint32_t t = td.t;
         // units of TR rows: a kv row is whole 32-byte blocks and no per-token scalar goes
         // with it, so a few tokens spread over as many blocks
         const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
@@ -425,7 +447,11 @@ private:
         gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
         gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
         gSin.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(sin));
-        gKv.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(kv));
+        gKv.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(out));
+        GlobalTensor<int64_t> gSlots;
+        if constexpr (INSERT) {
+            gSlots.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(slots));
+        }
         pipe_.InitBuffer(in_, 2, P::LATENT_IN_BYTES);
         pipe_.InitBuffer(out_, 2, P::KV_OUT_BYTES);
         pipe_.InitBuffer(gammaIn_, P::GAMMA_IN_BYTES);
@@ -444,6 +470,13 @@ private:
             LocalTensor<float> x = in_.AllocTensor<float>();
             DataCopy(x, gLatent[row * HD], TR * HD);
             in_.EnQue(x);
+            // the slots' scalar reads wait their GM latency while the rows load
+            [[maybe_unused]] int64_t to[TR];
+            if constexpr (INSERT) {
+                for (uint32_t r = 0; r < TR; ++r) {
+                    to[r] = gSlots.GetValue(row + r);
+                }
+            }
             x = in_.DeQue<float>();
             for (uint32_t r = 0; r < TR; ++r) {
                 LocalTensor<float> xr = x[r * HD];
@@ -457,7 +490,16 @@ private:
             in_.FreeTensor(x);
             out_.EnQue(o);
             o = out_.DeQue<bfloat16_t>();
-            DataCopy(gKv[row * HD], o, TR * HD);
+            if constexpr (INSERT) {
+                const int64_t poolRows = int64_t(td.nb) * P::BLOCK_SIZE;
+                for (uint32_t r = 0; r < TR; ++r) {
+                    if (to[r] >= 0 && to[r] < poolRows) {
+                        DataCopy(gKv[uint64_t(to[r]) * HD], o[r * HD], HD);
+                    }
+                }
+            } else {
+                DataCopy(gKv[row * HD], o, TR * HD);
+            }
             out_.FreeTensor(o);
         }
     }
@@ -468,5 +510,10 @@ private:
     TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, slot_, tmp_;
     Rope<P> rope_;
 };
+
+template <typename P>
+using KvFinish = KvFinishTo<P, false>;
+template <typename P>
+using KvFinishInsert = KvFinishTo<P, true>;
 
 }  // namespace dsv4

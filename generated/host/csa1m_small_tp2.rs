@@ -149,8 +149,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g1_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
-    Kernel { name: "qkv_kv_finish_hd128_rd64_t2_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
-    Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "compressor_r4_ov_hd128_s8_bs2_tw4_c128_rd64_eps1em6_ring", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
     Kernel { name: "compressor_commit_r4_ov_hd128_s8", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "positions", "state_slots", "state"] },
     Kernel { name: "compressor_r4_ov_hd128_s8_bs2_tw4_c128_rd64_eps1em6_ring_to_token", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "rows"] },
@@ -175,6 +173,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group7_bf16_k512_n128x128x256x256x256x256x16_1834553afff2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "matmul_group_i8_kn_n1024_k128_tile32x128x128_split64x128x128_bufs4x2__kn_n2048_k128_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -187,8 +186,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n1024_k128_tile32x128x128_split64x128x128_bufs4x2__kn_n2048_k128_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g1_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t2_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r4_ov_hd128_s8_bs2_tw4_c128_rd64_eps1em6_ring", cores: plan::Cores::Aiv, block_dim: 8, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_commit_r4_ov_hd128_s8", cores: plan::Cores::Aiv, block_dim: 8, args: &["compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "compressor_r4_ov_hd128_s8_bs2_tw4_c128_rd64_eps1em6_ring_to_token", cores: plan::Cores::Aiv, block_dim: 8, args: &["inner_kv", "inner_score", "inner_ape", "inner_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "inner_state_slot_mapping", "idx_slot_mapping", "inner_compress_state_block_table", "inner_compress_state", "idx_rows"], also: &[] }),
@@ -230,7 +228,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_acc", shape: &[Var("t"), Const(1024)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_score", shape: &[Var("t"), Const(256)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "inner_kv", shape: &[Var("t"), Const(256)], dtype: F32, dir: Out, placement: PerRank },

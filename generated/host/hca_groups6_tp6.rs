@@ -126,8 +126,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n3072_k128_tile32x128x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h24_hd128_rd64_g2_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
-    Kernel { name: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
-    Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
     Kernel { name: "compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "positions", "state_slots", "state"] },
     Kernel { name: "attn_window_scores_h24_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
@@ -143,6 +141,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rank_sum_tp6_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group4_bf16_k512_n128x128x128x128_60325a47a61a", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
+    Kernel { name: "qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -155,8 +154,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n3072_k128_tile32x128x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h24_hd128_rd64_g2_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv", "ori_slot_mapping", "kv_cache"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_r128_hd128_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, block_dim: 4, args: &["compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h24_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"], also: &[] }),
@@ -189,7 +187,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_acc", shape: &[Var("t"), Const(3072)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(24), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_score", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(24), Const(144)], dtype: F32, dir: Out, placement: PerRank },

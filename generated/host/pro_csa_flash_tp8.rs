@@ -151,8 +151,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "matmul_bf16_kn_n512_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n512_s2_r64", cores: plan::Cores::Aiv, args: &["parts", "out"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "positions", "kv"] },
-    Kernel { name: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "matmul_bf16_nk_n1024_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n1024_s2_r64", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "compressor_r4_ov_hd512_s8_bs2_tw8192_c128_rd64_eps1em6_positions", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "norm_w", "cos", "sin", "positions", "state_slots", "cmp_slots", "state_table", "state", "cmp_kv"] },
@@ -182,6 +180,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rank_sum_tp8_n7168_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_i8_kn_n65536_k1536_tile16x128x256_split64x1536x2816_bufs4x2__kn_n8192_k1536_tile16x128x256_split64x1536x384_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "positions", "slots", "kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -197,8 +196,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, block_dim: 8, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r64", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "kv"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d512_bs32_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv", "ori_slot_mapping", "kv_cache"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "ori_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n1024_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "cmp_wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "k_slice_sum_n1024_s2_r64", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials", "compress_kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n1024_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "cmp_wgate", "k_partials"], also: &[] }),
@@ -249,7 +247,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_acc", shape: &[Var("t"), Const(65536)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(128), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "kv", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "k_partials", shape: &[Const(4194304)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_score", shape: &[Var("t"), Const(1024)], dtype: F32, dir: Out, placement: PerRank },

@@ -100,8 +100,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n1024_k128_tile32x128x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g1_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
-    Kernel { name: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
-    Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
     Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
     Kernel { name: "attn_window_softmax_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom"] },
     Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
@@ -113,6 +111,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rank_sum_tp4_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k512_tile32x128x128_split32x512x128_bufs4x2__kn_n128_k512_tile32x128x128_split32x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -125,8 +124,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_tile32x128x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g1_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "cache_insert", kernel: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv", "swa_slot_mapping", "kv_cache"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_scores", "swa_indices", "swa_lens", "attn_sink", "attn_probs", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "swa_indices", "swa_lens", "attn_o"], also: &[] }),
@@ -155,7 +153,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_acc", shape: &[Var("t"), Const(1024)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "kv", shape: &[Var("t"), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_scores", shape: &[Var("t"), Const(8), Const(144)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_probs", shape: &[Var("t"), Const(8), Const(144)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },

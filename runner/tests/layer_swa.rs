@@ -137,8 +137,9 @@ fn the_reference_vectors_replay_through_swa_small_at_tp1() {
 #[test]
 fn a_plan_that_skips_the_cache_insert_fails_on_x_out() {
     // Without the insert, the window reads the pool's stale rows where this step's own
-    // tokens belong: attention, and so x_out, must come out wrong.
-    let good = variant::by_name("swa_mini_tp2").unwrap();
+    // tokens belong: attention, and so x_out, must come out wrong. (Fused plans insert
+    // the rows in KvFinish's launch: the unfused plan has the launch to leave out.)
+    let good = variant::by_name("swa_small_unfused_tp2").unwrap();
     let steps: Vec<Step> = good
         .steps
         .iter()

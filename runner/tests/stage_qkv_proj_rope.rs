@@ -184,14 +184,86 @@ fn golden_with(c: &Case, rope: &RopeRows) -> golden::qkv::Qkv {
     )
 }
 
+/// Whether the plan's KvFinish writes the kv rows into the pool itself (fusion on:
+/// KvFinishInsert, cache_insert's launch taken as its prologue) instead of to kv.
+fn inserts(p: &Plan) -> bool {
+    support::host(&p.variant)
+        .kernels
+        .iter()
+        .any(|k| k.name.starts_with("qkv_kv_finish") && k.name.contains("_insert"))
+}
+
+/// A slot mapping for [`inserts`] plans: token i → pool row `rows − 1 − 3i`, every seventh
+/// token skipped (−1), the capacity's tokens ≥ t to row 0 (which no valid token maps to:
+/// a kernel reading past t would write it).
+fn insert_slots(p: &Plan, t: usize) -> (&'static str, Vec<i64>) {
+    let name = ["swa_slot_mapping", "ori_slot_mapping"]
+        .into_iter()
+        .find(|n| p.tensor(n).is_some())
+        .expect("a slot mapping");
+    let rows = p.pools.kv_pool_rows as i64;
+    let slots = (0..p.shape.local_t as i64)
+        .map(|i| match i {
+            i if i >= t as i64 => 0,
+            i if i % 7 == 3 => -1,
+            i => rows - 1 - 3 * i,
+        })
+        .collect();
+    (name, slots)
+}
+
+/// The kv rows of an [`inserts`] run, read from the pool at `slots` (a skipped token's row:
+/// `want`'s, as it is not written anywhere); every pool row no token maps to is unwritten.
+fn kv_from_pool(
+    tensors: &BTreeMap<String, Tensor>,
+    slots: &[i64],
+    want: &[bf16],
+    hd: usize,
+) -> Tensor {
+    let pool = values::<bf16>(tensors, "kv_cache");
+    let t = want.len() / hd;
+    let mut mapped = vec![false; pool.len() / hd];
+    let mut rows = Vec::with_capacity(t * hd);
+    for (i, &slot) in slots[..t].iter().enumerate() {
+        match usize::try_from(slot) {
+            Ok(r) => {
+                mapped[r] = true;
+                rows.extend_from_slice(&pool[r * hd..(r + 1) * hd]);
+            }
+            Err(_) => rows.extend_from_slice(&want[i * hd..(i + 1) * hd]),
+        }
+    }
+    for (r, _) in mapped.iter().enumerate().filter(|(_, m)| !**m) {
+        assert!(
+            pool[r * hd..(r + 1) * hd]
+                .iter()
+                .all(|v| v.to_bits() == u16::MAX),
+            "kv_cache row {r}: no token maps to it, yet it was written"
+        );
+    }
+    Tensor::from_vec(vec![t, hd], rows).unwrap()
+}
+
 /// Runs the stage for `c` and checks every output against the golden.
 fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
     let want = golden(c);
     let mut tensors = c.inputs.clone();
-    let stats = support::run(rt, &mut tensors, tiling(c.t));
+    let slots = inserts(p).then(|| insert_slots(p, c.t));
+    if let Some((name, s)) = &slots {
+        let mapping = Tensor::from_vec(vec![s.len()], s.clone()).unwrap();
+        tensors.insert(name.to_string(), mapping);
+    }
+    let stats = support::run(rt, &mut tensors, tiling(p, c.t));
     let d = &c.dims;
     let t = c.t;
-    let got = |name: &str| valid_rows(name, &tensors[name], t);
+    let kv = match &slots {
+        Some((_, s)) => kv_from_pool(&tensors, s, &want.kv, d.head_dim),
+        None => valid_rows("kv", &tensors["kv"], t),
+    };
+    let got = |name: &str| match name {
+        "kv" => kv.clone(),
+        _ => valid_rows(name, &tensors[name], t),
+    };
     if c.positions.is_some() {
         // The same outputs against rows 0..t of the table (what a kernel ignoring
         // position_ids would read) must fail: the cases tell the two apart.
@@ -257,8 +329,9 @@ fn check_stage(p: &Plan, rt: &Runtime, c: &Case) {
     stage_checks::check_launches(p, &stats);
 }
 
-fn tiling(t: usize) -> Tiling {
-    support::tiling(&[("t", t), ("group_t", t)])
+/// `nb`: the pool's blocks, which KvFinishInsert bounds its slots by.
+fn tiling(p: &Plan, t: usize) -> Tiling {
+    support::tiling(&[("t", t), ("group_t", t), ("nb", p.pools.kv_pool_blocks)])
 }
 
 #[test]
@@ -294,7 +367,7 @@ fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
     let rt = support::stages(variant, STAGE);
     let c = case(p, p.shape.local_t, 13);
     let mut tensors = c.inputs.clone();
-    support::run(rt, &mut tensors, tiling(c.t));
+    support::run(rt, &mut tensors, tiling(p, c.t));
     let (d, t) = (&c.dims, c.t);
     let n = d.heads * d.head_dim;
     let qr = values::<i8>(&tensors, "qr");
@@ -385,7 +458,7 @@ fn only_position_tables_pass_position_ids() {
                 v.plan.variant,
                 l.kernel
             );
-            assert_eq!(l.kernel.ends_with("_positions"), positions, "{}", l.kernel);
+            assert_eq!(l.kernel.contains("_positions"), positions, "{}", l.kernel);
         }
     }
 }

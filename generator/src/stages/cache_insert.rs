@@ -1,7 +1,8 @@
 //! Stage cache_insert (swa.md §3.4, hca_csa.md §4.2), building block
 //! `dsv4/cache_insert.h`: each token's kv row into the paged raw pool through the
 //! slot mapping (SWA names it `swa_slot_mapping`, compressed layers
-//! `ori_slot_mapping`). A launch of its own, so it completes before attention.
+//! `ori_slot_mapping`). A launch of its own, so it completes before attention; with fusion
+//! on, KvFinish's launch before it writes the rows to their slots itself (KvFinishInsert).
 
 use abi::{DType, Dim};
 
@@ -9,7 +10,7 @@ use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
 use crate::budget::row;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernel_plan::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
 
 pub struct CacheInsert;
 
@@ -68,7 +69,42 @@ impl Kind for CacheInsert {
             buffers: vec![row("kv_rows", Ub, DType::Bf16, tokens * hd, 2, Some(hd))],
             parts: Vec::new(),
         };
+        // The kv rows KvFinish makes can go straight to their slots: it is then this launch's
+        // prologue (KvFinishInsert) and kv never reaches GM.
+        let offer = match b.last_launch() {
+            Some((l, finish)) if p.fuse && finish.class == "KvFinish" => {
+                Some(with_finish(finish, l.block_dim, &kernel, bs))
+            }
+            _ => None,
+        };
         let blocks = p.chip.aiv_cores.min(p.shape.local_t);
         b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);
+        if let Some(offer) = offer {
+            b.prologue(offer);
+        }
+    }
+}
+
+/// `dsv4/qkv_proj_rope.h` KvFinishInsert: `finish` (KvFinish, launched on `blocks`) writing
+/// each row to its pool row at the slot, as `insert` would copy it.
+fn with_finish(finish: &Kernel, blocks: u32, insert: &Kernel, block_size: usize) -> Prologue {
+    let mut params = finish.params.clone();
+    params.push(("BLOCK_SIZE", Value::u32(block_size)));
+    let mut args: Vec<&'static str> = finish.args.clone();
+    args.retain(|a| *a != "kv");
+    args.extend(["slots", "kv_cache"]);
+    Prologue {
+        producer: finish.name.clone(),
+        consumer: insert.name.clone(),
+        input: "kv",
+        block_dim: blocks,
+        fused: Kernel {
+            name: format!("{}_insert_bs{block_size}", finish.name),
+            doc: format!("{}, each row into the paged pool at its slot", finish.doc),
+            class: "KvFinishInsert",
+            params,
+            args,
+            ..finish.clone()
+        },
     }
 }
