@@ -62,6 +62,7 @@ public:
     __aicore__ inline void LoadUnion(uint32_t b, uint32_t poolBlocks)
     {
         WindowUnion<P> w;
+        WindowUnion<P>::AskRows(indices_, b);
         w.ReadLens(lens_, b);
         w.ReadRows(indices_, b, poolBlocks);
         AscendC::LocalTensor<bfloat16_t> u = union_.Get<bfloat16_t>();

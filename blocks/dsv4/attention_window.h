@@ -43,14 +43,22 @@ struct WindowUnion {
         count = static_cast<uint32_t>(lens[0]) + P::SEQ - 1;
     }
 
-    // Reads the union rows of request `b` (after ReadLens) and checks each is a row of the
-    // pool of `poolBlocks` pages, so no gather can leave kv_cache. Token 0's lanes stream in
-    // order; the later tokens' last lanes are asked for while they do.
+    // Asks for the first lines of request `b`'s lanes in swa_indices, before ReadLens: they
+    // arrive while its reads wait for the lengths' line.
+    __aicore__ inline static void AskRows(ScalarStream<int32_t, 4>& swaIndices, uint32_t b)
+    {
+        const uint64_t first = static_cast<uint64_t>(b) * P::SEQ * P::WINDOW;
+        swaIndices.Ask(first);
+        swaIndices.Warm(first);
+    }
+
+    // Reads the union rows of request `b` (after AskRows and ReadLens) and checks each is a
+    // row of the pool of `poolBlocks` pages, so no gather can leave kv_cache. Token 0's lanes
+    // stream in order; the later tokens' last lanes are asked for while they do.
     __aicore__ inline void ReadRows(ScalarStream<int32_t, 4>& swaIndices, uint32_t b, uint32_t poolBlocks)
     {
         const uint32_t t0 = b * P::SEQ;
         const uint32_t n0 = static_cast<uint32_t>(lens[0]);
-        swaIndices.Warm(static_cast<uint64_t>(t0) * P::WINDOW);
         for (uint32_t k = 0; k < n0; ++k) {
             rows[k] = swaIndices.Get(static_cast<uint64_t>(t0) * P::WINDOW + k);
             if (k + 1 < P::SEQ) {
