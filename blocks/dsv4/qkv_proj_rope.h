@@ -121,6 +121,8 @@ __aicore__ inline bool HeadGroupRows(uint32_t t, uint32_t groups, uint32_t& grou
 
 // Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL, and the UB sizes
 // LATENT_IN, QR_OUT, QR_SCALES, GAMMA_IN, GAMMA, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
+// A tile's rows are normalised and quantised at once (RmsInvRows, QuantizeRows: the scalar
+// unit's round trips once per tile, not per row).
 template <typename P>
 class QLatentQuant {
 public:
@@ -140,8 +142,9 @@ private:
     static_assert(P::QR_SCALES_BYTES >= 8 * sizeof(float), "qr_scales holds a tile's scales");
     static_assert(P::GAMMA_IN_BYTES >= QL * sizeof(bfloat16_t) && P::GAMMA_BYTES >= QL * sizeof(float),
                   "gamma_cq as read and widened");
-    static_assert(P::WORK_BYTES >= QL * sizeof(float) && P::F16_BYTES >= QL * sizeof(half), "row scratch");
-    static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
+    static_assert(P::WORK_BYTES >= TR * QL * sizeof(float) && P::F16_BYTES >= TR * QL * sizeof(half),
+                  "a tile's scratch");
+    static_assert(P::SLOT_BYTES >= TR * 8 * sizeof(float), "a block of scalars per row");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(QL) * sizeof(float), "ReduceMax scratch of a row");
 
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR qr, GM_ADDR qrScale, uint32_t t)
@@ -180,13 +183,15 @@ private:
             x = in_.DeQue<float>();
             LocalTensor<int8_t> q = out_.AllocTensor<int8_t>();
             LocalTensor<float> s = scales_.AllocTensor<float>();
+            float inv[TR], scale[TR];
+            RmsInvRows(x, TR, work, slot, tmp, QL, P::INV_QL, P::EPS, inv);
             for (uint32_t r = 0; r < TR; ++r) {
-                LocalTensor<float> xr = x[r * QL];
-                const float inv = RmsInv(xr, work, slot, tmp, QL, P::INV_QL, P::EPS);
-                Muls(xr, xr, inv, QL);
-                Mul(xr, xr, g, QL);
-                const float scale = QuantizeRow(q[r * QL], xr, work, h, slot, tmp, QL);
-                s.SetValue(r, scale);
+                Muls(x[r * QL], x[r * QL], inv[r], QL);
+                Mul(x[r * QL], x[r * QL], g, QL);
+            }
+            QuantizeRows<TR>(q, x, TR, QL, work, h, slot, tmp, scale);
+            for (uint32_t r = 0; r < TR; ++r) {
+                s.SetValue(r, scale[r]);
             }
             in_.FreeTensor(x);
             out_.EnQue(q);

@@ -16,7 +16,7 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use crate::budget::{Buffer, reduce_tmp, row};
+use crate::budget::{self, Buffer, reduce_tmp, row};
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
@@ -115,8 +115,18 @@ impl Kind for QkvProjRope {
         if gemm::launch(b, tiles, &wq_a, ["x_normed", "wq_a", "q_latent"]).is_none() {
             return;
         }
+        // a pass quantises its rows at once: the spec's tile or the largest divisor that
+        // fits UB
+        let quant_tile = [tile_rows, 4, 2, 1]
+            .into_iter()
+            .filter(|d| tile_rows.is_multiple_of(*d))
+            .find(|&d| {
+                let ub = budget::bytes_in(&q_latent_quant_buffers(ql, d), Ub, p.chip);
+                ub <= p.chip.capacity(Ub)
+            })
+            .unwrap_or(1);
         b.launch(
-            q_latent_quant(ql, tile_rows, eps),
+            q_latent_quant(ql, quant_tile, eps),
             row_blocks,
             &["q_latent", "gamma_cq", "qr", "qr_scale"],
         );
@@ -299,9 +309,9 @@ fn at_positions(k: &mut Kernel, after: &str) {
 }
 
 /// QLatentQuant's UB: tiles of `tile_rows` latent rows in (f32) and qr rows out (int8),
-/// their scales (moved with DataCopyPad), gamma_cq as read and widened, a row's f32 and
-/// f16 scratch for the RMSNorm and the quantisation, a block of scalars and the ReduceMax
-/// scratch.
+/// their scales (moved with DataCopyPad), gamma_cq as read and widened, a tile's f32 and
+/// f16 scratch for the RMSNorm and the quantisation, a block of scalars per row and the
+/// ReduceMax scratch.
 fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
     use DType::*;
     let t = tile_rows;
@@ -311,10 +321,10 @@ fn q_latent_quant_buffers(ql: usize, tile_rows: usize) -> Vec<Buffer> {
         row("qr_scales", Ub, F32, 8, 2, None),
         row("gamma_in", Ub, Bf16, ql, 1, Some(ql)),
         row("gamma", Ub, F32, ql, 1, None),
-        row("work", Ub, F32, ql, 1, None),
+        row("work", Ub, F32, t * ql, 1, None),
         // f16 staging of the int8 quantisation (2 bytes, sized as bf16)
-        row("f16", Ub, Bf16, ql, 1, None),
-        row("slot", Ub, F32, 8, 1, None),
+        row("f16", Ub, Bf16, t * ql, 1, None),
+        row("slot", Ub, F32, 8 * t, 1, None),
         row("reduce_tmp", Ub, F32, reduce_tmp(ql), 1, None),
     ]
 }
