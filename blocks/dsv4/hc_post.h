@@ -109,7 +109,8 @@ private:
 };
 
 // The items of a launch over T-token groups of t tokens: (group, COLS chunk) pairs split
-// over the blocks in contiguous runs; `item(t0, c0, newGroup)` runs one.
+// over the blocks in contiguous runs; `item(t0, c0, enters)` runs one, `enters` when it is
+// the first of its token group on this block (whose post/comb are then loaded).
 template <uint32_t T, uint32_t CHUNKS, uint32_t COLS, class Item>
 __aicore__ inline void ForEachHcItem(uint32_t t, Item item)
 {

@@ -124,6 +124,12 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
             .and_then(|b| launch_of(&plan.steps[b], &producer));
         let why = match &before {
             None => Some(format!("step {at} does not follow a launch of {producer}")),
+            Some(l) if !l.args.contains(&input) => {
+                Some(format!("{producer} does not bind {input}"))
+            }
+            Some(_) if !plan.workspaces.iter().any(|w| w.name == input) => {
+                Some(format!("{input} is not a workspace (it must reach GM)"))
+            }
             Some(_) => plan
                 .steps
                 .iter()
@@ -158,7 +164,9 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
         };
         plan.steps[at - 1] = Step::Launch(launch);
         plan.steps.remove(at);
-        plan.kernels.push(fused);
+        if !plan.kernels.iter().any(|k| k.name == fused.name) {
+            plan.kernels.push(fused);
+        }
         plan.workspaces.retain(|w| w.name != input);
         decisions.push(Decision::Takes { producer, consumer });
     }
@@ -550,6 +558,17 @@ mod tests {
         }
     }
 
+    /// The workspace `h` the producer hands over.
+    fn hand_over() -> TensorPlan {
+        TensorPlan {
+            name: "h",
+            shape: Vec::new(),
+            dtype: abi::DType::Bf16,
+            dir: abi::Dir::Out,
+            placement: abi::Placement::PerRank,
+        }
+    }
+
     /// A producer directly before its consumer becomes one launch of the fused kernel: the
     /// producer's arguments but the hand-over, then the consumer's; the producer's stage,
     /// serving the consumer's too; the hand-over's workspace and both old kernels gone.
@@ -563,13 +582,7 @@ mod tests {
                 launch("hc_post", &post, 3, &["h", "x", "y"]),
             ],
         );
-        p.workspaces.push(TensorPlan {
-            name: "h",
-            shape: Vec::new(),
-            dtype: abi::DType::Bf16,
-            dir: abi::Dir::Out,
-            placement: abi::Placement::PerRank,
-        });
+        p.workspaces.push(hand_over());
         p.prologues.push(offer(&sum, &post, &fused));
         let (out, decisions) = fuse(p, chip());
         assert_eq!(
@@ -590,8 +603,9 @@ mod tests {
         assert!(out.workspaces.is_empty(), "{:?}", out.workspaces);
     }
 
-    /// An offer is declined, and both launches stay, when a step runs between them or
-    /// another step binds the hand-over (it must then reach GM).
+    /// An offer is declined, and both launches stay, when a step runs between them, another
+    /// step binds the hand-over, the producer does not write it or it is no workspace (it
+    /// must then reach GM).
     #[test]
     fn a_prologue_stays_apart_when_its_hand_over_is_needed_elsewhere() {
         let (sum, post, other) = (vector("sum"), vector("post"), vector("other"));
@@ -614,9 +628,17 @@ mod tests {
                 "step 2 binds h, which would not reach GM",
             ),
         ];
+        let unbound = [
+            launch("o_proj", &sum, 4, &["p", "s", "o"]),
+            launch("hc_post", &post, 3, &["h", "x", "y"]),
+        ];
+        let cases = cases
+            .into_iter()
+            .chain([(unbound.to_vec(), "sum does not bind h")]);
         for (steps, why) in cases {
             let n = steps.len();
             let mut p = plan(&[&sum, &post, &other], steps);
+            p.workspaces.push(hand_over());
             p.prologues.push(offer(&sum, &post, &fused));
             let (out, decisions) = fuse(p, chip());
             assert_eq!(
@@ -630,5 +652,20 @@ mod tests {
             assert_eq!(out.steps.len(), n);
             assert!(out.kernels.iter().all(|k| k.name != "sum_post"));
         }
+        // a hand-over that is no workspace (an output of the layer) must reach GM
+        let mut p = plan(
+            &[&sum, &post],
+            vec![
+                launch("o_proj", &sum, 4, &["p", "s", "h"]),
+                launch("hc_post", &post, 3, &["h", "x", "y"]),
+            ],
+        );
+        p.prologues.push(offer(&sum, &post, &fused));
+        let (out, decisions) = fuse(p, chip());
+        assert!(
+            matches!(&decisions[..], [Decision::Declines { why, .. }] if why.contains("not a workspace")),
+            "{decisions:?}"
+        );
+        assert_eq!(out.steps.len(), 2);
     }
 }

@@ -144,11 +144,12 @@ pub struct Prologue {
     /// The kernel whose launch writes `input`, and the one that reads it.
     pub producer: String,
     pub consumer: String,
-    /// The producer's last argument, the consumer's first.
+    /// The workspace the producer writes and the consumer reads.
     pub input: &'static str,
     /// The fused launch's blocks.
     pub block_dim: u32,
-    /// Both in one kernel: the producer's parameters but `input`, then the consumer's.
+    /// Both in one kernel, its GM arguments the producer's but `input`, then the consumer's
+    /// but `input`.
     pub fused: Kernel,
 }
 
