@@ -108,3 +108,55 @@ fn with_finish(finish: &Kernel, blocks: u32, insert: &Kernel, block_size: usize)
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// KvFinishInsert is KvFinish with the pool's page size, its kv argument replaced by the
+    /// slots and the pool (position_ids, where it takes them, stay before them), on
+    /// KvFinish's blocks.
+    #[test]
+    fn kv_finish_writes_to_the_slots_in_place_of_kv() {
+        let finish = Kernel {
+            name: "qkv_kv_finish_positions".into(),
+            doc: "kv".into(),
+            block: "qkv_proj_rope.h",
+            class: "KvFinish",
+            cores: Cores::Aiv,
+            params: vec![("HD", Value::u32(512))],
+            args: vec!["latent", "gamma", "cos", "sin", "positions", "kv"],
+            buffers: vec![row("kv_out", Ub, DType::Bf16, 512, 2, Some(512))],
+            parts: Vec::new(),
+        };
+        let insert = Kernel {
+            name: "cache_insert".into(),
+            ..finish.clone()
+        };
+        let offer = with_finish(&finish, 8, &insert, 32);
+        assert_eq!((offer.input, offer.block_dim), ("kv", 8));
+        assert_eq!(
+            (offer.producer.as_str(), offer.consumer.as_str()),
+            ("qkv_kv_finish_positions", "cache_insert")
+        );
+        let fused = offer.fused;
+        assert_eq!(
+            (fused.class, fused.name.as_str()),
+            ("KvFinishInsert", "qkv_kv_finish_positions_insert_bs32")
+        );
+        assert_eq!(
+            fused.args,
+            [
+                "latent",
+                "gamma",
+                "cos",
+                "sin",
+                "positions",
+                "slots",
+                "kv_cache"
+            ]
+        );
+        assert_eq!(fused.params.last(), Some(&("BLOCK_SIZE", Value::u32(32))));
+        assert_eq!(fused.buffers, finish.buffers);
+    }
+}

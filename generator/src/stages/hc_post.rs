@@ -187,3 +187,59 @@ fn buffers(tokens: usize, cols: usize, hc: usize) -> Vec<Buffer> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chip;
+
+    /// group_combine.h's kernel as o_proj plans it (only what the offer reads).
+    fn combine(hidden: usize, bf16: bool) -> Kernel {
+        Kernel {
+            name: format!("group_combine_g8_r16_n{hidden}"),
+            doc: String::new(),
+            block: "group_combine.h",
+            class: "GroupCombine",
+            cores: Cores::Aiv,
+            params: vec![
+                ("GROUPS", Value::u32(8)),
+                ("ROWS", Value::u32(16)),
+                ("N", Value::u32(hidden)),
+                ("TILE_N", Value::u32(512)),
+                ("OUT_BF16", Value::Bool(bf16)),
+            ],
+            args: vec!["p", "scale", "wo_b_scale", "out"],
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    fn cols(k: &Kernel) -> Option<Value> {
+        k.param("COLS")
+    }
+
+    /// hc_post offers to take the TP 1 (bf16) group sum, at its own columns where the sum's
+    /// buffers fit beside its own, at fewer where they do not (FLASH at 512 tokens: 1024
+    /// columns of 2 tokens hold 150 KiB of hc_post's alone); never the f32 partial of TP > 1,
+    /// which a collective sums first, nor a sum of other rows.
+    #[test]
+    fn hc_post_takes_the_bf16_group_sum_at_columns_that_fit() {
+        let chip = chip::find("910b").unwrap();
+        let at = |cols: usize, sum: &Kernel| {
+            let post = kernel(4, 4096, 2, cols);
+            with_combine(sum, &post, 512, chip)
+        };
+        let deployment = at(512, &combine(4096, true)).expect("offered");
+        assert_eq!(cols(&deployment.fused), Some(Value::u32(512)));
+        assert_eq!((deployment.input, deployment.block_dim), ("attn_out", 48));
+        assert_eq!(
+            deployment.fused.args,
+            ["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"]
+        );
+        let wide = at(1024, &combine(4096, true)).expect("offered at fewer columns");
+        assert_eq!(cols(&wide.fused), Some(Value::u32(512)));
+        assert!(budget::bytes_in(&wide.fused.buffers, Ub, chip) <= chip.capacity(Ub));
+        assert!(at(512, &combine(4096, false)).is_none(), "f32 partial");
+        assert!(at(512, &combine(7168, true)).is_none(), "other rows");
+    }
+}
