@@ -26,14 +26,13 @@ use golden::compare::ratio_allclose;
 use golden::fixtures::random::Draws;
 use golden::fixtures::weights::{bf16_values, quantize_rows};
 use golden::gemm::{Mat, Threads, matmul_int, widen_i8};
-use golden::hc_post::hc_post;
 use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
 use half::bf16;
 use harness::backend::poison;
 use kernelgen::plan::Plan;
-use stage_checks::{assert_pass, assert_unwritten, check_launches, dims, head, tensor};
+use stage_checks::{HcStreams, assert_pass, assert_unwritten, check_launches, dims, head, tensor};
 
 const SEED: u64 = 20_260_819;
 
@@ -186,12 +185,11 @@ fn tp1(variant: &str) {
 fn tp1_at(variant: &str, ts: &[usize]) {
     let p = support::plan(variant);
     let d = dims(p);
-    let (hc, hidden, cap) = (d.hc_mult, d.hidden, d.local_t());
+    let (hidden, cap) = (d.hidden, d.local_t());
     let rt = support::stages(variant, &["o_proj", "hc_post"]);
-    let fused = support::host(variant)
-        .kernels
-        .iter()
-        .any(|k| k.name.contains("group_combine") && k.name.contains("hc_post"));
+    let fused = support::host(variant).steps.iter().any(
+        |s| matches!(s, Step::Launch(l) if l.stage == "o_proj" && l.also.contains(&"hc_post")),
+    );
     assert_eq!(
         fused, p.fuse,
         "{variant}: hc_post takes o_proj's sum where it fuses"
@@ -200,16 +198,7 @@ fn tp1_at(variant: &str, ts: &[usize]) {
     let w = Weights::new(&d, &draws);
     for &t in ts {
         let packed = packed_heads(&d, &draws, 0, t);
-        let nan_from = |mut v: Vec<f32>, width: usize| {
-            v[t * width..].fill(f32::NAN);
-            v
-        };
-        let x_hc = nan_from(
-            draws.uniform("x_hc", cap * hc * hidden, -1.0, 1.0),
-            hc * hidden,
-        );
-        let post = nan_from(draws.uniform("post", cap * hc, 0.0, 2.0), hc);
-        let comb = nan_from(draws.uniform("comb", cap * hc * hc, 0.0, 1.0), hc * hc);
+        let streams = HcStreams::new(&draws, &d, cap, t);
         let mut tensors = BTreeMap::new();
         w.insert(&d, &mut tensors);
         tensors.insert(
@@ -219,9 +208,7 @@ fn tp1_at(variant: &str, ts: &[usize]) {
                 packed.clone(),
             ),
         );
-        tensors.insert("x_hc".into(), tensor(vec![cap, hc, hidden], x_hc.clone()));
-        tensors.insert("post".into(), tensor(vec![cap, hc], post.clone()));
-        tensors.insert("comb".into(), tensor(vec![cap, hc * hc], comb.clone()));
+        streams.insert(&d, cap, &mut tensors);
         let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", t)]);
         let stats = timed(p, || support::run(rt, &mut tensors, tiling));
         check_launches(p, &stats);
@@ -247,22 +234,7 @@ fn tp1_at(variant: &str, ts: &[usize]) {
                 "{variant}: attn_out bound"
             );
         }
-        let mix = hc_post(
-            &d,
-            &attn,
-            &x_hc[..t * hc * hidden],
-            &post[..t * hc],
-            &comb[..t * hc * hc],
-        );
-        let got = &tensors["x_out"];
-        let values = got.values::<f32>().expect("x_out is f32");
-        if let Some(i) = (0..mix.len()).find(|&i| values[i].to_bits() != mix[i].to_bits()) {
-            panic!(
-                "{variant} t={t} x_out[{i}] = {}, hc_post of the sum gives {} (bit-exact expected)",
-                values[i], mix[i]
-            );
-        }
-        assert_unwritten("x_out", got, t * hc * hidden);
+        streams.assert_x_out(variant, &d, &attn, &tensors["x_out"], t);
     }
 }
 

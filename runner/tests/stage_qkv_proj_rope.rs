@@ -187,10 +187,9 @@ fn golden_with(c: &Case, rope: &RopeRows) -> golden::qkv::Qkv {
 /// Whether the plan's KvFinish writes the kv rows into the pool itself (fusion on:
 /// KvFinishInsert, cache_insert's launch taken as its prologue) instead of to kv.
 fn inserts(p: &Plan) -> bool {
-    support::host(&p.variant)
-        .kernels
-        .iter()
-        .any(|k| k.name.starts_with("qkv_kv_finish") && k.name.contains("_insert"))
+    support::host(&p.variant).steps.iter().any(|s| {
+        matches!(s, Step::Launch(l) if l.stage == "qkv_proj_rope" && l.also.contains(&"cache_insert"))
+    })
 }
 
 /// A slot mapping for [`inserts`] plans: token i → pool row `rows − 1 − 3i`, every seventh

@@ -109,7 +109,7 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
             fused,
         } = offer;
         let launch_of = |s: &Step, kernel: &str| match s {
-            Step::Launch(l) if l.kernel == kernel => Some(l.clone()),
+            Step::Launch(l) if l.kernel == kernel => Some(*l),
             _ => None,
         };
         let Some(at) = plan

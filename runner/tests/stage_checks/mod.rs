@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use golden::Dims;
 use golden::compare::Report;
 use golden::fixtures::random::Draws;
+use golden::hc_post::hc_post;
 use golden::tensor::{Element, Tensor};
+use half::bf16;
 use harness::backend::{Tiling, poison};
 use harness::kernel_library::LaunchStats;
 use kernelgen::plan::Plan;
@@ -50,6 +52,68 @@ pub fn assert_unwritten(what: &str, t: &Tensor, from: usize) {
         tail.iter().all(|&b| b == poison(t.dtype())),
         "{what}: elements from {from} on were written"
     );
+}
+
+/// hc_post's stream inputs at capacity `cap`, rows ≥ `t` NaN: x_hc uniform on ±1, post on
+/// [0, 2) (2·sigmoid), comb on [0, 1) (about doubly stochastic).
+pub struct HcStreams {
+    pub x_hc: Vec<f32>,
+    pub post: Vec<f32>,
+    pub comb: Vec<f32>,
+}
+
+impl HcStreams {
+    pub fn new(draws: &Draws, d: &Dims, cap: usize, t: usize) -> HcStreams {
+        let (hc, hidden) = (d.hc_mult, d.hidden);
+        let rows = |mut v: Vec<f32>, width: usize| {
+            v[t * width..].fill(f32::NAN);
+            v
+        };
+        HcStreams {
+            x_hc: rows(
+                draws.uniform("x_hc", cap * hc * hidden, -1.0, 1.0),
+                hc * hidden,
+            ),
+            post: rows(draws.uniform("post", cap * hc, 0.0, 2.0), hc),
+            comb: rows(draws.uniform("comb", cap * hc * hc, 0.0, 1.0), hc * hc),
+        }
+    }
+
+    /// The three as the stage's input tensors.
+    pub fn insert(&self, d: &Dims, cap: usize, tensors: &mut BTreeMap<String, Tensor>) {
+        let hc = d.hc_mult;
+        tensors.insert(
+            "x_hc".into(),
+            tensor(vec![cap, hc, d.hidden], self.x_hc.clone()),
+        );
+        tensors.insert("post".into(), tensor(vec![cap, hc], self.post.clone()));
+        tensors.insert("comb".into(), tensor(vec![cap, hc * hc], self.comb.clone()));
+    }
+
+    /// x_out of `t` tokens is `golden::hc_post` of `attn` (bf16 rows) and these, bit for bit,
+    /// and its rows past `t` are unwritten.
+    pub fn assert_x_out(&self, what: &str, d: &Dims, attn: &[bf16], x_out: &Tensor, t: usize) {
+        let (hc, hidden) = (d.hc_mult, d.hidden);
+        let want = hc_post(
+            d,
+            &attn[..t * hidden],
+            &self.x_hc[..t * hc * hidden],
+            &self.post[..t * hc],
+            &self.comb[..t * hc * hc],
+        );
+        let got = x_out.values::<f32>().expect("x_out is f32");
+        if let Some(i) = (0..want.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+            let (row, rest) = (i / (hc * hidden), i % (hc * hidden));
+            panic!(
+                "{what} t={t} x_out[{row}, {}, {}] = {}, golden {} (bit-exact expected)",
+                rest / hidden,
+                rest % hidden,
+                got[i],
+                want[i]
+            );
+        }
+        assert_unwritten("x_out", x_out, t * hc * hidden);
+    }
 }
 
 pub fn assert_pass(r: &Report) {
