@@ -12,7 +12,9 @@
 namespace dsv4 {
 
 // P: HEAD_DIM (row width), BLOCK_SIZE (pool rows per page), TOKENS (rows per DMA tile), and
-// the UB size the plan decided (KV_ROWS_BYTES, at least what its use below needs).
+// the UB size the plan decided (KV_ROWS_BYTES, at least what its use below needs). Its
+// blocks: OwnBlocks<P> (optional BLOCK_BASE, BLOCKS: a range of the launch's,
+// dsv4/together.h).
 template <class P>
 class CacheInsert {
     static_assert(P::HEAD_DIM * sizeof(bfloat16_t) % BLOCK_BYTES == 0, "kv rows are whole 32-byte blocks");
@@ -23,7 +25,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t);
+        const Share share = OwnBlocks<P>::Of(td.t);
         if (share.begin >= share.end) {
             return;
         }

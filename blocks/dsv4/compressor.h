@@ -138,7 +138,8 @@ private:
 // RD (rope dims), EPS, INV_HD, CMP_ROPE (and ROPE_ALIGN for CMP_ROPE_POSITION;
 // CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least what its use
 // below needs). TO_TOKEN: the row goes to row b·SEQ (with RING: the boundary token's row)
-// of `cmpKv` (a [t, HD] workspace) rather than to the slot's row.
+// of `cmpKv` (a [t, HD] workspace) rather than to the slot's row. Its blocks: OwnBlocks<P>
+// (optional BLOCK_BASE, BLOCKS: a range of the launch's, dsv4/together.h).
 template <class P, bool TO_TOKEN = false>
 class Compressor {
     static constexpr uint32_t HD = P::HD;
@@ -188,7 +189,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
+        const Share share = OwnBlocks<P>::Of(td.b);
         if (share.begin >= share.end) {
             return;
         }
@@ -427,7 +428,7 @@ template <class P>
 using CompressorToToken = Compressor<P, true>;
 
 // P: HD, COFF, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each
-// at least what its use below needs).
+// at least what its use below needs); its blocks as Compressor's.
 template <class P>
 class CompressorCommit {
     static constexpr uint32_t OUT = P::COFF * P::HD;  // a projected row
@@ -443,7 +444,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.b);
+        const Share share = OwnBlocks<P>::Of(td.b);
         if (share.begin >= share.end) {
             return;
         }

@@ -17,7 +17,8 @@
 namespace dsv4 {
 
 // P: HD (key width), RATIO, SEQ (tokens per request), RING, and the UB sizes the plan decided
-// (`*_BYTES`, each at least what its use below needs). A block takes the requests whose
+// (`*_BYTES`, each at least what its use below needs); its blocks: OwnBlocks<P> (optional
+// BLOCK_BASE, BLOCKS: a range of the launch's, dsv4/together.h). A block takes the requests whose
 // scale lands in its 32-byte block of idx_kv_scale ((slot / 8) mod blocks == block): two
 // cores never write one block (requests may share a cache page), and each key row is
 // whole blocks of its own.
@@ -43,8 +44,8 @@ public:
         const TilingData td = LoadTiling(tiling);
         IndexKeyWrite op;
         op.Init(kf, positions, idxSlots, keys, scales, td.t);
-        const uint64_t blocks = static_cast<uint64_t>(AscendC::GetBlockNum());
-        const uint64_t idx = static_cast<uint64_t>(AscendC::GetBlockIdx());
+        const uint64_t blocks = OwnBlocks<P>::Num();
+        const uint64_t idx = OwnBlocks<P>::Idx();
         for (uint32_t b = 0; b < td.b; ++b) {
             if constexpr (P::RING) {
                 for (uint32_t t = b * SEQ; t < (b + 1) * SEQ; ++t) {

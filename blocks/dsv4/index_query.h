@@ -23,8 +23,8 @@ using namespace AscendC;
 
 // Params: H, HD, RD, HG (heads per work item), SEQ (tokens per request), TOKEN_ROWS, and the UB sizes
 // ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE, and with RD <= 64 ROPE_PARTNERS, ROPE_SWAP_HEADS
-// (`*_BYTES`). Blocks form a grid of H/HG head groups x token ranges (blockDim / (H/HG) of
-// them, in 8-row units); a block loads its heads' idx_wq_b_scale once, walks its tokens one
+// (`*_BYTES`). Blocks (OwnBlocks<P>, as QHeads') form a grid of H/HG head groups x token
+// ranges (blocks / (H/HG) of them, in 8-row units); a block loads its heads' idx_wq_b_scale once, walks its tokens one
 // at a time (the next token's row in flight) and loads a request's step row when it
 // reaches the request.
 template <typename P>
@@ -64,7 +64,7 @@ private:
     {
         uint32_t group = 0;
         RowRun run{};
-        if (!HeadGroupRows(t, GROUPS, group, run)) {
+        if (!HeadGroupRows<P>(t, GROUPS, group, run)) {
             return;
         }
         GlobalTensor<int32_t> gAcc, gPos;

@@ -101,16 +101,23 @@ __aicore__ inline RowRun BlockRows(uint32_t rows, uint32_t unit, uint32_t idx, u
     return RowRun{first * unit, end * unit};
 }
 
-// This block's rows in whole 8-row units (the runtime token granularity), which its passes
-// of TILE_ROWS (a divisor of 8) walk: every per-token output a block writes then starts and
-// ends on a 32-byte boundary (8 f32 scales), so no two cores share a GM block.
-__aicore__ inline RowRun TokenRows(uint32_t t) { return BlockRows(t, 8, GetBlockIdx(), GetBlockNum()); }
+// This block's rows, of the blocks of a kernel with Params P, in whole 8-row units (the
+// runtime token granularity), which its passes of TILE_ROWS (a divisor of 8) walk: every
+// per-token output a block writes then starts and ends on a 32-byte boundary (8 f32
+// scales), so no two cores share a GM block.
+template <typename P>
+__aicore__ inline RowRun TokenRows(uint32_t t)
+{
+    return BlockRows(t, 8, OwnBlocks<P>::Idx(), OwnBlocks<P>::Num());
+}
 
 // The head group and 8-row token run of this block in a grid of `groups` head groups x
-// token ranges (blockDim / groups of them); false if it has no rows.
+// token ranges over the blocks of a kernel with Params P (OwnBlocks<P>: its blocks / groups
+// ranges); false if it has no rows.
+template <typename P>
 __aicore__ inline bool HeadGroupRows(uint32_t t, uint32_t groups, uint32_t& group, RowRun& run)
 {
-    const uint32_t idx = GetBlockIdx(), ranges = GetBlockNum() / groups;
+    const uint32_t idx = OwnBlocks<P>::Idx(), ranges = OwnBlocks<P>::Num() / groups;
     if (idx / groups >= ranges) {
         return false;
     }
@@ -121,6 +128,8 @@ __aicore__ inline bool HeadGroupRows(uint32_t t, uint32_t groups, uint32_t& grou
 
 // Params: QL, TILE_ROWS (rows per DMA, divides 8), EPS, INV_QL = 1/QL, and the UB sizes
 // LATENT_IN, QR_OUT, QR_SCALES, GAMMA_IN, GAMMA, WORK, F16, SLOT, REDUCE_TMP (`*_BYTES`).
+// Its blocks: OwnBlocks<P> (optional BLOCK_BASE, BLOCKS: a range of the launch's,
+// dsv4/together.h).
 // A tile's rows are normalised and quantised at once (RmsInvRows, QuantizeRows: the scalar
 // unit's round trips once per tile, not per row).
 template <typename P>
@@ -156,7 +165,7 @@ private:
         gGamma.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(gamma));
         gQr.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(qr));
         gScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
-        const RowRun run = TokenRows(t);
+        const RowRun run = TokenRows<P>(t);
         if (run.first == run.end) {
             return;
         }
@@ -215,8 +224,9 @@ private:
 
 // Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, POSITIONS (only in
 // kernels that take position_ids), and the UB sizes ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE,
-// WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks form a grid of H/HG head groups x token ranges
-// (blockDim / (H/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
+// WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks (OwnBlocks<P>: optional BLOCK_BASE, BLOCKS, a
+// range of the launch's, dsv4/together.h) form a grid of H/HG head groups x token ranges
+// (blocks / (H/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
 // walks its tokens one at a time, the next token's row loading while this one computes.
 template <typename P>
 class QHeads {
@@ -274,7 +284,7 @@ private:
     {
         uint32_t group = 0;
         RowRun run{};
-        if (!HeadGroupRows(t, GROUPS, group, run)) {
+        if (!HeadGroupRows<P>(t, GROUPS, group, run)) {
             return;
         }
         GlobalTensor<int32_t> gAcc;
@@ -374,7 +384,8 @@ private:
 
 // Params: HD, RD, TILE_ROWS, EPS, INV_HD = 1/HD, POSITIONS (only in kernels that take
 // position_ids), and the UB sizes LATENT_IN, KV_OUT, GAMMA_IN, GAMMA, WORK, SLOT,
-// REDUCE_TMP (`*_BYTES`). Blocks take runs of whole TILE_ROWS units, a pass each.
+// REDUCE_TMP (`*_BYTES`). Blocks (OwnBlocks<P>: optional BLOCK_BASE, BLOCKS, a range of the
+// launch's, dsv4/together.h) take runs of whole TILE_ROWS units, a pass each.
 // KvFinish writes the rows to kv [t, HD]; KvFinishInsert (cache_insert.h taking it as its
 // prologue; BLOCK_SIZE too) writes each straight to its row of the paged pool
 // [nb * BLOCK_SIZE, HD] at slots[t], a negative or out-of-pool slot skipping the token, as
@@ -438,7 +449,7 @@ private:
         const uint32_t t = td.t;
         // units of TR rows: a kv row is whole 32-byte blocks and no per-token scalar goes
         // with it, so a few tokens spread over as many blocks
-        const RowRun run = BlockRows(t, TR, GetBlockIdx(), GetBlockNum());
+        const RowRun run = BlockRows(t, TR, OwnBlocks<P>::Idx(), OwnBlocks<P>::Num());
         if (run.first == run.end) {
             return;
         }

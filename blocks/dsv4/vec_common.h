@@ -71,6 +71,50 @@ __aicore__ inline Share BlockShare(uint32_t total)
     return ShareOf(total, static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
+// The blocks a kernel with Params P runs on: the launch's, or, where P names BLOCK_BASE and
+// BLOCKS, that range of them (a part side by side with others, dsv4/together.h); Idx() is
+// the block's place in it.
+template <typename P>
+struct OwnBlocks {
+    template <typename Q>
+    static constexpr bool Has(decltype(&Q::BLOCKS)) { return true; }
+    template <typename Q>
+    static constexpr bool Has(...) { return false; }
+    static constexpr bool RANGED = Has<P>(nullptr);
+
+    __aicore__ static inline uint32_t Idx()
+    {
+        const uint32_t idx = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        if constexpr (RANGED) {
+            return idx - P::BLOCK_BASE;
+        } else {
+            return idx;
+        }
+    }
+
+    __aicore__ static inline uint32_t Num()
+    {
+        if constexpr (RANGED) {
+            return P::BLOCKS;
+        } else {
+            return static_cast<uint32_t>(AscendC::GetBlockNum());
+        }
+    }
+
+    __aicore__ static inline bool Mine()
+    {
+        if constexpr (RANGED) {
+            const uint32_t idx = static_cast<uint32_t>(AscendC::GetBlockIdx());
+            return idx >= P::BLOCK_BASE && idx - P::BLOCK_BASE < P::BLOCKS;
+        } else {
+            return true;
+        }
+    }
+
+    // This block's share of `total` items over the kernel's blocks (BlockShare's).
+    __aicore__ static inline Share Of(uint32_t total) { return ShareOf(total, Idx(), Num()); }
+};
+
 // How many parts each of `units` units is cut into so that `blocks` blocks all get work
 // when units are fewer: blocks / units, at least 1, at most `most` (the unit's pieces).
 // Work item i is then part i % parts of unit i / parts.

@@ -163,7 +163,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "compressor_commit_r4_ov_hd128_s8", cores: plan::Cores::Aiv, args: &["kvp", "score", "ape", "positions", "state_slots", "state"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tile64x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "index_key_write_r4_hd128_s8_ring", cores: plan::Cores::Aiv, args: &["kf", "positions", "idx_slots", "keys", "scales"] },
-    Kernel { name: "index_q_heads_h64_hd128_rd64_g16_s8_tok", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tokx64_tile64x32x128_split512x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x32_tail80_bufs2x2_parts_r128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n64_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
@@ -183,7 +182,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rank_sum_tp4_n4096_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_i8_kn_n32768_k1024_tile64x64x512_split128x1024x1408_bufs4x2__kn_n8192_k1024_tile64x128x256_split128x1024x384_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
+    Kernel { name: "in_turn_qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32__index_q_heads_h64_hd128_rd64_g16_s8_tok", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_cos", "p0_sin", "p0_slots", "p0_kv_cache", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -199,7 +198,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k4096_tile64x32x128_split128x2048x64_tail80_bufs2x2_parts_r128", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32__index_q_heads_h64_hd128_rd64_g16_s8_tok", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache", "idx_acc", "qr_scale", "idx_wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "idx_q_rot"], also: &["cache_insert", "index_query"] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n1024_k4096_tile64x128x128_split128x1408x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "cmp_wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "k_slice_sum_n1024_s3_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "compress_kv"], also: &[] }),
     Step::Launch(plan::Launch { stage: "compressor", kernel: "matmul_bf16_nk_n1024_k4096_tile64x128x128_split128x1408x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "cmp_wgate", "k_partials"], also: &[] }),
@@ -214,7 +213,6 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "compressor_commit_r4_ov_hd128_s8", cores: plan::Cores::Aiv, block_dim: 16, args: &["inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "inner_compress_state"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "matmul_bf16_kn_n128_k128_tile64x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["idx_rows", "hadamard_idx", "idx_kf"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "index_key_write_r4_hd128_s8_ring", cores: plan::Cores::Aiv, block_dim: 16, args: &["idx_kf", "position_ids", "idx_slot_mapping", "idx_kv_cache", "idx_kv_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_heads_h64_hd128_rd64_g16_s8_tok", cores: plan::Cores::Aiv, block_dim: 48, args: &["idx_acc", "qr_scale", "idx_wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "idx_q_rot"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n128_k128_tokx64_tile64x32x128_split512x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["idx_q_rot", "hadamard_idx", "idx_qh"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n64_k4096_tile64x32x128_split128x2048x32_tail80_bufs2x2_parts_r128", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "weights_proj", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "k_slice_sum_n64_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "idx_head_sums"], also: &[] }),

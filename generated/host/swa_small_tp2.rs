@@ -97,7 +97,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_proj_hc4_d2048_m16_k128_s3_p22", cores: plan::Cores::Aic, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
     Kernel { name: "hc_pre_mix_hc4_d2048_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n16384_k256_tile64x128x256_split64x256x768_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h32_hd512_rd64_g4_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_h32_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o"] },
@@ -110,7 +109,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rank_sum_tp2_n2048_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2__kn_n512_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
+    Kernel { name: "beside_qkv_q_latent_quant_ql256_t8_eps1em6_on8__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -120,10 +119,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d2048_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2__kn_n512_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql256_t8_eps1em6_on8__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, block_dim: 40, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_tile64x128x256_split64x256x768_bufs4x2", cores: plan::Cores::Aic, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g4_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_h32_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h32_d512_r64_hpg16_tpad64_ht16", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 1, src_slab_rows: 64, dst_slab_rows: 128 },

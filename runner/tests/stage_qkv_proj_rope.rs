@@ -426,38 +426,43 @@ fn csa_small_tp2_gathers_rope_rows_by_position() {
 #[test]
 fn only_position_tables_pass_position_ids() {
     for v in support::variants() {
-        let positions = v.plan.rope.table == kernelgen::spec::RopeTable::Positions;
-        let rope_kernels: Vec<_> = v
-            .kernels
-            .steps
-            .iter()
-            .filter_map(|s| match s {
-                kernelgen::kernel_plan::Step::Launch(l)
-                    if l.stage == "qkv_proj_rope" && l.args.contains(&"freqs_cos") =>
-                {
-                    Some(l)
-                }
-                _ => None,
-            })
-            .collect();
         if v.kernels.missing.iter().any(|u| u.stage == "qkv_proj_rope") {
             continue;
         }
-        assert_eq!(
-            rope_kernels.len(),
-            2,
-            "{}: QHeads and KvFinish",
-            v.plan.variant
-        );
-        for l in rope_kernels {
-            assert_eq!(
-                l.args.contains(&"position_ids"),
-                positions,
-                "{}: {}",
-                v.plan.variant,
-                l.kernel
-            );
-            assert_eq!(l.kernel.contains("_positions"), positions, "{}", l.kernel);
+        let positions = v.plan.rope.table == kernelgen::spec::RopeTable::Positions;
+        // (kernel, the tensors it binds) of qkv_proj_rope's launches, a kernel run together
+        // with others as each of its parts
+        let mut kernels: Vec<(&str, &[&str])> = Vec::new();
+        for s in &v.kernels.steps {
+            let kernelgen::kernel_plan::Step::Launch(l) = s else {
+                continue;
+            };
+            if l.stage != "qkv_proj_rope" {
+                continue;
+            }
+            let k = v
+                .kernels
+                .kernels
+                .iter()
+                .find(|k| k.name == l.kernel)
+                .unwrap();
+            if !k.runs_together() {
+                kernels.push((l.kernel, l.args));
+                continue;
+            }
+            let mut at = 0;
+            for part in &k.parts {
+                kernels.push((&part.name, &l.args[at..at + part.args.len()]));
+                at += part.args.len();
+            }
+        }
+        // the stage's own kernels (the others' parts bind the tables too)
+        kernels.retain(|(k, args)| k.starts_with("qkv_") && args.contains(&"freqs_cos"));
+        assert_eq!(kernels.len(), 2, "{}: QHeads and KvFinish", v.plan.variant);
+        for (kernel, args) in kernels {
+            let what = format!("{}: {kernel}", v.plan.variant);
+            assert_eq!(args.contains(&"position_ids"), positions, "{what}");
+            assert_eq!(kernel.contains("_positions"), positions, "{what}");
         }
     }
 }

@@ -1,6 +1,8 @@
 {{ header }}
 // {{ k.doc }}
-#include "dsv4/{{ k.block }}"
+{%- for h in k.includes() %}
+#include "dsv4/{{ h }}"
+{%- endfor %}
 
 namespace {
 {%- if k.parts.is_empty() %}
@@ -24,6 +26,9 @@ struct P{{ loop.index0 }} {
 {%- for b in p.buffers %}
     static constexpr uint32_t {{ b.knob() }} = {{ b.bytes() }};
 {%- endfor %}
+{%- if k.runs_together() %}
+    using Block = dsv4::{{ p.class }}<P{{ loop.index0 }}>;
+{%- endif %}
 };
 {%- endfor %}
 {%- endif %}

@@ -27,31 +27,15 @@
 //! A stage may also offer to take the launch before it as its prologue ([`Prologue`], e.g.
 //! hc_post the bf16 rows o_proj sums at TP 1): the two run as one kernel when the producer's
 //! launch directly precedes the consumer's and no other step binds what it hands over.
+//!
+//! Last, independent vector launches that spread over any blocks run together in one launch,
+//! side by side or in turn (`super::together`).
 
+pub use super::Decision;
 use super::gemm::group;
-use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Prologue, Step};
+use super::together::together;
+use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Prologue, Step, binds};
 use crate::chip::Chip;
-
-/// A launch joining an earlier one, or why it does not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Step `later` (a matmul) joins the group of step `first`.
-    Joins { first: usize, later: usize },
-    /// Step `later` stays: `why`.
-    Stays {
-        first: usize,
-        later: usize,
-        why: String,
-    },
-    /// Kernel `consumer`'s launch takes `producer`'s before it as its prologue.
-    Takes { producer: String, consumer: String },
-    /// The offer of `consumer` to take `producer` is declined: `why`.
-    Declines {
-        producer: String,
-        consumer: String,
-        why: String,
-    },
-}
 
 /// `plan` with its groupable launches merged, and every decision taken on the way (for
 /// tests and for people reading why a launch stayed alone).
@@ -94,6 +78,7 @@ pub fn fuse(plan: KernelPlan, chip: &Chip) -> (KernelPlan, Vec<Decision>) {
     }
     let plan = merge(plan, &groups, chip);
     let plan = prologues(plan, &mut decisions);
+    let plan = together(plan, chip, &mut decisions);
     (plan, decisions)
 }
 
@@ -170,17 +155,7 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
         plan.workspaces.retain(|w| w.name != input);
         decisions.push(Decision::Takes { producer, consumer });
     }
-    drop_unused_kernels(plan)
-}
-
-/// Whether `step` binds tensor `name`.
-fn binds(step: &Step, name: &str) -> bool {
-    match step {
-        Step::Launch(l) => l.args.contains(&name),
-        Step::GroupAllToAll { src, dst, .. } | Step::TokenScatter { src, dst } => {
-            *src == name || *dst == name
-        }
-    }
+    plan.without_unused_kernels()
 }
 
 /// Why step `later` cannot join the group `members` (led by `first`).
@@ -288,19 +263,7 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan
         i += 1;
         !drop[i - 1]
     });
-    drop_unused_kernels(plan)
-}
-
-/// `plan` without the kernels no launch uses any more (their files go with them).
-fn drop_unused_kernels(mut plan: KernelPlan) -> KernelPlan {
-    let used = |k: &Kernel| {
-        plan.steps
-            .iter()
-            .any(|s| matches!(s, Step::Launch(l) if l.kernel == k.name))
-    };
-    let kernels = std::mem::take(&mut plan.kernels);
-    plan.kernels = kernels.into_iter().filter(|k| used(k)).collect();
-    plan
+    plan.without_unused_kernels()
 }
 
 #[cfg(test)]

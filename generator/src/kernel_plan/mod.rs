@@ -14,6 +14,7 @@
 
 pub mod fuse;
 pub mod gemm;
+mod together;
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -24,6 +25,9 @@ use abi::{DType, Dim, Dir, Placement};
 use crate::budget::{self, Buffer};
 use crate::chip::{Chip, Mem};
 use crate::plan::{Plan, TensorPlan};
+
+/// The building block that runs independent kernels in one launch (`together`).
+pub const TOGETHER: &str = "together.h";
 
 /// A compile-time constant of a kernel specialisation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,6 +98,25 @@ impl Kernel {
         }
     }
 
+    /// Whether this kernel runs independent kernels together ([`TOGETHER`]): each part's
+    /// parameter struct then names its class.
+    pub fn runs_together(&self) -> bool {
+        self.block == TOGETHER
+    }
+
+    /// The building blocks its file includes: its own, and a together kernel's parts'.
+    pub fn includes(&self) -> Vec<&'static str> {
+        let mut headers = vec![self.block];
+        if self.runs_together() {
+            for p in &self.parts {
+                if !headers.contains(&p.block) {
+                    headers.push(p.block);
+                }
+            }
+        }
+        headers
+    }
+
     /// What a block of this kernel holds of `mem`: its buffers, or a fused kernel's
     /// largest part (a block runs its parts one after another, each on its own TPipe).
     pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
@@ -134,6 +157,66 @@ pub struct KernelPlan {
     pub matmuls: Vec<MatmulOrigin>,
     /// Launches offered to run the launch before them as their prologue (for fusion).
     pub prologues: Vec<Prologue>,
+    /// Vector kernels whose work spreads over however many blocks their launch has (at least
+    /// those they were planned on), with no per-block workspace: the fusion pass may run
+    /// several together in one launch (for fusion).
+    pub spreads: Vec<String>,
+    /// The layer's read-only inputs: no kernel writes them, so launches that share only
+    /// these are independent (for fusion).
+    pub read_only: Vec<&'static str>,
+}
+
+impl KernelPlan {
+    /// The plan without the kernels no launch uses any more (their files go with them).
+    pub(crate) fn without_unused_kernels(mut self) -> KernelPlan {
+        let used = |k: &Kernel| {
+            self.steps
+                .iter()
+                .any(|s| matches!(s, Step::Launch(l) if l.kernel == k.name))
+        };
+        let kernels = std::mem::take(&mut self.kernels);
+        self.kernels = kernels.into_iter().filter(|k| used(k)).collect();
+        self
+    }
+}
+
+/// Whether `step` binds tensor `name`.
+pub(crate) fn binds(step: &Step, name: &str) -> bool {
+    match step {
+        Step::Launch(l) => l.args.contains(&name),
+        Step::GroupAllToAll { src, dst, .. } | Step::TokenScatter { src, dst } => {
+            *src == name || *dst == name
+        }
+    }
+}
+
+/// A fusion decision (`fuse`): a launch joining an earlier one, or why it does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Step `later` (a matmul) joins the group of step `first`.
+    Joins { first: usize, later: usize },
+    /// Step `later` stays: `why`.
+    Stays {
+        first: usize,
+        later: usize,
+        why: String,
+    },
+    /// Kernel `consumer`'s launch takes `producer`'s before it as its prologue.
+    Takes { producer: String, consumer: String },
+    /// The offer of `consumer` to take `producer` is declined: `why`.
+    Declines {
+        producer: String,
+        consumer: String,
+        why: String,
+    },
+    /// Step `later` (a spreading vector launch) runs together with step `first`'s.
+    Together { first: usize, later: usize },
+    /// Step `later` does not join step `first`'s run together: `why`.
+    Apart {
+        first: usize,
+        later: usize,
+        why: String,
+    },
 }
 
 /// A consumer stage's offer to take the launch before it as its prologue: the fusion pass
@@ -192,10 +275,14 @@ pub struct Builder<'p> {
 
 impl<'p> Builder<'p> {
     pub fn new(plan: &'p Plan) -> Self {
+        let inputs = plan.tensors.iter().filter(|t| t.dir == Dir::In);
         Builder {
             plan,
             stage: "",
-            out: KernelPlan::default(),
+            out: KernelPlan {
+                read_only: inputs.map(|t| t.name).collect(),
+                ..KernelPlan::default()
+            },
         }
     }
 
@@ -249,6 +336,15 @@ impl<'p> Builder<'p> {
         })?;
         let k = self.out.kernels.iter().find(|k| k.name == l.kernel)?;
         Some((l, k))
+    }
+
+    /// Declares that `kernel` (a vector kernel) spreads its work over any number of blocks
+    /// at least those of its launch and keeps nothing per block in GM, so it may run
+    /// together with others.
+    pub fn spreads(&mut self, kernel: &str) {
+        if !self.out.spreads.iter().any(|k| k == kernel) {
+            self.out.spreads.push(kernel.into());
+        }
     }
 
     /// Offers a prologue to the fusion pass.

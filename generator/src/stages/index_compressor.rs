@@ -95,8 +95,10 @@ impl Kind for IndexCompressor {
         if gemm::launch(b, tiles, &hadamard, ["idx_rows", "hadamard_idx", "idx_kf"]).is_none() {
             return;
         }
+        let write = key_write(c, p.shape.decode_seq);
+        b.spreads(&write.name);
         b.launch(
-            key_write(c, p.shape.decode_seq),
+            write,
             p.chip.aiv_cores.min(p.shape.b) as u32,
             &[
                 "idx_kf",

@@ -492,7 +492,7 @@ std::string DanglingCrossCoreFlags(const Launch& L)
 }
 
 using G = uint8_t*;
-constexpr size_t kMaxArgs = 32;
+constexpr size_t kMaxArgs = 64; // fused kernels take their parts' arguments together
 
 template <size_t... I>
 void CallWith(void* fn, G* a, std::index_sequence<I...>)

@@ -68,15 +68,26 @@ pub fn peaks(st: &LaunchStats) -> [(Mem, u64); 5] {
 }
 
 /// Every launch's peak use of each on-chip memory is exactly its kernel's budget: the
-/// kernel allocates what the plan passed it, no more and nothing besides.
+/// kernel allocates what the plan passed it, no more and nothing besides. A kernel that runs
+/// other stages' kernels together with this one's (`together.h`) stays within its budget: a
+/// stage run hands those parts poisoned inputs, with which they may set up only some of
+/// their buffers.
 pub fn check_peaks(name: &str, stats: &[(String, LaunchStats)]) {
     for (kernel, st) in stats {
+        let together = planned(name)
+            .kernels
+            .kernels
+            .iter()
+            .any(|k| k.name == *kernel && k.runs_together());
         for (mem, peak) in peaks(st) {
             let budget = budget(name, kernel, mem) as u64;
-            assert_eq!(
-                peak, budget,
-                "{name}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B"
-            );
+            let what =
+                format!("{name}: {kernel} uses {peak} B of {mem}, the plan budgets {budget} B");
+            if together {
+                assert!(peak <= budget, "{what}");
+            } else {
+                assert_eq!(peak, budget, "{what}");
+            }
         }
     }
 }

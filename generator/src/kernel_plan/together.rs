@@ -1,0 +1,426 @@
+//! Launches together, the fusion pass's last merge (`super::fuse`): vector kernels whose
+//! stages declared that their work spreads over any number of blocks
+//! ([`KernelPlan::spreads`]) run in one launch (`dsv4/together.h`) when none binds a tensor
+//! another writes: a launch and its gap fewer per part but the first. A later launch joins
+//! an earlier one's run when it can move up to it: only launches lie between them, and
+//! neither those nor the run's parts bind any tensor it binds but the layer's read-only
+//! inputs ([`KernelPlan::read_only`]). Where the parts' blocks fit the vector cores
+//! together, each runs side by side with the others on blocks of its own, as many as its
+//! own launch had (the launch takes as long as its longest part); otherwise they run in
+//! turn on the most blocks any part had. The launch serves every part's stage and binds
+//! the parts' arguments in order.
+
+use sha2::{Digest, Sha256};
+
+use super::{Cores, Decision, Kernel, KernelPlan, Launch, Step, TOGETHER, Value, binds};
+use super::{intern, intern_list};
+use crate::chip::Chip;
+
+/// Parts of one launch at most (in turn, each waits for the one before it on its blocks).
+const MOST: usize = 4;
+
+/// GM arguments of a launch at most, beside workspace and tiling (the sim dispatches
+/// kernels of up to 64).
+const MOST_ARGS: usize = 62;
+
+/// Names longer than this would not make a file name with room to spare: a longer run is
+/// named by its part count and a digest of its parts' names.
+const MAX_NAME: usize = 160;
+
+/// `plan` with its runs of independent spreading vector launches merged on `chip`, each
+/// decision (by step index as the pass found the plan) added to `decisions`.
+pub(super) fn together(plan: KernelPlan, chip: &Chip, decisions: &mut Vec<Decision>) -> KernelPlan {
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    let mut taken = vec![false; plan.steps.len()];
+    for first in 0..plan.steps.len() {
+        if taken[first] || spreading(&plan, first).is_none() {
+            continue;
+        }
+        let mut members = vec![first];
+        for later in first + 1..plan.steps.len() {
+            if members.len() == MOST || !matches!(plan.steps[later], Step::Launch(_)) {
+                break; // nothing moves past a collective
+            }
+            let Some(l2) = spreading(&plan, later).filter(|_| !taken[later]) else {
+                continue;
+            };
+            match why_apart(&plan, &members, &taken, later, l2) {
+                None => {
+                    decisions.push(Decision::Together { first, later });
+                    members.push(later);
+                }
+                Some(why) => decisions.push(Decision::Apart { first, later, why }),
+            }
+        }
+        if members.len() > 1 {
+            for &m in &members {
+                taken[m] = true;
+            }
+            runs.push(members);
+        }
+    }
+    merge(plan, &runs, chip)
+}
+
+/// Step `i`'s launch, if its kernel is a single vector kernel that spreads.
+fn spreading(plan: &KernelPlan, i: usize) -> Option<&Launch> {
+    let Step::Launch(l) = &plan.steps[i] else {
+        return None;
+    };
+    let k = plan.kernels.iter().find(|k| k.name == l.kernel)?;
+    let spreads = plan.spreads.contains(&k.name);
+    (spreads && l.cores == Cores::Aiv && k.parts.is_empty()).then_some(l)
+}
+
+/// Why step `later` cannot join the run `members` (the steps `taken` by earlier runs run
+/// before it).
+fn why_apart(
+    plan: &KernelPlan,
+    members: &[usize],
+    taken: &[bool],
+    later: usize,
+    l: &Launch,
+) -> Option<String> {
+    let shared = |s: usize| {
+        l.args
+            .iter()
+            .find(|t| !plan.read_only.contains(t) && binds(&plan.steps[s], t))
+    };
+    let args = |s: usize| match &plan.steps[s] {
+        Step::Launch(m) => m.args.len(),
+        _ => 0,
+    };
+    let total: usize = members.iter().map(|&m| args(m)).sum::<usize>() + l.args.len();
+    if total > MOST_ARGS {
+        return Some(format!(
+            "the run would take {total} GM arguments, more than {MOST_ARGS}"
+        ));
+    }
+    if let Some((m, t)) = members.iter().find_map(|&m| Some((m, shared(m)?))) {
+        return Some(format!("step {m} of the run binds its {t}"));
+    }
+    let between = (members[0] + 1..later).filter(|&s| !members.contains(&s) && !taken[s]);
+    between.map(|s| (s, shared(s))).find_map(|(s, t)| {
+        let Step::Launch(b) = &plan.steps[s] else {
+            unreachable!("runs stop at collectives")
+        };
+        Some(format!(
+            "step {s} ({}) binds its {} and runs between them",
+            b.kernel, t?
+        ))
+    })
+}
+
+/// `plan` with each run's launches replaced by one launch at its first's place.
+fn merge(mut plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
+    let mut drop = vec![false; plan.steps.len()];
+    for members in runs {
+        let parts: Vec<(&Launch, &Kernel)> = members
+            .iter()
+            .map(|&m| {
+                let l = spreading(&plan, m).expect("members are spreading launches");
+                (l, plan.kernels.iter().find(|k| k.name == l.kernel).unwrap())
+            })
+            .collect();
+        let blocks: Vec<u32> = parts.iter().map(|(l, _)| l.block_dim).collect();
+        let beside = blocks.iter().sum::<u32>() <= chip.aiv_cores as u32;
+        let kernel = kernel(&parts, beside);
+        let stage = parts[0].0.stage;
+        let mut also: Vec<&str> = Vec::new();
+        for (l, _) in &parts {
+            for s in std::iter::once(&l.stage).chain(l.also) {
+                if *s != stage && !also.contains(s) {
+                    also.push(s);
+                }
+            }
+        }
+        let args: Vec<&str> = parts
+            .iter()
+            .flat_map(|(l, _)| l.args.iter().copied())
+            .collect();
+        let launch = Launch {
+            stage,
+            kernel: intern(&kernel.name),
+            cores: Cores::Aiv,
+            block_dim: if beside {
+                blocks.iter().sum()
+            } else {
+                blocks.iter().copied().max().unwrap_or(1)
+            },
+            args: intern_list(&args),
+            also: intern_list(&also),
+        };
+        plan.steps[members[0]] = Step::Launch(launch);
+        for &m in &members[1..] {
+            drop[m] = true;
+        }
+        if !plan.kernels.iter().any(|k| k.name == kernel.name) {
+            plan.kernels.push(kernel);
+        }
+    }
+    let mut i = 0;
+    plan.steps.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
+    plan.without_unused_kernels()
+}
+
+/// The kernel of `parts` together, side by side (`beside`, each on its launch's count of
+/// blocks) or in turn: each part's kernel with its argument count (and its blocks), its GM
+/// arguments named after their part.
+fn kernel(parts: &[(&Launch, &Kernel)], beside: bool) -> Kernel {
+    let names: Vec<&str> = parts.iter().map(|(_, k)| k.name.as_str()).collect();
+    // side by side, a part's blocks are part of what the kernel is specialised on
+    let named: Vec<String> = parts
+        .iter()
+        .map(|(l, k)| match beside {
+            true => format!("{}_on{}", k.name, l.block_dim),
+            false => k.name.clone(),
+        })
+        .collect();
+    let how = if beside { "beside" } else { "in_turn" };
+    let joined = format!("{how}_{}", named.join("__"));
+    let name = if joined.len() <= MAX_NAME {
+        joined
+    } else {
+        let mut h = Sha256::new();
+        for n in &named {
+            h.update(n.as_bytes());
+            h.update([0]);
+        }
+        let digest: String = h.finalize()[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{how}{}_{digest}", parts.len())
+    };
+    let args = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, k))| k.args.iter().map(move |a| intern(&format!("p{i}_{a}"))))
+        .collect();
+    Kernel {
+        name,
+        doc: format!(
+            "{} independent vector kernels {}: {}",
+            parts.len(),
+            if beside {
+                "side by side, each on blocks of its own"
+            } else {
+                "in turn on every block"
+            },
+            names.join(", ")
+        ),
+        block: TOGETHER,
+        class: "Together",
+        cores: Cores::Aiv,
+        params: Vec::new(),
+        args,
+        buffers: Vec::new(),
+        parts: parts
+            .iter()
+            .scan(0, |base, (l, k)| {
+                let mut part = (*k).clone();
+                part.params.push(("ARGS", Value::u32(k.args.len())));
+                if beside {
+                    part.params.push(("BLOCK_BASE", Value::U32(*base)));
+                    part.params.push(("BLOCKS", Value::U32(l.block_dim)));
+                    *base += l.block_dim;
+                }
+                Some(part)
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chip;
+
+    fn chip() -> &'static Chip {
+        chip::find("910b").unwrap()
+    }
+
+    /// A vector kernel taking `args`.
+    fn vector(name: &str, args: &[&'static str]) -> Kernel {
+        Kernel {
+            name: name.into(),
+            doc: String::new(),
+            block: "compressor.h",
+            class: "Compressor",
+            cores: Cores::Aiv,
+            params: vec![("HD", Value::U32(128))],
+            args: args.to_vec(),
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    fn launch(stage: &'static str, k: &Kernel, blocks: u32, args: &[&str]) -> Step {
+        Step::Launch(Launch {
+            stage,
+            kernel: intern(&k.name),
+            cores: k.cores,
+            block_dim: blocks,
+            args: intern_list(args),
+            also: &[],
+        })
+    }
+
+    /// `steps` of `kernels`, those named in `spreads` spreading; `cos` is read-only.
+    fn plan(kernels: &[&Kernel], spreads: &[&str], steps: Vec<Step>) -> KernelPlan {
+        KernelPlan {
+            kernels: kernels.iter().map(|k| (*k).clone()).collect(),
+            steps,
+            spreads: spreads.iter().map(|s| s.to_string()).collect(),
+            read_only: vec!["cos"],
+            ..KernelPlan::default()
+        }
+    }
+
+    fn run(p: KernelPlan) -> (KernelPlan, Vec<Decision>) {
+        let mut decisions = Vec::new();
+        let p = together(p, chip(), &mut decisions);
+        (p, decisions)
+    }
+
+    fn param(k: &Kernel, name: &str) -> Option<Value> {
+        k.param(name)
+    }
+
+    #[test]
+    fn independent_launches_run_side_by_side_where_their_blocks_fit() {
+        let (quant, proj, finish) = (
+            vector("quant", &["x", "q"]),
+            vector("proj", &["q", "acc"]),
+            vector("finish", &["kv", "cos", "pool"]),
+        );
+        let p = plan(
+            &[&quant, &proj, &finish],
+            &["quant", "finish"],
+            vec![
+                launch("qkv", &quant, 1, &["x", "q"]),
+                launch("qkv", &proj, 24, &["q", "acc"]),
+                launch("insert", &finish, 8, &["kv", "cos", "pool"]),
+            ],
+        );
+        let (p, decisions) = run(p);
+        assert_eq!(decisions, [Decision::Together { first: 0, later: 2 }]);
+        assert_eq!(p.steps.len(), 2, "the later launch moved up to the first");
+        let Step::Launch(l) = &p.steps[0] else {
+            panic!()
+        };
+        assert_eq!(l.args, ["x", "q", "kv", "cos", "pool"]);
+        assert_eq!((l.block_dim, l.stage, l.also), (9, "qkv", &["insert"][..]));
+        let k = p.kernels.iter().find(|k| k.name == l.kernel).unwrap();
+        assert_eq!(
+            (k.class, k.block, k.cores),
+            ("Together", TOGETHER, Cores::Aiv)
+        );
+        assert_eq!(k.name, "beside_quant_on1__finish_on8");
+        assert_eq!(k.args, ["p0_x", "p0_q", "p1_kv", "p1_cos", "p1_pool"]);
+        let ranges: Vec<_> = k
+            .parts
+            .iter()
+            .map(|p| (param(p, "ARGS"), param(p, "BLOCK_BASE"), param(p, "BLOCKS")))
+            .collect();
+        let u = |v| Some(Value::U32(v));
+        assert_eq!(ranges, [(u(2), u(0), u(1)), (u(3), u(1), u(8))]);
+        assert_eq!(k.includes(), ["together.h", "compressor.h"]);
+        // the parts' own kernels are no longer launched, the other one still is
+        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["proj", k.name.as_str()]);
+    }
+
+    #[test]
+    fn launches_that_do_not_fit_the_vector_cores_together_run_in_turn() {
+        let (a, b) = (vector("a", &["x", "y"]), vector("b", &["cos", "z"]));
+        let p = plan(
+            &[&a, &b],
+            &["a", "b"],
+            vec![
+                launch("s", &a, 40, &["x", "y"]),
+                launch("s", &b, 16, &["cos", "z"]),
+            ],
+        );
+        let (p, _) = run(p);
+        let Step::Launch(l) = &p.steps[0] else {
+            panic!()
+        };
+        assert_eq!(l.block_dim, 40, "the most blocks any part had");
+        let k = p.kernels.iter().find(|k| k.name == l.kernel).unwrap();
+        assert_eq!(k.name, "in_turn_a__b");
+        assert!(k.parts.iter().all(|p| param(p, "BLOCKS").is_none()));
+    }
+
+    #[test]
+    fn what_stays_apart_and_why() {
+        let write = vector("write", &["x", "t"]);
+        let read = vector("read", &["t", "u"]);
+        let other = vector("other", &["v", "w"]);
+        let between = vector("between", &["w", "out"]);
+        let lone = vector("lone", &["p", "q"]);
+        let steps = vec![
+            launch("s", &write, 4, &["x", "t"]),
+            launch("s", &read, 4, &["t", "u"]),
+            launch("s", &between, 4, &["w", "out"]),
+            launch("s", &other, 4, &["v", "w"]),
+            launch("s", &lone, 4, &["p", "q"]),
+            Step::TokenScatter { src: "q", dst: "r" },
+            launch("s", &lone, 4, &["p", "q"]),
+        ];
+        let p = plan(
+            &[&write, &read, &other, &between, &lone],
+            &["write", "read", "other"],
+            steps,
+        );
+        let (p, decisions) = run(p);
+        let why = |first, later| {
+            decisions.iter().find_map(|d| match d {
+                Decision::Apart {
+                    first: f,
+                    later: l,
+                    why,
+                } if (*f, *l) == (first, later) => Some(why.as_str()),
+                _ => None,
+            })
+        };
+        // what the run writes; a tensor a launch between them binds
+        assert_eq!(why(0, 1), Some("step 0 of the run binds its t"));
+        assert_eq!(
+            why(0, 3),
+            Some("step 2 (between) binds its w and runs between them")
+        );
+        // a kernel that does not spread is no candidate; nothing moves past a collective
+        assert!(
+            decisions
+                .iter()
+                .all(|d| !matches!(d, Decision::Together { .. }))
+        );
+        assert_eq!(p.steps.len(), 7);
+    }
+
+    #[test]
+    fn a_run_takes_no_more_arguments_than_a_launch_can() {
+        let wide: Vec<&'static str> = (0..40).map(|i| &*format!("a{i}").leak()).collect();
+        let other: Vec<&'static str> = (0..40).map(|i| &*format!("b{i}").leak()).collect();
+        let (a, b) = (vector("a", &wide), vector("b", &other));
+        let p = plan(
+            &[&a, &b],
+            &["a", "b"],
+            vec![launch("s", &a, 4, &wide), launch("s", &b, 4, &other)],
+        );
+        let (p, decisions) = run(p);
+        assert_eq!(
+            decisions,
+            [Decision::Apart {
+                first: 0,
+                later: 1,
+                why: "the run would take 80 GM arguments, more than 62".into()
+            }]
+        );
+        assert_eq!(p.steps.len(), 2);
+    }
+}
