@@ -212,8 +212,8 @@ fn matmul(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
 }
 
 /// `plan` with each group's launches replaced by one group launch at its first's place.
-fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan {
-    let mut drop = vec![false; plan.steps.len()];
+fn merge(plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan {
+    let mut merges = Vec::new();
     for members in groups {
         let mut parts: Vec<(&Launch, &Kernel)> = members
             .iter()
@@ -250,20 +250,9 @@ fn merge(mut plan: KernelPlan, groups: &[Vec<usize>], chip: &Chip) -> KernelPlan
             args: super::intern_list(&args),
             also: super::intern_list(&also),
         };
-        plan.steps[members[0]] = Step::Launch(launch);
-        for &m in &members[1..] {
-            drop[m] = true;
-        }
-        if !plan.kernels.iter().any(|k| k.name == kernel.name) {
-            plan.kernels.push(kernel);
-        }
+        merges.push((members.clone(), launch, kernel));
     }
-    let mut i = 0;
-    plan.steps.retain(|_| {
-        i += 1;
-        !drop[i - 1]
-    });
-    plan.without_unused_kernels()
+    plan.with_merged(merges)
 }
 
 #[cfg(test)]

@@ -167,6 +167,27 @@ pub struct KernelPlan {
 }
 
 impl KernelPlan {
+    /// The plan with each of `merges` (the steps it replaces, the launch and its kernel) in
+    /// place of its steps, at the first's place.
+    pub(crate) fn with_merged(mut self, merges: Vec<(Vec<usize>, Launch, Kernel)>) -> KernelPlan {
+        let mut drop = vec![false; self.steps.len()];
+        for (members, launch, kernel) in merges {
+            self.steps[members[0]] = Step::Launch(launch);
+            for &m in &members[1..] {
+                drop[m] = true;
+            }
+            if !self.kernels.iter().any(|k| k.name == kernel.name) {
+                self.kernels.push(kernel);
+            }
+        }
+        let mut i = 0;
+        self.steps.retain(|_| {
+            i += 1;
+            !drop[i - 1]
+        });
+        self.without_unused_kernels()
+    }
+
     /// The plan without the kernels no launch uses any more (their files go with them).
     pub(crate) fn without_unused_kernels(mut self) -> KernelPlan {
         let used = |k: &Kernel| {

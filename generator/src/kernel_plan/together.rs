@@ -112,8 +112,8 @@ fn why_apart(
 }
 
 /// `plan` with each run's launches replaced by one launch at its first's place.
-fn merge(mut plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
-    let mut drop = vec![false; plan.steps.len()];
+fn merge(plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
+    let mut merges = Vec::new();
     for members in runs {
         let parts: Vec<(&Launch, &Kernel)> = members
             .iter()
@@ -150,20 +150,9 @@ fn merge(mut plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
             args: intern_list(&args),
             also: intern_list(&also),
         };
-        plan.steps[members[0]] = Step::Launch(launch);
-        for &m in &members[1..] {
-            drop[m] = true;
-        }
-        if !plan.kernels.iter().any(|k| k.name == kernel.name) {
-            plan.kernels.push(kernel);
-        }
+        merges.push((members.clone(), launch, kernel));
     }
-    let mut i = 0;
-    plan.steps.retain(|_| {
-        i += 1;
-        !drop[i - 1]
-    });
-    plan.without_unused_kernels()
+    plan.with_merged(merges)
 }
 
 /// The kernel of `parts` together, side by side (`beside`, each on its launch's count of
