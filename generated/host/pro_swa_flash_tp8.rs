@@ -101,7 +101,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n1536_s2_r64", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "qkv_q_latent_quant_ql1536_t4_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n65536_k1536_tile16x128x256_split64x1536x2816_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "matmul_bf16_kn_n512_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n512_s2_r64", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "attn_window_h128_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o"] },
@@ -113,7 +112,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g2_r512_n7168_c3584_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp8_n7168_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "positions", "slots", "kv_cache"] },
+    Kernel { name: "in_turn_qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions__qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_positions", "p0_q", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_positions", "p1_slots", "p1_kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -126,10 +125,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1536_s2_r64", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1536_t4_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n65536_k1536_tile16x128x256_split64x1536x2816_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k7168_tile16x128x128_split64x3584x128_tail16_bufs2x2_parts_r64", cores: plan::Cores::Aic, block_dim: 8, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r64", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, block_dim: 32, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h128_hd512_rd64_g8_eps1em6_positions__qkv_kv_finish_hd512_rd64_t2_eps1em6_positions_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_h128_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h128_d512_r64_hpg8_tpad64_ht16_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 512 },

@@ -101,7 +101,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n256_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n16384_k256_tile64x128x256_split128x256x768_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "qkv_q_heads_h32_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "matmul_bf16_kn_n512_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "attn_window_h32_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o"] },
@@ -110,8 +109,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n256_s5_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g2_r128_k256_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
     Kernel { name: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "in_turn_qkv_q_heads_h32_hd512_rd64_g8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -124,10 +123,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n256_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql256_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_tile64x128x256_split128x256x768_bufs4x2", cores: plan::Cores::Aic, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, block_dim: 8, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h32_hd512_rd64_g8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_h32_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h32_d512_r64_hpg16_tpad128_ht16", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1664x128_bufs2x2_parts_r128", cores: plan::Cores::Aic, block_dim: 20, args: &["o_packed_heads", "wo_a", "k_partials"], also: &[] }),

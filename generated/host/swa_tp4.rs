@@ -101,7 +101,6 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "k_slice_sum_n1024_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
     Kernel { name: "matmul_i8_kn_n32768_k1024_tile64x64x512_split128x1024x1408_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "qkv_q_heads_h64_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "matmul_bf16_kn_n512_k4096_tile64x32x128_split128x2048x64_tail80_bufs2x2_parts_r128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "attn_window_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o"] },
@@ -113,7 +112,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g2_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp4_n4096_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "slots", "kv_cache"] },
+    Kernel { name: "in_turn_qkv_q_heads_h64_hd512_rd64_g8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -126,10 +125,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n1024_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql1024_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n32768_k1024_tile64x64x512_split128x1024x1408_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_hd512_rd64_g8_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n512_k4096_tile64x32x128_split128x2048x64_tail80_bufs2x2_parts_r128", cores: plan::Cores::Aic, block_dim: 16, args: &["x_normed", "wkv", "k_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials", "kv_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h64_hd512_rd64_g8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_h64_d512_w128_s8_bs32_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h64_d512_r64_hpg8_tpad128_ht16", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 128, dst_slab_rows: 512 },

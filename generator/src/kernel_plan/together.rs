@@ -2,9 +2,10 @@
 //! stages declared that their work spreads over any number of blocks
 //! ([`KernelPlan::spreads`]) run in one launch (`dsv4/together.h`) when none binds a tensor
 //! another writes: a launch and its gap fewer per part but the first. A later launch joins
-//! an earlier one's run when it can move up to it: only launches lie between them, and
-//! neither those nor the run's parts bind any tensor it binds but the layer's read-only
-//! inputs ([`KernelPlan::read_only`]). Where the parts' blocks fit the vector cores
+//! an earlier one's run when only launches lie between them, the run's parts bind no tensor
+//! it binds but the layer's read-only inputs ([`KernelPlan::read_only`]), and it can move
+//! up to the run or the run down to it: none of the launches between binds a tensor of the
+//! one that moves but those inputs. Where the parts' blocks fit the vector cores
 //! together, each runs side by side with the others on blocks of its own, as many as its
 //! own launch had (the launch takes as long as its longest part); otherwise they run in
 //! turn on the most blocks any part had. The launch serves every part's stage and binds
@@ -28,38 +29,99 @@ const MOST_ARGS: usize = 62;
 const MAX_NAME: usize = 160;
 
 /// `plan` with its runs of independent spreading vector launches merged on `chip`, each
-/// decision (by step index as the pass found the plan) added to `decisions`.
-pub(super) fn together(plan: KernelPlan, chip: &Chip, decisions: &mut Vec<Decision>) -> KernelPlan {
-    let mut runs: Vec<Vec<usize>> = Vec::new();
-    let mut taken = vec![false; plan.steps.len()];
-    for first in 0..plan.steps.len() {
-        if taken[first] || spreading(&plan, first).is_none() {
-            continue;
-        }
-        let mut members = vec![first];
-        for later in first + 1..plan.steps.len() {
-            if members.len() == MOST || !matches!(plan.steps[later], Step::Launch(_)) {
-                break; // nothing moves past a collective
+/// decision (by step index in the plan as the runs merged before it left it) added to
+/// `decisions`.
+pub(super) fn together(
+    mut plan: KernelPlan,
+    chip: &Chip,
+    decisions: &mut Vec<Decision>,
+) -> KernelPlan {
+    let mut first = 0;
+    while first < plan.steps.len() {
+        match run(&plan, first, decisions) {
+            Some((members, at)) => {
+                plan = merge(plan, &members, at, chip);
+                // the merged launch is at `at` less the members that were before it
+                first = at + 1 - members.iter().filter(|&&m| m < at).count();
             }
-            let Some(l2) = spreading(&plan, later).filter(|_| !taken[later]) else {
-                continue;
-            };
-            match why_apart(&plan, &members, &taken, later, l2) {
-                None => {
-                    decisions.push(Decision::Together { first, later });
-                    members.push(later);
-                }
-                Some(why) => decisions.push(Decision::Apart { first, later, why }),
-            }
-        }
-        if members.len() > 1 {
-            for &m in &members {
-                taken[m] = true;
-            }
-            runs.push(members);
+            None => first += 1,
         }
     }
-    merge(plan, &runs, chip)
+    plan
+}
+
+/// The run that step `first` leads, if any: its members in plan order and the step where
+/// they meet. A later launch joins by moving up to the run, or the run moves down to it,
+/// past launches that bind no tensor of theirs but the read-only inputs.
+fn run(
+    plan: &KernelPlan,
+    first: usize,
+    decisions: &mut Vec<Decision>,
+) -> Option<(Vec<usize>, usize)> {
+    spreading(plan, first)?;
+    let (mut members, mut at) = (vec![first], first);
+    for later in first + 1..plan.steps.len() {
+        if members.len() == MOST || !matches!(plan.steps[later], Step::Launch(_)) {
+            break; // nothing moves past a collective
+        }
+        let Some(l) = spreading(plan, later) else {
+            continue;
+        };
+        let shared = |s: usize, with: &Launch| {
+            with.args
+                .iter()
+                .find(|t| !plan.read_only.contains(t) && binds(&plan.steps[s], t))
+                .copied()
+        };
+        let between: Vec<usize> = (at + 1..later).filter(|s| !members.contains(s)).collect();
+        let up = between.iter().find_map(|&s| Some((s, shared(s, l)?)));
+        let down = || {
+            between.iter().find_map(|&s| {
+                let t = members.iter().find_map(|&m| shared(s, launch(plan, m)))?;
+                Some((s, t))
+            })
+        };
+        let args: usize = members.iter().map(|&m| launch(plan, m).args.len()).sum();
+        let why = if args + l.args.len() > MOST_ARGS {
+            Some(format!(
+                "the run would take {} GM arguments, more than {MOST_ARGS}",
+                args + l.args.len()
+            ))
+        } else if let Some((m, t)) = members.iter().find_map(|&m| Some((m, shared(m, l)?))) {
+            Some(format!("step {m} of the run binds its {t}"))
+        } else if let Some((s, t)) = up {
+            match down() {
+                Some((s2, t2)) => {
+                    let (k, k2) = (launch(plan, s).kernel, launch(plan, s2).kernel);
+                    Some(format!(
+                        "step {s} ({k}) binds its {t} and step {s2} ({k2}) the run's {t2}, between them"
+                    ))
+                }
+                None => {
+                    at = later; // the run moves down
+                    None
+                }
+            }
+        } else {
+            None // it moves up
+        };
+        match why {
+            None => {
+                decisions.push(Decision::Together { first, later });
+                members.push(later);
+            }
+            Some(why) => decisions.push(Decision::Apart { first, later, why }),
+        }
+    }
+    (members.len() > 1).then_some((members, at))
+}
+
+/// Step `i`'s launch (a launch it must be).
+fn launch(plan: &KernelPlan, i: usize) -> &Launch {
+    match &plan.steps[i] {
+        Step::Launch(l) => l,
+        _ => unreachable!("step {i} is a launch"),
+    }
 }
 
 /// Step `i`'s launch, if its kernel is a single vector kernel that spreads.
@@ -72,49 +134,9 @@ fn spreading(plan: &KernelPlan, i: usize) -> Option<&Launch> {
     (spreads && l.cores == Cores::Aiv && k.parts.is_empty()).then_some(l)
 }
 
-/// Why step `later` cannot join the run `members` (the steps `taken` by earlier runs run
-/// before it).
-fn why_apart(
-    plan: &KernelPlan,
-    members: &[usize],
-    taken: &[bool],
-    later: usize,
-    l: &Launch,
-) -> Option<String> {
-    let shared = |s: usize| {
-        l.args
-            .iter()
-            .find(|t| !plan.read_only.contains(t) && binds(&plan.steps[s], t))
-    };
-    let args = |s: usize| match &plan.steps[s] {
-        Step::Launch(m) => m.args.len(),
-        _ => 0,
-    };
-    let total: usize = members.iter().map(|&m| args(m)).sum::<usize>() + l.args.len();
-    if total > MOST_ARGS {
-        return Some(format!(
-            "the run would take {total} GM arguments, more than {MOST_ARGS}"
-        ));
-    }
-    if let Some((m, t)) = members.iter().find_map(|&m| Some((m, shared(m)?))) {
-        return Some(format!("step {m} of the run binds its {t}"));
-    }
-    let between = (members[0] + 1..later).filter(|&s| !members.contains(&s) && !taken[s]);
-    between.map(|s| (s, shared(s))).find_map(|(s, t)| {
-        let Step::Launch(b) = &plan.steps[s] else {
-            unreachable!("runs stop at collectives")
-        };
-        Some(format!(
-            "step {s} ({}) binds its {} and runs between them",
-            b.kernel, t?
-        ))
-    })
-}
-
-/// `plan` with each run's launches replaced by one launch at its first's place.
-fn merge(plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
-    let mut merges = Vec::new();
-    for members in runs {
+/// `plan` with the run's launches replaced by one launch at step `at`.
+fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelPlan {
+    let merged = {
         let parts: Vec<(&Launch, &Kernel)> = members
             .iter()
             .map(|&m| {
@@ -150,9 +172,11 @@ fn merge(plan: KernelPlan, runs: &[Vec<usize>], chip: &Chip) -> KernelPlan {
             args: intern_list(&args),
             also: intern_list(&also),
         };
-        merges.push((members.clone(), launch, kernel));
-    }
-    plan.with_merged(merges)
+        // with_merged puts the launch where its first listed step was
+        let steps = std::iter::once(at).chain(members.iter().copied().filter(|&m| m != at));
+        (steps.collect(), launch, kernel)
+    };
+    plan.with_merged(vec![merged])
 }
 
 /// The kernel of `parts` together, side by side (`beside`, each on its launch's count of
@@ -324,6 +348,44 @@ mod tests {
     }
 
     #[test]
+    fn a_run_moves_down_to_a_launch_that_cannot_move_up() {
+        // the queries' heads need the projection between them; the key write does not
+        let (keys, proj, heads) = (
+            vector("keys", &["kf", "slots", "cache"]),
+            vector("proj", &["qr", "w", "acc"]),
+            vector("heads", &["acc", "cos", "q"]),
+        );
+        let p = plan(
+            &[&keys, &proj, &heads],
+            &["keys", "heads"],
+            vec![
+                launch("index_compressor", &keys, 4, &["kf", "slots", "cache"]),
+                launch("index_query", &proj, 24, &["qr", "w", "acc"]),
+                launch("index_query", &heads, 32, &["acc", "cos", "q"]),
+            ],
+        );
+        let (p, decisions) = run(p);
+        assert_eq!(decisions, [Decision::Together { first: 0, later: 2 }]);
+        let kernels: Vec<&str> = p
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Launch(l) => l.kernel,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(kernels, ["proj", "beside_keys_on4__heads_on32"]);
+        let Step::Launch(l) = &p.steps[1] else {
+            panic!()
+        };
+        assert_eq!(l.args, ["kf", "slots", "cache", "acc", "cos", "q"]);
+        assert_eq!(
+            (l.stage, l.also, l.block_dim),
+            ("index_compressor", &["index_query"][..], 36)
+        );
+    }
+
+    #[test]
     fn launches_that_do_not_fit_the_vector_cores_together_run_in_turn() {
         let (a, b) = (vector("a", &["x", "y"]), vector("b", &["cos", "z"]));
         let p = plan(
@@ -376,19 +438,21 @@ mod tests {
                 _ => None,
             })
         };
-        // what the run writes; a tensor a launch between them binds
+        // what the run writes
         assert_eq!(why(0, 1), Some("step 0 of the run binds its t"));
+        // a tensor a launch between them binds, and one the run shares with another
         assert_eq!(
             why(0, 3),
-            Some("step 2 (between) binds its w and runs between them")
+            Some("step 2 (between) binds its w and step 1 (read) the run's t, between them")
         );
-        // a kernel that does not spread is no candidate; nothing moves past a collective
-        assert!(
-            decisions
-                .iter()
-                .all(|d| !matches!(d, Decision::Together { .. }))
-        );
-        assert_eq!(p.steps.len(), 7);
+        // the reader moves down past the launch between to the other instead; a kernel that
+        // does not spread is no candidate; nothing moves past a collective
+        let joined: Vec<&Decision> = decisions
+            .iter()
+            .filter(|d| matches!(d, Decision::Together { .. }))
+            .collect();
+        assert_eq!(joined, [&Decision::Together { first: 1, later: 3 }]);
+        assert_eq!(p.steps.len(), 6);
     }
 
     #[test]
