@@ -159,7 +159,7 @@ pub struct KernelPlan {
     pub prologues: Vec<Prologue>,
     /// Vector kernels whose work spreads over however many blocks their launch has (at least
     /// those they were planned on), with no per-block workspace: the fusion pass may run
-    /// several together in one launch (for fusion).
+    /// several together in one launch.
     pub spreads: Vec<String>,
     /// The layer's read-only inputs: no kernel writes them, so launches that share only
     /// these are independent (for fusion).
@@ -230,7 +230,8 @@ pub enum Decision {
         consumer: String,
         why: String,
     },
-    /// Step `later` (a spreading vector launch) runs together with step `first`'s.
+    /// Step `later` (a spreading vector launch) runs together with step `first`'s (steps of
+    /// the plan as the runs merged before left it).
     Together { first: usize, later: usize },
     /// Step `later` does not join step `first`'s run together: `why`.
     Apart {
