@@ -147,15 +147,11 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
             args: super::intern_list(&args),
             also: super::intern_list(&[second.stage]),
         };
-        plan.steps[at - 1] = Step::Launch(launch);
-        plan.steps.remove(at);
-        if !plan.kernels.iter().any(|k| k.name == fused.name) {
-            plan.kernels.push(fused);
-        }
+        plan = plan.with_merged(vec![(vec![at - 1, at], launch, fused)]);
         plan.workspaces.retain(|w| w.name != input);
         decisions.push(Decision::Takes { producer, consumer });
     }
-    plan.without_unused_kernels()
+    plan
 }
 
 /// Why step `later` cannot join the group `members` (led by `first`).

@@ -360,9 +360,17 @@ impl<'p> Builder<'p> {
         Some((l, k))
     }
 
-    /// Declares that `kernel` (a vector kernel) spreads its work over any number of blocks
-    /// at least those of its launch and keeps nothing per block in GM, so it may run
-    /// together with others.
+    /// [`launch`](Self::launch) of a vector kernel that spreads its work over any number of
+    /// blocks at least `block_dim` and keeps nothing per block in GM, so it may run together
+    /// with others ([`spreads`](Self::spreads)).
+    pub fn launch_spreading(&mut self, kernel: Kernel, block_dim: u32, args: &[&str]) {
+        self.spreads(&kernel.name);
+        self.launch(kernel, block_dim, args);
+    }
+
+    /// Declares that `kernel` (a vector kernel, e.g. one a prologue offer fuses) spreads its
+    /// work over any number of blocks at least those of its launch and keeps nothing per
+    /// block in GM, so it may run together with others.
     pub fn spreads(&mut self, kernel: &str) {
         if !self.out.spreads.iter().any(|k| k == kernel) {
             self.out.spreads.push(kernel.into());

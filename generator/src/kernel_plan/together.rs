@@ -64,7 +64,7 @@ fn run(
         if members.len() == MOST || !matches!(plan.steps[later], Step::Launch(_)) {
             break; // nothing moves past a collective
         }
-        let Some(l) = spreading(plan, later) else {
+        let Some((l, _)) = spreading(plan, later) else {
             continue;
         };
         let shared = |s: usize, with: &Launch| {
@@ -124,14 +124,14 @@ fn launch(plan: &KernelPlan, i: usize) -> &Launch {
     }
 }
 
-/// Step `i`'s launch, if its kernel is a single vector kernel that spreads.
-fn spreading(plan: &KernelPlan, i: usize) -> Option<&Launch> {
+/// Step `i`'s launch and kernel, if that is a single vector kernel that spreads.
+fn spreading(plan: &KernelPlan, i: usize) -> Option<(&Launch, &Kernel)> {
     let Step::Launch(l) = &plan.steps[i] else {
         return None;
     };
     let k = plan.kernels.iter().find(|k| k.name == l.kernel)?;
     let spreads = plan.spreads.contains(&k.name);
-    (spreads && l.cores == Cores::Aiv && k.parts.is_empty()).then_some(l)
+    (spreads && l.cores == Cores::Aiv && k.parts.is_empty()).then_some((l, k))
 }
 
 /// `plan` with the run's launches replaced by one launch at step `at`.
@@ -139,10 +139,7 @@ fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelP
     let merged = {
         let parts: Vec<(&Launch, &Kernel)> = members
             .iter()
-            .map(|&m| {
-                let l = spreading(&plan, m).expect("members are spreading launches");
-                (l, plan.kernels.iter().find(|k| k.name == l.kernel).unwrap())
-            })
+            .map(|&m| spreading(&plan, m).expect("members are spreading launches"))
             .collect();
         let blocks: Vec<u32> = parts.iter().map(|(l, _)| l.block_dim).collect();
         let beside = blocks.iter().sum::<u32>() <= chip.aiv_cores as u32;

@@ -78,8 +78,7 @@ impl Kind for CacheInsert {
             _ => None,
         };
         let blocks = p.chip.aiv_cores.min(p.shape.local_t);
-        b.spreads(&kernel.name);
-        b.launch(kernel, blocks as u32, &["kv", slots, "kv_cache"]);
+        b.launch_spreading(kernel, blocks as u32, &["kv", slots, "kv_cache"]);
         if let Some(offer) = offer {
             b.spreads(&offer.fused.name);
             b.prologue(offer);

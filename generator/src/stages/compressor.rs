@@ -363,8 +363,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         kernel.name.push_str("_to_token");
     }
     let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
-    b.spreads(&kernel.name);
-    b.launch(
+    b.launch_spreading(
         kernel,
         blocks,
         &[
@@ -399,8 +398,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         buffers: commit_buffers(seq, out),
         parts: Vec::new(),
     };
-    b.spreads(&commit.name);
-    b.launch(
+    b.launch_spreading(
         commit,
         blocks,
         &[kv, score, ape, "position_ids", state_slots, state],

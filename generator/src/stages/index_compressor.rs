@@ -95,10 +95,8 @@ impl Kind for IndexCompressor {
         if gemm::launch(b, tiles, &hadamard, ["idx_rows", "hadamard_idx", "idx_kf"]).is_none() {
             return;
         }
-        let write = key_write(c, p.shape.decode_seq);
-        b.spreads(&write.name);
-        b.launch(
-            write,
+        b.launch_spreading(
+            key_write(c, p.shape.decode_seq),
             p.chip.aiv_cores.min(p.shape.b) as u32,
             &[
                 "idx_kf",

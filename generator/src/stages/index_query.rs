@@ -120,10 +120,8 @@ impl Kind for IndexQuery {
             return;
         }
         let (per_item, blocks) = head_grid(heads, hd, t_cap, p.chip.aiv_cores);
-        let kernel = q_heads(ix, per_item, seq, token_rows);
-        b.spreads(&kernel.name);
-        b.launch(
-            kernel,
+        b.launch_spreading(
+            q_heads(ix, per_item, seq, token_rows),
             blocks as u32,
             &[
                 "idx_acc",

@@ -125,10 +125,8 @@ impl Kind for QkvProjRope {
                 ub <= p.chip.capacity(Ub)
             })
             .unwrap_or(1);
-        let quant = q_latent_quant(ql, quant_tile, eps);
-        b.spreads(&quant.name);
-        b.launch(
-            quant,
+        b.launch_spreading(
+            q_latent_quant(ql, quant_tile, eps),
             row_blocks,
             &["q_latent", "gamma_cq", "qr", "qr_scale"],
         );
@@ -152,9 +150,11 @@ impl Kind for QkvProjRope {
             &["freqs_cos", "freqs_sin"]
         };
         let q_args = [&["q_acc", "qr_scale", "wq_b_scale"], rope_args, &["q"]].concat();
-        let kernel = q_heads(m.heads, hd, rd, heads_per_item, eps, positions);
-        b.spreads(&kernel.name);
-        b.launch(kernel, q_blocks as u32, &q_args);
+        b.launch_spreading(
+            q_heads(m.heads, hd, rd, heads_per_item, eps, positions),
+            q_blocks as u32,
+            &q_args,
+        );
         let wkv = Matmul::new(
             Operands::Bf16,
             BLayout::Kn,
@@ -178,9 +178,11 @@ impl Kind for QkvProjRope {
             })
             .unwrap_or(1);
         let kv_args = [&["kv_latent", "gamma_ckv"], rope_args, &["kv"]].concat();
-        let finish = kv_finish(hd, rd, kv_tile, eps, positions);
-        b.spreads(&finish.name);
-        b.launch(finish, aiv.min(t_cap / kv_tile) as u32, &kv_args);
+        b.launch_spreading(
+            kv_finish(hd, rd, kv_tile, eps, positions),
+            aiv.min(t_cap / kv_tile) as u32,
+            &kv_args,
+        );
     }
 }
 
