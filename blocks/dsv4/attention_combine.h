@@ -9,6 +9,7 @@
 // window's state in place; the combine does nothing.
 #pragma once
 
+#include "dsv4/attention_finish.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/pipe_sync.h"
 #include "dsv4/vec_common.h"
@@ -56,11 +57,14 @@ struct SplitSlots {
 // The merge (vector). Work units are (unit, VH heads) of every unit, dealt to the AIVs in
 // contiguous shares. A split whose denominators are all zero on a unit's VH heads adds
 // nothing there (no row of its pieces was visible, or it had no pieces and its o was never
-// written), so its o is not read.
+// written), so its o is not read. With PF (the finish's parameters, attention_finish.h) the
+// work units are the finish's tiles (whole VH tiles of a token's heads): each is merged and
+// then finished (or, S = 1, finished as the source left it), so the attention needs no finish
+// launch.
 // P: HEADS, HEAD_DIM, UNIT_ROWS (head rows of a unit: a multiple of HEADS), PER_TOKEN (units
 // are tokens, else requests), GROUPS, MAX_SPLITS, PARTS (the source's part slabs per group),
 // and the UB sizes (`*_BYTES`).
-template <class P>
+template <class P, class PF = NoFinish>
 class AttentionCombine {
     static constexpr uint32_t HD = P::HEAD_DIM;
     static constexpr uint32_t VH = BLOCK_BYTES / sizeof(float);
@@ -89,17 +93,80 @@ public:
         if (splits == 1) {
             return;  // every item continued the window in place
         }
-        const Share share = BlockShare(units * TILES);
-        if (share.begin >= share.end) {
-            return;
-        }
-        op.Bind(rowMax, part, stats, o, denom);
-        for (uint32_t u = share.begin; u < share.end; ++u) {
-            op.Unit(u / TILES, (u % TILES) * VH, splits);
-        }
+        op.template Units<VH>(rowMax, part, stats, o, denom, units, splits, [](uint32_t) {});
+    }
+
+    // Merged and finished into `packed` (PF), with token-local RoPE rows.
+    __aicore__ inline static void Run(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                      GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        static_assert(FINISH && !PF::POSITIONS, "a finishing combine with token-local RoPE rows");
+        RunFinished(rowMax, part, stats, o, denom, freqsCos, freqsSin, nullptr, packed, tiling);
+        (void)workspace;
+    }
+
+    // Merged and finished into `packed` (PF), with RoPE rows by position_ids.
+    __aicore__ inline static void Run(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                      GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR positions, GM_ADDR packed,
+                                      GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(FINISH && PF::POSITIONS, "a finishing combine with RoPE rows by position");
+        RunFinished(rowMax, part, stats, o, denom, freqsCos, freqsSin, positions, packed, tiling);
+        (void)workspace;
     }
 
 private:
+    static constexpr bool FINISH = Finishes<PF>::VALUE;
+
+    __aicore__ inline static void RunFinished(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                              GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR positions, GM_ADDR packed,
+                                              GM_ADDR tiling)
+    {
+        static_assert(PF::HEADS == P::HEADS && PF::HEAD_DIM == HD && PF::HEAD_TILE % VH == 0 &&
+                          P::HEADS % PF::HEAD_TILE == 0,
+                      "the finish takes whole VH-head tiles of a token");
+        const TilingData td = LoadTiling(tiling);
+        AttentionCombine op;
+        op.Init();
+        AttentionFinish<PF> finish;
+        finish.Init(op.pipe_, o, denom, freqsCos, freqsSin, positions, packed);
+        const uint32_t units = P::PER_TOKEN ? td.t : td.b;
+        const uint32_t splits = Splits::Of(units);
+        if (splits == 1) {
+            finish.AllItems(td.t);  // nothing to merge: the finish launch's own items
+            return;
+        }
+        // Rows are token-major ([t, HEADS]), so a work unit's rows are one token's heads.
+        op.template Units<PF::HEAD_TILE>(rowMax, part, stats, o, denom, units, splits, [&finish](uint32_t row) {
+            // the merged rows (this core's MTE3) are in GM before the finish reads them
+            Handshake<AscendC::HardEvent::MTE3_MTE2>();
+            finish.Heads(row / P::HEADS, row % P::HEADS);
+        });
+    }
+
+    // This block's work units of ROWS head rows (whole VH tiles), each merged VH rows at a
+    // time when there are splits, then `after(row)` with its first head row.
+    template <uint32_t ROWS, class After>
+    __aicore__ inline void Units(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
+                                 uint32_t units, uint32_t splits, const After& after)
+    {
+        static_assert(ROWS % VH == 0 && P::UNIT_ROWS % ROWS == 0, "work units of whole VH tiles");
+        constexpr uint32_t PER_UNIT = P::UNIT_ROWS / ROWS;
+        const Share share = BlockShare(units * PER_UNIT);
+        if (share.begin >= share.end) {
+            return;
+        }
+        Bind(rowMax, part, stats, o, denom);
+        for (uint32_t u = share.begin; u < share.end; ++u) {
+            const uint32_t unit = u / PER_UNIT, r0 = (u % PER_UNIT) * ROWS;
+            for (uint32_t r = r0; splits > 1 && r < r0 + ROWS; r += VH) {
+                Unit(unit, r, splits);
+            }
+            after(unit * P::UNIT_ROWS + r0);
+        }
+    }
+
     __aicore__ inline void Bind(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom)
     {
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));

@@ -10,7 +10,10 @@
 // gathers pick the rope dims and their pair partners, and tables of cos and of +-sin
 // interleaved per pair ((x*cos) + (x_partner*(+-sin)) is the formula above exactly).
 // A work item is a range of a token's head tiles: whole tokens when there are as many tokens
-// as blocks, else each token's tiles in as many ranges as blocks per token.
+// as blocks, else each token's tiles in as many ranges as blocks per token. Fused, the last
+// launch of the attention finishes its heads instead (`Heads`, on that launch's TPipe): the
+// window attention's where the window is the only source (attention_window_fused.h), else the
+// further source's combine (attention_combine.h).
 #pragma once
 
 #include "dsv4/rope.h"
@@ -19,8 +22,21 @@
 
 namespace dsv4 {
 
-// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (only in kernels
-// that take position_ids), and the UB sizes the plan decided (`*_BYTES`, each at least what its use below needs).
+// The finish parameters of a kernel that does not finish (its o is what the launch leaves,
+// for a further source, a combine or the finish launch).
+struct NoFinish {};
+template <class PF>
+struct Finishes {
+    static constexpr bool VALUE = true;
+};
+template <>
+struct Finishes<NoFinish> {
+    static constexpr bool VALUE = false;
+};
+
+// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (in kernels that
+// take position_ids, and always in a part of a kernel that calls `Heads`), and the UB sizes the
+// plan decided (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class AttentionFinish {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -54,8 +70,9 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
+        AscendC::TPipe pipe;
         AttentionFinish op;
-        op.Init(o, denom, freqsCos, freqsSin, packed);
+        op.Init(pipe, o, denom, freqsCos, freqsSin, packed);
         op.template Items<false>(td.t);
     }
 
@@ -66,11 +83,35 @@ public:
         static_assert(P::POSITIONS, "a kernel taking position_ids reads the full RoPE table");
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
+        AscendC::TPipe pipe;
         AttentionFinish op;
-        op.Init(o, denom, freqsCos, freqsSin, packed);
+        op.Init(pipe, o, denom, freqsCos, freqsSin, packed);
         op.positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         op.template Items<true>(td.t);
     }
+
+    // For a kernel that finishes heads as their attention completes (attention_window_fused.h):
+    // the buffers from that kernel's `pipe` beside its own, `positions` (null without
+    // POSITIONS) the position_ids the RoPE rows follow.
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin,
+                                GM_ADDR positions, GM_ADDR packed)
+    {
+        Init(pipe, o, denom, freqsCos, freqsSin, packed);
+        if (positions != nullptr) {
+            positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
+        }
+    }
+
+    // Heads [h0, h0 + HEAD_TILE) of token t (h0 a multiple of HEAD_TILE), once their o and
+    // denominators are in GM.
+    __aicore__ inline void Heads(uint32_t t, uint32_t h0)
+    {
+        const uint32_t tile = h0 / P::HEAD_TILE;
+        Token(t, RopeRow<P::POSITIONS>(positions_, t), tile, tile + 1);
+    }
+
+    // This block's items of all `tokens` tokens, as the finish launch runs them.
+    __aicore__ inline void AllItems(uint32_t tokens) { Items<P::POSITIONS>(tokens); }
 
 private:
     // This block's items: each token's head tiles in `parts` ranges (blocks per token, at
@@ -85,28 +126,29 @@ private:
         }
     }
 
-    __aicore__ inline void Init(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed)
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin,
+                                GM_ADDR packed)
     {
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
         cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
         sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
         packed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(packed));
-        pipe_.InitBuffer(oQ_, 2, P::O_BYTES);
-        pipe_.InitBuffer(outQ_, 2, P::OUT_BYTES);
-        pipe_.InitBuffer(denomRow_, P::DENOM_BYTES);
-        pipe_.InitBuffer(divisor_, P::DIVISOR_BYTES);
-        pipe_.InitBuffer(cosRow_, P::COS_ROW_BYTES);
-        pipe_.InitBuffer(sinRow_, P::SIN_ROW_BYTES);
-        pipe_.InitBuffer(trig_, P::TRIG_BYTES);
-        pipe_.InitBuffer(cosTable_, P::COS_TABLE_BYTES);
-        pipe_.InitBuffer(sinTable_, P::SIN_TABLE_BYTES);
-        pipe_.InitBuffer(rope_, P::ROPE_BYTES);
-        pipe_.InitBuffer(partner_, P::PARTNER_BYTES);
-        pipe_.InitBuffer(ropeOffsets_, P::ROPE_OFFSETS_BYTES);
-        pipe_.InitBuffer(partnerOffsets_, P::PARTNER_OFFSETS_BYTES);
-        pipe_.InitBuffer(cosOffsets_, P::COS_OFFSETS_BYTES);
-        pipe_.InitBuffer(sinOffsets_, P::SIN_OFFSETS_BYTES);
+        pipe.InitBuffer(oQ_, 2, P::O_BYTES);
+        pipe.InitBuffer(outQ_, 2, P::OUT_BYTES);
+        pipe.InitBuffer(denomRow_, P::DENOM_BYTES);
+        pipe.InitBuffer(divisor_, P::DIVISOR_BYTES);
+        pipe.InitBuffer(cosRow_, P::COS_ROW_BYTES);
+        pipe.InitBuffer(sinRow_, P::SIN_ROW_BYTES);
+        pipe.InitBuffer(trig_, P::TRIG_BYTES);
+        pipe.InitBuffer(cosTable_, P::COS_TABLE_BYTES);
+        pipe.InitBuffer(sinTable_, P::SIN_TABLE_BYTES);
+        pipe.InitBuffer(rope_, P::ROPE_BYTES);
+        pipe.InitBuffer(partner_, P::PARTNER_BYTES);
+        pipe.InitBuffer(ropeOffsets_, P::ROPE_OFFSETS_BYTES);
+        pipe.InitBuffer(partnerOffsets_, P::PARTNER_OFFSETS_BYTES);
+        pipe.InitBuffer(cosOffsets_, P::COS_OFFSETS_BYTES);
+        pipe.InitBuffer(sinOffsets_, P::SIN_OFFSETS_BYTES);
         // Byte offsets for the gathers. Head 0's row is written element by element, the
         // other heads add their start: rope dim j of head h is tile element h*HD + NOPE + j,
         // its partner is dim j^1; trig holds [cos | sin | -sin] of the token's frequencies.
@@ -140,13 +182,16 @@ private:
         AscendC::LocalTensor<bfloat16_t> sinRow = sinRow_.Get<bfloat16_t>();
         const AscendC::DataCopyExtParams half(1, HALF * sizeof(bfloat16_t), 0, 0, 0);
         const AscendC::DataCopyPadExtParams<bfloat16_t> noPad(false, 0, 0, bfloat16_t(0.0f));
-        // The rows are overwritten once the previous token's vector reads of them are done.
+        // The rows are overwritten once the previous token's vector reads of them are done;
+        // only the tiles' denominators are read (others may still be being written).
+        const uint32_t h0 = tile0 * P::HEAD_TILE;
         Handshake<AscendC::HardEvent::V_MTE2>();
-        AscendC::DataCopy(den, denom_[static_cast<uint64_t>(t) * P::HEADS], P::HEADS);
+        AscendC::DataCopy(den[h0], denom_[static_cast<uint64_t>(t) * P::HEADS + h0], (tile1 - tile0) * P::HEAD_TILE);
         // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
         AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(row) * ROPE], half, noPad);
         AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(row) * ROPE], half, noPad);
         Handshake<AscendC::HardEvent::MTE2_V>();
+        Load(t, h0);  // the first tile's o loads while the tables are built
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, cosRow, AscendC::RoundMode::CAST_NONE, HALF);
         AscendC::Cast(trig[HALF], sinRow, AscendC::RoundMode::CAST_NONE, HALF);
@@ -155,16 +200,25 @@ private:
         AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
         Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t i = tile0; i < tile1; ++i) {
+            if (i + 1 < tile1) {
+                Load(t, (i + 1) * P::HEAD_TILE);  // the next tile's o loads under this one
+            }
             Tile(t, i * P::HEAD_TILE, den);
         }
     }
 
-    __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
+    // Starts loading the o rows of heads [h0, h0 + HEAD_TILE) of token t into the queue.
+    __aicore__ inline void Load(uint32_t t, uint32_t h0)
     {
         AscendC::LocalTensor<float> o = oQ_.AllocTensor<float>();
         AscendC::DataCopy(o, o_[(static_cast<uint64_t>(t) * P::HEADS + h0) * HD], TILE);
         oQ_.EnQue(o);
-        o = oQ_.DeQue<float>();
+    }
+
+    // The tile Load queued first: heads [h0, h0 + HEAD_TILE) of token t.
+    __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
+    {
+        AscendC::LocalTensor<float> o = oQ_.DeQue<float>();
         AscendC::LocalTensor<float> divisor = divisor_.Get<float>();
         for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
             AscendC::Duplicate(divisor, den.GetValue(h0 + h), HD);
@@ -195,8 +249,7 @@ private:
         outQ_.FreeTensor(out);
     }
 
-    AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> oQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> oQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> denomRow_, divisor_, cosRow_, sinRow_, trig_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> cosTable_, sinTable_, rope_, partner_;

@@ -77,7 +77,7 @@ public:
 
 private:
     // The fused window kernel runs the same steps tile by tile (attention_window_fused.h).
-    template <class, class>
+    template <class, class, class>
     friend class AttentionWindowFused;
 
     __aicore__ inline void Init(GM_ADDR scores, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR attnSink, GM_ADDR probs,

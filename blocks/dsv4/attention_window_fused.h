@@ -11,23 +11,31 @@
 // and the AIC issues tile i + 1's scores before it waits for tile i's probabilities, so the
 // vector cores' softmax runs under the cube's next product. AIV 0 checks the item's
 // metadata contract (attention_window.h) as the softmax launch does. Every tile's rows are
-// its own in the GM tensors, so the hand-offs need only the two flags.
+// its own in the GM tensors, so the hand-offs need only the flags.
+// Where the window is the layer's only source the launch also finishes (PF other than NoFinish): the AIC
+// raises O_READY once a tile's o is out, and each vector core finishes its half of the
+// tile's heads (attention_finish.h `Heads`: o / denom, inverse RoPE, bf16, packed) after the
+// next tile's softmax, so the finish runs under the cube's next product too and o_packed
+// needs no launch of its own.
 //
 // Params contract: PC is the cube kernels' Params (attention_cube.h), PV the softmax's
 // (attention_softmax.h) for the same HEADS, WINDOW, SEQ and UNION_ROWS with half the
-// HEAD_TILE.
+// HEAD_TILE; PF (or NoFinish) the finish's (attention_finish.h) for the same HEADS and
+// half the HEAD_TILE, with POSITIONS.
 #pragma once
 
 #include "dsv4/attention_cube.h"
+#include "dsv4/attention_finish.h"
 #include "dsv4/attention_softmax.h"
 
 namespace dsv4 {
 
-template <class PC, class PV>
+template <class PC, class PV, class PF = NoFinish>
 class AttentionWindowFused {
     using Cube = AttentionCube<PC>;
     static constexpr uint32_t HALF = PV::HEAD_TILE;
-    static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2;
+    static constexpr bool FINISH = Finishes<PF>::VALUE;
+    static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, O_READY = 3;
     static_assert(PC::HEADS == PV::HEADS && PC::WINDOW == PV::WINDOW && PC::SEQ == PV::SEQ &&
                       PC::UNION_ROWS == PV::UNION_ROWS && PC::HEAD_TILE == 2 * HALF,
                   "one window: each vector core takes half of a query tile's heads");
@@ -37,7 +45,7 @@ public:
                                       GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR o, GM_ADDR workspace,
                                       GM_ADDR tiling)
     {
-        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, nullptr, o, workspace, tiling);
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, nullptr, o, {}, workspace, tiling);
     }
 
     // As above, and each head's max to `rowMax` (a further source continues the softmax).
@@ -45,13 +53,43 @@ public:
                                       GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR rowMax, GM_ADDR o,
                                       GM_ADDR workspace, GM_ADDR tiling)
     {
-        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, rowMax, o, workspace, tiling);
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, rowMax, o, {}, workspace, tiling);
+    }
+
+    // The window alone, finished into `packed` with token-local RoPE rows.
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR scores,
+                                      GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR o, GM_ADDR freqsCos,
+                                      GM_ADDR freqsSin, GM_ADDR packed, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(FINISH && !PF::POSITIONS, "a finishing kernel with token-local RoPE rows");
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, nullptr, o,
+                {freqsCos, freqsSin, nullptr, packed}, workspace, tiling);
+    }
+
+    // The window alone, finished into `packed` with RoPE rows by position_ids.
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR scores,
+                                      GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom, GM_ADDR o, GM_ADDR freqsCos,
+                                      GM_ADDR freqsSin, GM_ADDR positions, GM_ADDR packed, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        static_assert(FINISH && PF::POSITIONS, "a finishing kernel with RoPE rows by position");
+        RunWith(q, kvCache, swaIndices, swaLens, scores, attnSink, probs, denom, nullptr, o,
+                {freqsCos, freqsSin, positions, packed}, workspace, tiling);
     }
 
 private:
+    // The finish's GM tensors (all null without one).
+    struct FinishArgs {
+        GM_ADDR cos = nullptr;
+        GM_ADDR sin = nullptr;
+        GM_ADDR positions = nullptr;
+        GM_ADDR packed = nullptr;
+    };
+
     __aicore__ inline static void RunWith(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens,
                                           GM_ADDR scores, GM_ADDR attnSink, GM_ADDR probs, GM_ADDR denom,
-                                          GM_ADDR rowMax, GM_ADDR o, GM_ADDR workspace, GM_ADDR tiling)
+                                          GM_ADDR rowMax, GM_ADDR o, const FinishArgs& f, GM_ADDR workspace,
+                                          GM_ADDR tiling)
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
@@ -79,40 +117,71 @@ private:
                     }
                     AscendC::CrossCoreWaitFlag(PROBS_READY);
                     cube.ValuesTile(probsG, oG, first + i * PC::HEAD_TILE);
+                    if constexpr (FINISH) {
+                        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(O_READY);
+                    }
                 }
                 cube.ReleaseUnion();
             }
         }
         if ASCEND_IS_AIV {
-            using Softmax = AttentionSoftmax<PV>;
-            Softmax op;
+            AttentionSoftmax<PV> op;
             op.Init(scores, swaIndices, swaLens, attnSink, probs, denom);
             if (rowMax != nullptr) {
                 op.maxOut_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
                 op.writeMax_ = true;
             }
-            const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
-            for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
-                const Share tiles = it.Range(Cube::TILES);
-                WindowUnion<PV> w;
-                w.ReadLens(op.lens_, it.unit);
-                if (sub == 0) {
-                    op.CheckContract(w, it.unit, (tiles.end * PC::HEAD_TILE - 1) / PC::HEADS + 1);
+            if constexpr (FINISH) {
+                static_assert(PF::HEADS == PV::HEADS && PF::HEAD_TILE == HALF, "the finish takes a vector core's heads");
+                AttentionFinish<PF> finish;
+                finish.Init(op.pipe_, o, denom, f.cos, f.sin, f.positions, f.packed);
+                Vector(op, td, groups, [&finish](uint32_t t, uint32_t h0) {
+                    AscendC::CrossCoreWaitFlag(O_READY);
+                    finish.Heads(t, h0);
+                });
+            } else {
+                (void)f;
+                Vector(op, td, groups, [](uint32_t, uint32_t) {});
+            }
+        }
+    }
+
+    // The vector cores' items: each tile's softmax on this core's half of its heads, and
+    // `finish(t, h0)` of the tile before (of the last one after the item).
+    template <class Finish>
+    __aicore__ inline static void Vector(AttentionSoftmax<PV>& op, const TilingData& td, uint32_t groups,
+                                         const Finish& finish)
+    {
+        const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
+        for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
+            const Share tiles = it.Range(Cube::TILES);
+            WindowUnion<PV> w;
+            w.ReadLens(op.lens_, it.unit);
+            if (sub == 0) {
+                op.CheckContract(w, it.unit, (tiles.end * PC::HEAD_TILE - 1) / PC::HEADS + 1);
+            }
+            uint32_t biasFor = PC::SEQ;  // the token whose lanes the bias holds: none yet
+            uint32_t before = 0, beforeH0 = 0;  // the tile before's token and first head
+            for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
+                const uint32_t s = i * PC::HEAD_TILE / PC::HEADS;
+                const uint32_t h0 = i * PC::HEAD_TILE % PC::HEADS + sub * HALF;
+                const uint32_t t = it.unit * PC::SEQ + s;
+                if (s != biasFor) {
+                    op.Bias(w.Begin(s), w.End(s));
+                    biasFor = s;
                 }
-                uint32_t biasFor = PC::SEQ;  // the token whose lanes the bias holds: none yet
-                for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
-                    const uint32_t s = i * PC::HEAD_TILE / PC::HEADS;
-                    const uint32_t h0 = i * PC::HEAD_TILE % PC::HEADS + sub * HALF;
-                    const uint32_t t = it.unit * PC::SEQ + s;
-                    if (s != biasFor) {
-                        op.Bias(w.Begin(s), w.End(s));
-                        biasFor = s;
-                    }
-                    AscendC::CrossCoreWaitFlag(SCORES_READY);
-                    op.Tile(t, h0);
-                    op.Denominators(t, h0, HALF);
-                    AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+                AscendC::CrossCoreWaitFlag(SCORES_READY);
+                op.Tile(t, h0);
+                op.Denominators(t, h0, HALF);
+                AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+                if (i > tiles.begin) {
+                    finish(before, beforeH0);
                 }
+                before = t;
+                beforeH0 = h0;
+            }
+            if (tiles.end > tiles.begin) {
+                finish(before, beforeH0);
             }
         }
     }

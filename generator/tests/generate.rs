@@ -227,7 +227,7 @@ fn further_sources_split_over_kv_only_where_a_unit_has_several_pieces() {
     // hca_small: 8192 compressed rows in chunks of 512; the deployment: 64 rows, one chunk.
     let hca = launches("hca_small_tp1");
     assert_eq!(find(&hca, "attn_compressed_h"), Some(24));
-    assert!(find(&hca, "attn_combine_cmp").is_some());
+    assert!(find(&hca, "attn_combine_finish_cmp").is_some());
     let hca_dep = launches("hca_deployment_tp1");
     assert_eq!(
         find(&hca_dep, "attn_compressed_h"),
@@ -238,14 +238,15 @@ fn further_sources_split_over_kv_only_where_a_unit_has_several_pieces() {
     // csa_ref: top-512 in four 128-slot tiles; csa_small: top-64, one tile.
     let csa = launches("csa_ref_tp1");
     assert_eq!(find(&csa, "attn_indexed_h"), Some(24));
-    assert!(find(&csa, "attn_combine_idx").is_some());
+    assert!(find(&csa, "attn_combine_finish_idx").is_some());
     let csa_small = launches("csa_small_tp1");
     assert_eq!(find(&csa_small, "attn_indexed_h"), Some(24), "128 tokens");
     assert_eq!(find(&csa_small, "attn_combine"), None);
-    // The combine runs after its source and before the finish.
+    // The combine runs after its source and finishes the heads (no finish launch); without a
+    // combine the finish has its launch.
     let order: Vec<&str> = csa.iter().map(|(k, _)| k.as_str()).collect();
-    let at = |p: &str| order.iter().position(|k| k.starts_with(p)).unwrap();
-    assert!(
-        at("attn_indexed_h") < at("attn_combine_idx") && at("attn_combine_idx") < at("attn_finish")
-    );
+    let at = |p: &str| order.iter().position(|k| k.starts_with(p));
+    assert!(at("attn_indexed_h") < at("attn_combine_finish_idx"));
+    assert_eq!(at("attn_finish"), None);
+    assert!(find(&hca_dep, "attn_finish").is_some());
 }

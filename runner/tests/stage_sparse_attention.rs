@@ -300,14 +300,15 @@ fn a_window_row_outside_the_pool_stops_the_scores_kernel() {
     }
 }
 
-/// swa_small's 16-head tiles run the window as one mixed launch (scores, softmax, values:
-/// `attn_window_…`), which stops on the same violations, naming itself.
+/// swa_small's 16-head tiles run the window as one mixed launch (scores, softmax, values and,
+/// the window being the only source, the finish: `attn_window_finish_…`), which stops on the
+/// same violations, naming itself.
 #[test]
 fn the_fused_window_kernel_stops_on_the_same_violations() {
     let variant = "swa_small_tp1";
     let p = plan(variant);
     let fused = support::host(variant).steps.iter().any(
-        |s| matches!(s, Step::Launch(l) if l.kernel.starts_with("attn_window_h") && l.cores == Cores::Mix),
+        |s| matches!(s, Step::Launch(l) if l.kernel.starts_with("attn_window_finish_h") && l.cores == Cores::Mix),
     );
     assert!(fused, "{variant} runs the window in one mixed launch");
     let w = p.attention.window;
@@ -315,7 +316,7 @@ fn the_fused_window_kernel_stops_on_the_same_violations() {
     case.indices[(8 + 3) * w + 5] ^= 1;
     let m = trap(variant, &case);
     for part in [
-        "attn_window_h",
+        "attn_window_finish_h",
         "request 1, token 3",
         "not the request's window union",
     ] {
@@ -332,7 +333,7 @@ fn the_fused_window_kernel_stops_on_the_same_violations() {
         }
     }
     let m = trap(variant, &case);
-    for part in ["attn_window_h", "request 2", "is not a row of the"] {
+    for part in ["attn_window_finish_h", "request 2", "is not a row of the"] {
         assert!(m.contains(part), "`{part}` missing from: {m}");
     }
 }

@@ -29,6 +29,15 @@ use crate::plan::{Plan, TensorPlan};
 /// The building block that runs independent kernels in one launch (`together`).
 pub const TOGETHER: &str = "together.h";
 
+/// The building blocks whose parts run at once, a block holding all of them: the cube's and
+/// the vector cores' of a mixed launch, and the attention's last step and its finish beside
+/// each other on the vector cores' TPipe.
+pub const PARTS_AT_ONCE: &[&str] = &[
+    "attention_combine.h",
+    "attention_window_fused.h",
+    "matmul_shared.h",
+];
+
 /// A compile-time constant of a kernel specialisation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value {
@@ -118,16 +127,16 @@ impl Kernel {
     }
 
     /// What a block of this kernel holds of `mem`: its buffers, or a fused kernel's
-    /// largest part (a block runs its parts one after another, each on its own TPipe).
+    /// largest part (a block runs its parts one after another, each on its own TPipe), or
+    /// all of them where they run at once ([`PARTS_AT_ONCE`]).
     pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
+        let parts = self.parts.iter().map(|p| p.bytes_in(mem, chip));
         if self.parts.is_empty() {
             budget::bytes_in(&self.buffers, mem, chip)
+        } else if PARTS_AT_ONCE.contains(&self.block) {
+            parts.sum()
         } else {
-            self.parts
-                .iter()
-                .map(|p| p.bytes_in(mem, chip))
-                .max()
-                .unwrap_or(0)
+            parts.max().unwrap_or(0)
         }
     }
 

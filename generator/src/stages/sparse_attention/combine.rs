@@ -3,6 +3,7 @@
 
 use abi::{DType, Dim};
 
+use super::window;
 use crate::budget::row;
 use crate::chip::Mem;
 use crate::kernel_plan::{Builder, Cores, Kernel, Value};
@@ -62,10 +63,17 @@ impl Split {
         );
     }
 
-    /// The merge launch after the split kernel, when units can split.
-    pub fn combine(&self, b: &mut Builder, heads: usize, head_dim: usize) {
+    /// The merge launch after the split kernel, when units can split; fused, it also finishes
+    /// every head (true: the layer needs no finish launch).
+    pub fn combine(
+        &self,
+        b: &mut Builder,
+        heads: usize,
+        head_dim: usize,
+        head_tile: usize,
+    ) -> bool {
         if !self.can() {
-            return;
+            return false;
         }
         let p = b.plan;
         let u32 = |v: usize| Value::U32(v as u32);
@@ -100,10 +108,40 @@ impl Split {
             ],
             parts: Vec::new(),
         };
+        let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
+        let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
+        if !p.fuse {
+            b.launch(kernel, blocks(VH), &bind);
+            return false;
+        }
+        let fused = Kernel {
+            name: format!(
+                "{}_ht{head_tile}{}",
+                kernel
+                    .name
+                    .replacen("attn_combine_", "attn_combine_finish_", 1),
+                window::finish_tag(p)
+            ),
+            doc: format!("{}, then every head finished", kernel.doc),
+            block: kernel.block,
+            class: kernel.class,
+            cores: kernel.cores,
+            params: Vec::new(),
+            args: [kernel.args.clone(), window::finish_args(p)].concat(),
+            buffers: Vec::new(),
+            parts: vec![
+                Kernel {
+                    args: Vec::new(),
+                    ..kernel
+                },
+                window::finish_part(p, head_tile),
+            ],
+        };
         b.launch(
-            kernel,
-            p.chip.aiv_cores.min(p.shape.local_t * heads / VH) as u32,
-            &["attn_max", self.part, self.stats, "attn_o", "attn_denom"],
+            fused,
+            blocks(head_tile),
+            &[&bind[..], &window::finish_binds(p)].concat(),
         );
+        true
     }
 }

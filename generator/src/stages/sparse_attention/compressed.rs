@@ -21,13 +21,14 @@ const SLABS: usize = 2;
 /// request's rows can span more than one chunk, the launch takes every core group and splits
 /// requests over KV when they are fewer than the groups (a 1M request on every group), and
 /// `attn_combine_cmp` merges the splits into the window's o and denominators.
+/// Whether the combine finishes the heads too (fused: the layer then has no finish launch).
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
     head_tile: usize,
     kv_tile: usize,
     d_tile: usize,
-) {
+) -> bool {
     let p = b.plan;
     let m = &p.model;
     let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
@@ -125,7 +126,7 @@ pub(super) fn launch(
             "attn_denom",
         ],
     );
-    split.combine(b, heads, hd);
+    split.combine(b, heads, hd, head_tile)
 }
 
 /// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a

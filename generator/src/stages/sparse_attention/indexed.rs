@@ -20,13 +20,14 @@ const SLABS: usize = 2;
 /// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
 /// Where a token has more than one tile, the launch takes every core group, splits tokens
 /// over KV when they are fewer than the groups, and `attn_combine_idx` merges the splits.
+/// Whether the combine finishes the heads too (fused: the layer then has no finish launch).
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
     head_tile: usize,
     kv_tile: usize,
     d_tile: usize,
-) {
+) -> bool {
     let p = b.plan;
     let m = &p.model;
     let (heads, hd, seq, topk) = (m.heads, m.head_dim, p.shape.decode_seq, p.attention.topk);
@@ -113,7 +114,7 @@ pub(super) fn launch(
             "attn_max",
         ],
     );
-    split.combine(b, heads, hd);
+    split.combine(b, heads, hd, head_tile)
 }
 
 /// Why `dsv4/attention_indexed.h` cannot run this plan, if it cannot: heads in groups of 8

@@ -17,6 +17,9 @@
 //! launch `attn_window_…` (`dsv4/attention_window_fused.h`, [`window::fused`]): the same
 //! items and tensors, the cube and the vector cores of a group on consecutive query tiles
 //! at once (each vector core half of a tile's heads) instead of three launches in turn.
+//! Where the window is the only source (SWA) the launch takes step 4 too
+//! (`attn_window_finish_…`): each vector core finishes its heads of a tile while the cube
+//! works on the next.
 //!
 //! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
 //! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
@@ -243,14 +246,20 @@ impl Kind for SparseAttention {
         };
         let metadata = ["kv_cache", indices, lens];
         let max: &[&str] = if with_further { &["attn_max"] } else { &[] };
+        let finish_bind = window::finish_binds(p);
+        let mut finished = false;
         match window::fused(p, head_tile, &scores, with_further).filter(|_| p.fuse) {
             Some(fused) => {
+                // Without a further source the launch finishes the heads too.
+                finished = !with_further;
+                let then: &[&str] = if finished { &finish_bind } else { &[] };
                 let bind = [
                     &["q"][..],
                     &metadata,
                     &["attn_scores", "attn_sink", "attn_probs", "attn_denom"],
                     max,
                     &["attn_o"],
+                    then,
                 ]
                 .concat();
                 b.launch(fused, aic as u32, &bind);
@@ -281,21 +290,22 @@ impl Kind for SparseAttention {
                 );
             }
         }
-        match further {
-            Further::None => {}
+        // A further source's combine finishes the heads where there is one (fused).
+        finished |= match further {
+            Further::None => false,
             Further::Compressed(c) => compressed::launch(b, c.ratio, head_tile, kv_tile, d_tile),
             Further::Indexed(c) => indexed::launch(b, c.ratio, head_tile, kv_tile, d_tile),
+        };
+        if finished {
+            return;
         }
-        let mut finish_bind = vec!["attn_o", "attn_denom", "freqs_cos", "freqs_sin"];
         if p.rope.table == RopeTable::Positions {
             window::finish_at_positions(&mut finish);
-            finish_bind.push("position_ids");
         }
-        finish_bind.push("o_packed_heads");
         b.launch(
             finish,
             p.chip.aiv_cores.min(p.shape.local_t * heads / head_tile) as u32,
-            &finish_bind,
+            &[&["attn_o", "attn_denom"][..], &finish_bind].concat(),
         );
     }
 }

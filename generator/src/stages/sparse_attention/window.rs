@@ -9,6 +9,7 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::kernel_plan::{Cores, Kernel, Value, unmet};
 use crate::plan::{ModelDims, Plan};
+use crate::spec::RopeTable;
 
 /// Why the finish kernel cannot run these dims, if it cannot: it moves the nope and rope
 /// parts of a head as whole 32-byte blocks of bf16 (and of f32 at their starts).
@@ -212,7 +213,7 @@ pub(super) fn kernels(
 ) -> [Kernel; 4] {
     let m = &p.model;
     let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
-    let (seq, t_pad) = (p.shape.decode_seq, p.shape.t_pad);
+    let seq = p.shape.decode_seq;
     let union = union_rows(window, seq);
     let u32 = |v: usize| Value::U32(v as u32);
     let cube_tag = format!(
@@ -278,7 +279,56 @@ pub(super) fn kernels(
         buffers: cube_buffers,
         parts: Vec::new(),
     };
-    let finish = Kernel {
+    [scores, softmax, values, finish(p, head_tile)]
+}
+
+/// The finish as a part of the attention's last launch (`AttentionFinish::Heads`) on tiles of
+/// `head_tile` heads.
+pub(super) fn finish_part(p: &Plan, head_tile: usize) -> Kernel {
+    let mut part = finish(p, head_tile);
+    let positions = p.rope.table == RopeTable::Positions;
+    part.params.push(("POSITIONS", Value::Bool(positions)));
+    part.args = Vec::new();
+    part
+}
+
+/// What a launch that finishes adds to its name: the finish's dims.
+pub(super) fn finish_tag(p: &Plan) -> String {
+    let m = &p.model;
+    let positions = p.rope.table == RopeTable::Positions;
+    format!(
+        "_r{}_hpg{}_tpad{}{}",
+        m.rope_dim,
+        m.heads_per_group,
+        p.shape.t_pad,
+        if positions { "_positions" } else { "" }
+    )
+}
+
+/// The arguments a launch that finishes takes after its o and denominators.
+pub(super) fn finish_args(p: &Plan) -> Vec<&'static str> {
+    if p.rope.table == RopeTable::Positions {
+        vec!["freqs_cos", "freqs_sin", "positions", "packed"]
+    } else {
+        vec!["freqs_cos", "freqs_sin", "packed"]
+    }
+}
+
+/// The tensors bound to [`finish_args`].
+pub(super) fn finish_binds(p: &Plan) -> Vec<&'static str> {
+    if p.rope.table == RopeTable::Positions {
+        vec!["freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"]
+    } else {
+        vec!["freqs_cos", "freqs_sin", "o_packed_heads"]
+    }
+}
+
+/// The finish kernel (`attention_finish.h`) on tiles of `head_tile` heads.
+fn finish(p: &Plan, head_tile: usize) -> Kernel {
+    let m = &p.model;
+    let (heads, hd, t_pad) = (m.heads, m.head_dim, p.shape.t_pad);
+    let u32 = |v: usize| Value::U32(v as u32);
+    Kernel {
         name: format!(
             "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
             m.rope_dim, m.heads_per_group
@@ -299,8 +349,7 @@ pub(super) fn kernels(
         args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
         buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
         parts: Vec::new(),
-    };
-    [scores, softmax, values, finish]
+    }
 }
 
 /// `attention_softmax.h`'s parameters for query tiles of `head_tile` heads.
@@ -320,7 +369,9 @@ fn softmax_params(p: &Plan, head_tile: usize) -> Vec<(&'static str, Value)> {
 /// The window's scores, softmax and values as one mixed launch
 /// (`dsv4/attention_window_fused.h`): the cube part is the scores kernel's, each vector
 /// core runs the softmax on half of a query tile's heads (so `head_tile` must be whole
-/// 16-head pairs of 8-head blocks); None where it is not.
+/// 16-head pairs of 8-head blocks); None where it is not. Where the window is the only
+/// source (`with_further` false) the vector cores also finish their heads (a third part, the
+/// finish on half tiles beside the softmax on its TPipe), so the layer needs no finish launch.
 pub(super) fn fused(
     p: &Plan,
     head_tile: usize,
@@ -361,21 +412,32 @@ pub(super) fn fused(
     }
     args.push("o");
     let tag = scores.name.trim_start_matches("attn_window_scores_");
+    let mut parts = vec![
+        Kernel {
+            args: Vec::new(),
+            ..scores.clone()
+        },
+        softmax,
+    ];
+    let (mut name, mut doc) = (
+        format!("attn_window{max_tag}_{tag}"),
+        "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".to_string(),
+    );
+    if !with_further {
+        name = format!("attn_window_finish_{tag}{}", finish_tag(p));
+        doc.push_str(", each tile's heads finished on the vector cores");
+        args.extend(finish_args(p));
+        parts.push(finish_part(p, half));
+    }
     Some(Kernel {
-        name: format!("attn_window{max_tag}_{tag}"),
-        doc: "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".into(),
+        name,
+        doc,
         block: "attention_window_fused.h",
         class: "AttentionWindowFused",
         cores: Cores::Mix,
         params: Vec::new(),
         args,
         buffers: Vec::new(),
-        parts: vec![
-            Kernel {
-                args: Vec::new(),
-                ..scores.clone()
-            },
-            softmax,
-        ],
+        parts,
     })
 }
