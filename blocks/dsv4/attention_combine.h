@@ -141,7 +141,7 @@ private:
         op.template Units<PF::HEAD_TILE>(rowMax, part, stats, o, denom, units, splits, [&finish](uint32_t row) {
             // the merged rows (this core's MTE3) are in GM before the finish reads them
             Handshake<AscendC::HardEvent::MTE3_MTE2>();
-            finish.Heads(row / P::HEADS, row % P::HEADS);
+            finish.Heads(row / P::HEADS, row % P::HEADS, row % P::HEADS + PF::HEAD_TILE);
         });
     }
 

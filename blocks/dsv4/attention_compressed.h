@@ -27,9 +27,13 @@
 // GM traffic, `Requests`); AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
 // Handoffs go through the group's GM scratch (scores, probs, part), ordered by cross-core
 // flags.
+// Where requests never split (a single chunk at most: no combine follows) the launch can also
+// finish (PF, attention_finish.h): once an item's last merge is flushed, the AIV finishes its
+// tokens' heads of the item, so the attention needs no finish launch.
 #pragma once
 
 #include "dsv4/attention_combine.h"
+#include "dsv4/attention_finish.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
 #include "dsv4/online_softmax.h"
@@ -71,8 +75,8 @@ struct CompressedRows {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK,
 // GROUPS, SCALE, and the sizes the plan decided (`*_BYTES`, each at least what its use below
-// needs): the AIC's L1 and L0, the AIV's UB.
-template <class P>
+// needs): the AIC's L1 and L0, the AIV's UB. PF: the finish's parameters, or NoFinish.
+template <class P, class PF = NoFinish>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
     static constexpr uint32_t ROWS = P::SEQ * P::HEADS;
@@ -95,6 +99,7 @@ class AttentionCompressed {
     static constexpr uint32_t HEAD_PIECE = P::HEAD_TILE > VH ? P::HEAD_TILE : VH;
     static constexpr uint32_t HEAD_PIECES = P::HEADS / HEAD_PIECE;
     using Splits = KvSplits<P::GROUPS, MAX_CHUNKS>;
+    static constexpr bool FINISH = Finishes<PF>::VALUE;
     static constexpr uint32_t SLABS = 2;  // consecutive steps' parts (and merge scales) alternate
     using Slots = SplitSlots<ROWS, HD, (MAX_CHUNKS > 1), SLABS>;
     static_assert(P::SEQ % 2 == 0, "the two AIVs of a block split the request's tokens");
@@ -159,7 +164,32 @@ public:
                                       GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR workspace,
                                       GM_ADDR tiling)
     {
+        RunWith(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, stats, o, denom, nullptr,
+                nullptr, nullptr, tiling);
         (void)workspace;
+    }
+
+    // And every item's heads finished into `packed` (PF; RoPE rows by `positions` with
+    // PF::POSITIONS, else token-local).
+    __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions,
+                                      GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs,
+                                      GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos,
+                                      GM_ADDR freqsSin, GM_ADDR packed, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        static_assert(FINISH && MAX_CHUNKS == 1, "a finishing launch: no request splits over KV");
+        static_assert(PF::HEADS == P::HEADS && PF::HEAD_DIM == HD && HEAD_PIECE % PF::HEAD_TILE == 0,
+                      "the finish takes whole tiles of an item's heads");
+        RunWith(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, stats, o, denom, freqsCos,
+                freqsSin, packed, tiling);
+        (void)workspace;
+    }
+
+private:
+    __aicore__ inline static void RunWith(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions,
+                                          GM_ADDR kvSeqLens, GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs,
+                                          GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos,
+                                          GM_ADDR freqsSin, GM_ADDR packed, GM_ADDR tiling)
+    {
         const TilingData td = LoadTiling(tiling);
         const uint32_t splits = Splits::OnGroups(td.b);
         // With requests fewer than groups and no split over KV, their heads spread instead.
@@ -179,6 +209,13 @@ public:
         }
         if ASCEND_IS_AIV {
             op.InitVector();
+            if constexpr (FINISH) {
+                op.finish_.Init(op.pipe_, o, denom, freqsCos, freqsSin, PF::POSITIONS ? positions : nullptr, packed);
+            } else {
+                (void)freqsCos;
+                (void)freqsSin;
+                (void)packed;
+            }
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
             Merge pending;
             for (uint32_t i = share.begin; i < share.end; ++i) {
@@ -188,7 +225,6 @@ public:
         }
     }
 
-private:
     // With whole requests the group's contiguous run of about equal GM traffic: a request
     // weighs (in KiB) its query, each chunk's round trips of o and part, and per lane its
     // scores and probabilities both ways and its row; one more for its metadata reads, so
@@ -365,9 +401,10 @@ private:
     // A step's merge, deferred until the next step's probabilities are out (the cube then
     // computes that step's part while this one merges): its o rows, its item's heads, its
     // slab; none for a split's first chunk (its part already is its o).
+    // `last`: the item's last step (with PF its heads are finished once it is merged).
     struct Merge {
-        bool due = false, skip = false;
-        uint32_t slab = 0, h0 = 0, h1 = 0;
+        bool due = false, skip = false, last = false;
+        uint32_t slab = 0, h0 = 0, h1 = 0, b = 0;
         AscendC::GlobalTensor<float> o;
     };
 
@@ -382,6 +419,22 @@ private:
             MergeStep(m, s0);
         }
         m.due = false;
+        if (m.last) {
+            Handshake<AscendC::HardEvent::MTE3_MTE2>();  // the merged rows are out
+            Finish(m.b, s0, m.h0, m.h1);
+        }
+    }
+
+    // With PF: heads [h0, h1) of this AIV's tokens of request b, their o and denominators final.
+    __aicore__ inline void Finish(uint32_t b, uint32_t s0, uint32_t h0, uint32_t h1)
+    {
+        if constexpr (FINISH) {
+            for (uint32_t s = 0; s < TOKENS; ++s) {
+                finish_.Heads(b * P::SEQ + s0 + s, h0, h1);
+            }
+        } else {
+            (void)b, (void)s0, (void)h0, (void)h1;
+        }
     }
 
     __aicore__ inline void VectorItem(uint32_t item, const Item& it, uint32_t s0, Merge& pending)
@@ -393,7 +446,8 @@ private:
             AscendC::Duplicate(m, -MASK, STATS);
             AscendC::Duplicate(den, 0.0f, STATS);
         } else if (it.first == it.end) {
-            return;  // no chunk: the window's state stands
+            Finish(it.b, s0, it.h0, it.h1);  // no chunk: the window's state stands
+            return;
         } else {
             // only the item's heads: another group's item may write the others' denominators
             for (uint32_t r = 0; r < Runs(it); ++r) {
@@ -424,6 +478,8 @@ private:
             pending.slab = slab;
             pending.h0 = it.h0;
             pending.h1 = it.h1;
+            pending.b = it.b;
+            pending.last = FINISH && j + 1 == it.end;
             pending.o = o;
             ++step_;
         }
@@ -560,6 +616,7 @@ private:
     }
 
     AscendC::TPipe pipe_;
+    typename FinisherOf<PF>::Type finish_;
     // AIC
     AscendC::TBuf<AscendC::TPosition::B1> tile_;
     AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;

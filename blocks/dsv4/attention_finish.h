@@ -102,12 +102,10 @@ public:
         }
     }
 
-    // Heads [h0, h0 + HEAD_TILE) of token t (h0 a multiple of HEAD_TILE), once their o and
-    // denominators are in GM.
-    __aicore__ inline void Heads(uint32_t t, uint32_t h0)
+    // Heads [h0, h1) of token t (whole tiles), once their o and denominators are in GM.
+    __aicore__ inline void Heads(uint32_t t, uint32_t h0, uint32_t h1)
     {
-        const uint32_t tile = h0 / P::HEAD_TILE;
-        Token(t, RopeRow<P::POSITIONS>(positions_, t), tile, tile + 1);
+        Token(t, RopeRow<P::POSITIONS>(positions_, t), h0 / P::HEAD_TILE, h1 / P::HEAD_TILE);
     }
 
     // This block's items of all `tokens` tokens, as the finish launch runs them.
@@ -260,6 +258,16 @@ private:
     AscendC::GlobalTensor<bfloat16_t> sin_;
     AscendC::GlobalTensor<bfloat16_t> packed_;
     AscendC::GlobalTensor<int32_t> positions_;
+};
+
+// What a kernel holds to finish with PF: the finish, or nothing.
+template <class PF>
+struct FinisherOf {
+    using Type = AttentionFinish<PF>;
+};
+template <>
+struct FinisherOf<NoFinish> {
+    struct Type {};
 };
 
 }  // namespace dsv4

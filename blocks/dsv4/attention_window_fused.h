@@ -137,7 +137,7 @@ private:
                 finish.Init(op.pipe_, o, denom, f.cos, f.sin, f.positions, f.packed);
                 Vector(op, td, groups, [&finish](uint32_t t, uint32_t h0) {
                     AscendC::CrossCoreWaitFlag(O_READY);
-                    finish.Heads(t, h0);
+                    finish.Heads(t, h0, h0 + HALF);
                 });
             } else {
                 (void)f;

@@ -183,10 +183,10 @@ fn hca_small_tp1_few_requests_split_unevenly() {
 fn hca_deployment_tp1_few_requests_spread_their_heads_over_the_groups() {
     let case = CompressedCase::new("hca_deployment_tp1", &[8192, 8192, 16376, 300], SEED);
     let counters = check("hca_deployment_tp1", &case, REFERENCE_TILE);
-    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (16, 16));
+    assert_eq!(cube_cores(&counters, "attn_compressed_finish_h"), (16, 16));
     let case = CompressedCase::new("hca_deployment_tp1", &[8192, 8192, 16376, 120], SEED);
     let counters = check("hca_deployment_tp1", &case, REFERENCE_TILE);
-    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (12, 16));
+    assert_eq!(cube_cores(&counters, "attn_compressed_finish_h"), (12, 16));
 }
 
 /// FLASH dims at TP 2: 32 requests of one chunk each on 24 core groups, so a group takes two

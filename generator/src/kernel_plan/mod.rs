@@ -34,6 +34,7 @@ pub const TOGETHER: &str = "together.h";
 /// each other on the vector cores' TPipe.
 pub const PARTS_AT_ONCE: &[&str] = &[
     "attention_combine.h",
+    "attention_compressed.h",
     "attention_window_fused.h",
     "matmul_shared.h",
 ];

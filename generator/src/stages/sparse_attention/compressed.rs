@@ -5,7 +5,7 @@
 use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
-use super::window::{cube_buffers, further_params, per_token, running_stats, union_rows};
+use super::window::{self, cube_buffers, further_params, per_token, running_stats, union_rows};
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
@@ -108,25 +108,64 @@ pub(super) fn launch(
         .concat(),
         parts: Vec::new(),
     };
-    b.launch(
-        kernel,
-        groups as u32,
-        &[
-            "q",
-            "cmp_kv",
-            "cmp_block_table",
-            "position_ids",
-            "kv_seq_lens",
-            "attn_max",
-            "attn_cmp_scores",
-            "attn_cmp_probs",
-            split.part,
-            split.stats,
-            "attn_o",
-            "attn_denom",
-        ],
-    );
+    let bind = [
+        "q",
+        "cmp_kv",
+        "cmp_block_table",
+        "position_ids",
+        "kv_seq_lens",
+        "attn_max",
+        "attn_cmp_scores",
+        "attn_cmp_probs",
+        split.part,
+        split.stats,
+        "attn_o",
+        "attn_denom",
+    ];
+    if let Some(finishing) = finishing(p, &kernel, split.can()) {
+        // the finish's RoPE rows by position read the kernel's own `positions`
+        let finish_bind = ["freqs_cos", "freqs_sin", "o_packed_heads"];
+        b.launch(
+            finishing,
+            groups as u32,
+            &[&bind[..], &finish_bind].concat(),
+        );
+        return true;
+    }
+    b.launch(kernel, groups as u32, &bind);
     split.combine(b, heads, hd, head_tile)
+}
+
+/// The compressed kernel that also finishes every item's heads (fused, where requests never
+/// split over KV, so no combine follows, and the finish's buffers fit beside its own in UB);
+/// None where it does not.
+fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
+    let finish = window::finish_part(p, VH);
+    let ub = kernel.bytes_in(Mem::Ub, p.chip) + finish.bytes_in(Mem::Ub, p.chip);
+    if !p.fuse || splits || ub > p.chip.capacity(Mem::Ub) {
+        return None;
+    }
+    let mut name = kernel
+        .name
+        .replacen("attn_compressed_", "attn_compressed_finish_", 1);
+    name.push_str(&window::finish_tag(p));
+    Some(Kernel {
+        name,
+        doc: format!("{}, then every item's heads finished", kernel.doc),
+        block: kernel.block,
+        class: kernel.class,
+        cores: kernel.cores,
+        params: Vec::new(),
+        args: [&kernel.args[..], &["freqs_cos", "freqs_sin", "packed"]].concat(),
+        buffers: Vec::new(),
+        parts: vec![
+            Kernel {
+                args: Vec::new(),
+                ..kernel.clone()
+            },
+            finish,
+        ],
+    })
 }
 
 /// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a
