@@ -12,11 +12,11 @@
 // vector cores' softmax runs under the cube's next product. AIV 0 checks the item's
 // metadata contract (attention_window.h) as the softmax launch does. Every tile's rows are
 // its own in the GM tensors, so the hand-offs need only the flags.
-// Where the window is the layer's only source the launch also finishes (PF other than NoFinish): the AIC
-// raises O_READY once a tile's o is out, and each vector core finishes its half of the
-// tile's heads (attention_finish.h `Heads`: o / denom, inverse RoPE, bf16, packed) after the
-// next tile's softmax, so the finish runs under the cube's next product too and o_packed
-// needs no launch of its own.
+// Where the window is the layer's only source the launch can also finish (PF other than
+// NoFinish): the AIC raises O_READY once a tile's o is out, and each vector core finishes its
+// half of the tile's heads (attention_finish.h `Heads`: o / denom, inverse RoPE, bf16,
+// packed) after the next tile's softmax, so the finish runs under the cube's next product too
+// and o_packed needs no launch of its own.
 //
 // Params contract: PC is the cube kernels' Params (attention_cube.h), PV the softmax's
 // (attention_softmax.h) for the same HEADS, WINDOW, SEQ and UNION_ROWS with half the

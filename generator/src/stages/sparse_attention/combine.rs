@@ -63,8 +63,9 @@ impl Split {
         );
     }
 
-    /// The merge launch after the split kernel, when units can split; fused, it also finishes
-    /// every head (true: the layer needs no finish launch).
+    /// The merge launch after the split kernel, when units can split; fused (and where the
+    /// finish's buffers fit beside its own in UB), it also finishes every head (true: the layer
+    /// needs no finish launch).
     pub fn combine(
         &self,
         b: &mut Builder,
@@ -110,7 +111,9 @@ impl Split {
         };
         let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
         let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
-        if !p.fuse {
+        let finish = window::finish_part(p, head_tile);
+        let ub = kernel.bytes_in(Mem::Ub, p.chip) + finish.bytes_in(Mem::Ub, p.chip);
+        if !p.fuse || ub > p.chip.capacity(Mem::Ub) {
             b.launch(kernel, blocks(VH), &bind);
             return false;
         }
@@ -134,7 +137,7 @@ impl Split {
                     args: Vec::new(),
                     ..kernel
                 },
-                window::finish_part(p, head_tile),
+                finish,
             ],
         };
         b.launch(

@@ -21,7 +21,8 @@ const SLABS: usize = 2;
 /// request's rows can span more than one chunk, the launch takes every core group and splits
 /// requests over KV when they are fewer than the groups (a 1M request on every group), and
 /// `attn_combine_cmp` merges the splits into the window's o and denominators.
-/// Whether the combine finishes the heads too (fused: the layer then has no finish launch).
+/// Whether the launch or its combine finishes the heads too (fused: the layer then has no
+/// finish launch).
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,

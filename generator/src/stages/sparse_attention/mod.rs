@@ -19,7 +19,9 @@
 //! at once (each vector core half of a tile's heads) instead of three launches in turn.
 //! Where the window is the only source (SWA) the launch takes step 4 too
 //! (`attn_window_finish_…`): each vector core finishes its heads of a tile while the cube
-//! works on the next.
+//! works on the next. With a further source, step 4 runs in that source's last launch where
+//! fused: its combine (`attn_combine_finish_…`) or, where HCA's requests never split, the
+//! compressed launch (`attn_compressed_finish_…`).
 //!
 //! HCA's compressed source adds a fifth, mixed launch between 3 and 4:
 //! `attn_compressed` (dsv4/attention_compressed.h) continues each query row's online
@@ -250,8 +252,8 @@ impl Kind for SparseAttention {
         let mut finished = false;
         match window::fused(p, head_tile, &scores, with_further).filter(|_| p.fuse) {
             Some(fused) => {
-                // Without a further source the launch finishes the heads too.
-                finished = !with_further;
+                // Without a further source the launch may finish the heads too.
+                finished = window::finishes(&fused);
                 let then: &[&str] = if finished { &finish_bind } else { &[] };
                 let bind = [
                     &["q"][..],

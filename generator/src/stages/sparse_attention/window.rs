@@ -282,6 +282,11 @@ pub(super) fn kernels(
     [scores, softmax, values, finish(p, head_tile)]
 }
 
+/// Whether a kernel [`fused`] made finishes the heads.
+pub(super) fn finishes(fused: &Kernel) -> bool {
+    fused.parts.len() == 3
+}
+
 /// The finish as a part of the attention's last launch (`AttentionFinish::Heads`) on tiles of
 /// `head_tile` heads.
 pub(super) fn finish_part(p: &Plan, head_tile: usize) -> Kernel {
@@ -371,7 +376,8 @@ fn softmax_params(p: &Plan, head_tile: usize) -> Vec<(&'static str, Value)> {
 /// core runs the softmax on half of a query tile's heads (so `head_tile` must be whole
 /// 16-head pairs of 8-head blocks); None where it is not. Where the window is the only
 /// source (`with_further` false) the vector cores also finish their heads (a third part, the
-/// finish on half tiles beside the softmax on its TPipe), so the layer needs no finish launch.
+/// finish on half tiles beside the softmax on its TPipe, where both fit in UB), so the layer
+/// needs no finish launch: [`finishes`] says whether it does.
 pub(super) fn fused(
     p: &Plan,
     head_tile: usize,
@@ -423,11 +429,13 @@ pub(super) fn fused(
         format!("attn_window{max_tag}_{tag}"),
         "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".to_string(),
     );
-    if !with_further {
+    let finish = finish_part(p, half);
+    let ub = |k: &Kernel| k.bytes_in(Mem::Ub, p.chip);
+    if !with_further && ub(&parts[1]) + ub(&finish) <= p.chip.capacity(Mem::Ub) {
         name = format!("attn_window_finish_{tag}{}", finish_tag(p));
         doc.push_str(", each tile's heads finished on the vector cores");
         args.extend(finish_args(p));
-        parts.push(finish_part(p, half));
+        parts.push(finish);
     }
     Some(Kernel {
         name,

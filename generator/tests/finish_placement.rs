@@ -1,0 +1,55 @@
+//! Where the attention's finish runs (`stages::sparse_attention`): fused, in the launch that
+//! completes the heads — the combine of a further source that splits over KV — unless the
+//! finish's buffers do not fit beside that launch's in UB; then, and unfused, in a launch of
+//! its own.
+
+mod common;
+
+use common::{check, hca, replace};
+
+/// The sparse_attention kernels of the spec's TP 1 plan, in launch order.
+fn attention_launches(text: &str) -> Vec<String> {
+    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
+    let v = variants
+        .iter()
+        .find(|v| v.plan.shape.tp == 1)
+        .expect("a TP 1 variant");
+    v.kernels
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            abi::plan::Step::Launch(l) if l.stage == "sparse_attention" => {
+                Some(l.kernel.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn has(launches: &[String], prefix: &str) -> bool {
+    launches.iter().any(|k| k.starts_with(prefix))
+}
+
+#[test]
+fn the_combine_finishes_where_the_finish_fits_beside_it() {
+    // 1M positions: a request's compressed rows span chunks, so a combine follows.
+    let fits = attention_launches(&hca());
+    assert!(has(&fits, "attn_combine_finish_cmp"), "{fits:?}");
+    assert!(!has(&fits, "attn_finish"), "{fits:?}");
+    // Wide heads in 16-head tiles: the combine's rows and the finish's tiles overflow UB
+    // together, while each fits alone.
+    let wide = replace(&hca(), "head_dim: 128", "head_dim: 640");
+    let wide = attention_launches(&replace(
+        &wide,
+        "{ heads: 8, kv_rows",
+        "{ heads: 16, kv_rows",
+    ));
+    assert!(has(&wide, "attn_combine_cmp"), "{wide:?}");
+    assert!(has(&wide, "attn_finish"), "{wide:?}");
+    // Unfused: the combine and the finish launch as the stage planned them.
+    let unfused = attention_launches(&replace(&hca(), "layer: hca", "layer: hca\nfuse: false"));
+    assert!(
+        has(&unfused, "attn_combine_cmp") && has(&unfused, "attn_finish"),
+        "{unfused:?}"
+    );
+}
