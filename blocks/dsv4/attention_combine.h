@@ -145,8 +145,8 @@ private:
         });
     }
 
-    // This block's work units of ROWS head rows (whole VH tiles), each merged VH rows at a
-    // time when there are splits, then `after(row)` with its first head row.
+    // This block's work units of ROWS head rows (whole VH tiles; there are splits), each
+    // merged VH rows at a time, then `after(row)` with its first head row.
     template <uint32_t ROWS, class After>
     __aicore__ inline void Units(GM_ADDR rowMax, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom,
                                  uint32_t units, uint32_t splits, const After& after)
@@ -160,7 +160,7 @@ private:
         Bind(rowMax, part, stats, o, denom);
         for (uint32_t u = share.begin; u < share.end; ++u) {
             const uint32_t unit = u / PER_UNIT, r0 = (u % PER_UNIT) * ROWS;
-            for (uint32_t r = r0; splits > 1 && r < r0 + ROWS; r += VH) {
+            for (uint32_t r = r0; r < r0 + ROWS; r += VH) {
                 Unit(unit, r, splits);
             }
             after(unit * P::UNIT_ROWS + r0);

@@ -34,9 +34,9 @@ struct Finishes<NoFinish> {
     static constexpr bool VALUE = false;
 };
 
-// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (in kernels that
-// take position_ids, and always in a part of a kernel that calls `Heads`), and the UB sizes the
-// plan decided (`*_BYTES`, each at least what its use below needs).
+// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (RoPE rows by
+// position_ids), and the UB sizes the plan decided (`*_BYTES`, each at least what its use below
+// needs).
 template <class P>
 class AttentionFinish {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -69,11 +69,12 @@ public:
                                       GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
+        static_assert(!P::POSITIONS, "a kernel without position_ids reads token-local RoPE rows");
         const TilingData td = LoadTiling(tiling);
         AscendC::TPipe pipe;
         AttentionFinish op;
-        op.Init(pipe, o, denom, freqsCos, freqsSin, packed);
-        op.template Items<false>(td.t);
+        op.Init(pipe, o, denom, freqsCos, freqsSin, nullptr, packed);
+        op.AllItems(td.t);
     }
 
     // The full tables: token t reads row position_ids[t].
@@ -85,21 +86,25 @@ public:
         const TilingData td = LoadTiling(tiling);
         AscendC::TPipe pipe;
         AttentionFinish op;
-        op.Init(pipe, o, denom, freqsCos, freqsSin, packed);
-        op.positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        op.template Items<true>(td.t);
+        op.Init(pipe, o, denom, freqsCos, freqsSin, positions, packed);
+        op.AllItems(td.t);
     }
 
-    // For a kernel that finishes heads as their attention completes (attention_window_fused.h):
-    // the buffers from that kernel's `pipe` beside its own, `positions` (null without
-    // POSITIONS) the position_ids the RoPE rows follow.
+    // The buffers from `pipe` (the finish launch's, or that of a kernel that finishes heads
+    // as their attention completes, beside its own), `positions` (null without POSITIONS)
+    // the position_ids the RoPE rows follow.
     __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin,
                                 GM_ADDR positions, GM_ADDR packed)
     {
-        Init(pipe, o, denom, freqsCos, freqsSin, packed);
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
+        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
+        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
+        packed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(packed));
         if (positions != nullptr) {
             positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         }
+        InitBuffers(pipe);
     }
 
     // Heads [h0, h1) of token t (whole tiles), once their o and denominators are in GM.
@@ -108,30 +113,21 @@ public:
         Token(t, RopeRow<P::POSITIONS>(positions_, t), h0 / P::HEAD_TILE, h1 / P::HEAD_TILE);
     }
 
-    // This block's items of all `tokens` tokens, as the finish launch runs them.
-    __aicore__ inline void AllItems(uint32_t tokens) { Items<P::POSITIONS>(tokens); }
-
-private:
-    // This block's items: each token's head tiles in `parts` ranges (blocks per token, at
-    // least 1, at most the tiles), the items in contiguous shares of the blocks.
-    template <bool POSITIONS>
-    __aicore__ inline void Items(uint32_t tokens)
+    // This block's items of all `tokens` tokens: each token's head tiles in `parts` ranges
+    // (blocks per token, at least 1, at most the tiles), the items in contiguous shares of the
+    // blocks.
+    __aicore__ inline void AllItems(uint32_t tokens)
     {
         constexpr uint32_t TILES = P::HEADS / P::HEAD_TILE;
         for (UnitParts it(tokens, TILES); it.Next();) {
             const Share tiles = it.Range(TILES);
-            Token(it.unit, RopeRow<POSITIONS>(positions_, it.unit), tiles.begin, tiles.end);
+            Token(it.unit, RopeRow<P::POSITIONS>(positions_, it.unit), tiles.begin, tiles.end);
         }
     }
 
-    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin,
-                                GM_ADDR packed)
+private:
+    __aicore__ inline void InitBuffers(AscendC::TPipe& pipe)
     {
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
-        denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
-        cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
-        sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
-        packed_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(packed));
         pipe.InitBuffer(oQ_, 2, P::O_BYTES);
         pipe.InitBuffer(outQ_, 2, P::OUT_BYTES);
         pipe.InitBuffer(denomRow_, P::DENOM_BYTES);

@@ -112,34 +112,18 @@ impl Split {
         let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
         let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
         let finish = window::finish_part(p, head_tile);
-        let ub = kernel.bytes_in(Mem::Ub, p.chip) + finish.bytes_in(Mem::Ub, p.chip);
-        if !p.fuse || ub > p.chip.capacity(Mem::Ub) {
+        if !p.fuse || !window::fits_beside(p, &kernel, &finish) {
             b.launch(kernel, blocks(VH), &bind);
             return false;
         }
-        let fused = Kernel {
-            name: format!(
-                "{}_ht{head_tile}{}",
-                kernel
-                    .name
-                    .replacen("attn_combine_", "attn_combine_finish_", 1),
-                window::finish_tag(p)
-            ),
-            doc: format!("{}, then every head finished", kernel.doc),
-            block: kernel.block,
-            class: kernel.class,
-            cores: kernel.cores,
-            params: Vec::new(),
-            args: [kernel.args.clone(), window::finish_args(p)].concat(),
-            buffers: Vec::new(),
-            parts: vec![
-                Kernel {
-                    args: Vec::new(),
-                    ..kernel
-                },
-                finish,
-            ],
-        };
+        let name = format!(
+            "{}_ht{head_tile}{}",
+            kernel
+                .name
+                .replacen("attn_combine_", "attn_combine_finish_", 1),
+            window::finish_tag(p)
+        );
+        let fused = window::finishing(kernel, finish, name, &window::finish_args(p));
         b.launch(
             fused,
             blocks(head_tile),

@@ -124,7 +124,6 @@ pub(super) fn launch(
         "attn_denom",
     ];
     if let Some(finishing) = finishing(p, &kernel, split.can()) {
-        // the finish's RoPE rows by position read the kernel's own `positions`
         let finish_bind = ["freqs_cos", "freqs_sin", "o_packed_heads"];
         b.launch(
             finishing,
@@ -139,34 +138,23 @@ pub(super) fn launch(
 
 /// The compressed kernel that also finishes every item's heads (fused, where requests never
 /// split over KV, so no combine follows, and the finish's buffers fit beside its own in UB);
-/// None where it does not.
+/// None where it does not. The finish's RoPE rows by position read the kernel's own
+/// `positions`.
 fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
     let finish = window::finish_part(p, VH);
-    let ub = kernel.bytes_in(Mem::Ub, p.chip) + finish.bytes_in(Mem::Ub, p.chip);
-    if !p.fuse || splits || ub > p.chip.capacity(Mem::Ub) {
+    if !p.fuse || splits || !window::fits_beside(p, kernel, &finish) {
         return None;
     }
-    let mut name = kernel
+    let name = kernel
         .name
-        .replacen("attn_compressed_", "attn_compressed_finish_", 1);
-    name.push_str(&window::finish_tag(p));
-    Some(Kernel {
+        .replacen("attn_compressed_", "attn_compressed_finish_", 1)
+        + &window::finish_tag(p);
+    Some(window::finishing(
+        kernel.clone(),
+        finish,
         name,
-        doc: format!("{}, then every item's heads finished", kernel.doc),
-        block: kernel.block,
-        class: kernel.class,
-        cores: kernel.cores,
-        params: Vec::new(),
-        args: [&kernel.args[..], &["freqs_cos", "freqs_sin", "packed"]].concat(),
-        buffers: Vec::new(),
-        parts: vec![
-            Kernel {
-                args: Vec::new(),
-                ..kernel.clone()
-            },
-            finish,
-        ],
-    })
+        &["freqs_cos", "freqs_sin", "packed"],
+    ))
 }
 
 /// Why `dsv4/attention_compressed.h` cannot run this plan, if it cannot: the two AIVs of a

@@ -58,7 +58,7 @@ use crate::diag::{Diagnostics, Loc};
 use crate::kernel_plan::Builder;
 use crate::plan::{AttentionPlan, CompressorPlan};
 use crate::spec::range::positive;
-use crate::spec::{Int, KvSource, PadPolicy, RopeTable, Sp};
+use crate::spec::{Int, KvSource, PadPolicy, Sp};
 
 pub struct SparseAttention;
 
@@ -233,7 +233,7 @@ impl Kind for SparseAttention {
             DType::Bf16,
         );
 
-        let [scores, softmax, values, mut finish] = window::kernels(p, tiles, with_further);
+        let [scores, softmax, values, finish] = window::kernels(p, tiles, with_further);
 
         // The window kernels and the finish split a request's (a token's) head tiles over the
         // blocks when requests (tokens) are fewer than cores (`UnitParts`).
@@ -300,9 +300,6 @@ impl Kind for SparseAttention {
         };
         if finished {
             return;
-        }
-        if p.rope.table == RopeTable::Positions {
-            window::finish_at_positions(&mut finish);
         }
         b.launch(
             finish,

@@ -1,5 +1,5 @@
-//! The window source's own pieces (its softmax and finish buffers, the finish's refusals
-//! and its position-table twin) and what the further sources build on: the cube buffers of
+//! The window source's own pieces (its softmax and finish buffers, the finish's refusals,
+//! the finish as a part of another launch) and what the further sources build on: the cube buffers of
 //! `HeadTileMmad`, the running statistics, a further kernel's parameters, the union and
 //! per-token workspace shapes.
 
@@ -27,17 +27,6 @@ pub(super) fn finish_unmet(m: &ModelDims) -> Option<String> {
             format!("rope_dim {} is not a multiple of 16", m.rope_dim),
         ),
     ])
-}
-
-/// The finish kernel's twin for `rope.table: positions` (CSA): token t de-rotates with row
-/// `position_ids[t]` of the full `[max_positions, rope_dim]` tables (`dsv4/rope.h` RopeRow),
-/// taken after the tables. Its on-chip buffers are the same (the position is a scalar GM read).
-pub(super) fn finish_at_positions(k: &mut Kernel) {
-    k.name.push_str("_positions");
-    k.doc
-        .push_str(", RoPE rows gathered from the position table by position_ids");
-    k.params.push(("POSITIONS", Value::Bool(true)));
-    k.args.insert(4, "positions");
 }
 
 /// `attention_cube.h`'s L1 and L0, both window kernels' (and `attention_compressed.h`'s AIC
@@ -290,11 +279,44 @@ pub(super) fn finishes(fused: &Kernel) -> bool {
 /// The finish as a part of the attention's last launch (`AttentionFinish::Heads`) on tiles of
 /// `head_tile` heads.
 pub(super) fn finish_part(p: &Plan, head_tile: usize) -> Kernel {
-    let mut part = finish(p, head_tile);
-    let positions = p.rope.table == RopeTable::Positions;
-    part.params.push(("POSITIONS", Value::Bool(positions)));
-    part.args = Vec::new();
-    part
+    Kernel {
+        args: Vec::new(),
+        ..finish(p, head_tile)
+    }
+}
+
+/// Whether `finish` fits in UB beside `kernel` on one TPipe (a block of
+/// `kernel_plan::PARTS_AT_ONCE` holds both).
+pub(super) fn fits_beside(p: &Plan, kernel: &Kernel, finish: &Kernel) -> bool {
+    let ub = |k: &Kernel| k.bytes_in(Mem::Ub, p.chip);
+    ub(kernel) + ub(finish) <= p.chip.capacity(Mem::Ub)
+}
+
+/// `kernel` with `finish` as a second part (`Class<P0, P1>`), named `name`, taking `args`
+/// after its own: the launch that finishes the heads it completes.
+pub(super) fn finishing(
+    kernel: Kernel,
+    finish: Kernel,
+    name: String,
+    args: &[&'static str],
+) -> Kernel {
+    Kernel {
+        name,
+        doc: format!("{}, then its heads finished", kernel.doc),
+        block: kernel.block,
+        class: kernel.class,
+        cores: kernel.cores,
+        params: Vec::new(),
+        args: [&kernel.args[..], args].concat(),
+        buffers: Vec::new(),
+        parts: vec![
+            Kernel {
+                args: Vec::new(),
+                ..kernel
+            },
+            finish,
+        ],
+    }
 }
 
 /// What a launch that finishes adds to its name: the finish's dims.
@@ -328,15 +350,21 @@ pub(super) fn finish_binds(p: &Plan) -> Vec<&'static str> {
     }
 }
 
-/// The finish kernel (`attention_finish.h`) on tiles of `head_tile` heads.
+/// The finish kernel (`attention_finish.h`) on tiles of `head_tile` heads; with `rope.table:
+/// positions` (CSA) token t de-rotates with row `position_ids[t]` of the full `[max_positions,
+/// rope_dim]` tables (`dsv4/rope.h` RopeRow), the same on-chip buffers (the position is a
+/// scalar GM read).
 fn finish(p: &Plan, head_tile: usize) -> Kernel {
     let m = &p.model;
     let (heads, hd, t_pad) = (m.heads, m.head_dim, p.shape.t_pad);
+    let positions = p.rope.table == RopeTable::Positions;
     let u32 = |v: usize| Value::U32(v as u32);
     Kernel {
         name: format!(
-            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}",
-            m.rope_dim, m.heads_per_group
+            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}{}",
+            m.rope_dim,
+            m.heads_per_group,
+            if positions { "_positions" } else { "" }
         ),
         doc: "attention output: o / denom, inverse RoPE on the rope dims, bf16, heads packed by group"
             .into(),
@@ -350,8 +378,9 @@ fn finish(p: &Plan, head_tile: usize) -> Kernel {
             ("HEADS_PER_GROUP", u32(m.heads_per_group)),
             ("T_PAD", u32(t_pad)),
             ("HEAD_TILE", u32(head_tile)),
+            ("POSITIONS", Value::Bool(positions)),
         ],
-        args: vec!["o", "denom", "freqs_cos", "freqs_sin", "packed"],
+        args: [&["o", "denom"][..], &finish_args(p)].concat(),
         buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
         parts: Vec::new(),
     }
@@ -430,8 +459,7 @@ pub(super) fn fused(
         "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".to_string(),
     );
     let finish = finish_part(p, half);
-    let ub = |k: &Kernel| k.bytes_in(Mem::Ub, p.chip);
-    if !with_further && ub(&parts[1]) + ub(&finish) <= p.chip.capacity(Mem::Ub) {
+    if !with_further && fits_beside(p, &parts[1], &finish) {
         name = format!("attn_window_finish_{tag}{}", finish_tag(p));
         doc.push_str(", each tile's heads finished on the vector cores");
         args.extend(finish_args(p));
