@@ -19,7 +19,10 @@
 // part; alpha and beta in UB): the AIC issues tile i + 1's scores before tile i's values,
 // and the AIV writes tile i + 1's probabilities before it merges tile i's part, so each side
 // works while the other does. The next tiles' gathers queue behind a tile's probability
-// loads (MTE2 runs in order).
+// loads (MTE2 runs in order). A group's items are one stream: the AIC gathers the next
+// item's tiles under this item's last products (its q loads once this item's last scores
+// are out), and with two state buffers the AIV loads the next item's state while the cube
+// makes this item's last part and stores this item's under the next one's work.
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
 // window's o (kept in UB over the token's tiles) and denom are updated in place.
@@ -42,7 +45,8 @@
 namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
-// ROW_BUFFERS (tiles of rows in flight), and the sizes the plan decided (`*_BYTES`, each at
+// ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: two load one
+// item's under the previous), and the sizes the plan decided (`*_BYTES`, each at
 // least what its use below needs): the AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionIndexed {
@@ -61,6 +65,10 @@ class AttentionIndexed {
     static constexpr uint32_t STAT_SLOTS = VH > TILES ? VH : TILES;
     static constexpr float MASK = 1.0e20f;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, PART_READY = 3;
+    // f32 elements between the state buffers (an item's running max, denominators and o)
+    static constexpr uint32_t MAX_STRIDE = P::RUN_MAX_BYTES / sizeof(float);
+    static constexpr uint32_t DENOM_STRIDE = P::RUN_DENOM_BYTES / sizeof(float);
+    static constexpr uint32_t O_STRIDE = P::O_BYTES / sizeof(float);
     using Splits = KvSplits<P::GROUPS, TILES>;
     static constexpr uint32_t SLABS = 2;  // tiles alternate between two slabs of scratch
     static constexpr uint32_t SLAB = P::HEADS * TILE;  // a slab of scores or probs
@@ -92,6 +100,10 @@ class AttentionIndexed {
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
                   "a value per head of the AIV (alpha and beta: per slab)");
     static_assert(P::O_BYTES >= STATS * HD * sizeof(float), "o holds the AIV's heads of a token");
+    static_assert(P::STATE_BUFFERS == 1 || P::STATE_BUFFERS == 2, "one or two items' state (o, max, denominators)");
+    static_assert(P::RUN_MAX_BYTES % BLOCK_BYTES == 0 && P::RUN_DENOM_BYTES % BLOCK_BYTES == 0 &&
+                      P::O_BYTES % BLOCK_BYTES == 0,
+                  "state buffers start on blocks");
     static_assert(P::PART_BYTES >= VH * HD * sizeof(float), "part holds a group's rows");
 
 public:
@@ -112,23 +124,20 @@ public:
             op.InitCube(topkIdx, td);
             const Item first(share.begin, splits);
             op.slots_.Warm(static_cast<uint64_t>(first.t) * P::TOPK + first.first * TILE);
-            for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.CubeToken(Item(i, splits), td);
-            }
+            op.CubeItems(share, splits, td);
         }
         if ASCEND_IS_AIV {
             op.InitVector();
-            const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
-            for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.VectorToken(Item(i, splits), sub);
-            }
+            op.VectorItems(share, splits, static_cast<uint32_t>(AscendC::GetSubBlockIdx()));
         }
     }
 
 private:
     // With whole tokens (S = 1) the group's contiguous run of about equal work: a token
-    // weighs the tiles its min(TOPK, (p_t + 1) / RATIO) selectable slots fill, plus one for
-    // its query, window state and output, so groups of short contexts take more tokens.
+    // weighs four per tile its min(TOPK, (p_t + 1) / RATIO) selectable slots fill (a gather
+    // and two products with their hand-offs) and one for its own work (query, slots, state
+    // loaded and stored under its neighbours' tiles): the ratio the modeled trace of FLASH
+    // CSA shows (~15 against ~3 µs), so groups of short contexts take more tokens.
     __aicore__ inline static Share Tokens(GM_ADDR positions, uint32_t t)
     {
         ScalarStream<int32_t, 4> p;
@@ -137,7 +146,7 @@ private:
         return WeightedShare(t, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
             const int64_t next = static_cast<int64_t>(p.Get(u)) + 1;
             const uint32_t slots = next > 0 ? Min(P::TOPK, static_cast<uint32_t>(next / P::RATIO)) : 0;
-            return uint64_t(CeilDiv(slots, TILE)) + 1;
+            return 4 * uint64_t(CeilDiv(slots, TILE)) + 1;
         });
     }
 
@@ -191,7 +200,7 @@ private:
     __aicore__ inline void InitCube(GM_ADDR topkIdx, const TilingData& td)
     {
         slots_.Init(topkIdx, static_cast<uint64_t>(td.t) * P::TOPK);
-        pipe_.InitBuffer(q1_, P::Q_BYTES);
+        pipe_.InitBuffer(qQ_, 1, P::Q_BYTES);
         pipe_.InitBuffer(rowsQ_, P::ROW_BUFFERS, P::ROWS_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
@@ -199,54 +208,87 @@ private:
         pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
     }
 
-    // The item's kept tiles gathered ahead, in order: up to ROW_BUFFERS in flight (the one
-    // the cube works on included), so a tile's gather runs under the earlier tiles' products.
+    // The group's kept tiles gathered ahead, in order across its items: up to ROW_BUFFERS in
+    // flight (the one the cube works on included), so a tile's gather runs under the earlier
+    // tiles' products, the next item's under the last tiles of this one. `next` is the
+    // gather's cursor: the next tile of item `item` to look at.
     struct Ahead {
-        uint32_t tiles[P::ROW_BUFFERS];
-        uint32_t head, count, cursor;  // cursor: the next tile to look at
+        struct Entry {
+            uint32_t tile, item;
+        } at[P::ROW_BUFFERS];
+        uint32_t head, count;
+        uint32_t item, last, t, next, end;  // last: the share's end
+        int64_t bound;
+
+        __aicore__ inline const Entry& Get(uint32_t e) const { return at[(head + e) % P::ROW_BUFFERS]; }
     };
 
-    __aicore__ inline void Fill(Ahead& a, uint32_t t, uint32_t end, int64_t bound, const TilingData& td,
-                                uint32_t most = P::ROW_BUFFERS)
+    __aicore__ inline void Fill(Ahead& a, uint32_t splits, const TilingData& td, uint32_t most = P::ROW_BUFFERS)
     {
-        while (a.count < most && a.cursor < end) {
-            const uint32_t j = Gather(t, a.cursor, end, bound, td);
-            a.cursor = j + 1;
-            if (j < end) {
-                a.tiles[(a.head + a.count) % P::ROW_BUFFERS] = j;
+        while (a.count < most && a.item < a.last) {
+            if (a.next >= a.end) {
+                if (++a.item < a.last) {
+                    Start(a, splits);
+                }
+                continue;
+            }
+            const uint32_t j = Gather(a.t, a.next, a.end, a.bound, td);
+            a.next = j + 1;
+            if (j < a.end) {
+                a.at[(a.head + a.count) % P::ROW_BUFFERS] = {j, a.item};
                 ++a.count;
             }
         }
     }
 
-    __aicore__ inline void CubeToken(const Item& it, const TilingData& td)
+    // The gather's cursor at the first tile of item a.item.
+    __aicore__ inline void Start(Ahead& a, uint32_t splits)
     {
-        const uint32_t t = it.t;
-        const int64_t bound = Bound(t);
-        Ahead ahead{{}, 0, 0, it.first};
-        Fill(ahead, t, it.end, bound, td, 1);
+        const Item it(a.item, splits);
+        a.t = it.t;
+        a.next = it.first;
+        a.end = it.end;
+        a.bound = Bound(it.t);
+    }
+
+    // The share's items as one stream of kept tiles. Tile i + 1's scores (the other slab) go
+    // ahead of tile i's values, so the cube works on them while the AIV turns tile i's
+    // scores into probabilities. Where tile i + 1 starts the next item, that item's q is
+    // loaded instead (into the buffer tile i's scores were the last to read, MTE2 running it
+    // behind the gathers already issued) and tile i + 1 scored after tile i's values.
+    __aicore__ inline void CubeItems(const Share& share, uint32_t splits, const TilingData& td)
+    {
+        Ahead ahead{};
+        ahead.item = share.begin;
+        ahead.last = share.end;
+        Start(ahead, splits);
+        Fill(ahead, splits, td, 1);
         if (ahead.count == 0) {
             return;
         }
-        // q is overwritten only after the previous item's reads of it are done; it loads
-        // before the later tiles' gathers (MTE2 runs in order), which the cube does not wait for.
-        Handshake<AscendC::HardEvent::MTE1_MTE2>();
-        LoadQ(t);
-        Handshake<AscendC::HardEvent::MTE2_MTE1>();
-        Fill(ahead, t, it.end, bound, td);
-        // Tile i + 1's scores (the other slab) go ahead of tile i's values, so the cube
-        // works on them while the AIV turns tile i's scores into probabilities.
-        AscendC::LocalTensor<bfloat16_t> tile = rowsQ_.template DeQue<bfloat16_t>();
-        uint32_t lanes = Lanes(ahead.tiles[ahead.head]), slab = 0;
-        Scores(tile, lanes, slab);
-        while (true) {
-            const bool more = ahead.count > 1;
+        uint32_t qItem = ahead.Get(0).item;
+        LoadQ(Item(qItem, splits).t);  // before the later gathers
+        Fill(ahead, splits, td);
+        q1_ = qQ_.DeQue<bfloat16_t>();
+        AscendC::LocalTensor<bfloat16_t> tile;
+        bool scored = false;  // the head tile's scores are out
+        uint32_t slab = 0;
+        while (ahead.count > 0) {
+            const uint32_t lanes = Lanes(ahead.Get(0).tile);
+            if (!scored) {
+                tile = rowsQ_.template DeQue<bfloat16_t>();
+                Scores(tile, lanes, slab);
+            }
+            scored = false;
             AscendC::LocalTensor<bfloat16_t> next;
-            uint32_t nextLanes = 0;
-            if (more) {
-                nextLanes = Lanes(ahead.tiles[(ahead.head + 1) % P::ROW_BUFFERS]);
+            if (ahead.count > 1 && ahead.Get(1).item == qItem) {
                 next = rowsQ_.template DeQue<bfloat16_t>();
-                Scores(next, nextLanes, slab ^ 1);
+                Scores(next, Lanes(ahead.Get(1).tile), slab ^ 1);
+                scored = true;
+            } else if (ahead.count > 1) {
+                qQ_.FreeTensor(q1_);
+                qItem = ahead.Get(1).item;
+                LoadQ(Item(qItem, splits).t);
             }
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             Values(tile, lanes, slab);
@@ -254,22 +296,21 @@ private:
             ahead.head = (ahead.head + 1) % P::ROW_BUFFERS;
             --ahead.count;
             // the next gathers queue behind these values' probability loads
-            Fill(ahead, t, it.end, bound, td);
-            if (!more) {
-                return;
+            Fill(ahead, splits, td);
+            if (!scored && ahead.count > 0) {
+                q1_ = qQ_.DeQue<bfloat16_t>();
             }
             tile = next;
-            lanes = nextLanes;
             slab ^= 1;
         }
+        qQ_.FreeTensor(q1_);
     }
 
     // scores[slab] = q_t · tileᵀ, head tile by head tile; then SCORES_READY.
     __aicore__ inline void Scores(const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t lanes, uint32_t slab)
     {
-        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
         for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-            Matmul<false>(q[m * M_PAD * HD], tile, HD, 0, lanes, scores_[slab * SLAB + m * P::HEAD_TILE * lanes],
+            Matmul<false>(q1_[m * M_PAD * HD], tile, HD, 0, lanes, scores_[slab * SLAB + m * P::HEAD_TILE * lanes],
                           lanes);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
@@ -366,15 +407,17 @@ private:
         return true;
     }
 
-    // Token t's heads into L1, HEAD_TILE rows per NZ tile of M_PAD-row column blocks.
+    // Token t's heads into L1, HEAD_TILE rows per NZ tile of M_PAD-row column blocks, queued
+    // (into the buffer the previous token's q freed once the cube's reads of it were done).
     __aicore__ inline void LoadQ(uint32_t t)
     {
-        AscendC::LocalTensor<bfloat16_t> q = q1_.Get<bfloat16_t>();
+        AscendC::LocalTensor<bfloat16_t> q = qQ_.AllocTensor<bfloat16_t>();
         for (uint32_t m = 0; m < HEAD_TILES; ++m) {
             const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + m * P::HEAD_TILE;
             AscendC::DataCopy(q[m * M_PAD * HD], q_[row * HD],
                               AscendC::Nd2NzParams(1, P::HEAD_TILE, HD, 0, HD, M_PAD, 1, 0));
         }
+        qQ_.EnQue(q);
     }
 
     // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
@@ -401,54 +444,70 @@ private:
         pipe_.InitBuffer(probsQ_, 1, P::PROBS_BYTES);
         pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
         pipe_.InitBuffer(rowStats_, P::ROW_STATS_BYTES);
-        pipe_.InitBuffer(runMax_, P::RUN_MAX_BYTES);
-        pipe_.InitBuffer(runDenom_, P::RUN_DENOM_BYTES);
+        pipe_.InitBuffer(runMax_, P::STATE_BUFFERS * P::RUN_MAX_BYTES);
+        pipe_.InitBuffer(runDenom_, P::STATE_BUFFERS * P::RUN_DENOM_BYTES);
         pipe_.InitBuffer(tileMax_, P::TILE_MAX_BYTES);
         pipe_.InitBuffer(tileSum_, P::TILE_SUM_BYTES);
         pipe_.InitBuffer(alpha_, P::ALPHA_BYTES);
         pipe_.InitBuffer(beta_, P::BETA_BYTES);
-        pipe_.InitBuffer(o1_, P::O_BYTES);
+        pipe_.InitBuffer(o1_, P::STATE_BUFFERS * P::O_BYTES);
         pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
     }
 
-    __aicore__ inline void VectorToken(const Item& it, uint32_t sub)
+    // The share's items in order. With two state buffers (items alternate) an item's state
+    // loads while the previous item's last part is still on the cube, and its store runs
+    // under the next item's work.
+    __aicore__ inline void VectorItems(const Share& share, uint32_t splits, uint32_t sub)
     {
-        const uint32_t t = it.t;
-        bool kept[TILES];
-        const bool any = Slots(t, it, kept);
-        if (!any && !it.split) {
-            return;  // the window's state stands
-        }
-        // this AIV's 8-head groups: sub, sub + 2, ...
-        const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;
+        const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;  // 8-head groups sub, sub + 2, ...
         const uint32_t heads = mine * VH;
-        LoadState(it, sub, mine);
-        // Tile i's probabilities go out before tile i - 1's part merges (the cube's order).
-        bool pending = false;  // a tile's part still to merge, in slab `slab ^ 1`
-        uint32_t slab = 0;
-        for (uint32_t j = it.first; j < it.end; ++j) {
-            if (!kept[j]) {
-                continue;
+        bool loaded = false;  // the item's state was loaded ahead
+        for (uint32_t i = share.begin; i < share.end; ++i) {
+            const Item it(i, splits);
+            state_ = (i - share.begin) % P::STATE_BUFFERS;
+            bool kept[TILES];
+            const bool any = Slots(it.t, it, kept);
+            if (!any && !it.split) {
+                loaded = false;
+                continue;  // the window's state stands
             }
-            AscendC::CrossCoreWaitFlag(SCORES_READY);
-            for (uint32_t i = 0; i < mine; ++i) {
-                Softmax(sub + 2 * i, i, j, slab);
+            if (!loaded) {
+                LoadState(it, sub, mine, state_);
             }
-            if (heads > 0) {
-                OnlineRescale(runMax_.Get<float>(), runDenom_.Get<float>(), tileMax_.Get<float>(), tileSum_.Get<float>(),
-                              alpha_.Get<float>()[slab * STATS], beta_.Get<float>()[slab * STATS], heads);
+            // Tile i's probabilities go out before tile i - 1's part merges (the cube's
+            // order). The slabs alternate over the share's kept tiles, across items (as the
+            // cube's).
+            bool pending = false;  // a tile's part still to merge, in slab `slab_ ^ 1`
+            for (uint32_t j = it.first; j < it.end; ++j) {
+                if (!kept[j]) {
+                    continue;
+                }
+                AscendC::CrossCoreWaitFlag(SCORES_READY);
+                for (uint32_t g = 0; g < mine; ++g) {
+                    Softmax(sub + 2 * g, g, j, slab_);
+                }
+                if (heads > 0) {
+                    OnlineRescale(runMax_.Get<float>()[state_ * MAX_STRIDE],
+                                  runDenom_.Get<float>()[state_ * DENOM_STRIDE], tileMax_.Get<float>(),
+                                  tileSum_.Get<float>(), alpha_.Get<float>()[slab_ * STATS],
+                                  beta_.Get<float>()[slab_ * STATS], heads);
+                }
+                AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+                if (pending) {
+                    MergeTile(mine, sub, slab_ ^ 1);
+                }
+                pending = true;
+                slab_ ^= 1;
             }
-            AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
+            loaded = P::STATE_BUFFERS > 1 && i + 1 < share.end;
+            if (loaded) {  // while the cube makes the last part
+                LoadState(Item(i + 1, splits), sub, mine, state_ ^ 1);
+            }
             if (pending) {
-                MergeTile(mine, sub, slab ^ 1);
+                MergeTile(mine, sub, slab_ ^ 1);
             }
-            pending = true;
-            slab ^= 1;
+            StoreState(it, sub, mine);
         }
-        if (pending) {
-            MergeTile(mine, sub, slab ^ 1);
-        }
-        StoreState(it, sub, mine);
     }
 
     // The bias of token t's slots (0 kept, -1e20 not) and which tiles keep a slot; false if
@@ -488,14 +547,16 @@ private:
         return any;
     }
 
-    // The state this AIV's heads of the item start from: the window's max, denominators and
+    // The state this AIV's heads of the item start from, into state buffer k once the
+    // store of the buffer's previous item has read it: the window's max, denominators and
     // o, or for a split nothing (m = -1e20, denom 0, o 0).
-    __aicore__ inline void LoadState(const Item& it, uint32_t sub, uint32_t mine)
+    __aicore__ inline void LoadState(const Item& it, uint32_t sub, uint32_t mine, uint32_t k)
     {
-        AscendC::LocalTensor<float> m = runMax_.Get<float>();
-        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
-        AscendC::LocalTensor<float> o = o1_.Get<float>();
+        AscendC::LocalTensor<float> m = runMax_.Get<float>()[k * MAX_STRIDE];
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>()[k * DENOM_STRIDE];
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[k * O_STRIDE];
         if (it.split) {
+            Handshake<AscendC::HardEvent::MTE3_V>();
             if (mine > 0) {
                 AscendC::Duplicate(m, -MASK, mine * VH);
                 AscendC::Duplicate(den, 0.0f, mine * VH);
@@ -503,6 +564,7 @@ private:
             }
             return;
         }
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
         for (uint32_t i = 0; i < mine; ++i) {
             const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
@@ -512,13 +574,13 @@ private:
         Handshake<AscendC::HardEvent::MTE2_V>();
     }
 
-    // o and the denominators back in place, or for a split o, max and denominators to its
-    // slot; the next item's loads wait for them.
+    // o and the denominators (the item's state buffer) back in place, or for a split o, max
+    // and denominators to its slot; the next load into the buffer waits for them.
     __aicore__ inline void StoreState(const Item& it, uint32_t sub, uint32_t mine)
     {
-        AscendC::LocalTensor<float> m = runMax_.Get<float>();
-        AscendC::LocalTensor<float> den = runDenom_.Get<float>();
-        AscendC::LocalTensor<float> o = o1_.Get<float>();
+        AscendC::LocalTensor<float> m = runMax_.Get<float>()[state_ * MAX_STRIDE];
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>()[state_ * DENOM_STRIDE];
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE];
         Handshake<AscendC::HardEvent::V_MTE3>();
         for (uint32_t i = 0; i < mine; ++i) {
             const uint32_t h = (sub + 2 * i) * VH;
@@ -533,7 +595,6 @@ private:
                 AscendC::DataCopy(o_[head * HD], o[i * VH * HD], VH * HD);
             }
         }
-        Handshake<AscendC::HardEvent::MTE3_MTE2>();
     }
 
     // The part of the tile in `slab`, once the cube has it, into o: a group's rows load while
@@ -587,7 +648,7 @@ private:
     __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
         AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
-        AscendC::LocalTensor<float> o = o1_.Get<float>()[i * VH * HD];
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE + i * VH * HD];
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
         AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
         for (uint32_t h = 0; h < VH; ++h) {
@@ -600,7 +661,8 @@ private:
 
     AscendC::TPipe pipe_;
     // AIC
-    AscendC::TBuf<AscendC::TPosition::A1> q1_;
+    AscendC::TQue<AscendC::TPosition::A1, 1> qQ_;  // a token's q, loaded under the previous token's products
+    AscendC::LocalTensor<bfloat16_t> q1_;          // the current token's, off the queue
     AscendC::TQue<AscendC::TPosition::B1, P::ROW_BUFFERS> rowsQ_;
     AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
@@ -616,6 +678,8 @@ private:
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
     AscendC::GlobalTensor<float> scores_, splitSlots_, parts_[SLABS], stats_, o_, denom_, rowMax_;
     ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
+    uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
+    uint32_t state_ = 0;              // the AIV's state buffer of the current item
 };
 
 }  // namespace dsv4

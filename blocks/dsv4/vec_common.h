@@ -41,8 +41,10 @@ __aicore__ inline Share ShareOf(uint32_t total, uint32_t idx, uint32_t num)
 }
 
 // Sharer idx of num's contiguous run of `count` items of about equal total weight: item u
-// goes to sharer floor(W(u) · num / total), W(u) the weight (`weight(u)`, at least 1) of
-// the items before it, so every item goes to exactly one sharer, in order.
+// goes to sharer floor((W(u) + w(u) / 2) · num / total), w(u) its weight (`weight(u)`, at
+// least 1) and W(u) the items' before it, so every item goes to exactly one sharer, in
+// order, by its midpoint (a heavy item straddling a boundary goes to the side that holds
+// most of it).
 template <class Weight>
 __aicore__ inline Share WeightedShare(uint32_t count, uint32_t idx, uint32_t num, Weight weight)
 {
@@ -53,15 +55,16 @@ __aicore__ inline Share WeightedShare(uint32_t count, uint32_t idx, uint32_t num
     Share share{count, count};
     uint64_t before = 0;
     for (uint32_t u = 0; u < count; ++u) {
-        const uint64_t at = before * num;
-        if (share.begin == count && at >= idx * total) {
+        const uint64_t w = weight(u);
+        const uint64_t at = (2 * before + w) * num;  // twice its midpoint, in shares
+        if (share.begin == count && at >= 2 * idx * total) {
             share.begin = u;
         }
-        if (at >= (idx + 1) * total) {
+        if (at >= 2 * (idx + 1) * total) {
             share.end = u;
             break;
         }
-        before += weight(u);
+        before += w;
     }
     return share;
 }

@@ -150,29 +150,30 @@ fn hca_small_tp2_rank_at_capacity_and_below() {
     check("hca_small_tp2", &case, REFERENCE_TILE);
 }
 
-/// One request at 1M positions: its 8192 compressed rows (16 chunks of 512) are split over
-/// KV, a chunk on each of 16 core groups, and combined with the window.
+/// One request at 1M positions: its 8192 compressed rows (24 chunks of 352: an even share
+/// of the capacity per core group, not the 16 of 512 L1 would hold) are split over KV, a
+/// chunk on each of the 24 core groups, and combined with the window.
 #[test]
 fn hca_small_tp1_one_request_at_1m_runs_on_a_group_per_chunk() {
     let case = CompressedCase::new("hca_small_tp1", &[1_048_568], SEED);
     let counters = check("hca_small_tp1", &case, REFERENCE_TILE);
-    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (16, 24));
+    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (24, 24));
 }
 
-/// Five requests of 5, 3, 2, 1 and 0 chunks, four splits each: a split of two chunks, empty
+/// Five requests of 7, 4, 2, 1 and 0 chunks, four splits each: splits of two chunks, empty
 /// splits, a request without compressed rows. Judged against the golden merging the kernel's
-/// chunks: at 546 and 1171 rows the bf16 rounding of probabilities taken against a 512-row
-/// chunk's max rather than each 128-row tile's already puts 0.6–1.6 % of the points past the
-/// reference's tolerance with one split (the kernel's chunking, not its splitting).
+/// chunks: at 546 and 1171 rows the bf16 rounding of probabilities taken against a chunk's
+/// max rather than each 128-row tile's already puts points past the reference's tolerance
+/// with one split (0.6–1.6 % with 512-row chunks: the kernel's chunking, not its splitting).
 #[test]
 fn hca_small_tp1_few_requests_split_unevenly() {
     let starts = [300_000, 150_000, 70_000, 20_000, 3];
     let case = CompressedCase::new("hca_small_tp1", &starts, SEED);
     let chunk = support::knob("hca_small_tp1", "attn_compressed_h", "CHUNK") as usize;
-    assert_eq!(chunk, 512);
+    assert_eq!(chunk, 352);
     let counters = check("hca_small_tp1", &case, chunk);
-    // 4 + 3 + 2 + 1 non-empty splits
-    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (10, 24));
+    // 4 + 4 + 2 + 1 non-empty splits
+    assert_eq!(cube_cores(&counters, "attn_compressed_h"), (11, 24));
 }
 
 /// The reference's deployment (4 requests × 2 tokens, at most 128 compressed rows: one

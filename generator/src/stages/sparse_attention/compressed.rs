@@ -238,7 +238,10 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
 /// Compressed rows per chunk of `attention_compressed.h` (0 without compressed rows): as
 /// many whole pages (and fractals) as L1 holds beside the two head-tile rows, at most
 /// [`MAX_CHUNK`] (its UB rows grow with it) and no more than `max_rows` need. Every chunk
-/// moves a request's o and part through GM once, so fewer, larger chunks move less.
+/// moves a request's o and part through GM once, so fewer, larger chunks move less; but
+/// where a request can span several chunks, no more than an even share of `max_rows` over
+/// the cube cores, so that one long request splits over every core group (FLASH at 1M:
+/// 8192 rows in 24 chunks of 352, not 19 of 448).
 pub fn compressed_chunk_rows(
     head_dim: usize,
     head_tile: usize,
@@ -267,6 +270,9 @@ pub fn compressed_chunk_rows(
         && l1(chunk + unit) <= chip.l1_bytes
     {
         chunk += unit;
+    }
+    if chunk < max_rows {
+        chunk = chunk.min(max_rows.div_ceil(chip.aic_cores).next_multiple_of(unit));
     }
     chunk
 }

@@ -6,8 +6,8 @@ use abi::{DType, Dim};
 
 use super::combine::Split;
 use super::window::{further_params, head_tile_l0, per_token, running_stats};
-use crate::budget::{Buffer, row};
-use crate::chip::Mem;
+use crate::budget::{self, Buffer, row};
+use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
 use crate::plan::Plan;
 
@@ -55,10 +55,11 @@ pub(super) fn launch(
     b.workspace("attn_idx_probs", group_rows, DType::Bf16);
     split.workspaces(b, hd);
     let l1 = CubeL1::new(heads, hd, head_tile, kv_tile);
+    let (vector, states) = vector_ub(heads, hd, topk, kv_tile, p.chip);
     let row_buffers = l1.row_buffers(p.chip.l1_bytes);
     let kernel = Kernel {
         name: format!(
-            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}_rb{row_buffers}",
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}_rb{row_buffers}_st{states}",
             p.pools.block_size
         ),
         doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
@@ -72,7 +73,11 @@ pub(super) fn launch(
             ratio,
             ("TOPK", topk),
             [head_tile, kv_tile, d_tile],
-            &[("GROUPS", groups), ("ROW_BUFFERS", row_buffers)],
+            &[
+                ("GROUPS", groups),
+                ("ROW_BUFFERS", row_buffers),
+                ("STATE_BUFFERS", states),
+            ],
         ),
         args: vec![
             "q",
@@ -91,7 +96,7 @@ pub(super) fn launch(
         buffers: [
             l1.buffers(row_buffers),
             head_tile_l0(head_tile, kv_tile, d_tile),
-            vector_buffers(heads, hd, topk, kv_tile),
+            vector,
         ]
         .concat(),
         parts: Vec::new(),
@@ -183,11 +188,37 @@ impl CubeL1 {
     }
 }
 
+/// The AIV's UB for `attention_indexed.h` with the most state buffers that fit `chip` (two:
+/// an item's state loads while the previous item's last part is on the cube; else one, which
+/// the budget check refuses if even that does not fit), and their count.
+fn vector_ub(
+    heads: usize,
+    head_dim: usize,
+    topk: usize,
+    kv_tile: usize,
+    chip: &Chip,
+) -> (Vec<Buffer>, usize) {
+    let with = |states| vector_buffers(heads, head_dim, topk, kv_tile, states);
+    let two = with(2);
+    if budget::bytes_in(&two, Mem::Ub, chip) <= chip.capacity(Mem::Ub) {
+        (two, 2)
+    } else {
+        (with(1), 1)
+    }
+}
+
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
 /// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
 /// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
-/// up), and a group's rows of a tile's part (two: the next group's load while one merges).
-fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) -> Vec<Buffer> {
+/// up) for `states` items, and a group's rows of a tile's part (two: the next group's load
+/// while one merges).
+fn vector_buffers(
+    heads: usize,
+    head_dim: usize,
+    topk: usize,
+    kv_tile: usize,
+    states: usize,
+) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
     let (hd, tile) = (head_dim, 8 * kv_tile);
@@ -203,9 +234,15 @@ fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) ->
             row("reduce_tmp", Ub, F32, kv_tile, 1, None),
             row("row_stats", Ub, F32, slots * 8, 1, None),
         ],
-        running_stats(stats, 8, SLABS),
+        running_stats(stats, 8, SLABS)
+            .into_iter()
+            .map(|b| match b.name {
+                "run_max" | "run_denom" => Buffer { count: states, ..b },
+                _ => b,
+            })
+            .collect(),
         vec![
-            row("o", Ub, F32, stats * hd, 1, Some(8 * hd)),
+            row("o", Ub, F32, stats * hd, states, Some(8 * hd)),
             row("part", Ub, F32, 8 * hd, 2, Some(8 * hd)),
         ],
     ]
@@ -214,7 +251,8 @@ fn vector_buffers(heads: usize, head_dim: usize, topk: usize, kv_tile: usize) ->
 
 #[cfg(test)]
 mod tests {
-    use super::CubeL1;
+    use super::{CubeL1, vector_ub};
+    use crate::chip::CHIPS;
 
     /// 910B's L1.
     const L1: usize = 512 * 1024;
@@ -228,5 +266,17 @@ mod tests {
         let pro = CubeL1::new(128, 512, 16, 128);
         assert_eq!(pro.row_buffers(L1), 2);
         assert_eq!(flash.buffers(3)[1].count, 3);
+    }
+
+    #[test]
+    fn two_items_state_where_ub_holds_them() {
+        let chip = &CHIPS[0];
+        // FLASH: o of 32 heads × 512 (64 KiB) twice beside ~47 KiB of the rest
+        let (buffers, states) = vector_ub(64, 512, 512, 128, chip);
+        assert_eq!(states, 2);
+        let o = buffers.iter().find(|b| b.name == "o").unwrap();
+        assert_eq!((o.count, o.bytes()), (2, 64 * 1024));
+        // Pro: 64 heads' o is 128 KiB; two would need more than the 184 KiB
+        assert_eq!(vector_ub(128, 512, 1024, 128, chip).1, 1);
     }
 }
