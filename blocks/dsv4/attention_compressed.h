@@ -282,7 +282,7 @@ private:
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
-        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
+        pipe_.InitBuffer(cL0_, HEAD_TILE_C_BUFFERS, P::C_L0_BYTES);
     }
 
     __aicore__ inline void CubeItem(uint32_t item, const Item& it, const TilingData& td)

@@ -54,7 +54,7 @@ public:
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
-        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
+        pipe_.InitBuffer(cL0_, HEAD_TILE_C_BUFFERS, P::C_L0_BYTES);
     }
 
     // Gathers request b's union rows into L1: each union row r lands in row r of the NZ

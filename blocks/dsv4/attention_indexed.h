@@ -205,7 +205,7 @@ private:
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
         pipe_.InitBuffer(bL0_, 2, P::B_L0_BYTES);
-        pipe_.InitBuffer(cL0_, 2, P::C_L0_BYTES);
+        pipe_.InitBuffer(cL0_, HEAD_TILE_C_BUFFERS, P::C_L0_BYTES);
     }
 
     // The group's kept tiles gathered ahead, in order across its items: up to ROW_BUFFERS in

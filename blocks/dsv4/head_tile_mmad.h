@@ -7,6 +7,10 @@
 
 namespace dsv4 {
 
+// C tiles in L0C for HeadTileMmad's callers (their cL0 queue): the cube's products run up to
+// four Fixpipes ahead, so a later product's loads and Mmads overlap a tile's f32 writes.
+constexpr uint32_t HEAD_TILE_C_BUFFERS = 4;
+
 // dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over k (a
 // multiple of 16) in K_CHUNK chunks through L0A/L0B and one L0C tile. `a` is the head tile in L1 (NZ, its
 // fractals column-major); `rows` holds the KV rows in L1 with ROW_BLOCKS row fractals per

@@ -157,8 +157,12 @@ pub(super) fn further_params(
     params
 }
 
+/// C tiles of `HeadTileMmad` in L0C (`HEAD_TILE_C_BUFFERS` of `dsv4/head_tile_mmad.h`): the
+/// products run ahead of the Fixpipe.
+const C_BUFFERS: usize = 4;
+
 /// The L0 tiles of `HeadTileMmad` (`dsv4/head_tile_mmad.h`): k chunks of `d` or `kv_rows`
-/// over a head tile padded to a fractal.
+/// over a head tile padded to a fractal, in two A and B tiles and [`C_BUFFERS`] C tiles.
 pub(super) fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::*;
@@ -166,7 +170,7 @@ pub(super) fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> V
     vec![
         row("a_l0", L0a, Bf16, m_pad * l0_k, 2, None),
         row("b_l0", L0b, Bf16, d_tile * kv_tile, 2, None),
-        row("c_l0", L0c, F32, m_pad * l0_k, 2, None),
+        row("c_l0", L0c, F32, m_pad * l0_k, C_BUFFERS, None),
     ]
 }
 
