@@ -1,5 +1,5 @@
 // Last step of the attention (swa.md §3.6 steps 5-7, hca_csa.md §6.1), per token t and head h:
-//   o = o_acc / denom                                    (f32)
+//   o = o_acc * (1 / denom)                              (f32: a head's reciprocal once)
 //   nope dims: bf16(o);  rope pair i of the last ROPE_DIM dims, with c, s = column i of the
 //   token's freqs row (RopeRow: row t of token-local tables, or row position_ids[t] of the
 //   full [max_positions, ROPE_DIM] tables when the kernel takes positions, CSA):
@@ -51,7 +51,6 @@ class AttentionFinish {
     static_assert(P::O_BYTES >= TILE * sizeof(float) && P::OUT_BYTES >= TILE * sizeof(bfloat16_t),
                   "a tile of head rows in and out");
     static_assert(P::DENOM_BYTES >= P::HEADS * sizeof(float), "a token's denominators");
-    static_assert(P::DIVISOR_BYTES >= HD * sizeof(float), "a head row of one denominator");
     static_assert(P::COS_ROW_BYTES >= HALF * sizeof(bfloat16_t) && P::SIN_ROW_BYTES >= HALF * sizeof(bfloat16_t),
                   "freqs half-rows");
     static_assert(P::TRIG_BYTES >= 3 * HALF * sizeof(float), "cos, sin and -sin of a token");
@@ -131,7 +130,6 @@ private:
         pipe.InitBuffer(oQ_, 2, P::O_BYTES);
         pipe.InitBuffer(outQ_, 2, P::OUT_BYTES);
         pipe.InitBuffer(denomRow_, P::DENOM_BYTES);
-        pipe.InitBuffer(divisor_, P::DIVISOR_BYTES);
         pipe.InitBuffer(cosRow_, P::COS_ROW_BYTES);
         pipe.InitBuffer(sinRow_, P::SIN_ROW_BYTES);
         pipe.InitBuffer(trig_, P::TRIG_BYTES);
@@ -213,10 +211,8 @@ private:
     __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
     {
         AscendC::LocalTensor<float> o = oQ_.DeQue<float>();
-        AscendC::LocalTensor<float> divisor = divisor_.Get<float>();
         for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            AscendC::Duplicate(divisor, den.GetValue(h0 + h), HD);
-            AscendC::Div(o[h * HD], o[h * HD], divisor, HD);
+            AscendC::Muls(o[h * HD], o[h * HD], 1.0f / den.GetValue(h0 + h), HD);
         }
         AscendC::LocalTensor<float> rope = rope_.Get<float>();
         AscendC::LocalTensor<float> partner = partner_.Get<float>();
@@ -245,7 +241,7 @@ private:
 
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> denomRow_, divisor_, cosRow_, sinRow_, trig_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> denomRow_, cosRow_, sinRow_, trig_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> cosTable_, sinTable_, rope_, partner_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ropeOffsets_, partnerOffsets_, cosOffsets_, sinOffsets_;
     AscendC::GlobalTensor<float> o_;

@@ -106,7 +106,6 @@ pub(super) fn finish_buffers(
         row("o", Ub, F32, tile, 2, Some(tile)),
         row("out", Ub, Bf16, tile, 2, Some(hd)),
         row("denom", Ub, F32, h, 1, Some(h)),
-        row("divisor", Ub, F32, hd, 1, None),
         row("cos_row", Ub, Bf16, half, 1, None),
         row("sin_row", Ub, Bf16, half, 1, None),
         row("trig", Ub, F32, 3 * half, 1, None),
