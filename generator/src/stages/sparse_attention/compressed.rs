@@ -279,3 +279,20 @@ pub fn compressed_chunk_rows(
 
 /// The largest compressed-row chunk (f32 scores of 8 heads: 16 KiB of UB).
 pub const MAX_CHUNK: usize = 512;
+
+#[cfg(test)]
+mod tests {
+    use super::compressed_chunk_rows;
+    use crate::chip::CHIPS;
+
+    #[test]
+    fn a_long_request_splits_over_every_cube_core() {
+        let chip = &CHIPS[0];
+        // FLASH (window union 144 rows): L1 would hold 448 rows, but 8192 (1M / 128) go in
+        // 24 chunks of 352, one per cube core
+        assert_eq!(compressed_chunk_rows(512, 16, 144, 32, 8192, chip), 352);
+        assert_eq!(8192usize.div_ceil(352), chip.aic_cores);
+        // a capacity that fits one chunk stays one chunk
+        assert_eq!(compressed_chunk_rows(512, 16, 144, 32, 128, chip), 128);
+    }
+}
