@@ -210,11 +210,11 @@ private:
 
     // The group's kept tiles gathered ahead, in order across its items: up to ROW_BUFFERS in
     // flight (the one the cube works on included), so a tile's gather runs under the earlier
-    // tiles' products, the next item's under the last tiles of this one. `next` is the
-    // gather's cursor: the next tile of item `item` to look at.
+    // tiles' products, the next item's under the last tiles of this one (an entry: a tile and
+    // its token). `next` is the gather's cursor: the next tile of item `item` to look at.
     struct Ahead {
         struct Entry {
-            uint32_t tile, item;
+            uint32_t tile, t;
         } at[P::ROW_BUFFERS];
         uint32_t head, count;
         uint32_t item, last, t, next, end;  // last: the share's end
@@ -235,7 +235,7 @@ private:
             const uint32_t j = Gather(a.t, a.next, a.end, a.bound, td);
             a.next = j + 1;
             if (j < a.end) {
-                a.at[(a.head + a.count) % P::ROW_BUFFERS] = {j, a.item};
+                a.at[(a.head + a.count) % P::ROW_BUFFERS] = {j, a.t};
                 ++a.count;
             }
         }
@@ -253,7 +253,7 @@ private:
 
     // The share's items as one stream of kept tiles. Tile i + 1's scores (the other slab) go
     // ahead of tile i's values, so the cube works on them while the AIV turns tile i's
-    // scores into probabilities. Where tile i + 1 starts the next item, that item's q is
+    // scores into probabilities. Where tile i + 1 is another token's, that token's q is
     // loaded instead (into the buffer tile i's scores were the last to read, MTE2 running it
     // behind the gathers already issued) and tile i + 1 scored after tile i's values.
     __aicore__ inline void CubeItems(const Share& share, uint32_t splits, const TilingData& td)
@@ -266,8 +266,8 @@ private:
         if (ahead.count == 0) {
             return;
         }
-        uint32_t qItem = ahead.Get(0).item;
-        LoadQ(Item(qItem, splits).t);  // before the later gathers
+        uint32_t qToken = ahead.Get(0).t;
+        LoadQ(qToken);  // before the later gathers
         Fill(ahead, splits, td);
         q1_ = qQ_.DeQue<bfloat16_t>();
         AscendC::LocalTensor<bfloat16_t> tile;
@@ -281,14 +281,14 @@ private:
             }
             scored = false;
             AscendC::LocalTensor<bfloat16_t> next;
-            if (ahead.count > 1 && ahead.Get(1).item == qItem) {
+            if (ahead.count > 1 && ahead.Get(1).t == qToken) {
                 next = rowsQ_.template DeQue<bfloat16_t>();
                 Scores(next, Lanes(ahead.Get(1).tile), slab ^ 1);
                 scored = true;
             } else if (ahead.count > 1) {
                 qQ_.FreeTensor(q1_);
-                qItem = ahead.Get(1).item;
-                LoadQ(Item(qItem, splits).t);
+                qToken = ahead.Get(1).t;
+                LoadQ(qToken);
             }
             AscendC::CrossCoreWaitFlag(PROBS_READY);
             Values(tile, lanes, slab);

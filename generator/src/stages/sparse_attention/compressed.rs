@@ -225,7 +225,7 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
             row("reduce_tmp", Ub, F32, chunk, 1, None),
             row("row_stats", Ub, F32, VH * 8, 1, None),
         ],
-        running_stats(stats, stats, SLABS),
+        running_stats(stats, stats, SLABS, 1),
         vec![
             row("o_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
             row("part_in", Ub, F32, VH * hd, 2, Some(VH * hd)),

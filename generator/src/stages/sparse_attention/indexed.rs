@@ -234,13 +234,7 @@ fn vector_buffers(
             row("reduce_tmp", Ub, F32, kv_tile, 1, None),
             row("row_stats", Ub, F32, slots * 8, 1, None),
         ],
-        running_stats(stats, 8, SLABS)
-            .into_iter()
-            .map(|b| match b.name {
-                "run_max" | "run_denom" => Buffer { count: states, ..b },
-                _ => b,
-            })
-            .collect(),
+        running_stats(stats, 8, SLABS, states),
         vec![
             row("o", Ub, F32, stats * hd, states, Some(8 * hd)),
             row("part", Ub, F32, 8 * hd, 2, Some(8 * hd)),

@@ -175,14 +175,14 @@ pub(super) fn head_tile_l0(head_tile: usize, kv_tile: usize, d_tile: usize) -> V
 
 /// The running statistics a further source merges with `OnlineRescale`
 /// (`dsv4/online_softmax.h`), a value per head of the AIV (`stats` of them): max and
-/// denominator (copied in and out `copy` values at a time), the tile's max and sum, alpha
-/// and beta.
-pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize) -> Vec<Buffer> {
+/// denominator (copied in and out `copy` values at a time; one per item of the `states` the
+/// kernel holds at once), the tile's max and sum, alpha and beta.
+pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize, states: usize) -> Vec<Buffer> {
     use DType::F32;
     use Mem::Ub;
     vec![
-        row("run_max", Ub, F32, stats, 1, Some(copy)),
-        row("run_denom", Ub, F32, stats, 1, Some(copy)),
+        row("run_max", Ub, F32, stats, states, Some(copy)),
+        row("run_denom", Ub, F32, stats, states, Some(copy)),
         row("tile_max", Ub, F32, stats, 1, None),
         row("tile_sum", Ub, F32, stats, 1, None),
         row("alpha", Ub, F32, slabs * stats, 1, None),
