@@ -37,9 +37,24 @@
 #include "dsv4/tiling_data.h"
 #include "dsv4/head_tile_mmad.h"
 #include "dsv4/online_softmax.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/vec_common.h"
 
 namespace dsv4 {
+
+// Scalar streams over the tokens' positions and the requests' KV lengths, so a run of
+// reads overlaps its misses instead of queueing them (a group reading 64 requests' 36 lines
+// one by one started the launch 31 µs late in the modeled trace).
+struct RequestMeta {
+    ScalarStream<int32_t, 4> positions, lens;
+
+    __aicore__ inline void Init(GM_ADDR p, GM_ADDR kvSeqLens, uint32_t requests, uint32_t seq)
+    {
+        positions.Init(p, static_cast<uint64_t>(requests) * seq);
+        lens.Init(kvSeqLens, requests);
+        lens.Warm(0);
+    }
+};
 
 // The compressed rows visible to each token of request b (scalar metadata reads).
 template <class P>
@@ -47,17 +62,21 @@ struct CompressedRows {
     int32_t visible[P::SEQ];
     int32_t rows;  // C_max
 
-    __aicore__ inline void Read(const AscendC::GlobalTensor<int32_t>& positions,
-                                const AscendC::GlobalTensor<int32_t>& kvSeqLens, uint32_t b)
+    // At most min(len / RATIO, MAX_ROWS) for a request of KV length len.
+    __aicore__ inline static int64_t Bound(int64_t len)
     {
-        const int64_t len = kvSeqLens.GetValue(b);
         const int64_t byLen = len > 0 ? len / P::RATIO : 0;
+        return byLen < static_cast<int64_t>(P::MAX_ROWS) ? byLen : static_cast<int64_t>(P::MAX_ROWS);
+    }
+
+    __aicore__ inline void Read(RequestMeta& meta, uint32_t b)
+    {
+        const int64_t bound = Bound(meta.lens.Get(b));
         rows = 0;
         for (uint32_t s = 0; s < P::SEQ; ++s) {
-            const int64_t p = positions.GetValue(b * P::SEQ + s);
+            const int64_t p = meta.positions.Get(b * P::SEQ + s);
             int64_t c = p + 1 > 0 ? (p + 1) / P::RATIO : 0;
-            c = c < byLen ? c : byLen;
-            c = c < static_cast<int64_t>(P::MAX_ROWS) ? c : static_cast<int64_t>(P::MAX_ROWS);
+            c = c < bound ? c : bound;
             visible[s] = static_cast<int32_t>(c);
             rows = visible[s] > rows ? visible[s] : rows;
         }
@@ -143,12 +162,10 @@ class AttentionCompressed {
         uint32_t first, end, h0, h1;
         CompressedRows<P> rows;
 
-        __aicore__ inline Item(uint32_t item, uint32_t splits, uint32_t parts,
-                               const AscendC::GlobalTensor<int32_t>& positions,
-                               const AscendC::GlobalTensor<int32_t>& lens)
+        __aicore__ inline Item(uint32_t item, uint32_t splits, uint32_t parts, RequestMeta& meta)
             : b(item / (splits * parts)), split(splits > 1)
         {
-            rows.Read(positions, lens, b);
+            rows.Read(meta, b);
             const uint32_t s = item / parts % splits, chunks = rows.Chunks();
             first = Splits::First(s, splits, chunks);
             end = Splits::First(s + 1, splits, chunks);
@@ -194,17 +211,20 @@ private:
         const uint32_t splits = Splits::OnGroups(td.b);
         // With requests fewer than groups and no split over KV, their heads spread instead.
         const uint32_t parts = splits > 1 ? 1 : PartsPerUnit(td.b, P::GROUPS, HEAD_PIECES);
-        const Share share =
-            splits * parts > 1 ? GroupShare(td.b * splits * parts) : Requests(positions, kvSeqLens, td.b);
+        RequestMeta meta;
+        meta.Init(positions, kvSeqLens, td.b, P::SEQ);
+        const Share share = splits * parts > 1 ? GroupShare(td.b * splits * parts) : Requests(meta, td.b);
         if (share.begin >= share.end) {
             return;
         }
+        meta.positions.Warm(static_cast<uint64_t>(share.begin / (splits * parts)) * P::SEQ);
         AttentionCompressed op;
-        op.Bind(q, cmpKv, cmpTable, positions, kvSeqLens, rowMax, scores, probs, part, stats, o, denom);
+        op.Bind(q, cmpKv, cmpTable, rowMax, scores, probs, part, stats, o, denom);
+        op.meta_ = meta;
         if ASCEND_IS_AIC {
             op.InitCube();
             for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.CubeItem(i, Item(i, splits, parts, op.positions_, op.lens_), td);
+                op.CubeItem(i, Item(i, splits, parts, op.meta_), td);
             }
         }
         if ASCEND_IS_AIV {
@@ -219,7 +239,7 @@ private:
             const uint32_t s0 = static_cast<uint32_t>(AscendC::GetSubBlockIdx()) * TOKENS;
             Merge pending;
             for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.VectorItem(i, Item(i, splits, parts, op.positions_, op.lens_), s0, pending);
+                op.VectorItem(i, Item(i, splits, parts, op.meta_), s0, pending);
             }
             op.Flush(pending, s0);
         }
@@ -228,34 +248,28 @@ private:
     // With whole requests the group's contiguous run of about equal GM traffic: a request
     // weighs (in KiB) its query, each chunk's round trips of o and part, and per lane its
     // scores and probabilities both ways and its row; one more for its metadata reads, so
-    // the requests without compressed rows spread too.
-    __aicore__ inline static Share Requests(GM_ADDR positions, GM_ADDR kvSeqLens, uint32_t b)
+    // the requests without compressed rows spread too. Its rows are taken at their bound by
+    // its length (its tokens' positions, eight times the lines, are read by its group only).
+    __aicore__ inline static Share Requests(RequestMeta& meta, uint32_t b)
     {
         constexpr uint64_t Q = uint64_t(ROWS) * HD * sizeof(bfloat16_t);
         constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * HD * sizeof(float);
         constexpr uint64_t PER_LANE = ROWS * 2 * (sizeof(float) + sizeof(bfloat16_t)) + HD * sizeof(bfloat16_t);
-        AscendC::GlobalTensor<int32_t> p, lens;
-        p.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         return WeightedShare(b, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
-            CompressedRows<P> rows;
-            rows.Read(p, lens, u);
+            const uint32_t rows = static_cast<uint32_t>(CompressedRows<P>::Bound(meta.lens.Get(u)));
             const uint64_t bytes =
-                rows.rows > 0 ? Q + rows.Chunks() * PER_CHUNK + AlignUp(uint32_t(rows.rows), 16u) * PER_LANE : 0;
+                rows > 0 ? Q + CeilDiv(rows, P::CHUNK) * PER_CHUNK + AlignUp(rows, 16u) * PER_LANE : 0;
             return 1 + bytes / 1024;
         });
     }
 
-    __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR kvSeqLens,
-                                GM_ADDR rowMax, GM_ADDR scores, GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o,
-                                GM_ADDR denom)
+    __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR rowMax, GM_ADDR scores,
+                                GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom)
     {
         const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * ROWS * CHUNK;  // the group's scores and probs
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
-        positions_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
-        lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
         scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
@@ -376,8 +390,8 @@ private:
 
     __aicore__ inline void InitVector()
     {
-        pipe_.InitBuffer(scoresQ_, 1, P::SCORES_BYTES);
-        pipe_.InitBuffer(probsQ_, 1, P::PROBS_BYTES);
+        pipe_.InitBuffer(scoresQ_, 2, P::SCORES_BYTES);
+        pipe_.InitBuffer(probsQ_, 2, P::PROBS_BYTES);
         pipe_.InitBuffer(lane_, P::LANE_BYTES);
         pipe_.InitBuffer(bias_, P::BIAS_BYTES);
         pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
@@ -460,14 +474,29 @@ private:
         const AscendC::GlobalTensor<float> o = ItemO(item, it);
         for (uint32_t j = it.first; j < it.end; ++j) {
             const uint32_t lanes = it.rows.Lanes(j);
-            AscendC::CrossCoreWaitFlag(SCORES_READY);
+            uint32_t valid[TOKENS];
             for (uint32_t s = 0; s < TOKENS; ++s) {
                 const int32_t left = it.rows.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
-                const uint32_t valid = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
-                Bias(valid, lanes);
-                for (uint32_t h0 = it.h0; h0 < it.h1; h0 += VH) {
-                    Softmax(s0 + s, s, h0, valid, lanes);
+                valid[s] = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
+            }
+            // (token, VH heads) tiles in order, each one's scores loading under the one before
+            const uint32_t pieces = (it.h1 - it.h0) / VH;
+            const auto load = [&](uint32_t k) {
+                if (valid[k / pieces] > 0) {
+                    LoadScores(s0 + k / pieces, it.h0 + k % pieces * VH, lanes);
                 }
+            };
+            AscendC::CrossCoreWaitFlag(SCORES_READY);
+            load(0);
+            for (uint32_t k = 0; k < TOKENS * pieces; ++k) {
+                const uint32_t s = k / pieces;
+                if (k % pieces == 0) {
+                    Bias(valid[s], lanes);
+                }
+                if (k + 1 < TOKENS * pieces) {
+                    load(k + 1);
+                }
+                Softmax(s0 + s, s, it.h0 + k % pieces * VH, valid[s], lanes);
             }
             const uint32_t slab = step_ % SLABS;
             Rescale(it, m, den, slab);
@@ -527,13 +556,27 @@ private:
         AscendC::Muls(bias, bias, MASK, lanes);
     }
 
-    // VH heads from h0 of the item's token `row` (local index s) over the chunk's lanes: tile
-    // max and sum into the statistics, bf16 probabilities out. A token without a row in the
-    // tile gets zero probabilities and (m_i, l_i) = (-1e20, 0), which merges as a no-op.
+    // Where the scores and probabilities of VH heads from h0 of token `token` are: the group's
+    // slab holds this chunk's rows `lanes` apart.
+    __aicore__ inline static uint64_t SlabAt(uint32_t token, uint32_t h0, uint32_t lanes)
+    {
+        return (static_cast<uint64_t>(token) * P::HEADS + h0) * lanes;
+    }
+
+    __aicore__ inline void LoadScores(uint32_t token, uint32_t h0, uint32_t lanes)
+    {
+        AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
+        AscendC::DataCopy(z, scores_[SlabAt(token, h0, lanes)], VH * lanes);
+        scoresQ_.EnQue(z);
+    }
+
+    // VH heads from h0 of the item's token `token` (local index s) over the chunk's lanes,
+    // their scores loaded (LoadScores) where valid > 0: tile max and sum into the statistics,
+    // bf16 probabilities out. A token without a row in the tile gets zero probabilities and
+    // (m_i, l_i) = (-1e20, 0), which merges as a no-op.
     __aicore__ inline void Softmax(uint32_t token, uint32_t s, uint32_t h0, uint32_t valid, uint32_t lanes)
     {
-        // the group's slab of scores and probs holds this chunk's rows `lanes` apart
-        const uint64_t at = (static_cast<uint64_t>(token) * P::HEADS + h0) * lanes;
+        const uint64_t at = SlabAt(token, h0, lanes);
         const uint32_t len = VH * lanes;
         AscendC::LocalTensor<float> tileMax = tileMax_.Get<float>();
         AscendC::LocalTensor<float> tileSum = tileSum_.Get<float>();
@@ -546,10 +589,7 @@ private:
                 tileSum.SetValue(s * P::HEADS + h0 + h, 0.0f);
             }
         } else {
-            AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
-            AscendC::DataCopy(z, scores_[at], len);
-            scoresQ_.EnQue(z);
-            z = scoresQ_.DeQue<float>();
+            AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
             ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
                         tileMax, s * P::HEADS + h0);
             AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
@@ -624,14 +664,15 @@ private:
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     // AIV
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_;
-    AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> scoresQ_;  // this tile's and the next's
+    AscendC::TQue<AscendC::TPosition::VECOUT, 2> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oIn_, partIn_;  // this unit's rows and the next's
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
-    AscendC::GlobalTensor<int32_t> table_, positions_, lens_;
+    AscendC::GlobalTensor<int32_t> table_;
+    RequestMeta meta_;
     AscendC::GlobalTensor<float> rowMax_, scores_, slots_, parts_[SLABS], stats_, o_, denom_;
     uint32_t step_ = 0;  // (item, chunk) steps so far: the slab of the next
 };

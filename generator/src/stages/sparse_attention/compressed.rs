@@ -208,7 +208,8 @@ pub(super) fn unmet(
 }
 
 /// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
-/// heads of one token's scores in and probabilities out over a chunk's lanes, per-lane
+/// heads of one token's scores in and probabilities out over a chunk's lanes, two of each
+/// (the next heads' scores load while these are worked on), per-lane
 /// constants, the running statistics of its half of a request's tokens, and 8 head rows
 /// of o and of the chunk's part in, and of o out, two of each (the merge loads the next
 /// rows while it works on these).
@@ -218,8 +219,8 @@ fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Ve
     let (hd, tile, stats) = (head_dim, VH * chunk, seq / 2 * heads);
     [
         vec![
-            row("scores", Ub, F32, tile, 1, Some(tile)),
-            row("probs", Ub, Bf16, tile, 1, Some(tile)),
+            row("scores", Ub, F32, tile, 2, Some(tile)),
+            row("probs", Ub, Bf16, tile, 2, Some(tile)),
             row("lane", Ub, F32, chunk, 1, None),
             row("bias", Ub, F32, chunk, 1, None),
             row("reduce_tmp", Ub, F32, chunk, 1, None),
