@@ -4,10 +4,16 @@
 // dequant scale 1/sq, the golden's formula at TP 1 too). Rows ≥ group_t are neither read
 // nor written.
 //
+// With SLICES > 1 the latent is not in GM: x holds the k slices' partial products of the
+// split-K wo_a, [SLICES][GROUPS][PART_ROWS][K] f32 (dsv4/k_slice_sum.h's layout), and a tile
+// is their sum in slice order, ((P0 + P1) + P2) + ..., as k_slice_sum.h adds them, so the
+// result is the same bits without the latent's round trip through GM and a launch.
+//
 // Params: GROUPS, ROWS, K, TILE_ROWS (rows per UB tile; a divisor of 8, so the runtime row
-// count, a multiple of 8, is always whole tiles), and the UB sizes the plan decided
-// (X_IN, Q_OUT, SCALES, WORK, F16, SLOT, REDUCE_TMP `_BYTES`, each at least what its use
-// below needs). Work is split over blocks by 8-row unit.
+// count, a multiple of 8, is always whole tiles), SLICES and PART_ROWS (the partials' rows
+// per group; with SLICES 1 x is the latent, [GROUPS][ROWS][K]), and the UB sizes the plan
+// decided (X_IN, Q_OUT, SCALES, WORK, F16, SLOT, REDUCE_TMP `_BYTES`, PARTS_IN with slices,
+// each at least what its use below needs). Work is split over blocks by 8-row unit.
 #pragma once
 
 #include "kernel_operator.h"
@@ -32,6 +38,10 @@ class GroupQuant {
     static_assert(P::WORK_BYTES >= TILE * sizeof(float) && P::F16_BYTES >= TILE * sizeof(half), "a tile's scratch");
     static_assert(P::SLOT_BYTES >= TILE_ROWS * 32, "a block of scalars per row");
     static_assert(P::REDUCE_TMP_BYTES >= REDUCE_TMP * sizeof(float), "ReduceMax scratch of a row");
+    static_assert(P::SLICES >= 1 && (P::SLICES == 1 || P::PART_ROWS >= 8), "a latent or its k slices' partials");
+    static constexpr uint64_t SLICE = uint64_t(P::GROUPS) * P::PART_ROWS * K;  // one slice's partials
+    // The slices after the first, two in flight: a tile's next rows load while it is added.
+    static constexpr uint32_t PARTS_AHEAD = P::SLICES > 2 ? 2 : P::SLICES - 1;
 
 public:
     __aicore__ inline static void Run(GM_ADDR x, GM_ADDR q, GM_ADDR scale, GM_ADDR, GM_ADDR tiling)
@@ -45,10 +55,15 @@ private:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR q, GM_ADDR scale, uint32_t rows)
     {
         rows_ = rows;
-        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x), uint64_t(P::GROUPS) * P::ROWS * K);
+        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x),
+                             P::SLICES > 1 ? P::SLICES * SLICE : uint64_t(P::GROUPS) * P::ROWS * K);
         qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q), uint64_t(P::GROUPS) * P::ROWS * K);
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(P::GROUPS) * P::ROWS);
         pipe_.InitBuffer(inQ_, 2, P::X_IN_BYTES);
+        if constexpr (P::SLICES > 1) {
+            static_assert(P::PARTS_IN_BYTES >= TILE * sizeof(float), "parts_in holds a tile of rows");
+            pipe_.InitBuffer(partQ_, PARTS_AHEAD, P::PARTS_IN_BYTES);
+        }
         pipe_.InitBuffer(qQ_, 2, P::Q_OUT_BYTES);
         pipe_.InitBuffer(scaleQ_, 2, P::SCALES_BYTES);
         pipe_.InitBuffer(work_, P::WORK_BYTES);
@@ -81,6 +96,7 @@ private:
             }
             const bool more = nextI < units;
             LocalTensor<float> x = inQ_.DeQue<float>();
+            AddSlices(x, row);
             if (more) {
                 CopyIn(nextRow);
             }
@@ -95,11 +111,45 @@ private:
         }
     }
 
+    // A tile from `row` of the [GROUPS · ROWS] rows: the latent, or its first slice and the
+    // next slices' first PARTS_AHEAD.
     __aicore__ inline void CopyIn(uint32_t row)
     {
         LocalTensor<float> x = inQ_.AllocTensor<float>();
-        DataCopy(x, xGm_[uint64_t(row) * K], TILE);
+        DataCopy(x, xGm_[Source(0, row)], TILE);
         inQ_.EnQue(x);
+        for (uint32_t ks = 1; ks <= PARTS_AHEAD; ++ks) {
+            LoadPart(ks, row);
+        }
+    }
+
+    // Where slice ks (0 with SLICES 1: the latent) holds `row`'s values.
+    __aicore__ inline static uint64_t Source(uint32_t ks, uint32_t row)
+    {
+        if constexpr (P::SLICES == 1) {
+            return uint64_t(row) * K;
+        }
+        return ks * SLICE + (uint64_t(row / P::ROWS) * P::PART_ROWS + row % P::ROWS) * K;
+    }
+
+    __aicore__ inline void LoadPart(uint32_t ks, uint32_t row)
+    {
+        LocalTensor<float> part = partQ_.AllocTensor<float>();
+        DataCopy(part, xGm_[Source(ks, row)], TILE);
+        partQ_.EnQue(part);
+    }
+
+    // x (slice 0 of `row`'s tile) += the later slices, in slice order.
+    __aicore__ inline void AddSlices(LocalTensor<float>& x, uint32_t row)
+    {
+        for (uint32_t ks = 1; ks < P::SLICES; ++ks) {
+            LocalTensor<float> part = partQ_.DeQue<float>();
+            Add(x, x, part, TILE);
+            partQ_.FreeTensor(part);
+            if (ks + PARTS_AHEAD < P::SLICES) {
+                LoadPart(ks + PARTS_AHEAD, row);
+            }
+        }
     }
 
     __aicore__ inline void Compute(LocalTensor<float>& x)
@@ -135,6 +185,7 @@ private:
 
     TPipe pipe_;
     TQue<TPosition::VECIN, 1> inQ_;
+    TQue<TPosition::VECIN, 2> partQ_;  // slices after the first (SLICES > 1)
     TQue<TPosition::VECOUT, 1> qQ_;
     TQue<TPosition::VECOUT, 1> scaleQ_;
     TBuf<TPosition::VECCALC> work_;

@@ -135,9 +135,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_compressed_h64_d512_s8_bs32_r128_max8192_ht16_kv128_dk128_ch352_g24", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom"] },
     Kernel { name: "attn_combine_finish_cmp_h64_d512_u512_g24_s24_ht16_r64_hpg8_tpad512", cores: plan::Cores::Aiv, args: &["row_max", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x128_split256x1024x1024_tail80_bufs2x2_parts_r512", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
-    Kernel { name: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "group_quant_g8_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_qkv_q_heads_h64_hd512_rd64_g8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32__compressor_r128_hd512_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_norm_w", "p2_cos", "p2_sin", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_cmp_kv"] },
 ];
@@ -164,8 +163,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_h64_d512_s8_bs32_r128_max8192_ht16_kv128_dk128_ch352_g24", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_finish_cmp_h64_d512_u512_g24_s24_ht16_r64_hpg8_tpad512", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_max", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x128_split256x1024x1024_tail80_bufs2x2_parts_r512", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n1024_s4_r512_b8_s524288_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
@@ -197,7 +195,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_cmp_probs", shape: &[Const(192), Const(64), Const(352)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_part", shape: &[Const(36864), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_cmp_stats", shape: &[Const(48), Const(512)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "o_latent", shape: &[Const(8), Const(512), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(8), Const(512), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(8), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(8), Const(512), Const(4096)], dtype: I32, dir: Out, placement: PerRank },

@@ -25,7 +25,7 @@ use golden::collectives::{all_to_all_groups, reduce_scatter};
 use golden::compare::ratio_allclose;
 use golden::fixtures::random::Draws;
 use golden::fixtures::weights::{bf16_values, quantize_rows};
-use golden::gemm::{Mat, Threads, matmul_int, widen_i8};
+use golden::gemm::{Mat, Threads, matmul, matmul_int, widen_i8};
 use golden::o_proj::{OProjWeights, o_proj, o_proj_partial};
 use golden::quant::{Rounding, quantize_row};
 use golden::tensor::Tensor;
@@ -214,7 +214,7 @@ fn tp1_at(variant: &str, ts: &[usize]) {
         check_launches(p, &stats);
         let want = o_proj(&d, &packed, d.local_t_pad(), t, w.golden());
         let out = (!fused).then_some("attn_out");
-        let attn: Vec<bf16> = check_intermediates(&d, &tensors, &w, t, out)
+        let attn: Vec<bf16> = check_intermediates(&d, &tensors, &w, t, "o_packed_heads", out)
             .into_iter()
             .map(bf16::from_f32)
             .collect();
@@ -238,21 +238,22 @@ fn tp1_at(variant: &str, ts: &[usize]) {
     }
 }
 
-/// The exact steps inside the stage, from the kernels' own f32 latent: the int8
+/// The exact steps inside the stage, from the f32 latent (see [`latent`]): the int8
 /// quantisation and the int32 products are bit-exact, rows ≥ `rows` of every group slab
 /// stay unwritten, and `out` (where the stage writes it) is the dequantised sum, returned
-/// (f32, `rows` × hidden) bit-exact.
+/// (f32, `rows` × hidden) bit-exact. `input`: the stage's group slabs.
 fn check_intermediates(
     d: &Dims,
     tensors: &BTreeMap<String, Tensor>,
     w: &Weights,
     rows: usize,
+    input: &str,
     out: Option<&str>,
 ) -> Vec<f32> {
     let (lg, lora, hidden) = (d.local_o_groups(), d.o_lora, d.hidden);
-    let cap = tensors["o_latent"].shape()[1];
+    let cap = tensors["o_i8"].shape()[1];
     let values = |name: &str| &tensors[name];
-    let latent = values("o_latent").values::<f32>().expect("f32");
+    let latent = latent(d, tensors, w, input, cap);
     let q = values("o_i8").values::<i8>().expect("i8");
     let scale = values("o_scale").values::<f32>().expect("f32");
     let acc = values("o_acc").values::<i32>().expect("i32");
@@ -300,11 +301,11 @@ fn check_intermediates(
             let p = &got_p[u * hidden..(u + 1) * hidden];
             row.iter_mut().zip(p).for_each(|(a, &v)| *a += v as f32 * s);
         }
-        for (name, t, width) in [
-            ("o_latent", values("o_latent"), lora),
-            ("o_i8", values("o_i8"), lora),
-            ("o_acc", values("o_acc"), hidden),
-        ] {
+        let slabs = [("o_latent", lora), ("o_i8", lora), ("o_acc", hidden)];
+        for (name, t, width) in slabs
+            .into_iter()
+            .filter_map(|(name, width)| Some((name, tensors.get(name)?, width)))
+        {
             let bytes = &t.as_le_bytes()
                 [(slab + rows) * width * t.dtype().size()..(slab + cap) * width * t.dtype().size()];
             assert!(
@@ -340,6 +341,50 @@ fn check_intermediates(
     };
     assert!(same, "{out} differs from the dequantised sum of o_acc");
     sum
+}
+
+/// The f32 latent `[groups, cap, lora]` (rows the golden has no value for are 0): the
+/// kernels' own where o_latent goes through GM, else (the quantisation summing wo_a's k
+/// slices itself) each group's slab rows times its wo_a, which the grids make exact in any
+/// order, so the kernels' sum has the same bits.
+fn latent(
+    d: &Dims,
+    tensors: &BTreeMap<String, Tensor>,
+    w: &Weights,
+    input: &str,
+    cap: usize,
+) -> Vec<f32> {
+    if let Some(t) = tensors.get("o_latent") {
+        return t.values::<f32>().expect("f32").to_vec();
+    }
+    let (lg, lora, gin) = (d.local_o_groups(), d.o_lora, d.o_group_in());
+    let slabs = tensors[input].values::<bf16>().expect("bf16");
+    let mut out = vec![0.0f32; lg * cap * lora];
+    for g in 0..lg {
+        // NaN padding rows stay out: only rows whose values are all numbers are projected
+        let rows = (0..cap)
+            .take_while(|&u| {
+                slabs[(g * cap + u) * gin..(g * cap + u + 1) * gin]
+                    .iter()
+                    .all(|v| v.is_finite())
+            })
+            .count();
+        let x: Vec<f32> = slabs[g * cap * gin..(g * cap + rows) * gin]
+            .iter()
+            .map(|v| v.to_f32())
+            .collect();
+        let wo_a: Vec<f32> = w.wo_a[g * lora * gin..(g + 1) * lora * gin]
+            .iter()
+            .map(|v| v.to_f32())
+            .collect();
+        let a = matmul(
+            Mat::rows(&x, rows, gin),
+            Mat::transposed(&wo_a, gin, lora),
+            Threads::All,
+        );
+        out[g * cap * lora..(g * cap + rows) * lora].copy_from_slice(&a);
+    }
+    out
 }
 
 #[test]
@@ -423,7 +468,14 @@ fn sharded(variant: &str) {
                 0.0,
             ));
             assert_unwritten("o_partial", got, group_t * hidden);
-            check_intermediates(&d, &tensors, &w, group_t, Some("o_partial"));
+            check_intermediates(
+                &d,
+                &tensors,
+                &w,
+                group_t,
+                "attention_local",
+                Some("o_partial"),
+            );
             partials.push(got.values::<f32>().expect("f32")[..group_t * hidden].to_vec());
         }
         // The token scatter: owner o's window rows r·t + j ← rank r's partial rows o·t + j.

@@ -25,8 +25,9 @@
 //! names the others in [`Launch::also`], so a run of one of those stages runs it too.
 //!
 //! A stage may also offer to take the launch before it as its prologue ([`Prologue`], e.g.
-//! hc_post the bf16 rows o_proj sums at TP 1): the two run as one kernel when the producer's
-//! launch directly precedes the consumer's and no other step binds what it hands over.
+//! hc_post the bf16 rows o_proj sums at TP 1, o_proj's quantisation the k-slice sum of its
+//! wo_a): the two run as one kernel when the producer's launch directly precedes the
+//! consumer's and no other step binds what it hands over.
 //!
 //! Last, independent vector launches that spread over any blocks run together in one launch,
 //! side by side or in turn (`super::together`).

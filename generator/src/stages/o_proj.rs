@@ -11,11 +11,12 @@
 use abi::{DType, Dim};
 
 use super::kind::{Data, Kind, Tile, TileCheck, Tiled, tiling};
-use crate::budget::{Buffer, row};
+use crate::budget::{self, Buffer, row};
+use crate::chip::Chip;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernel_plan::{Builder, Cores, Kernel, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
 
 pub struct OProj;
 
@@ -130,14 +131,16 @@ impl Kind for OProj {
         let aiv = |tiles: usize| p.chip.aiv_cores.min(tiles) as u32;
         // group_quant's blocks own whole 8-row units (its o_scale rows in whole 32-byte blocks)
         let row_units = groups * max_rows / 8;
-        if gemm::launch_alone(b, tiles, &wo_a, [input, "wo_a", "o_latent"]).is_none() {
+        let Some(split) = gemm::launch_alone(b, tiles, &wo_a, [input, "wo_a", "o_latent"]) else {
             return;
+        };
+        let quant = quant(groups, rows, lora, tile_rows, None);
+        let offer = gemm::slice_sum_after(&wo_a, &split)
+            .and_then(|sum| with_slice_sum(&sum, &quant, aiv(row_units), p.chip));
+        b.launch(quant, aiv(row_units), &["o_latent", "o_i8", "o_scale"]);
+        if let Some(offer) = offer {
+            b.prologue(offer);
         }
-        b.launch(
-            quant(groups, rows, lora, tile_rows),
-            aiv(row_units),
-            &["o_latent", "o_i8", "o_scale"],
-        );
         if gemm::launch_alone(b, tiles, &wo_b, ["o_i8", "wo_b", "o_acc"]).is_none() {
             return;
         }
@@ -170,7 +173,68 @@ fn combine_cols(hidden: usize, groups: usize, room: usize, rows: usize, cores: u
 
 #[cfg(test)]
 mod tests {
-    use super::combine_cols;
+    use super::*;
+    use crate::chip;
+
+    /// k_slice_sum.h's kernel for a product writing `[batch][rows][n]` (only what the offer
+    /// reads).
+    fn sum(n: usize, batch: usize, rows: usize, slices: usize) -> Kernel {
+        Kernel {
+            name: format!("k_slice_sum_n{n}_s{slices}"),
+            doc: String::new(),
+            block: "k_slice_sum.h",
+            class: "KSliceSum",
+            cores: Cores::Aiv,
+            params: vec![
+                ("N", Value::u32(n)),
+                ("LD", Value::u32(n)),
+                ("BATCH", Value::u32(batch)),
+                ("STRIDE", Value::u32(rows * n)),
+                ("SLICES", Value::u32(slices)),
+                ("ROWS", Value::u32(rows)),
+            ],
+            args: vec!["parts", "out"],
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// The quantisation takes wo_a's slice sum where the sum writes the latent as it reads
+    /// it, at fewer rows per tile where the partials' buffers would overflow UB (FLASH at
+    /// 512 tokens: 8 rows of 1024 f32 per buffer do not fit, 4 do); never a sum of other
+    /// rows or columns.
+    #[test]
+    fn quant_takes_the_slice_sum_of_its_latent() {
+        let chip = chip::find("910b").unwrap();
+        let plain = quant(8, 512, 1024, 8, None);
+        let offer = with_slice_sum(&sum(1024, 8, 512, 4), &plain, 48, chip).expect("offered");
+        assert_eq!(
+            (
+                offer.producer.as_str(),
+                offer.consumer.as_str(),
+                offer.input
+            ),
+            ("k_slice_sum_n1024_s4", plain.name.as_str(), "o_latent")
+        );
+        assert_eq!(offer.fused.name, "group_quant_g8_r512_k1024_t4_s4_pr512");
+        assert_eq!(offer.fused.args, ["parts", "q", "scale"]);
+        assert!(budget::bytes_in(&offer.fused.buffers, Ub, chip) <= chip.capacity(Ub));
+        let small = quant(2, 128, 256, 8, None);
+        let at_8 = with_slice_sum(&sum(256, 2, 128, 5), &small, 32, chip).expect("offered");
+        assert_eq!(at_8.fused.param("TILE_ROWS"), Some(Value::u32(8)));
+        assert!(
+            with_slice_sum(&sum(512, 8, 512, 4), &plain, 48, chip).is_none(),
+            "other columns"
+        );
+        assert!(
+            with_slice_sum(&sum(1024, 4, 512, 4), &plain, 48, chip).is_none(),
+            "other groups"
+        );
+        assert!(
+            with_slice_sum(&sum(1024, 8, 256, 4), &plain, 48, chip).is_none(),
+            "other rows"
+        );
+    }
 
     #[test]
     fn combine_tiles_reach_every_core_at_few_rows() {
@@ -184,24 +248,84 @@ mod tests {
     }
 }
 
-/// `dsv4/group_quant.h`: f32 rows `[groups, rows, k]` → int8 + dequant scale per row.
-fn quant(groups: usize, rows: usize, k: usize, tile_rows: usize) -> Kernel {
+/// `dsv4/group_quant.h`: f32 rows `[groups, rows, k]` → int8 + dequant scale per row; or,
+/// with `slices` = (k slices, their rows per group), the sum of a split-K product's
+/// partials in slice order instead of the rows.
+fn quant(
+    groups: usize,
+    rows: usize,
+    k: usize,
+    tile_rows: usize,
+    slices: Option<(usize, usize)>,
+) -> Kernel {
+    let (n, part_rows) = slices.unwrap_or((1, rows));
+    let (name, doc, x) = match slices {
+        None => (
+            format!("group_quant_g{groups}_r{rows}_k{k}_t{tile_rows}"),
+            "per-(group, token) int8 quantisation of the o_proj latent (scale 1/sq)",
+            "x",
+        ),
+        Some(_) => (
+            format!("group_quant_g{groups}_r{rows}_k{k}_t{tile_rows}_s{n}_pr{part_rows}"),
+            "per-(group, token) int8 quantisation of the o_proj latent (scale 1/sq), the \
+             latent summed from wo_a's k slices in slice order",
+            "parts",
+        ),
+    };
+    let mut buffers = quant_buffers(k, tile_rows);
+    if slices.is_some() {
+        let tile = tile_rows * k;
+        buffers.push(row("parts_in", Ub, DType::F32, tile, 2, Some(tile)));
+    }
     Kernel {
-        name: format!("group_quant_g{groups}_r{rows}_k{k}_t{tile_rows}"),
-        doc: "per-(group, token) int8 quantisation of the o_proj latent (scale 1/sq)".into(),
+        name,
+        doc: doc.into(),
         block: "group_quant.h",
         class: "GroupQuant",
         cores: Cores::Aiv,
         params: vec![
-            ("GROUPS", Value::U32(groups as u32)),
-            ("ROWS", Value::U32(rows as u32)),
-            ("K", Value::U32(k as u32)),
-            ("TILE_ROWS", Value::U32(tile_rows as u32)),
+            ("GROUPS", Value::u32(groups)),
+            ("ROWS", Value::u32(rows)),
+            ("K", Value::u32(k)),
+            ("TILE_ROWS", Value::u32(tile_rows)),
+            ("SLICES", Value::u32(n)),
+            ("PART_ROWS", Value::u32(part_rows)),
         ],
-        args: vec!["x", "q", "scale"],
-        buffers: quant_buffers(k, tile_rows),
+        args: vec![x, "q", "scale"],
+        buffers,
         parts: Vec::new(),
     }
+}
+
+/// The quantisation (`plain`) taking wo_a's slice sum as its prologue (`sum`,
+/// dsv4/k_slice_sum.h's kernel for wo_a), so the f32 latent never reaches GM: at its rows
+/// per tile, or half or a quarter of them where the partials' buffers would overflow UB.
+/// None when `sum` does not write the latent as `plain` reads it or no tile fits.
+fn with_slice_sum(sum: &Kernel, plain: &Kernel, block_dim: u32, chip: &Chip) -> Option<Prologue> {
+    let u32_of = |k: &Kernel, name| match k.param(name) {
+        Some(Value::U32(v)) => Some(v as usize),
+        _ => None,
+    };
+    let [groups, rows, k, tile_rows] = ["GROUPS", "ROWS", "K", "TILE_ROWS"]
+        .map(|n| u32_of(plain, n).expect("group_quant's params"));
+    // the sum must write the latent as the quantisation reads it: [groups][rows][k]
+    let c = ["N", "LD", "BATCH", "STRIDE"].map(|n| u32_of(sum, n));
+    if sum.block != "k_slice_sum.h" || c != [Some(k), Some(k), Some(groups), Some(rows * k)] {
+        return None;
+    }
+    let slices = (u32_of(sum, "SLICES")?, u32_of(sum, "ROWS")?);
+    let fused = [tile_rows, tile_rows / 2, tile_rows / 4]
+        .into_iter()
+        .filter(|&t| t > 0 && 8 % t == 0)
+        .map(|t| quant(groups, rows, k, t, Some(slices)))
+        .find(|q| budget::bytes_in(&q.buffers, Ub, chip) <= chip.capacity(Ub))?;
+    Some(Prologue {
+        producer: sum.name.clone(),
+        consumer: plain.name.clone(),
+        input: "o_latent",
+        block_dim,
+        fused,
+    })
 }
 
 /// `dsv4/group_combine.h`: Σ_g f32(p_g) · s_g, times wo_b_scale, to bf16 or f32, in

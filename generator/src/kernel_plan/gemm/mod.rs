@@ -70,7 +70,7 @@ pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
 
-use super::{Builder, MatmulOrigin};
+use super::{Builder, Kernel, MatmulOrigin};
 use kernels::{kernel, shared, slice_sum, zero};
 use split::{Room, plan_split, unfit};
 
@@ -157,10 +157,18 @@ fn launch_with(
             }
             b.scratch(K_PARTIALS, elems, DType::F32);
             b.launch(kernel(&parts, &split), cube_blocks, &[a, w, K_PARTIALS]);
-            b.launch(slice_sum(mm, slices), vector_blocks, &[K_PARTIALS, c]);
+            let sum = slice_sum_after(mm, &split).expect("a partials split sums its slices");
+            b.launch(sum, vector_blocks, &[K_PARTIALS, c]);
         }
     }
     Some(split)
+}
+
+/// The slice sum [`launch`] runs after `mm` with `split` (its k slices' partials
+/// `[slice][batch][row capacity][N]` into C): what a consumer of C may offer to take as its
+/// prologue. None where the slices need no sum.
+pub fn slice_sum_after(mm: &Matmul, split: &Split) -> Option<Kernel> {
+    (split.sum == KSum::Partials).then(|| slice_sum(mm, mm.k.div_ceil(split.slice_k)))
 }
 
 /// The workspace bf16 k slices write their partial products to: one per rank, sized for
