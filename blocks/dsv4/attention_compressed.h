@@ -25,8 +25,10 @@
 // window's o and denom in place.
 // A group (1 AIC + 2 AIV) takes items in turn (whole requests: contiguous runs of about equal
 // GM traffic, `Requests`); AIV k merges tokens [k*SEQ/2, (k+1)*SEQ/2).
-// Handoffs go through the group's GM scratch (scores, probs, part), ordered by cross-core
-// flags.
+// Handoffs go through the group's GM scratch (scores, probs, part: two of each, consecutive
+// (item, chunk) steps alternating), ordered by cross-core flags. The AIC runs a step's gather
+// and scores before the previous step's values where both steps' rows fit the chunk buffer
+// (short requests: many steps of few lanes), so it works while the AIVs run a softmax.
 // Where requests never split (a single chunk at most: no combine follows) the launch can also
 // finish (PF, attention_finish.h): once an item's last merge is flushed, the AIV finishes its
 // tokens' heads of the item, so the attention needs no finish launch.
@@ -223,9 +225,7 @@ private:
         op.meta_ = meta;
         if ASCEND_IS_AIC {
             op.InitCube();
-            for (uint32_t i = share.begin; i < share.end; ++i) {
-                op.CubeItem(i, Item(i, splits, parts, op.meta_), td);
-            }
+            op.CubeSteps(share, splits, parts, td);
         }
         if ASCEND_IS_AIV {
             op.InitVector();
@@ -266,13 +266,16 @@ private:
     __aicore__ inline void Bind(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR rowMax, GM_ADDR scores,
                                 GM_ADDR probs, GM_ADDR part, GM_ADDR stats, GM_ADDR o, GM_ADDR denom)
     {
-        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * ROWS * CHUNK;  // the group's scores and probs
+        // the group's scores and probs: SLABS of ROWS x CHUNK, consecutive steps alternating
+        const uint64_t slab = static_cast<uint64_t>(GroupIdx()) * SLABS * ROWS * CHUNK;
         q_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
-        scores_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab);
-        probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
+        for (uint32_t k = 0; k < SLABS; ++k) {
+            scores_[k].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab + k * ROWS * CHUNK);
+            probs_[k].SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab + k * ROWS * CHUNK);
+        }
         slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
         for (uint32_t k = 0; k < SLABS; ++k) {
             parts_[k] = slots_[Slots::Part(GroupIdx(), k)];
@@ -299,48 +302,121 @@ private:
         pipe_.InitBuffer(cL0_, HEAD_TILE_C_BUFFERS, P::C_L0_BYTES);
     }
 
-    __aicore__ inline void CubeItem(uint32_t item, const Item& it, const TilingData& td)
+    // A step: chunk j of work item `item`, its rows at row `at` of the chunk buffer.
+    struct Step {
+        uint32_t item, j, at;
+        Item it;
+    };
+
+    // The group's steps in order. Where the next step's rows fit the chunk buffer beside this
+    // one's, its gather and scores run before this step's values, so the cube works while the
+    // vector cores run this step's softmax (and they then find the next scores waiting).
+    __aicore__ inline void CubeSteps(const Share& share, uint32_t splits, uint32_t parts, const TilingData& td)
     {
-        const uint64_t row0 = static_cast<uint64_t>(it.b) * ROWS;
-        for (uint32_t j = it.first; j < it.end; ++j) {
-            // scores and probs rows of this chunk are `lanes` wide
-            const uint32_t lanes = it.rows.Lanes(j);
-            LoadChunk(it.b, j, static_cast<uint32_t>(it.rows.rows), lanes, td);
-            for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {  // the item's heads of each token
-                for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
-                    AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
-                    for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
-                        Matmul<false>(a, HD, n0, Min(TILE, lanes - n0), scores_[m0 * lanes + n0], lanes);
-                    }
-                    aTile_.FreeTensor(a);
-                }
+        Step cur{share.begin, 0, 0, Item(share.begin, splits, parts, meta_)};
+        cur.j = cur.it.first;
+        if (!NextStep(cur, share, splits, parts, true)) {
+            return;
+        }
+        Scores(cur, 0, td);
+        for (uint32_t step = 0;; ++step) {
+            Step next = cur;
+            const bool more = NextStep(next, share, splits, parts, false);
+            const uint32_t lanes = cur.it.rows.Lanes(cur.j);
+            const uint32_t nextLanes = more ? next.it.rows.Lanes(next.j) : 0;
+            bool ahead = false;
+            if (more && cur.at + lanes + nextLanes <= CHUNK) {
+                next.at = cur.at + lanes;
+                ahead = true;
+            } else if (more && nextLanes <= cur.at) {
+                next.at = 0;
+                ahead = true;
             }
-            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
-            AscendC::CrossCoreWaitFlag(PROBS_READY);
-            // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
-            AscendC::GlobalTensor<float> dst = it.split && j == it.first ? ItemO(item, it) : parts_[step_ % SLABS];
-            for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
-                for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
-                    AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[m0 * lanes], lanes);
-                    for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                        Matmul<true>(a, lanes, n0, P::D_TILE, dst[m0 * HD + n0], HD);
-                    }
-                    aTile_.FreeTensor(a);
-                }
+            if (ahead) {
+                Scores(next, step + 1, td);
             }
-            AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
-            ++step_;
-            // The chunk may be overwritten once every load from it has been issued.
-            Handshake<AscendC::HardEvent::MTE1_MTE2>();
+            Values(cur, step);
+            if (!more) {
+                return;
+            }
+            if (!ahead) {
+                next.at = 0;
+                Scores(next, step + 1, td);
+            }
+            cur = next;
         }
     }
 
-    // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into the NZ chunk [CHUNK, HD],
-    // one page run per DMA; rows >= C_max are zero. Every page covering a visible row must be
-    // a page of the pool (hca_csa.md §11.5): a violation stops the launch.
-    __aicore__ inline void LoadChunk(uint32_t b, uint32_t j, uint32_t rows, uint32_t lanes, const TilingData& td)
+    // `s` at its step, or (`first`) at the first step from it, else at the step after it:
+    // the item's next chunk or the first chunk of a later item of the share that has one.
+    // False when there is none.
+    __aicore__ inline bool NextStep(Step& s, const Share& share, uint32_t splits, uint32_t parts, bool first)
     {
-        AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>();
+        if (!first) {
+            ++s.j;
+        }
+        while (s.j >= s.it.end) {
+            if (++s.item >= share.end) {
+                return false;
+            }
+            s.it = Item(s.item, splits, parts, meta_);
+            s.j = s.it.first;
+        }
+        return true;
+    }
+
+    // Step `step`'s chunk gathered at its rows and its scores out (slab step % SLABS).
+    __aicore__ inline void Scores(const Step& s, uint32_t step, const TilingData& td)
+    {
+        const Item& it = s.it;
+        const uint64_t row0 = static_cast<uint64_t>(it.b) * ROWS;
+        // scores and probs rows of this chunk are `lanes` wide
+        const uint32_t lanes = it.rows.Lanes(s.j);
+        const AscendC::GlobalTensor<float>& scores = scores_[step % SLABS];
+        LoadChunk(it.b, s.j, static_cast<uint32_t>(it.rows.rows), lanes, s.at, td);
+        for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {  // the item's heads of each token
+            for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
+                for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
+                    Matmul<false>(a, HD, s.at, n0, Min(TILE, lanes - n0), scores[m0 * lanes + n0], lanes);
+                }
+                aTile_.FreeTensor(a);
+            }
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+    }
+
+    // Step `step`'s values, once its probabilities are out: its part (a split's first: its o).
+    __aicore__ inline void Values(const Step& s, uint32_t step)
+    {
+        const Item& it = s.it;
+        const uint32_t lanes = it.rows.Lanes(s.j);
+        AscendC::CrossCoreWaitFlag(PROBS_READY);
+        // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
+        AscendC::GlobalTensor<float> dst = it.split && s.j == it.first ? ItemO(s.item, it) : parts_[step % SLABS];
+        const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
+        for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
+            for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
+                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[m0 * lanes], lanes);
+                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+                    Matmul<true>(a, lanes, s.at, n0, P::D_TILE, dst[m0 * HD + n0], HD);
+                }
+                aTile_.FreeTensor(a);
+            }
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
+        // The chunk's rows may be overwritten once every load from them has been issued.
+        Handshake<AscendC::HardEvent::MTE1_MTE2>();
+    }
+
+    // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into rows [at, at + lanes) of
+    // the NZ chunk buffer [CHUNK, HD], one page run per DMA; rows >= C_max are zero. Every
+    // page covering a visible row must be a page of the pool (hca_csa.md §11.5): a violation
+    // stops the launch.
+    __aicore__ inline void LoadChunk(uint32_t b, uint32_t j, uint32_t rows, uint32_t lanes, uint32_t at,
+                                     const TilingData& td)
+    {
+        AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>()[at * FRACTAL];
         const uint32_t r0 = j * CHUNK;
         const uint32_t n = Min(CHUNK, rows - r0);
         if (n < lanes) {
@@ -374,16 +450,16 @@ private:
         return aTile_.DeQue<bfloat16_t>();
     }
 
-    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
-    // head dims, B = chunkᵀ. Values (VALUES true): k = chunk lanes, B = chunk (fractals
-    // transposed to L0B).
+    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k, the chunk's rows from row `at`
+    // of its buffer. Scores (VALUES false): k = head dims, B = chunkᵀ. Values (VALUES true):
+    // k = chunk lanes, B = chunk (fractals transposed to L0B).
     template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t n0, uint32_t nLen,
-                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t at, uint32_t n0,
+                                  uint32_t nLen, const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
     {
         constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K_CHUNK, CHUNK_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>(), k, n0,
-                                                                  nLen, dst, dstStride);
+        HeadTileMmad<P::HEAD_TILE, K_CHUNK, CHUNK_BLOCKS, VALUES>(
+            aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[at * FRACTAL], k, n0, nLen, dst, dstStride);
     }
 
     // ---- AIV ----
@@ -480,10 +556,11 @@ private:
                 valid[s] = left <= 0 ? 0u : Min(lanes, static_cast<uint32_t>(left));
             }
             // (token, VH heads) tiles in order, each one's scores loading under the one before
+            const uint32_t slab = step_ % SLABS;
             const uint32_t pieces = (it.h1 - it.h0) / VH;
             const auto load = [&](uint32_t k) {
                 if (valid[k / pieces] > 0) {
-                    LoadScores(s0 + k / pieces, it.h0 + k % pieces * VH, lanes);
+                    LoadScores(slab, s0 + k / pieces, it.h0 + k % pieces * VH, lanes);
                 }
             };
             AscendC::CrossCoreWaitFlag(SCORES_READY);
@@ -496,9 +573,8 @@ private:
                 if (k + 1 < TOKENS * pieces) {
                     load(k + 1);
                 }
-                Softmax(s0 + s, s, it.h0 + k % pieces * VH, valid[s], lanes);
+                Softmax(slab, s0 + s, s, it.h0 + k % pieces * VH, valid[s], lanes);
             }
-            const uint32_t slab = step_ % SLABS;
             Rescale(it, m, den, slab);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             Flush(pending, s0);
@@ -563,10 +639,10 @@ private:
         return (static_cast<uint64_t>(token) * P::HEADS + h0) * lanes;
     }
 
-    __aicore__ inline void LoadScores(uint32_t token, uint32_t h0, uint32_t lanes)
+    __aicore__ inline void LoadScores(uint32_t slab, uint32_t token, uint32_t h0, uint32_t lanes)
     {
         AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
-        AscendC::DataCopy(z, scores_[SlabAt(token, h0, lanes)], VH * lanes);
+        AscendC::DataCopy(z, scores_[slab][SlabAt(token, h0, lanes)], VH * lanes);
         scoresQ_.EnQue(z);
     }
 
@@ -574,7 +650,8 @@ private:
     // their scores loaded (LoadScores) where valid > 0: tile max and sum into the statistics,
     // bf16 probabilities out. A token without a row in the tile gets zero probabilities and
     // (m_i, l_i) = (-1e20, 0), which merges as a no-op.
-    __aicore__ inline void Softmax(uint32_t token, uint32_t s, uint32_t h0, uint32_t valid, uint32_t lanes)
+    __aicore__ inline void Softmax(uint32_t slab, uint32_t token, uint32_t s, uint32_t h0, uint32_t valid,
+                                   uint32_t lanes)
     {
         const uint64_t at = SlabAt(token, h0, lanes);
         const uint32_t len = VH * lanes;
@@ -598,7 +675,7 @@ private:
         }
         probsQ_.EnQue(p);
         p = probsQ_.DeQue<bfloat16_t>();
-        AscendC::DataCopy(probs_[at], p, len);
+        AscendC::DataCopy(probs_[slab][at], p, len);
         probsQ_.FreeTensor(p);
     }
 
@@ -670,11 +747,11 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oIn_, partIn_;  // this unit's rows and the next's
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
-    AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
+    AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_[SLABS];
     AscendC::GlobalTensor<int32_t> table_;
     RequestMeta meta_;
-    AscendC::GlobalTensor<float> rowMax_, scores_, slots_, parts_[SLABS], stats_, o_, denom_;
-    uint32_t step_ = 0;  // (item, chunk) steps so far: the slab of the next
+    AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, parts_[SLABS], stats_, o_, denom_;
+    uint32_t step_ = 0;  // AIV: (item, chunk) steps so far: the slabs of the next
 };
 
 }  // namespace dsv4

@@ -58,10 +58,12 @@ pub(super) fn launch(
         max_splits,
         parts: SLABS,
     };
-    // Per group: the chunk's scores and probs, and the `SplitSlots`.
+    // Per group: two steps' scores and probs (consecutive steps alternate, so the cube can
+    // make the next step's scores while the vector cores use this step's), and the
+    // `SplitSlots`.
     let group_rows = |last: usize| {
         vec![
-            Dim::Const(groups * seq),
+            Dim::Const(groups * SLABS * seq),
             Dim::Const(heads),
             Dim::Const(last),
         ]
