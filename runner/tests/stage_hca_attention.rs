@@ -190,9 +190,10 @@ fn hca_deployment_tp1_few_requests_spread_their_heads_over_the_groups() {
     assert_eq!(cube_cores(&counters, "attn_compressed_finish_h"), (12, 16));
 }
 
-/// FLASH dims at TP 2: 32 requests of one chunk each on 24 core groups, so a group takes two
-/// requests and its merge of the first overlaps the second's scores (the deferred merge
-/// crosses items).
+/// FLASH dims at TP 2: 32 requests of one chunk each on 24 core groups, in 4 head pieces
+/// each, so a group takes five or six pieces: its merge of one overlaps the next one's
+/// scores (the deferred merge crosses items), and the next piece's gather and scores run
+/// before this one's values where both fit the chunk buffer.
 #[test]
 fn hca_tp2_more_requests_than_groups() {
     let starts: Vec<i32> = (0..32).map(|b| 16_376 - 509 * b).collect();

@@ -151,8 +151,16 @@ fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
         .name
         .replacen("attn_compressed_", "attn_compressed_finish_", 1)
         + &window::finish_tag(p);
+    // One slot of scores and probabilities beside the finish (`SCORE_BUFFERS`: its o queue
+    // takes the vector cores' last V_MTE2 event ids).
+    let mut kernel = kernel.clone();
+    for b in kernel.buffers.iter_mut() {
+        if b.name == "scores" || b.name == "probs" {
+            b.count = 1;
+        }
+    }
     Some(window::finishing(
-        kernel.clone(),
+        kernel,
         finish,
         name,
         &["freqs_cos", "freqs_sin", "packed"],
