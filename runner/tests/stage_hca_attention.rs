@@ -92,7 +92,7 @@ fn check(
     );
     let stats: Vec<_> = counters
         .iter()
-        .map(|(k, c)| (k.clone(), c.stats.clone()))
+        .map(|(k, c)| (k.clone(), c.stats))
         .collect();
     let elapsed = start.elapsed();
 

@@ -171,83 +171,6 @@ fn combine_cols(hidden: usize, groups: usize, room: usize, rows: usize, cores: u
         .unwrap_or(16)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::chip;
-
-    /// k_slice_sum.h's kernel for a product writing `[batch][rows][n]` (only what the offer
-    /// reads).
-    fn sum(n: usize, batch: usize, rows: usize, slices: usize) -> Kernel {
-        Kernel {
-            name: format!("k_slice_sum_n{n}_s{slices}"),
-            doc: String::new(),
-            block: "k_slice_sum.h",
-            class: "KSliceSum",
-            cores: Cores::Aiv,
-            params: vec![
-                ("N", Value::u32(n)),
-                ("LD", Value::u32(n)),
-                ("BATCH", Value::u32(batch)),
-                ("STRIDE", Value::u32(rows * n)),
-                ("SLICES", Value::u32(slices)),
-                ("ROWS", Value::u32(rows)),
-            ],
-            args: vec!["parts", "out"],
-            buffers: Vec::new(),
-            parts: Vec::new(),
-        }
-    }
-
-    /// The quantisation takes wo_a's slice sum where the sum writes the latent as it reads
-    /// it, at fewer rows per tile where the partials' buffers would overflow UB (FLASH at
-    /// 512 tokens: 8 rows of 1024 f32 per buffer do not fit, 4 do); never a sum of other
-    /// rows or columns.
-    #[test]
-    fn quant_takes_the_slice_sum_of_its_latent() {
-        let chip = chip::find("910b").unwrap();
-        let plain = quant(8, 512, 1024, 8, None);
-        let offer = with_slice_sum(&sum(1024, 8, 512, 4), &plain, 48, chip).expect("offered");
-        assert_eq!(
-            (
-                offer.producer.as_str(),
-                offer.consumer.as_str(),
-                offer.input
-            ),
-            ("k_slice_sum_n1024_s4", plain.name.as_str(), "o_latent")
-        );
-        assert_eq!(offer.fused.name, "group_quant_g8_r512_k1024_t4_s4_pr512");
-        assert_eq!(offer.fused.args, ["parts", "q", "scale"]);
-        assert!(budget::bytes_in(&offer.fused.buffers, Ub, chip) <= chip.capacity(Ub));
-        let small = quant(2, 128, 256, 8, None);
-        let at_8 = with_slice_sum(&sum(256, 2, 128, 5), &small, 32, chip).expect("offered");
-        assert_eq!(at_8.fused.param("TILE_ROWS"), Some(Value::u32(8)));
-        assert!(
-            with_slice_sum(&sum(512, 8, 512, 4), &plain, 48, chip).is_none(),
-            "other columns"
-        );
-        assert!(
-            with_slice_sum(&sum(1024, 4, 512, 4), &plain, 48, chip).is_none(),
-            "other groups"
-        );
-        assert!(
-            with_slice_sum(&sum(1024, 8, 256, 4), &plain, 48, chip).is_none(),
-            "other rows"
-        );
-    }
-
-    #[test]
-    fn combine_tiles_reach_every_core_at_few_rows() {
-        let ub = 184 * 1024;
-        // 512 rows: whole 4096-column rows already make 512 tiles
-        assert_eq!(combine_cols(4096, 8, ub, 512, 48), 4096);
-        // 8 rows (a decode step): 512 columns make 64 tiles, 1024 only 32
-        assert_eq!(combine_cols(4096, 8, ub, 8, 48), 512);
-        // UB bounds the width first: 7 rows of 7168 4-byte columns (196 KiB) do not fit
-        assert_eq!(combine_cols(7168, 16, ub, 512, 48), 3584);
-    }
-}
-
 /// `dsv4/group_quant.h`: f32 rows `[groups, rows, k]` → int8 + dequant scale per row; or,
 /// with `slices` = (k slices, their rows per group), the sum of a split-K product's
 /// partials in slice order instead of the rows.
@@ -385,4 +308,81 @@ fn combine_buffers(groups: usize, cols: usize, bf16: bool) -> Vec<Buffer> {
         row("acc", Ub, F32, c, 1, None),
         row("term", Ub, F32, c, 1, None),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chip;
+
+    /// k_slice_sum.h's kernel for a product writing `[batch][rows][n]` (only what the offer
+    /// reads).
+    fn sum(n: usize, batch: usize, rows: usize, slices: usize) -> Kernel {
+        Kernel {
+            name: format!("k_slice_sum_n{n}_s{slices}"),
+            doc: String::new(),
+            block: "k_slice_sum.h",
+            class: "KSliceSum",
+            cores: Cores::Aiv,
+            params: vec![
+                ("N", Value::u32(n)),
+                ("LD", Value::u32(n)),
+                ("BATCH", Value::u32(batch)),
+                ("STRIDE", Value::u32(rows * n)),
+                ("SLICES", Value::u32(slices)),
+                ("ROWS", Value::u32(rows)),
+            ],
+            args: vec!["parts", "out"],
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// The quantisation takes wo_a's slice sum where the sum writes the latent as it reads
+    /// it, at fewer rows per tile where the partials' buffers would overflow UB (FLASH at
+    /// 512 tokens: 8 rows of 1024 f32 per buffer do not fit, 4 do); never a sum of other
+    /// rows or columns.
+    #[test]
+    fn quant_takes_the_slice_sum_of_its_latent() {
+        let chip = chip::find("910b").unwrap();
+        let plain = quant(8, 512, 1024, 8, None);
+        let offer = with_slice_sum(&sum(1024, 8, 512, 4), &plain, 48, chip).expect("offered");
+        assert_eq!(
+            (
+                offer.producer.as_str(),
+                offer.consumer.as_str(),
+                offer.input
+            ),
+            ("k_slice_sum_n1024_s4", plain.name.as_str(), "o_latent")
+        );
+        assert_eq!(offer.fused.name, "group_quant_g8_r512_k1024_t4_s4_pr512");
+        assert_eq!(offer.fused.args, ["parts", "q", "scale"]);
+        assert!(budget::bytes_in(&offer.fused.buffers, Ub, chip) <= chip.capacity(Ub));
+        let small = quant(2, 128, 256, 8, None);
+        let at_8 = with_slice_sum(&sum(256, 2, 128, 5), &small, 32, chip).expect("offered");
+        assert_eq!(at_8.fused.param("TILE_ROWS"), Some(Value::u32(8)));
+        assert!(
+            with_slice_sum(&sum(512, 8, 512, 4), &plain, 48, chip).is_none(),
+            "other columns"
+        );
+        assert!(
+            with_slice_sum(&sum(1024, 4, 512, 4), &plain, 48, chip).is_none(),
+            "other groups"
+        );
+        assert!(
+            with_slice_sum(&sum(1024, 8, 256, 4), &plain, 48, chip).is_none(),
+            "other rows"
+        );
+    }
+
+    #[test]
+    fn combine_tiles_reach_every_core_at_few_rows() {
+        let ub = 184 * 1024;
+        // 512 rows: whole 4096-column rows already make 512 tiles
+        assert_eq!(combine_cols(4096, 8, ub, 512, 48), 4096);
+        // 8 rows (a decode step): 512 columns make 64 tiles, 1024 only 32
+        assert_eq!(combine_cols(4096, 8, ub, 8, 48), 512);
+        // UB bounds the width first: 7 rows of 7168 4-byte columns (196 KiB) do not fit
+        assert_eq!(combine_cols(7168, 16, ub, 512, 48), 3584);
+    }
 }
