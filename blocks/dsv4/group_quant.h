@@ -38,7 +38,8 @@ class GroupQuant {
     static_assert(P::WORK_BYTES >= TILE * sizeof(float) && P::F16_BYTES >= TILE * sizeof(half), "a tile's scratch");
     static_assert(P::SLOT_BYTES >= TILE_ROWS * 32, "a block of scalars per row");
     static_assert(P::REDUCE_TMP_BYTES >= REDUCE_TMP * sizeof(float), "ReduceMax scratch of a row");
-    static_assert(P::SLICES >= 1 && (P::SLICES == 1 || P::PART_ROWS >= 8), "a latent or its k slices' partials");
+    static_assert(P::SLICES >= 1 && (P::SLICES > 1 || P::PART_ROWS == P::ROWS) && P::PART_ROWS >= 8,
+                  "a latent (one slice of ROWS rows per group) or its k slices' partials");
     static constexpr uint64_t SLICE = uint64_t(P::GROUPS) * P::PART_ROWS * K;  // one slice's partials
     // The slices after the first, two in flight: a tile's next rows load while it is added.
     static constexpr uint32_t PARTS_AHEAD = P::SLICES > 2 ? 2 : P::SLICES - 1;
@@ -55,8 +56,7 @@ private:
     __aicore__ inline void Init(GM_ADDR x, GM_ADDR q, GM_ADDR scale, uint32_t rows)
     {
         rows_ = rows;
-        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x),
-                             P::SLICES > 1 ? P::SLICES * SLICE : uint64_t(P::GROUPS) * P::ROWS * K);
+        xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x), P::SLICES * SLICE);
         qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int8_t*>(q), uint64_t(P::GROUPS) * P::ROWS * K);
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(P::GROUPS) * P::ROWS);
         pipe_.InitBuffer(inQ_, 2, P::X_IN_BYTES);
@@ -123,12 +123,9 @@ private:
         }
     }
 
-    // Where slice ks (0 with SLICES 1: the latent) holds `row`'s values.
+    // Where slice ks (with SLICES 1: the latent) holds `row`'s values.
     __aicore__ inline static uint64_t Source(uint32_t ks, uint32_t row)
     {
-        if constexpr (P::SLICES == 1) {
-            return uint64_t(row) * K;
-        }
         return ks * SLICE + (uint64_t(row / P::ROWS) * P::PART_ROWS + row % P::ROWS) * K;
     }
 

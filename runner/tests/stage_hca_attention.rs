@@ -90,10 +90,7 @@ fn check(
         &mut tensors,
         case.tiling(),
     );
-    let stats: Vec<_> = counters
-        .iter()
-        .map(|(k, c)| (k.clone(), c.stats))
-        .collect();
+    let stats: Vec<_> = counters.iter().map(|(k, c)| (k.clone(), c.stats)).collect();
     let elapsed = start.elapsed();
 
     let (t, t_pad) = (case.t, p.shape.t_pad);

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use abi::plan::{Cores, Step};
 use golden::Dims;
-use golden::arith::narrow;
+use golden::arith::{narrow, widen};
 use golden::collectives::{all_to_all_groups, reduce_scatter};
 use golden::compare::ratio_allclose;
 use golden::fixtures::random::Draws;
@@ -253,7 +253,7 @@ fn check_intermediates(
     let (lg, lora, hidden) = (d.local_o_groups(), d.o_lora, d.hidden);
     let cap = tensors["o_i8"].shape()[1];
     let values = |name: &str| &tensors[name];
-    let latent = latent(d, tensors, w, input, cap);
+    let latent = latent(d, tensors, w, input, cap, rows);
     let q = values("o_i8").values::<i8>().expect("i8");
     let scale = values("o_scale").values::<f32>().expect("f32");
     let acc = values("o_acc").values::<i32>().expect("i32");
@@ -343,9 +343,9 @@ fn check_intermediates(
     sum
 }
 
-/// The f32 latent `[groups, cap, lora]` (rows the golden has no value for are 0): the
+/// The f32 latent `[groups, cap, lora]` of each group's first `rows` rows (the rest 0): the
 /// kernels' own where o_latent goes through GM, else (the quantisation summing wo_a's k
-/// slices itself) each group's slab rows times its wo_a, which the grids make exact in any
+/// slices itself) the slab rows times the group's wo_a, which the grids make exact in any
 /// order, so the kernels' sum has the same bits.
 fn latent(
     d: &Dims,
@@ -353,6 +353,7 @@ fn latent(
     w: &Weights,
     input: &str,
     cap: usize,
+    rows: usize,
 ) -> Vec<f32> {
     if let Some(t) = tensors.get("o_latent") {
         return t.values::<f32>().expect("f32").to_vec();
@@ -361,22 +362,8 @@ fn latent(
     let slabs = tensors[input].values::<bf16>().expect("bf16");
     let mut out = vec![0.0f32; lg * cap * lora];
     for g in 0..lg {
-        // NaN padding rows stay out: only rows whose values are all numbers are projected
-        let rows = (0..cap)
-            .take_while(|&u| {
-                slabs[(g * cap + u) * gin..(g * cap + u + 1) * gin]
-                    .iter()
-                    .all(|v| v.is_finite())
-            })
-            .count();
-        let x: Vec<f32> = slabs[g * cap * gin..(g * cap + rows) * gin]
-            .iter()
-            .map(|v| v.to_f32())
-            .collect();
-        let wo_a: Vec<f32> = w.wo_a[g * lora * gin..(g + 1) * lora * gin]
-            .iter()
-            .map(|v| v.to_f32())
-            .collect();
+        let x = widen(&slabs[g * cap * gin..(g * cap + rows) * gin]);
+        let wo_a = widen(&w.wo_a[g * lora * gin..(g + 1) * lora * gin]);
         let a = matmul(
             Mat::rows(&x, rows, gin),
             Mat::transposed(&wo_a, gin, lora),

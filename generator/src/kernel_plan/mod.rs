@@ -98,6 +98,14 @@ impl Kernel {
             .map(|(_, v)| *v)
     }
 
+    /// The `uint32_t` parameter `name` as a size, if the kernel has it.
+    pub fn u32_param(&self, name: &str) -> Option<usize> {
+        match self.param(name) {
+            Some(Value::U32(v)) => Some(v as usize),
+            _ => None,
+        }
+    }
+
     /// The parameter structs the class template takes: `Params`, or `P0, P1, …`.
     pub fn param_structs(&self) -> String {
         if self.parts.is_empty() {

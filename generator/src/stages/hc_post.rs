@@ -95,18 +95,14 @@ fn kernel(hc: usize, hidden: usize, tokens: usize, cols: usize) -> Kernel {
 /// buffers would overflow UB, a half or a quarter of them; `None` when `combine` is not
 /// that or no such item fits. `cap`: the tokens a launch may have.
 fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Option<Prologue> {
-    let u32_of = |k: &Kernel, name| match k.param(name) {
-        Some(Value::U32(v)) => Some(v as usize),
-        _ => None,
-    };
     let bf16 = combine.param("OUT_BF16") == Some(Value::Bool(true));
     if combine.block != "group_combine.h" || !bf16 {
         return None;
     }
-    let (groups, rows) = (u32_of(combine, "GROUPS")?, u32_of(combine, "ROWS")?);
+    let (groups, rows) = (combine.u32_param("GROUPS")?, combine.u32_param("ROWS")?);
     let [hc, hidden, tokens, cols] =
-        ["HC", "HIDDEN", "TOKENS", "COLS"].map(|n| u32_of(post, n).expect("hc_post's params"));
-    if u32_of(combine, "N")? != hidden {
+        ["HC", "HIDDEN", "TOKENS", "COLS"].map(|n| post.u32_param(n).expect("hc_post's params"));
+    if combine.u32_param("N")? != hidden {
         return None;
     }
     let (part, buffers) = [cols, cols / 2, cols / 4]
@@ -120,7 +116,7 @@ fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Opt
             (part, buffers)
         })
         .find(|(_, buffers)| budget::bytes_in(buffers, Ub, chip) <= chip.capacity(Ub))?;
-    let c = u32_of(&part, "COLS")?;
+    let c = part.u32_param("COLS")?;
     let mut params = vec![
         ("GROUPS", Value::u32(groups)),
         ("ROWS", Value::u32(rows)),

@@ -225,18 +225,14 @@ fn quant(
 /// per tile, or half or a quarter of them where the partials' buffers would overflow UB.
 /// None when `sum` does not write the latent as `plain` reads it or no tile fits.
 fn with_slice_sum(sum: &Kernel, plain: &Kernel, block_dim: u32, chip: &Chip) -> Option<Prologue> {
-    let u32_of = |k: &Kernel, name| match k.param(name) {
-        Some(Value::U32(v)) => Some(v as usize),
-        _ => None,
-    };
     let [groups, rows, k, tile_rows] = ["GROUPS", "ROWS", "K", "TILE_ROWS"]
-        .map(|n| u32_of(plain, n).expect("group_quant's params"));
+        .map(|n| plain.u32_param(n).expect("group_quant's params"));
     // the sum must write the latent as the quantisation reads it: [groups][rows][k]
-    let c = ["N", "LD", "BATCH", "STRIDE"].map(|n| u32_of(sum, n));
+    let c = ["N", "LD", "BATCH", "STRIDE"].map(|n| sum.u32_param(n));
     if sum.block != "k_slice_sum.h" || c != [Some(k), Some(k), Some(groups), Some(rows * k)] {
         return None;
     }
-    let slices = (u32_of(sum, "SLICES")?, u32_of(sum, "ROWS")?);
+    let slices = (sum.u32_param("SLICES")?, sum.u32_param("ROWS")?);
     let fused = [tile_rows, tile_rows / 2, tile_rows / 4]
         .into_iter()
         .filter(|&t| t > 0 && 8 % t == 0)

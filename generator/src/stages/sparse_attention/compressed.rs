@@ -68,6 +68,14 @@ pub(super) fn launch(
             Dim::Const(last),
         ]
     };
+    // The kernel's buffers with `slots` slots of scores and probabilities (`SCORE_BUFFERS`).
+    let buffers = |slots| {
+        [
+            cube_buffers(("chunk", chunk), hd, head_tile, kv_tile, d_tile),
+            vector_buffers(heads, hd, seq, chunk, slots),
+        ]
+        .concat()
+    };
     b.workspace("attn_max", per_token(&[heads]), DType::F32);
     b.workspace("attn_cmp_scores", group_rows(chunk), DType::F32);
     b.workspace("attn_cmp_probs", group_rows(chunk), DType::Bf16);
@@ -104,11 +112,7 @@ pub(super) fn launch(
             "o",
             "denom",
         ],
-        buffers: [
-            cube_buffers(("chunk", chunk), hd, head_tile, kv_tile, d_tile),
-            vector_buffers(heads, hd, seq, chunk),
-        ]
-        .concat(),
+        buffers: buffers(2),
         parts: Vec::new(),
     };
     let bind = [
@@ -125,7 +129,13 @@ pub(super) fn launch(
         "attn_o",
         "attn_denom",
     ];
-    if let Some(finishing) = finishing(p, &kernel, split.can()) {
+    // Beside the finish one slot of scores and probabilities (`SCORE_BUFFERS`: its o queue
+    // takes the vector cores' last V_MTE2 event ids).
+    let one_slot = Kernel {
+        buffers: buffers(1),
+        ..kernel.clone()
+    };
+    if let Some(finishing) = finishing(p, &one_slot, split.can()) {
         let finish_bind = ["freqs_cos", "freqs_sin", "o_packed_heads"];
         b.launch(
             finishing,
@@ -151,16 +161,8 @@ fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
         .name
         .replacen("attn_compressed_", "attn_compressed_finish_", 1)
         + &window::finish_tag(p);
-    // One slot of scores and probabilities beside the finish (`SCORE_BUFFERS`: its o queue
-    // takes the vector cores' last V_MTE2 event ids).
-    let mut kernel = kernel.clone();
-    for b in kernel.buffers.iter_mut() {
-        if b.name == "scores" || b.name == "probs" {
-            b.count = 1;
-        }
-    }
     Some(window::finishing(
-        kernel,
+        kernel.clone(),
         finish,
         name,
         &["freqs_cos", "freqs_sin", "packed"],
@@ -218,19 +220,25 @@ pub(super) fn unmet(
 }
 
 /// `attention_compressed.h`'s AIV UB (its AIC has [`cube_buffers`] with the chunk): 8
-/// heads of one token's scores in and probabilities out over a chunk's lanes, two of each
-/// (the next heads' scores load while these are worked on), per-lane
+/// heads of one token's scores in and probabilities out over a chunk's lanes, `slots` of
+/// each (two: the next heads' scores load while these are worked on), per-lane
 /// constants, the running statistics of its half of a request's tokens, and 8 head rows
 /// of o and of the chunk's part in, and of o out, two of each (the merge loads the next
 /// rows while it works on these).
-fn vector_buffers(heads: usize, head_dim: usize, seq: usize, chunk: usize) -> Vec<Buffer> {
+fn vector_buffers(
+    heads: usize,
+    head_dim: usize,
+    seq: usize,
+    chunk: usize,
+    slots: usize,
+) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
     let (hd, tile, stats) = (head_dim, VH * chunk, seq / 2 * heads);
     [
         vec![
-            row("scores", Ub, F32, tile, 2, Some(tile)),
-            row("probs", Ub, Bf16, tile, 2, Some(tile)),
+            row("scores", Ub, F32, tile, slots, Some(tile)),
+            row("probs", Ub, Bf16, tile, slots, Some(tile)),
             row("lane", Ub, F32, chunk, 1, None),
             row("bias", Ub, F32, chunk, 1, None),
             row("reduce_tmp", Ub, F32, chunk, 1, None),
