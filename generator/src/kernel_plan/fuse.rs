@@ -11,8 +11,9 @@
 //! shares its cores with the others' instead of holding some alone. Each item is what it
 //! was in its own launch, so the buffers the stages planned (and the budget check passed)
 //! stay what a block holds. A later product joins an earlier one when
-//! - both are whole products (one K slice, or k slices chained on one core: no zero fill
-//!   or slice sum launch goes with them) reading A the same way;
+//! - neither adds its k slices atomically (that needs a zero fill of C before it; whole
+//!   products, k slices chained on one core and k slices whose partial products a slice
+//!   sum adds after it all join), and both read A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
 //!   writes what it writes), and the group binds none of its B and C.
@@ -282,6 +283,7 @@ mod tests {
                 ("LDA", Value::U32(k)),
                 ("SLICE_K", Value::U32(slice_k)),
                 ("CHAIN", Value::Bool(false)),
+                ("ATOMIC", Value::Bool(false)),
                 ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],
@@ -379,9 +381,52 @@ mod tests {
     }
 
     #[test]
+    fn k_slices_apart_join_a_group_and_their_sums_follow_it() {
+        // each product's partial products go to a workspace of its own, so the group
+        // binds each once and every slice sum still reads what its product wrote
+        let (q, kv) = (mm("q", 1024, 4096, 1024), mm("kv", 512, 4096, 1024));
+        let (sum_q, sum_kv) = (vector("sum_q"), vector("sum_kv"));
+        let p = plan(
+            &[&q, &sum_q, &kv, &sum_kv],
+            vec![
+                launch("s", &q, 24, &["x", "wq_a", "k_partials_q"]),
+                launch("s", &sum_q, 48, &["k_partials_q", "q_latent"]),
+                launch("s", &kv, 24, &["x", "wkv", "k_partials_kv"]),
+                launch("s", &sum_kv, 48, &["k_partials_kv", "kv_latent"]),
+            ],
+        );
+        let (fused, decisions) = fuse(p, chip());
+        assert!(decisions.contains(&Decision::Joins { first: 0, later: 2 }));
+        let launches: Vec<&str> = fused
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Launch(l) => l.kernel,
+                _ => panic!("launches only"),
+            })
+            .collect();
+        assert_eq!(
+            &launches[1..],
+            ["sum_q", "sum_kv"],
+            "the group, then the sums"
+        );
+        let Step::Launch(g) = &fused.steps[0] else {
+            panic!()
+        };
+        let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
+        assert_eq!(kernel.class, "MatmulGroup");
+        assert_eq!(
+            g.args,
+            ["x", "wq_a", "k_partials_q", "wkv", "k_partials_kv"]
+        );
+    }
+
+    #[test]
     fn what_stays_apart_and_why() {
         let (a, b) = (mm("a", 256, 512, 512), mm("b", 256, 512, 512));
-        let split = mm("split", 256, 512, 256);
+        let mut atomic = mm("atomic", 256, 512, 256);
+        let adds = atomic.params.iter_mut().find(|(n, _)| *n == "ATOMIC");
+        adds.expect("the helper sets ATOMIC").1 = Value::Bool(true);
         let narrow = mm("narrow", 256, 1024, 1024);
         let touch = vector("touch");
         let cases: Vec<(Vec<&Kernel>, Vec<Step>, &str)> = vec![
@@ -395,12 +440,12 @@ mod tests {
                 "step 1 (touch) binds its y2 and runs between them",
             ),
             (
-                vec![&a, &split],
+                vec![&a, &atomic],
                 vec![
                     launch("s", &a, 2, &["x", "w1", "y1"]),
-                    launch("s", &split, 2, &["x", "w2", "y2"]),
+                    launch("s", &atomic, 2, &["x", "w2", "y2"]),
                 ],
-                "its K is split",
+                "its k slices add atomically",
             ),
             (
                 vec![&a, &narrow],

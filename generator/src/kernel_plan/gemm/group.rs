@@ -1,6 +1,8 @@
 //! What a matmul launch offers the fusion pass (`crate::kernel_plan::fuse`): products
 //! that read the same A run as one `dsv4/matmul_group.h` launch, each part's work items
-//! exactly those its own launch would run, dealt over all the launch's blocks; at a few
+//! exactly those its own launch would run (k slices apart write their partial products to
+//! the part's own workspace, and its slice sum runs after the group as it ran after the
+//! part), dealt over all the launch's blocks; at a few
 //! rows the vector cores may take the last columns of its parts in the same launch
 //! ([`share::plan_group`]).
 
@@ -56,10 +58,11 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         slice_k: p("SLICE_K"),
         range_n: p("RANGE_N"),
         tail_k: p("TAIL_K"),
-        sum: match (p("SLICE_K") >= p("K"), p("CHAIN") == 1) {
-            (true, _) => KSum::Whole,
-            (false, true) => KSum::Chained,
-            (false, false) => unreachable!("groups take whole or chained products"),
+        sum: match (p("SLICE_K") >= p("K"), p("CHAIN") == 1, p("ATOMIC") == 1) {
+            (true, _, _) => KSum::Whole,
+            (false, true, _) => KSum::Chained,
+            (false, false, false) => KSum::Partials,
+            (false, false, true) => unreachable!("groups take no atomic k slices"),
         },
         b_buffers: p("B_L1_BUFFERS"),
         c_buffers: p("C_STRIP_BUFFERS"),
@@ -73,8 +76,8 @@ const MAX_NAME: usize = 160;
 
 /// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
 pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
-    if param(kernel, "SLICE_K") < param(kernel, "K") && param(kernel, "CHAIN") == 0 {
-        return Some("its K is split (a zero fill or a slice sum goes with it)");
+    if param(kernel, "ATOMIC") == 1 {
+        return Some("its k slices add atomically into C (a zero fill goes before it)");
     }
     if param(kernel, "BATCH") != 1 {
         return Some("it is batched");
@@ -218,10 +221,10 @@ mod tests {
     use crate::chip;
     use crate::kernel_plan::gemm::split::{Room, plan_split};
 
-    /// A whole product's kernel reads back as the product and split it was planned with:
-    /// the fusion pass plans a group's parts from their parameters.
+    /// A product's kernel reads back as the product and split it was planned with, whole
+    /// or with k slices apart: the fusion pass plans a group's parts from their parameters.
     #[test]
-    fn a_whole_product_reads_back_from_its_kernel() {
+    fn a_product_reads_back_from_its_kernel() {
         let chip = chip::find("910b").unwrap();
         let tiles = [64, 64, 256];
         let products = [
@@ -242,11 +245,14 @@ mod tests {
                 128,
                 128,
             ),
+            // x_normed's 1024-column projection at 512 tokens: A does not fit on chip
+            Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, 1024, 4096),
         ];
-        for mm in products {
+        let sums = [KSum::Whole, KSum::Whole, KSum::Whole, KSum::Partials];
+        for (mm, sum) in products.into_iter().zip(sums) {
             let room = Room::for_tiles(tiles[0], tiles[1], tiles[2], chip);
             let split = plan_split(&mm, &room, Tiles::spec(&mm, tiles), chip).unwrap();
-            assert_eq!(split.sum, KSum::Whole, "{mm:?}");
+            assert_eq!(split.sum, sum, "{mm:?}");
             let kernel = cube_kernel(&mm, &split);
             let origin = MatmulOrigin {
                 kernel: kernel.name.clone(),

@@ -155,10 +155,11 @@ fn launch_with(
                 ));
                 return None;
             }
-            b.scratch(K_PARTIALS, elems, DType::F32);
-            b.launch(kernel(&parts, &split), cube_blocks, &[a, w, K_PARTIALS]);
+            let partials = partials_of(c);
+            b.scratch(partials, elems, DType::F32);
+            b.launch(kernel(&parts, &split), cube_blocks, &[a, w, partials]);
             let sum = slice_sum_after(mm, &split).expect("a partials split sums its slices");
-            b.launch(sum, vector_blocks, &[K_PARTIALS, c]);
+            b.launch_spreading(sum, vector_blocks, &[partials, c]);
         }
     }
     Some(split)
@@ -171,6 +172,9 @@ pub fn slice_sum_after(mm: &Matmul, split: &Split) -> Option<Kernel> {
     (split.sum == KSum::Partials).then(|| slice_sum(mm, mm.k.div_ceil(split.slice_k)))
 }
 
-/// The workspace bf16 k slices write their partial products to: one per rank, sized for
-/// the largest product (launches run one after another).
-const K_PARTIALS: &str = "k_partials";
+/// The workspace the bf16 k slices of the product writing `c` write their partial
+/// products to: one per product, so the products of one A run as one group
+/// ([`group`]) with every part's slice sum after it.
+fn partials_of(c: &str) -> &'static str {
+    super::intern(&format!("k_partials_{c}"))
+}
