@@ -6,7 +6,8 @@
 //   out:   BATCH matrices of N f32 columns, row stride LD, batch stride STRIDE.
 // Only the first M rows (the matmul's M, ProductRows in dsv4/tiling_data.h) are read or
 // written.
-// Blocks take consecutive runs of rows; a copy moves whole rows when they fit TILE, else
+// Its blocks (OwnBlocks<P>: the launch's, or a range of them beside other kernels,
+// dsv4/together.h) take consecutive runs of rows; a copy moves whole rows when they fit TILE, else
 // TILE-element pieces of one row. The UB sizes are the plan's PARTS_IN_BYTES and
 // SUMS_BYTES, each at least TILE f32.
 #pragma once
@@ -50,7 +51,7 @@ private:
 
     __aicore__ inline void Process()
     {
-        for (RowRuns run(P::BATCH, m_, ROWS_PER_COPY); run.Next();) {
+        for (RowRuns run(m_, ROWS_PER_COPY, OwnBlocks<P>::Of(P::BATCH * m_)); run.Next();) {
             for (uint32_t n = 0; n < P::N; n += PIECE) {
                 Sum((run.batch * P::ROWS + run.row) * P::N + n, run.batch * P::STRIDE + run.row * P::LD + n,
                     run.rows);

@@ -208,13 +208,13 @@ __aicore__ inline Share GroupShare(uint32_t total)
     return ShareOf(total, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()));
 }
 
-// This block's share of BATCHES x m rows, as runs of at most maxRows consecutive rows that
-// stay inside one batch:
-//   for (RowRuns run(batches, m, maxRows); run.Next();) { run.batch, run.row, run.rows }
+// A block's share of batches x m rows (`share`, e.g. OwnBlocks<P>::Of(batches * m)), as runs
+// of at most maxRows consecutive rows that stay inside one batch:
+//   for (RowRuns run(m, maxRows, share); run.Next();) { run.batch, run.row, run.rows }
 class RowRuns {
 public:
-    __aicore__ inline RowRuns(uint32_t batches, uint32_t m, uint32_t maxRows)
-        : m_(m), maxRows_(maxRows), share_(BlockShare(batches * m)), next_(share_.begin)
+    __aicore__ inline RowRuns(uint32_t m, uint32_t maxRows, const Share& share)
+        : m_(m), maxRows_(maxRows), share_(share), next_(share_.begin)
     {
     }
 

@@ -40,7 +40,7 @@ public:
         AscendC::Duplicate(zero, T(0), TILE);
         Handshake<AscendC::HardEvent::V_MTE3>();
 
-        for (RowRuns run(P::BATCH, m, ROWS_PER_COPY); run.Next();) {
+        for (RowRuns run(m, ROWS_PER_COPY, BlockShare(P::BATCH * m)); run.Next();) {
             AscendC::DataCopyParams cp(run.rows, PIECE * sizeof(T) / 32, 0, (P::LD - PIECE) * sizeof(T) / 32);
             for (uint32_t n = 0; n < P::N; n += PIECE) {
                 AscendC::DataCopy(g[run.batch * P::STRIDE + run.row * P::LD + n], zero, cp);
