@@ -19,7 +19,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use abi::plan::{Cores, Step};
+use abi::plan::{Cores, Launch, Step};
 use golden::compare::ratio_allclose;
 use golden::fixtures::{self, FixtureOptions, StartPositions};
 use golden::qkv::{QkvWeights, qkv_proj_rope};
@@ -336,6 +336,25 @@ fn tiling(p: &Plan, t: usize) -> Tiling {
 #[test]
 fn swa_small_tp1_matches_the_golden() {
     let p = plan("swa_small_tp1");
+    // wq_a and wkv split K: one group launch writes both products' partials, and their
+    // slice sums run side by side after it
+    let launches: Vec<&Launch> = (support::host(&p.variant).steps.iter())
+        .filter_map(|s| match s {
+            Step::Launch(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    let binds = |l: &Launch, a: &str| l.args.contains(&a);
+    assert!(launches.iter().any(|l| l.kernel.starts_with("matmul_group")
+        && binds(l, "k_partials_q_latent")
+        && binds(l, "k_partials_kv_latent")));
+    assert!(
+        launches
+            .iter()
+            .any(|l| l.kernel.starts_with("beside_k_slice_sum")
+                && binds(l, "q_latent")
+                && binds(l, "kv_latent"))
+    );
     let rt = support::stages("swa_small_tp1", STAGE);
     for t in [p.shape.local_t, p.shape.local_t - 8] {
         check_stage(p, rt, &case(p, t, 11));

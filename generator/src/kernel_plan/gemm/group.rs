@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::kernels::{kernel as cube_kernel, vector};
 use super::matmul::{BLayout, Matmul, Operands, Rows};
 use super::share;
-use super::split::{KSum, Split, Tiles};
+use super::split::{KSum, Split, Tiles, respread};
 use crate::chip::Chip;
 use crate::kernel_plan::{Cores, Kernel, MatmulOrigin, Value};
 
@@ -122,7 +122,18 @@ pub(crate) fn kernel(parts: &[&Kernel], origins: Option<&[&MatmulOrigin]>, chip:
         .as_ref()
         .and_then(|ps| Some((ps, share::plan_group(ps, chip)?)));
     let Some((products, planned)) = plan else {
-        let parts = parts.iter().map(|k| (*k).clone()).collect();
+        let parts = match &products {
+            Some(ps) => {
+                let own: Vec<(Matmul, Split)> =
+                    ps.iter().map(|(m, s, _)| (m.clone(), *s)).collect();
+                let splits = respread(&own, chip);
+                own.iter()
+                    .zip(&splits)
+                    .map(|((mm, _), s)| cube_kernel(mm, s))
+                    .collect()
+            }
+            None => parts.iter().map(|k| (*k).clone()).collect(),
+        };
         return group(parts, Vec::new(), op, "");
     };
     let mut cube = Vec::new();

@@ -157,7 +157,13 @@ fn launch_with(
             }
             let partials = partials_of(c);
             b.scratch(partials, elems, DType::F32);
-            b.launch(kernel(&parts, &split), cube_blocks, &[a, w, partials]);
+            let kernel = kernel(&parts, &split);
+            b.matmul_origin(MatmulOrigin {
+                kernel: kernel.name.clone(),
+                max_rows: mm.max_rows,
+                tiles,
+            });
+            b.launch(kernel, cube_blocks, &[a, w, partials]);
             let sum = slice_sum_after(mm, &split).expect("a partials split sums its slices");
             b.launch_spreading(sum, vector_blocks, &[partials, c]);
         }

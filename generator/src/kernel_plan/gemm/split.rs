@@ -380,6 +380,63 @@ fn spread(mut split: Split, mm: &Matmul, room: &Room, chip: &Chip) -> Split {
     split
 }
 
+/// The N ranges of a group's parts (products of one A, each with its own covering and
+/// spread, in the order the group deals them) chosen together: `dsv4/matmul_group.h`
+/// deals all the parts' items over the cube cores back and forth, so a part spread for a
+/// launch of its own may read A once more per range where the other parts' items already
+/// fill the cores. Each part in turn takes the range count whose busiest core moves the
+/// fewest bytes at the row capacity given the others' (then the fewest bytes in all),
+/// passes repeated while one helps; never one whose busiest core moves more at a few rows
+/// (one row range, B's bytes alone: a layer may run far below its capacity, e.g. one
+/// request at a long context).
+pub(super) fn respread(parts: &[(Matmul, Split)], chip: &Chip) -> Vec<Split> {
+    // the busiest core's bytes and all bytes at the capacity, or at one row range
+    let busiest = |splits: &[Split], few: bool| {
+        let mut cores = vec![0usize; chip.aic_cores];
+        let mut dealt = 0;
+        for ((mm, _), split) in parts.iter().zip(splits) {
+            let (rows, bytes) = match few {
+                false => (mm.max_rows, split.item_bytes(mm)),
+                true => (1, split.slice_k * split.range_n * mm.operands.bytes()),
+            };
+            for _ in 0..split.items(mm, rows) {
+                // BackAndForth (dsv4/matmul.h): every other round backwards
+                let (round, at) = (dealt / cores.len(), dealt % cores.len());
+                let core = if round % 2 == 0 {
+                    at
+                } else {
+                    cores.len() - 1 - at
+                };
+                cores[core] += bytes;
+                dealt += 1;
+            }
+        }
+        let total: usize = cores.iter().sum();
+        (cores.into_iter().max().unwrap_or(0), total)
+    };
+    let mut splits: Vec<Split> = parts.iter().map(|(_, s)| *s).collect();
+    let few = busiest(&splits, true).0;
+    let mut least = busiest(&splits, false);
+    loop {
+        let mut better = false;
+        for (i, (mm, split)) in parts.iter().enumerate() {
+            let tn = split.tiles.n;
+            let n_tiles = mm.n.div_ceil(tn);
+            for ranges in 1..=n_tiles {
+                let mut tried = splits.clone();
+                tried[i].range_n = n_tiles.div_ceil(ranges) * tn;
+                let k = busiest(&tried, false);
+                if k < least && busiest(&tried, true).0 <= few {
+                    (least, splits, better) = (k, tried, true);
+                }
+            }
+        }
+        if !better {
+            return splits;
+        }
+    }
+}
+
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
 /// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
 /// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -,
@@ -560,6 +617,50 @@ mod tests {
         // A (2 MiB) six times, B (8 MiB) once, the partials twice, C once: 29 MiB of 11
         let r = ratio(&mm, &s);
         assert!((r - 29.0 / 11.0).abs() < 1e-9, "{r}");
+    }
+
+    #[test]
+    fn a_group_reads_a_fewer_times_where_the_other_parts_fill_the_cores() {
+        // CSA's x_normed projections at 256 rows (FLASH, TP 2): each spread for a launch of
+        // its own reads A once per N range; dealt together, fewer ranges fill the cores
+        let chip = chip::find("910b").unwrap();
+        let parts: Vec<(Matmul, Split)> = [1024, 1024, 1024, 512, 256, 256, 64]
+            .into_iter()
+            .map(|n| {
+                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 256, n, 4096);
+                let s = plan(&mm, QKV_TILES);
+                (mm, s)
+            })
+            .collect();
+        let together = respread(&parts, chip);
+        let moved = |splits: &[Split]| -> usize {
+            (parts.iter().zip(splits))
+                .map(|((mm, _), s)| traffic(mm, s, 256).0)
+                .sum()
+        };
+        let own: Vec<Split> = parts.iter().map(|(_, s)| *s).collect();
+        assert!(moved(&together) < moved(&own));
+        for ((mm, s), t) in parts.iter().zip(&together) {
+            // only the N ranges change, to whole column tiles
+            assert_eq!(
+                Split {
+                    range_n: s.range_n,
+                    ..*t
+                },
+                *s
+            );
+            assert!(
+                t.range_n.is_multiple_of(t.tiles.n)
+                    && t.range_n <= mm.n.next_multiple_of(t.tiles.n)
+            );
+        }
+        // at one row range (a few tokens) the items still cover the cores as before
+        let items = |splits: &[Split]| -> usize {
+            (parts.iter().zip(splits))
+                .map(|((mm, _), s)| s.items(mm, 8))
+                .sum()
+        };
+        assert!(items(&together) >= chip.aic_cores.min(items(&own)));
     }
 
     #[test]
