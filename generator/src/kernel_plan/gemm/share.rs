@@ -16,7 +16,7 @@
 //! products of one A) get [`plan_group`].
 
 use super::matmul::{BLayout, Matmul, Operands};
-use super::split::{KSum, Room, Split, Tiles, plan_split};
+use super::split::{KSum, Room, Split, Tiles, back_and_forth, plan_split};
 use crate::chip::Chip;
 
 /// A rows per pass of the vector cores' accumulators.
@@ -409,21 +409,18 @@ fn part_share(mm: &Matmul, step: usize, steps: usize) -> Option<VectorShare> {
 /// over `aic` cores, the shares' units in contiguous runs over `aiv` (as
 /// `dsv4/matmul_group.h` deals them; one part: a product launched alone).
 fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: usize) -> f64 {
-    let mut cube = vec![0usize; aic];
-    let mut g = 0;
     let mut units = Vec::new();
+    let mut items = Vec::new();
     for (mm, part) in parts {
         let columns = part.share.map_or(0, |s| s.columns);
         let own = Matmul {
             n: mm.n - columns,
             ..(*mm).clone()
         };
-        let bytes = part.split.item_bytes(&own);
-        for _ in 0..part.split.items(&own, mm.max_rows) {
-            let (round, at) = (g / aic, g % aic);
-            cube[if round % 2 == 0 { at } else { aic - 1 - at }] += bytes;
-            g += 1;
-        }
+        items.push((
+            part.split.items(&own, mm.max_rows),
+            part.split.item_bytes(&own),
+        ));
         if let Some(s) = part.share {
             let unit = unit_cycles(mm, s.unit, mm.max_rows, cores);
             units.extend(std::iter::repeat_n(
@@ -432,7 +429,7 @@ fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: u
             ));
         }
     }
-    let cube = *cube.iter().max().unwrap_or(&0) as f64 / Rate::load(cores);
+    let cube = back_and_forth(items, aic).into_iter().max().unwrap_or(0) as f64 / Rate::load(cores);
     // ShareOf: the first `total % aiv` cores take one unit more
     let (base, extra) = (units.len() / aiv, units.len() % aiv);
     let mut at = 0;

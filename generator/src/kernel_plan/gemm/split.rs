@@ -392,25 +392,14 @@ fn spread(mut split: Split, mm: &Matmul, room: &Room, chip: &Chip) -> Split {
 pub(super) fn respread(parts: &[(Matmul, Split)], chip: &Chip) -> Vec<Split> {
     // the busiest core's bytes and all bytes at the capacity, or at one row range
     let busiest = |splits: &[Split], few: bool| {
-        let mut cores = vec![0usize; chip.aic_cores];
-        let mut dealt = 0;
-        for ((mm, _), split) in parts.iter().zip(splits) {
-            let (rows, bytes) = match few {
-                false => (mm.max_rows, split.item_bytes(mm)),
-                true => (1, split.slice_k * split.range_n * mm.operands.bytes()),
-            };
-            for _ in 0..split.items(mm, rows) {
-                // BackAndForth (dsv4/matmul.h): every other round backwards
-                let (round, at) = (dealt / cores.len(), dealt % cores.len());
-                let core = if round % 2 == 0 {
-                    at
-                } else {
-                    cores.len() - 1 - at
-                };
-                cores[core] += bytes;
-                dealt += 1;
-            }
-        }
+        let items = parts.iter().zip(splits).map(|((mm, _), split)| match few {
+            false => (split.items(mm, mm.max_rows), split.item_bytes(mm)),
+            true => (
+                split.items(mm, 1),
+                split.slice_k * split.range_n * mm.operands.bytes(),
+            ),
+        });
+        let cores = back_and_forth(items, chip.aic_cores);
         let total: usize = cores.iter().sum();
         (cores.into_iter().max().unwrap_or(0), total)
     };
@@ -435,6 +424,25 @@ pub(super) fn respread(parts: &[(Matmul, Split)], chip: &Chip) -> Vec<Split> {
             return splits;
         }
     }
+}
+
+/// The bytes each of `cores` cores moves when runs of items, each `(count, bytes per
+/// item)`, are dealt as one sequence as `BackAndForth` in `dsv4/matmul.h` deals them: in
+/// rounds over the cores, every other round backwards.
+pub(super) fn back_and_forth(
+    items: impl IntoIterator<Item = (usize, usize)>,
+    cores: usize,
+) -> Vec<usize> {
+    let mut moved = vec![0usize; cores];
+    let mut g = 0;
+    for (count, bytes) in items {
+        for _ in 0..count {
+            let (round, at) = (g / cores, g % cores);
+            moved[if round % 2 == 0 { at } else { cores - 1 - at }] += bytes;
+            g += 1;
+        }
+    }
+    moved
 }
 
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
