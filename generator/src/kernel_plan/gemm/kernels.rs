@@ -353,7 +353,7 @@ pub fn zero_buffers(tile: usize) -> Vec<Buffer> {
     vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)]
 }
 
-/// `dsv4/k_slice_sum.h`: adds the `slices` partial products of `mm` from `k_partials`
+/// `dsv4/k_slice_sum.h`: adds the `slices` partial products of `mm` from its `k_partials_<c>`
 /// into its C, in slice order.
 pub(super) fn slice_sum(mm: &Matmul, slices: usize) -> Kernel {
     let (suffix, mut params) = c_rows(mm);

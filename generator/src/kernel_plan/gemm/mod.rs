@@ -15,19 +15,19 @@
 //! of A larger than the panel, either the rows split (B read again per range) or K
 //! splits; the cheaper wins. K slices combine as [`KSum`] says: int8 ones add their
 //! partial sums atomically into a C a [`zero`] launch cleared (i32 adds are exact in any
-//! order); bf16 ones write theirs to the `k_partials` workspace and a [`slice_sum`]
-//! launch adds them in slice order, since f32 atomics would make C depend on the order
-//! the cores finish in (a run must repeat bit for bit). That costs the partials once
-//! more (read back) plus C once. Or the slices of a row range × column range chain on
-//! one core: the first writes C and the later ones add into it atomically, in slice
-//! order (one core's Fixpipe, a barrier between slices), so the same bits with neither
-//! workspace nor second launch, and a product a group can take; but an item then holds
-//! all of K, so fewer items spread over the cores and A is read once per narrower N
-//! range. The planner chains where the busiest core moves no more bytes that way (the
-//! slice sum's reads counted on the vector cores: FLASH `wo_a` at TP 2 chains, at TP 1
-//! it stays apart). The Mmad tiles are the stage's spec tiles or,
-//! when that moves fewer bytes, some of m, n, k halved: narrower B tiles leave more L1
-//! to the panel, narrower A tiles more L0A to its tail, narrower columns a taller strip.
+//! order); bf16 ones write theirs to the product's workspace `k_partials_<c>` and a
+//! [`slice_sum`] launch adds them in slice order, since f32 atomics would make C depend
+//! on the order the cores finish in (a run must repeat bit for bit). That costs the
+//! partials once more (read back) plus C once. Or the slices of a row range × column
+//! range chain on one core: the first writes C and the later ones add into it
+//! atomically, in slice order (one core's Fixpipe, a barrier between slices), so the same
+//! bits with neither workspace nor second launch; but an item then holds all of K, so
+//! fewer items spread over the cores and A is read once per narrower N range. The
+//! planner chains where the busiest core moves no more bytes that way (the slice sum's
+//! reads counted on the vector cores: FLASH `wo_a` at TP 2 chains, at TP 1 it stays
+//! apart). The Mmad tiles are the stage's spec tiles or, when that moves fewer bytes,
+//! some of m, n, k halved: narrower B tiles leave more L1 to the panel, narrower A tiles
+//! more L0A to its tail, narrower columns a taller strip.
 //! Among tiles of equal traffic a deeper one (half the rows, twice the k) comes first:
 //! a split reloads its A tiles into L0A for every column tile, one LoadData call per
 //! 16-row fractal row, so deeper tiles halve the calls (FLASH `wo_b` at 512 tokens: MTE1

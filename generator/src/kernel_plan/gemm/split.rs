@@ -145,7 +145,7 @@ pub enum KSum {
     Whole,
     /// int8: the slices add into a zeroed C with atomic adds (exact in i32, any order).
     Atomic,
-    /// bf16: each slice writes its partial product to `k_partials`, then
+    /// bf16: each slice writes its partial product to the product's `k_partials_<c>`, then
     /// `dsv4/k_slice_sum.h` adds them in slice order into C.
     Partials,
     /// bf16: the slices of a row range × column range run on one core, in slice order;
@@ -396,7 +396,7 @@ pub(super) fn respread(parts: &[(Matmul, Split)], chip: &Chip) -> Vec<Split> {
             false => (split.items(mm, mm.max_rows), split.item_bytes(mm)),
             true => (
                 split.items(mm, 1),
-                split.slice_k * split.range_n * mm.operands.bytes(),
+                split.slices_per_item(mm) * split.slice_k * split.range_n * mm.operands.bytes(),
             ),
         });
         let cores = back_and_forth(items, chip.aic_cores);
