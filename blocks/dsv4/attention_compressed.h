@@ -281,12 +281,10 @@ private:
         kv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(cmpTable));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
+        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
         for (uint32_t k = 0; k < SLABS; ++k) {
             scores_[k].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab + k * ROWS * CHUNK);
             probs_[k].SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab + k * ROWS * CHUNK);
-        }
-        slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
-        for (uint32_t k = 0; k < SLABS; ++k) {
             parts_[k] = slots_[Slots::Part(GroupIdx(), k)];
         }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));

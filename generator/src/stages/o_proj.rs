@@ -197,8 +197,16 @@ fn quant(
     };
     let mut buffers = quant_buffers(k, tile_rows);
     if slices.is_some() {
+        // the slices after the first, at most two in flight (group_quant.h PARTS_AHEAD)
         let tile = tile_rows * k;
-        buffers.push(row("parts_in", Ub, DType::F32, tile, 2, Some(tile)));
+        buffers.push(row(
+            "parts_in",
+            Ub,
+            DType::F32,
+            tile,
+            (n - 1).min(2),
+            Some(tile),
+        ));
     }
     Kernel {
         name,

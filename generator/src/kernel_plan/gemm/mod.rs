@@ -117,6 +117,16 @@ fn launch_with(
     };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
+    // A cube kernel the fusion pass may group: launched with its product's origin kept, so
+    // the group can plan it again (`group::kernel`).
+    let groupable = |b: &mut Builder, kernel: Kernel, out: &str| {
+        b.matmul_origin(MatmulOrigin {
+            kernel: kernel.name.clone(),
+            max_rows: mm.max_rows,
+            tiles,
+        });
+        b.launch(kernel, cube_blocks, &[a, w, out]);
+    };
     match split.sum {
         KSum::Whole | KSum::Chained => {
             match share::plan(mm, tiles, &split, chip).filter(|_| alone) {
@@ -125,15 +135,7 @@ fn launch_with(
                     cores as u32,
                     &[a, w, c],
                 ),
-                None => {
-                    let kernel = kernel(mm, &split);
-                    b.matmul_origin(MatmulOrigin {
-                        kernel: kernel.name.clone(),
-                        max_rows: mm.max_rows,
-                        tiles,
-                    });
-                    b.launch(kernel, cube_blocks, &[a, w, c]);
-                }
+                None => groupable(b, kernel(mm, &split), c),
             }
         }
         KSum::Atomic => {
@@ -157,13 +159,7 @@ fn launch_with(
             }
             let partials = partials_of(c);
             b.scratch(partials, elems, DType::F32);
-            let kernel = kernel(&parts, &split);
-            b.matmul_origin(MatmulOrigin {
-                kernel: kernel.name.clone(),
-                max_rows: mm.max_rows,
-                tiles,
-            });
-            b.launch(kernel, cube_blocks, &[a, w, partials]);
+            groupable(b, kernel(&parts, &split), partials);
             let sum = slice_sum_after(mm, &split).expect("a partials split sums its slices");
             b.launch_spreading(sum, vector_blocks, &[partials, c]);
         }
