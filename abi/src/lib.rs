@@ -22,6 +22,8 @@ pub fn short_hash(bytes: &[u8]) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bf16,
+    /// IEEE half: an int8 product's C as the cube writes it (`dsv4/matmul.h`).
+    F16,
     F32,
     I8,
     I32,
@@ -32,7 +34,7 @@ impl DType {
     pub const fn size(self) -> usize {
         match self {
             DType::I8 => 1,
-            DType::Bf16 => 2,
+            DType::Bf16 | DType::F16 => 2,
             DType::F32 | DType::I32 => 4,
             DType::I64 => 8,
         }
@@ -42,6 +44,7 @@ impl DType {
     pub const fn name(self) -> &'static str {
         match self {
             DType::Bf16 => "bfloat16",
+            DType::F16 => "float16",
             DType::F32 => "float32",
             DType::I8 => "int8",
             DType::I32 => "int32",

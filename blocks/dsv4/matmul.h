@@ -1,5 +1,8 @@
 // The cube matmul every projection shares (AIC only): for BATCH independent problems
-//   C[m, n] = sum_k A[m, k] * B[k, n]     bf16 x bf16 -> f32, or int8 x int8 -> int32,
+//   C[m, n] = sum_k A[m, k] * B[k, n]     bf16 x bf16 -> f32, or int8 x int8 -> int32
+// (exact), or with DEQ_SHIFT > 0 that int32 written as half C[m, n] * 2^-DEQ_SHIFT
+// (Fixpipe DEQF16: half the bytes; DEQ_SHIFT keeps |C| <= 128 * 128 * K in half's range,
+// and a power of two scales exactly, so one rounding to half's 11 bits is all it loses),
 // A row-major with leading dimension LDA; B row-major [K, N] (B_NK false: weights stored
 // in x out) or [N, K] (B_NK true: out x in), leading dimension LDB; C row-major, LDC.
 // M is the runtime row count (ProductRows in dsv4/tiling_data.h: t, or group_t when
@@ -16,13 +19,13 @@
 //     (the tail is staged through the panel's L1 buffer before the panel arrives);
 //   - B streams through L1 in TILE_K x TILE_N tiles, each read from GM once per item;
 //   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
-//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out. With
-//     several k slices either each writes its partial product SLICE_STRIDE_C elements
-//     after the previous one's (KSliceSum adds them up in order: bf16), or, with ATOMIC,
-//     all add theirs with SetAtomicAdd into an output a ZeroRows launch zeroed (int8:
-//     i32 adds are exact in any order), or, with CHAIN, the first writes C and the
-//     later ones add theirs with SetAtomicAdd: one core's Fixpipe writes in program
-//     order, so C = ((P0 + P1) + P2) + ... on every run (bf16).
+//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out. A bf16
+//     product's k slices either each write their partial product SLICE_STRIDE_C elements
+//     after the previous one's (KSliceSum adds them up in order), or, with CHAIN, the
+//     first writes C and the later ones add theirs with SetAtomicAdd: one core's Fixpipe
+//     writes in program order, so C = ((P0 + P1) + P2) + ... on every run. An int8
+//     product is one k slice (a half C could not add up exactly; an int32 one rows
+//     split instead).
 // Layouts (see the sim's cube.h): L1 holds NZ column blocks (ND2NZ); L0A wants (m block,
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
@@ -39,7 +42,7 @@
 
 namespace dsv4 {
 
-// Operand and accumulator types of the two cube paths.
+// Operand and accumulator (L0C) types of the two cube paths.
 template <bool INT8>
 struct CubeTypes {
     using In = bfloat16_t;
@@ -49,6 +52,28 @@ template <>
 struct CubeTypes<true> {
     using In = int8_t;
     using Acc = int32_t;
+};
+
+template <typename Acc, bool HALF>
+struct OutOf {
+    using T = Acc;
+};
+template <typename Acc>
+struct OutOf<Acc, true> {
+    using T = half;
+};
+
+// C in GM: the accumulator's type, or with DEQ_SHIFT > 0 (int8 only) half, acc *
+// 2^-DEQ_SHIFT as Fixpipe DEQF16 writes it, whose QUANT_PRE is the scale's float bits (a
+// power of two: sign and mantissa 0, exponent 127 - DEQ_SHIFT).
+template <typename P>
+struct CubeOut {
+    static constexpr bool HALF = P::DEQ_SHIFT > 0;
+    using T = typename OutOf<typename CubeTypes<P::INT8>::Acc, HALF>::T;
+    static_assert(!HALF || (P::INT8 && P::DEQ_SHIFT <= 24 &&
+                            uint64_t(P::K) * 128 * 128 <= (uint64_t(65504) << P::DEQ_SHIFT)),
+                  "int8 only: |acc| <= 128 * 128 * K scaled into half's range, 2^-DEQ_SHIFT still a half");
+    static constexpr uint64_t QUANT_PRE = uint64_t(127 - P::DEQ_SHIFT) << 23;
 };
 
 // Which block runs item g of a launch's work items (a MatmulGroup's parts one after
@@ -68,6 +93,7 @@ template <typename P>
 class Matmul {
     using In = typename CubeTypes<P::INT8>::In;
     using Acc = typename CubeTypes<P::INT8>::Acc;
+    using Out = typename CubeOut<P>::T;
     static constexpr uint32_t C0 = 32 / sizeof(In);        // elements of a fractal row
     static constexpr uint32_t FRAC = 512 / sizeof(In);     // elements of a fractal
     static constexpr uint32_t RANGE_M_PAD = (P::RANGE_M + 15) / 16 * 16;
@@ -87,12 +113,13 @@ class Matmul {
                   "N tiles are whole fractals");
     // Cores write disjoint row ranges and column strips of C: each starts on a 32-byte block,
     // so no two write parts of one block (a partial block is a read-modify-write).
-    static_assert(P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0 && P::SLICE_STRIDE_C % 8 == 0,
+    static constexpr uint32_t C_BLOCK = 32 / sizeof(Out);
+    static_assert(P::LDC % C_BLOCK == 0 && P::STRIDE_C % C_BLOCK == 0 && P::SLICE_STRIDE_C % C_BLOCK == 0,
                   "C rows, batches and k slices start on 32-byte blocks");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
-    static_assert(P::SLICE_K >= P::K || int(P::ATOMIC) + int(P::CHAIN) + int(P::SLICE_STRIDE_C > 0) == 1,
-                  "k slices add atomically, chain on one core or write their partial products apart");
+    static_assert(P::SLICE_K >= P::K || (!P::INT8 && int(P::CHAIN) + int(P::SLICE_STRIDE_C > 0) == 1),
+                  "bf16 k slices chain on one core or write their partial products apart; int8 is one slice");
     static_assert(P::A_PANEL_BYTES >= RANGE_M_PAD * PANEL_K * sizeof(In), "a_panel holds the item's A panel");
     static_assert(P::B_L1_BYTES >= P::TILE_K * P::TILE_N * sizeof(In) &&
                       P::B_L0_BYTES >= P::TILE_K * P::TILE_N * sizeof(In),
@@ -136,7 +163,7 @@ private:
         m_ = ProductRows<P>(td);
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
-        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
+        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(c));
         pipe_.InitBuffer(aL1_, 1, P::A_PANEL_BYTES);
         pipe_.InitBuffer(bL1_, P::B_L1_BUFFERS, P::B_L1_BYTES);
         pipe_.InitBuffer(aL0_, 2, P::A_L0_BYTES);
@@ -187,7 +214,7 @@ private:
         it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
         it.b = b_[batch * P::STRIDE_B];
         it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
-        it.add = P::ATOMIC || (P::CHAIN && ks > 0);
+        it.add = P::CHAIN && ks > 0;
         if (P::CHAIN && ks > 0) {
             // the previous slice's C writes land before this slice adds to them
             AscendC::PipeBarrier<PIPE_FIX>();
@@ -212,7 +239,7 @@ private:
         uint32_t m0, mLen, k0, kLen, panelLen;
         bool add;  // adds into C atomically instead of writing it
         AscendC::GlobalTensor<In> a, b;
-        AscendC::GlobalTensor<Acc> c;
+        AscendC::GlobalTensor<Out> c;
     };
 
     __aicore__ static inline uint32_t Min(uint32_t x, uint32_t y) { return x < y ? x : y; }
@@ -280,11 +307,15 @@ private:
         cL0_.EnQue(acc);
         acc = cL0_.DeQue<Acc>();
         if (it.add) {
-            AscendC::SetAtomicAdd<Acc>();
+            AscendC::SetAtomicAdd<Out>();
         }
         for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
             const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
             AscendC::FixpipeParamsV220 fp(nLen, rows, Pad16(rows), P::LDC, false);
+            if constexpr (CubeOut<P>::HALF) {
+                fp.quantPre = QuantMode_t::DEQF16;
+                fp.deqScalar = CubeOut<P>::QUANT_PRE;
+            }
             AscendC::Fixpipe(it.c[mt * P::LDC + n], acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], fp);
         }
         if (it.add) {
@@ -377,7 +408,7 @@ private:
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     AscendC::GlobalTensor<In> a_, b_;
-    AscendC::GlobalTensor<Acc> c_;
+    AscendC::GlobalTensor<Out> c_;
     uint32_t m_ = 0;
 };
 

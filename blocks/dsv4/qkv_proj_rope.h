@@ -2,7 +2,8 @@
 // (dsv4/matmul.h): all AIV only, rows = the runtime token count t.
 //   QLatentQuant  q_latent f32 [t, QL] -> RMSNorm with gamma_cq (f32, no bf16 rounding)
 //                 -> per-token int8: qr i8 [t, QL], qr_scale f32 [t]
-//   QHeads        q_acc i32 [t, H·HD] -> (f32(acc)·qr_scale)·wq_b_scale[n] -> per-head
+//   QHeads        q_acc half [t, H·HD] (the int8 product · 2^-DEQ_SHIFT, dsv4/matmul.h)
+//                 -> (f32(acc)·(qr_scale·2^DEQ_SHIFT))·wq_b_scale[n] -> per-head
 //                 RMSNorm without weight -> RoPE on each head's last RD dims -> q bf16
 //   KvFinish      kv_latent f32 [t, HD] -> RMSNorm with gamma_ckv -> RoPE -> kv bf16
 // Every value is rounded to bf16 once, at the end. RMSNorm: inv = rsqrt(Σx²·(1/n) + eps).
@@ -258,7 +259,9 @@ private:
     // A head of 8^L values sums its squares in block sums, all heads of a row at once.
     static constexpr bool BLOCK_SUMS = PowerOf8(HD);
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
-    static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
+    static_assert(P::ACC_IN_BYTES >= W * sizeof(half), "acc_in holds a head group's row");
+    // undoes the product's 2^-DEQ_SHIFT inside the token scale (a power of two: exact)
+    static constexpr float UNSHIFT = float(uint32_t(1) << P::DEQ_SHIFT);
     static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
     static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
                   "the group's f32 row and wq_b_scale slice");
@@ -271,9 +274,9 @@ private:
                   "two 8-row blocks' qr_scale and rope rows");
 
     // Token row `row`'s head group into an acc_in buffer, queued.
-    __aicore__ inline void LoadRow(const GlobalTensor<int32_t>& gAcc, uint32_t row, uint32_t col)
+    __aicore__ inline void LoadRow(const GlobalTensor<half>& gAcc, uint32_t row, uint32_t col)
     {
-        LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
+        LocalTensor<half> a = in_.AllocTensor<half>();
         DataCopy(a, gAcc[row * ROW + col], W);
         in_.EnQue(a);
     }
@@ -287,14 +290,14 @@ private:
         if (!HeadGroupRows<P>(t, GROUPS, group, run)) {
             return;
         }
-        GlobalTensor<int32_t> gAcc;
+        GlobalTensor<half> gAcc;
         GlobalTensor<float> gTokScale, gWScale;
         GlobalTensor<bfloat16_t> gCos, gSin, gQ;
         GlobalTensor<int32_t> gPos;
         if constexpr (POSITIONS) {
             gPos.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         }
-        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(acc));
+        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(acc));
         gTokScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
         gWScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(wqbScale));
         gCos.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cos));
@@ -312,12 +315,12 @@ private:
         const uint32_t col = group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
-        // An 8-row block's qr_scale and rope rows into half `half` of ts and of the rope slots:
+        // An 8-row block's qr_scale and rope rows into half `side` of ts and of the rope slots:
         // the next block's are in flight while this one computes, one GM latency for all 8.
-        auto fetchBlock = [&](uint32_t row0, uint32_t half) {
-            DataCopy(ts[half * 8], gTokScale[row0], 8);
+        auto fetchBlock = [&](uint32_t row0, uint32_t side) {
+            DataCopy(ts[side * 8], gTokScale[row0], 8);
             for (uint32_t r = 0; r < 8; ++r) {
-                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), half * 8 + r);
+                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), side * 8 + r);
             }
         };
         // The first loads go out before the scalar writes of the gather offsets.
@@ -328,18 +331,18 @@ private:
         if constexpr (HEADS_AT_ONCE) {
             ropeHeads_.Init(pipe_);
         }
-        uint32_t half = 0;
-        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8, half ^= 1) {
+        uint32_t side = 0;
+        for (uint32_t row0 = run.first; row0 < run.end; row0 += 8, side ^= 1) {
             // this block's qr_scale (scalar reads) and rope rows (vector reads) have landed
             Handshake<HardEvent::MTE2_S>();
             Handshake<HardEvent::MTE2_V>();
             if (row0 + 8 < run.end) {
-                fetchBlock(row0 + 8, half ^ 1);
+                fetchBlock(row0 + 8, side ^ 1);
             }
             for (uint32_t row = row0; row < row0 + 8; ++row) {
-                const float tokScale = ts.GetValue(half * 8 + row - row0);
-                LocalTensor<int32_t> a = in_.DeQue<int32_t>();
-                rope_.Build(half * 8 + row - row0);
+                const float tokScale = ts.GetValue(side * 8 + row - row0) * UNSHIFT;
+                LocalTensor<half> a = in_.DeQue<half>();
+                rope_.Build(side * 8 + row - row0);
                 if (row + 1 < run.end) {
                     LoadRow(gAcc, row + 1, col);
                 }

@@ -1,6 +1,6 @@
 // The vector cores' share of a matmul of few rows (AIV only): for BATCH problems
 //   C[m, n] = sum_k A[m, k] * B(k, n)     for the columns N_FIRST <= n < N_FIRST + N_SHARE,
-// bf16 x bf16 -> f32 or int8 x int8 -> int32, B stored [N, K] (B_NK: out x in) or [K, N]
+// bf16 x bf16 -> f32 or int8 x int8 -> int32 or half (DEQ_SHIFT, as dsv4/matmul.h), B stored [N, K] (B_NK: out x in) or [K, N]
 // (leading dimension LDB), A and C row-major (LDA, LDC), batch strides STRIDE_A/B/C; M the
 // runtime row count (ProductRows in dsv4/tiling_data.h). A decode step's weight product (a
 // few rows against megabytes of B) is bound by how fast cores load B, so the vector cores
@@ -25,9 +25,10 @@
 //     accumulators are summed pairwise into the first: fewer, longer calls.
 // C is written in whole 32-byte blocks. The order is fixed, so a run repeats bit for bit.
 // int8: every product and partial sum is an integer of magnitude at most K * 2^14 <= 2^24,
-// exact in f32, so C is the cube's int32 product exactly.
+// exact in f32, so C is the cube's int32 product exactly; times 2^-DEQ_SHIFT still exact,
+// so the one rounding to half gives the bits the cube's Fixpipe DEQF16 writes.
 //
-// Params: INT8, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
+// Params: INT8, DEQ_SHIFT, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
 // STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH, K_LANES ([K, N]: 0 or a power of
 // two dividing TILE_K; 0 for [N, K]), IN_BUFFERS (2 to 4: the B and A slices in UB, all but
 // one loading ahead while one computes) and the UB sizes the plan decided
@@ -43,8 +44,9 @@ namespace dsv4 {
 template <typename P>
 class VectorMatmul {
     using In = typename CubeTypes<P::INT8>::In;
-    using Acc = typename CubeTypes<P::INT8>::Acc;
+    using Out = typename CubeOut<P>::T;
     static constexpr uint32_t LANES = 64;  // f32 lanes of a repeat
+    static constexpr uint32_t C_BLOCK = 32 / sizeof(Out);
     static constexpr uint32_t R = P::UNIT_COLS;
     static constexpr uint32_t KC = P::TILE_K;
     static constexpr uint32_t SLICES = P::K / KC;
@@ -57,18 +59,19 @@ class VectorMatmul {
                   "[N, K]: slices of whole repeats, a slice row an 8-bit repeat stride in blocks; one repeat per B row");
     static_assert(P::B_NK || (KC <= 255 && R / 8 <= 255 && P::ROW_BATCH <= 8 && P::ROW_BATCH * KC / 8 <= 255),
                   "[K, N]: 8-bit block strides over an A row and a C row, a repeat's blocks the rows, one Brcb");
-    static_assert(R % 8 == 0, "C rows of a unit are whole 32-byte blocks");
+    static_assert(R % C_BLOCK == 0, "C rows of a unit are whole 32-byte blocks");
     static_assert(P::IN_BUFFERS >= 2 && P::IN_BUFFERS <= 4, "2 to 4 slices' loads in UB");
     static constexpr uint32_t AHEAD = P::IN_BUFFERS - 1;  // slices loading while one computes
     static constexpr uint32_t J = P::K_LANES;
     static_assert(J == 0 || (!P::B_NK && KC % J == 0 && (J & (J - 1)) == 0 && J <= 255 &&
                              P::ROW_BATCH * R / 8 <= 255),
                   "k lanes: [K, N], a power of two dividing the slice, one call's repeats, a lane an 8-bit repeat stride");
-    static_assert(P::N_SHARE % R == 0 && P::N_FIRST % 8 == 0 && P::LDC % 8 == 0 && P::STRIDE_C % 8 == 0,
+    static_assert(P::N_SHARE % R == 0 && P::N_FIRST % C_BLOCK == 0 && P::LDC % C_BLOCK == 0 &&
+                      P::STRIDE_C % C_BLOCK == 0,
                   "units of whole tiles; C pieces start on 32-byte blocks");
     static_assert(P::ROW_BATCH >= 1 && P::ROW_BATCH <= 4095, "a DataCopy moves at most 4095 rows");
     static_assert((P::LDA - KC) * E / 32 <= 65535 && (P::LDB - B_COLS) * E / 32 <= 65535 &&
-                      (P::LDC - R) * sizeof(float) / 32 <= 65535 && (B_COLS * E) % 32 == 0 &&
+                      (P::LDC - R) * sizeof(Out) / 32 <= 65535 && (B_COLS * E) % 32 == 0 &&
                       P::LDA % (32 / E) == 0 && P::LDB % (32 / E) == 0,
                   "rows of A and B start on 32-byte blocks; the gaps fit 16 bits");
     static_assert(!P::INT8 || uint64_t(P::K) * 128 * 128 <= (uint64_t(1) << 24),
@@ -79,7 +82,9 @@ class VectorMatmul {
                   "b_wide and a_wide hold a slice in f32");
     static_assert(P::ACC_BYTES >= P::ROW_BATCH * R * (P::B_NK ? LANES : (J > 0 ? J : 1)) * sizeof(float),
                   "acc holds a pass's accumulators");
-    static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Acc), "c_out holds a pass's C rows");
+    static_assert(P::C_OUT_BYTES >= P::ROW_BATCH * R * sizeof(Out), "c_out holds a pass's C rows");
+    // half C: the exact sums times 2^-DEQ_SHIFT (exact too) before the one rounding
+    static constexpr float DEQ = 1.0f / float(uint32_t(1) << P::DEQ_SHIFT);
 
 public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
@@ -117,7 +122,7 @@ private:
         m_ = ProductRows<P>(LoadTiling(tiling));
         a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
         b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
-        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Acc*>(c));
+        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(c));
         pipe_.InitBuffer(bIn_, P::IN_BUFFERS, P::B_IN_BYTES);
         pipe_.InitBuffer(aIn_, P::IN_BUFFERS, P::A_IN_BYTES);
         pipe_.InitBuffer(bWide_, P::B_WIDE_BYTES);
@@ -179,8 +184,8 @@ private:
         }
         // acc_r's rows of 64 lanes to C: each 8-lane block summed (into sums8), then each
         // row's 8 block sums; f32 C: the sums are C, int8: exact integers, rounded to
-        // int32 unchanged.
-        AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
+        // int32 unchanged or scaled and rounded to half.
+        AscendC::LocalTensor<Out> out = cOut_.AllocTensor<Out>();
         AscendC::LocalTensor<float> sums;
         if constexpr (P::INT8) {
             sums = sums_.Get<float>();
@@ -190,7 +195,7 @@ private:
         BlockSums(sums8, acc, rows * R * LANES);
         BlockSums(sums, sums8, rows * R * 8);
         if constexpr (P::INT8) {
-            AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
+            ToOut(out, sums, rows);
         }
         Store(out, batch, n, m, rows);
     }
@@ -246,25 +251,36 @@ private:
     }
 
     // The pass's sums (C's layout) out as C: f32 C the sums themselves; int8 exact
-    // integers, rounded to int32 unchanged.
+    // integers, rounded to int32 unchanged or scaled and rounded to half.
     __aicore__ inline void StoreSums(const AscendC::LocalTensor<float>& sums, uint32_t batch, uint32_t n, uint32_t m,
                                      uint32_t rows)
     {
-        AscendC::LocalTensor<Acc> out = cOut_.AllocTensor<Acc>();
+        AscendC::LocalTensor<Out> out = cOut_.AllocTensor<Out>();
         if constexpr (P::INT8) {
-            AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
+            ToOut(out, sums, rows);
         } else {
             AscendC::Muls(out, sums, 1.0f, rows * R);
         }
         Store(out, batch, n, m, rows);
     }
 
+    // int8: the pass's exact sums as int32, or as DEQF16 writes them, acc * 2^-DEQ_SHIFT
+    // rounded to nearest even (the sums scaled in place).
+    __aicore__ inline void ToOut(const AscendC::LocalTensor<Out>& out, const AscendC::LocalTensor<float>& sums,
+                                 uint32_t rows)
+    {
+        if constexpr (CubeOut<P>::HALF) {
+            AscendC::Muls(sums, sums, DEQ, rows * R);
+        }
+        AscendC::Cast(out, sums, AscendC::RoundMode::CAST_RINT, rows * R);
+    }
+
     // The pass's C rows out, in whole blocks.
-    __aicore__ inline void Store(AscendC::LocalTensor<Acc>& out, uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    __aicore__ inline void Store(AscendC::LocalTensor<Out>& out, uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
     {
         cOut_.EnQue(out);
-        out = cOut_.DeQue<Acc>();
-        const AscendC::DataCopyParams cp(rows, R * sizeof(Acc) / 32, 0, (P::LDC - R) * sizeof(Acc) / 32);
+        out = cOut_.DeQue<Out>();
+        const AscendC::DataCopyParams cp(rows, R * sizeof(Out) / 32, 0, (P::LDC - R) * sizeof(Out) / 32);
         AscendC::DataCopy(c_[uint64_t(batch) * P::STRIDE_C + uint64_t(m) * P::LDC + n], out, cp);
         cOut_.FreeTensor(out);
     }
@@ -326,7 +342,7 @@ private:
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_, aBrcb_;
     AscendC::GlobalTensor<In> a_, b_;
-    AscendC::GlobalTensor<Acc> c_;
+    AscendC::GlobalTensor<Out> c_;
     uint32_t m_ = 0;
 };
 

@@ -123,7 +123,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
     Kernel { name: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n1024_k128_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
     Kernel { name: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom", "row_max"] },
     Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
@@ -137,7 +137,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group4_bf16_k512_n128x128x128x128_45b1bdd17fab", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32__compressor_r128_hd128_s8_bs8_tw131072_c64_rd64_eps1em6_on8", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_norm_w", "p2_cos", "p2_sin", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_cmp_kv"] },
-    Kernel { name: "in_turn_qkv_q_heads_h8_hd128_rd64_g1_eps1em6__compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state"] },
+    Kernel { name: "in_turn_qkv_q_heads_h8_hd128_rd64_g1_d6_eps1em6__compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -148,8 +148,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k512_n128x128x128x128_45b1bdd17fab", cores: plan::Cores::Aic, block_dim: 4, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32__compressor_r128_hd128_s8_bs8_tw131072_c64_rd64_eps1em6_on8", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"], also: &["cache_insert", "compressor"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h8_hd128_rd64_g1_eps1em6__compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &["compressor"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h8_hd128_rd64_g1_d6_eps1em6__compressor_commit_r128_hd128_s8", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_max_h8_d128_w128_s8_ht8", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_scores", "window_swa_indices", "window_swa_lens", "attn_sink", "attn_probs", "attn_denom", "attn_max"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"], also: &[] }),
@@ -176,7 +176,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "qr", shape: &[Var("t"), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "qr_scale", shape: &[Var("t"), Const(1)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "q_acc", shape: &[Var("t"), Const(1024)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "q_acc", shape: &[Var("t"), Const(1024)], dtype: F16, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },

@@ -121,7 +121,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_proj_hc4_d7168_m16_k128_s10_p23", cores: plan::Cores::Aic, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
     Kernel { name: "hc_pre_mix_hc4_d7168_m16_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_kn_n65536_k1536_half_tile16x128x256_split16x1536x2816_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "attn_window_max_h128_d512_w128_s2_bs128_ht16_kv128_dk128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
     Kernel { name: "attn_compressed_finish_h128_d512_s2_bs128_r128_max128_ht16_kv128_dk128_ch128_g24_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
@@ -130,7 +130,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_group4_bf16_k7168_n384x128x512x512_vec1152x384x0x0_101167402ec1", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside3_91387ed6d263", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_positions", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_norm_w", "p2_cos", "p2_sin", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_cmp_kv"] },
-    Kernel { name: "beside_qkv_q_heads_h128_hd512_rd64_g4_eps1em6_positions_on32__compressor_commit_r128_hd512_s2_on4", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_positions", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state"] },
+    Kernel { name: "beside_qkv_q_heads_h128_hd512_rd64_g4_d9_eps1em6_positions_on32__compressor_commit_r128_hd512_s2_on4", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_positions", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -141,8 +141,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k7168_n384x128x512x512_vec1152x384x0x0_101167402ec1", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside3_91387ed6d263", cores: plan::Cores::Aiv, block_dim: 13, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "freqs_cos", "freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv"], also: &["cache_insert", "compressor"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n65536_k1536_tile16x128x256_split16x1536x2816_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_heads_h128_hd512_rd64_g4_eps1em6_positions_on32__compressor_commit_r128_hd512_s2_on4", cores: plan::Cores::Aiv, block_dim: 36, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &["compressor"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n65536_k1536_half_tile16x128x256_split16x1536x2816_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_heads_h128_hd512_rd64_g4_d9_eps1em6_positions_on32__compressor_commit_r128_hd512_s2_on4", cores: plan::Cores::Aiv, block_dim: 36, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_max_h128_d512_w128_s2_bs128_ht16_kv128_dk128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_max", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_finish_h128_d512_s2_bs128_r128_max128_ht16_kv128_dk128_ch128_g24_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n576_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x192_bufs4x2_vec448_t32x256", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
@@ -162,7 +162,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "q_latent", shape: &[Var("t"), Const(1536)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "qr", shape: &[Var("t"), Const(1536)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "qr_scale", shape: &[Var("t"), Const(1)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "q_acc", shape: &[Var("t"), Const(65536)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "q_acc", shape: &[Var("t"), Const(65536)], dtype: F16, dir: Out, placement: PerRank },
     TensorDecl { name: "q", shape: &[Var("t"), Const(128), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "kv_latent", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "compress_kv", shape: &[Var("t"), Const(512)], dtype: F32, dir: Out, placement: PerRank },

@@ -70,9 +70,6 @@ pub const fn row(
     }
 }
 
-/// Elements of the zeroed UB tile `zero_rows.h` copies out (f32 or i32).
-pub const ZERO_FILL_TILE: usize = 8192;
-
 /// Elements (f32) of each of the four UB tiles of `k_slice_sum.h` at most: two partials
 /// in, two sums out.
 pub const K_SUM_TILE: usize = 2048;

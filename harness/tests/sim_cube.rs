@@ -4,7 +4,7 @@
 #[path = "sim_kernels/support.rs"]
 mod support;
 
-use half::bf16;
+use half::{bf16, f16};
 use harness::kernel_library::{CoreMode, GmArg, poison};
 use rand::RngExt;
 use support::{lib, rng};
@@ -64,7 +64,7 @@ fn bf16_matmul_through_l1_l0_mmad_fixpipe_matches_fp32_reference() {
 }
 
 #[test]
-fn int8_matmul_is_exact_in_int32() {
+fn int8_matmul_is_exact_in_int32_and_deqf16_scales_it_to_half() {
     const M: usize = 70;
     const N: usize = 40;
     const K: usize = 200;
@@ -76,7 +76,9 @@ fn int8_matmul_is_exact_in_int32() {
         .map(|_| r.random_range(i8::MIN..=i8::MAX))
         .collect();
     let mut c = vec![0i32; M * N];
+    let mut c16 = vec![f16::ZERO; M * N];
     poison(&mut c);
+    poison(&mut c16);
     let stats = lib()
         .launch(
             "sim_mm_int8",
@@ -86,6 +88,7 @@ fn int8_matmul_is_exact_in_int32() {
                 GmArg::new("a", &mut a),
                 GmArg::new("bt", &mut bt),
                 GmArg::new("c", &mut c),
+                GmArg::new("c16", &mut c16),
             ],
         )
         .unwrap();
@@ -95,6 +98,9 @@ fn int8_matmul_is_exact_in_int32() {
                 .map(|k| a[i * K + k] as i32 * bt[j * K + k] as i32)
                 .sum();
             assert_eq!(c[i * N + j], want, "c[{i}][{j}]");
+            // DEQF16 with 2^-6: the exact product scaled, rounded once to half
+            let want16 = f16::from_f64(want as f64 / 64.0);
+            assert_eq!(c16[i * N + j].to_bits(), want16.to_bits(), "c16[{i}][{j}]");
         }
     }
     assert_eq!(stats.mac_i8, (M * N * K) as u64);

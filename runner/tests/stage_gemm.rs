@@ -1,22 +1,24 @@
-//! The shared cube matmul (`dsv4/matmul.h`; split K: `zero_rows.h` before an int8 one,
-//! `k_slice_sum.h` after a bf16 one) against `golden::gemm`:
+//! The shared cube matmul (`dsv4/matmul.h`; split K: `k_slice_sum.h` after a bf16 one)
+//! against `golden::gemm`:
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
-//!   per copy) or chained on each core (the same C bit for bit), int8 ones added atomically, ragged slices and N ranges, panels whose last
-//!   columns stay in L0A (a tail), with and without a tail per slice; two to four B tiles
-//!   in flight and one or two C strips; several rows per
-//!   token (M = t × r: whole, k slices summed, k slices added atomically);
+//!   per copy) or chained on each core (the same C bit for bit), ragged slices and N
+//!   ranges, panels whose last columns stay in L0A (a tail), with and without a tail per
+//!   slice; two to four B tiles in flight and one or two C strips; several rows per
+//!   token (M = t × r: whole, k slices summed);
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
 //! Runtime tokens t at capacity and capacity − 8 (M = t, or t × r). A's buffer ends with
-//! the last valid row, so reading a row ≥ M traps; C rows ≥ M and C's padding columns must stay poisoned. int8
-//! products are exact int32 (also past 2^24, K = 1536, where f32 would round); bf16 ones
-//! within f32 accumulation error. Every launch's peak L1/L0 use equals the buffers the
+//! the last valid row, so reading a row ≥ M traps; C rows ≥ M and C's padding columns must
+//! stay poisoned. int8 products are the exact int32 sums (also past 2^24, K = 1536, where
+//! f32 accumulation would round) converted as Fixpipe DEQF16 documents it: to f32, times
+//! 2^-DEQ_SHIFT, rounded once to half, bit for bit; bf16 ones within f32 accumulation
+//! error. Every launch's peak L1/L0 use equals the buffers the
 //! planner gives its split (`gemm::buffers`).
 //!
 //! Both run through the harness runtime on a plan built here ([`products_plan`]): each
-//! product's launches (zero fill, matmul, slice sum) bound to buffers of its own.
+//! product's launches (matmul, slice sum) bound to buffers of its own.
 
 mod support;
 
@@ -26,7 +28,7 @@ use abi::plan::{Launch, Step, VariantPlan};
 use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::gemm::{Mat, Threads, matmul};
 use golden::tensor::{Tensor, TensorMap};
-use half::bf16;
+use half::{bf16, f16};
 use harness::backend::sim::Sim;
 use harness::backend::{KernelSources, poison};
 use harness::kernel_library::LaunchStats;
@@ -68,6 +70,8 @@ struct Case {
     /// bf16 k slices chained on each core (the first writes C, the later ones add to it
     /// in order) instead of summed by a launch after.
     chain: bool,
+    /// int8: C written as half · 2^-deq_shift(K) (`Matmul::c_half`) instead of i32.
+    c_half: bool,
 }
 
 impl Case {
@@ -83,11 +87,6 @@ impl Case {
 
     fn slices(&self) -> usize {
         self.k.div_ceil(self.split[1])
-    }
-
-    /// int8 k slices add into a zeroed C.
-    fn atomic(&self) -> bool {
-        self.int8 && self.slices() > 1
     }
 
     /// bf16 k slices write partial products apart, summed into C afterwards.
@@ -136,6 +135,7 @@ impl Case {
             stride_a: self.strides[0],
             stride_b: self.strides[1],
             stride_c,
+            c_half: self.c_half,
         };
         let split = gemm::Split {
             tiles: gemm::Tiles {
@@ -147,10 +147,9 @@ impl Case {
             slice_k: self.split[1],
             range_n: self.split[2],
             tail_k: self.tail,
-            sum: match (self.atomic(), self.partials(), self.chained()) {
-                (true, _, _) => gemm::KSum::Atomic,
-                (_, true, _) => gemm::KSum::Partials,
-                (_, _, true) => gemm::KSum::Chained,
+            sum: match (self.partials(), self.chained()) {
+                (true, _) => gemm::KSum::Partials,
+                (_, true) => gemm::KSum::Chained,
                 _ => gemm::KSum::Whole,
             },
             b_buffers: self.buffers[0],
@@ -164,6 +163,7 @@ impl Case {
             cores: Cores::Aic,
             params: vec![
                 ("INT8", Value::Bool(self.int8)),
+                ("DEQ_SHIFT", u(self.deq_shift() as usize)),
                 ("B_NK", Value::Bool(self.b_nk)),
                 ("GROUP_ROWS", Value::Bool(false)),
                 ("ROWS_PER_TOKEN", u(self.per_token)),
@@ -185,13 +185,21 @@ impl Case {
                 ("TAIL_K", u(self.tail)),
                 ("B_L1_BUFFERS", u(self.buffers[0])),
                 ("C_STRIP_BUFFERS", u(self.buffers[1])),
-                ("ATOMIC", Value::Bool(self.atomic())),
                 ("CHAIN", Value::Bool(self.chained())),
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
             buffers: gemm::buffers(&mm, &split),
             parts: Vec::new(),
+        }
+    }
+
+    /// The power of two a half C is written scaled down by (the planner's, for this K).
+    fn deq_shift(&self) -> u32 {
+        if self.c_half {
+            gemm::deq_shift(self.k)
+        } else {
+            0
         }
     }
 
@@ -234,24 +242,6 @@ impl Case {
             parts: Vec::new(),
         }
     }
-
-    fn zero_kernel(&self) -> Kernel {
-        let mut params = self.c_params();
-        // two rows per copy: exercises multi-row copies and the batch boundary
-        let tile = 2 * self.n;
-        params.push(("TILE", Value::U32(tile as u32)));
-        Kernel {
-            name: format!("test_zero_{}", self.name),
-            doc: format!("zero fill of case {}", self.name),
-            block: "zero_rows.h",
-            class: "ZeroRows",
-            cores: Cores::Aiv,
-            params,
-            args: vec!["out"],
-            buffers: gemm::zero_buffers(tile),
-            parts: Vec::new(),
-        }
-    }
 }
 
 const I8_KN_WIDE_LDB: Case = Case {
@@ -272,6 +262,7 @@ const I8_KN_WIDE_LDB: Case = Case {
     tail: 0,
     buffers: [2, 1],
     chain: false,
+    c_half: false,
 };
 
 // bf16, B [K, N]: two row ranges, ragged k slices (128, 128, 64) summed in order two
@@ -294,6 +285,7 @@ const BF16_KN_SPLIT: Case = Case {
     tail: 0,
     buffers: [4, 2],
     chain: false,
+    c_half: false,
 };
 
 const CASES: &[Case] = &[
@@ -323,10 +315,12 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: false,
     },
-    // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix.
+    // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix;
+    // C as half.
     Case {
-        name: "i8_kn",
+        name: "i8_kn_half",
         int8: true,
         b_nk: false,
         per_token: 1,
@@ -343,10 +337,11 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: true,
     },
-    // int8, B [N, K], two batches, k slices added atomically in int32.
+    // int8, B [N, K], two batches.
     Case {
-        name: "i8_nk_atomic",
+        name: "i8_nk_batch",
         int8: true,
         b_nk: true,
         per_token: 1,
@@ -359,13 +354,14 @@ const CASES: &[Case] = &[
         ldc: 96,
         strides: [32 * 192, 96 * 192, 32 * 96],
         tile: [16, 32, 64],
-        split: [32, 64, 96],
+        split: [32, 192, 96],
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: false,
     },
-    // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 across
-    // three k slices added atomically.
+    // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 until
+    // DEQF16 converts them to f32 and half; a 32-row panel holds all of K.
     Case {
         name: "i8_kn_long_k",
         int8: true,
@@ -380,10 +376,11 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
-        split: [32, 512, 64],
+        split: [32, 1536, 64],
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: true,
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
     // 1536 x 65,536): past the 16-bit ND2NZ stride, B is copied row by row.
@@ -406,7 +403,7 @@ const CASES: &[Case] = &[
         ..BF16_KN_SPLIT
     },
     // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
-    // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles.
+    // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles; half C.
     Case {
         name: "i8_nk_tail",
         int8: true,
@@ -425,9 +422,10 @@ const CASES: &[Case] = &[
         tail: 64,
         buffers: [2, 1],
         chain: false,
+        c_half: true,
     },
-    // int8, B [K, N] (transposed squares): k slices of 192 = 128 panel + 64 tail, then a
-    // last slice of 128 without a tail, added atomically in int32.
+    // int8, B [K, N] (transposed squares): one slice of 320 = a 256-column panel and a
+    // 64-column tail.
     Case {
         name: "i8_kn_tail",
         int8: true,
@@ -442,10 +440,11 @@ const CASES: &[Case] = &[
         ldc: 128,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
-        split: [32, 192, 64],
+        split: [32, 320, 64],
         tail: 64,
         buffers: [2, 1],
         chain: false,
+        c_half: false,
     },
     // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
     // [t, heads, head_dim] operand read as [t · heads, head_dim]): M = 5t, two row
@@ -468,6 +467,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: false,
     },
     // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
     // over M = 3t rows (48 at capacity, 24 at t = 8).
@@ -489,12 +489,12 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        c_half: false,
     },
-    // int8, B [K, N], 6 rows per token: two k slices added atomically into a C the zero
-    // fill clears over M = 6t rows (72 at capacity: ranges of 48 and 24; 24 at t = 4);
-    // three B tiles in flight, two C strips.
+    // int8, B [K, N], 6 rows per token: M = 6t rows (72 at capacity: ranges of 48 and
+    // 24; 24 at t = 4); three B tiles in flight, two C strips; half C.
     Case {
-        name: "i8_kn_token_rows_atomic",
+        name: "i8_kn_token_rows",
         int8: true,
         b_nk: false,
         per_token: 6,
@@ -507,10 +507,11 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
-        split: [48, 128, 64],
+        split: [48, 256, 64],
         tail: 0,
         buffers: [3, 2],
         chain: false,
+        c_half: true,
     },
 ];
 
@@ -605,19 +606,25 @@ fn input(c: &Case, values: &[f32]) -> Tensor {
     }
 }
 
-/// The expected C of batch `bi`: `[rows, n]` f32 (exact integers for int8).
+/// The expected C of batch `bi`: `[rows, n]` f32 or exact i32, or the half DEQF16 writes.
 fn reference(c: &Case, a: &[f32], b: &[f32], bi: usize, rows: usize) -> Vec<f64> {
     let (a, b) = (&a[bi * c.strides[0]..], &b[bi * c.strides[1]..]);
     let (rs, cs) = if c.b_nk { (1, c.ldb) } else { (c.ldb, 1) };
     if c.int8 {
-        // Exact int32 sums (int8 products reach past 2^24 for long K: f32 would round).
+        // Exact int32 sums (int8 products reach past 2^24 for long K: f32 accumulation
+        // would round), or DEQF16's: to f32, times the scale, rounded once to half.
+        let scale = 1.0 / (1u32 << c.deq_shift()) as f32;
         let mut out = vec![0.0; rows * c.n];
         for r in 0..rows {
             for col in 0..c.n {
                 let sum: i64 = (0..c.k)
                     .map(|kk| a[r * c.lda + kk] as i64 * b[kk * rs + col * cs] as i64)
                     .sum();
-                out[r * c.n + col] = i32::try_from(sum).expect("an int32 sum") as f64;
+                let sum = i32::try_from(sum).expect("an int32 sum");
+                out[r * c.n + col] = match c.c_half {
+                    true => f64::from(f16::from_f32(sum as f32 * scale)),
+                    false => f64::from(sum),
+                };
             }
         }
         return out;
@@ -644,18 +651,23 @@ fn reference(c: &Case, a: &[f32], b: &[f32], bi: usize, rows: usize) -> Vec<f64>
 
 /// Checks C: valid rows against `want` (per batch), everything else still poisoned.
 fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f64>], rows: usize) {
+    // the elements' bits: half, i32 or f32
+    let size = got.dtype().size();
     let bits: Vec<u32> = got
         .as_le_bytes()
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .chunks_exact(size)
+        .map(|b| b.iter().rev().fold(0, |v, &byte| v << 8 | u32::from(byte)))
         .collect();
+    let poisoned = (0..size).fold(0u32, |v, _| v << 8 | u32::from(poison(got.dtype())));
     for bi in 0..c.batch {
         for r in 0..c.max_rows {
             for col in 0..c.ldc {
                 let v = bits[bi * c.strides[2] + r * c.ldc + col];
                 if r < rows && col < c.n {
                     let w = want[bi][r * c.n + col];
-                    let (g, tol) = if c.int8 {
+                    let (g, tol) = if c.c_half {
+                        (f64::from(f16::from_bits(v as u16)), 0.0)
+                    } else if c.int8 {
                         (f64::from(v as i32), 0.0)
                     } else {
                         // f32 accumulation of k products of magnitude < 1
@@ -667,8 +679,7 @@ fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f64>], rows: usize) {
                     );
                 } else {
                     assert_eq!(
-                        v,
-                        u32::from_le_bytes([poison(got.dtype()); 4]),
+                        v, poisoned,
                         "{what}: c[{bi}][{r}][{col}] outside the product was written"
                     );
                 }
@@ -677,10 +688,8 @@ fn check_c(what: &str, c: &Case, got: &Tensor, want: &[Vec<f64>], rows: usize) {
     }
 }
 
-/// A product's launches: (kernel, blocks) of the zero fill before it, the matmul, and the
-/// slice sum after it.
+/// A product's launches: (kernel, blocks) of the matmul and the slice sum after it.
 struct Launches {
-    zero: Option<(&'static str, u32)>,
     matmul: (&'static str, u32),
     sum: Option<(&'static str, u32)>,
 }
@@ -704,7 +713,7 @@ fn products_plan(products: &[Product], kernels: Vec<abi::plan::Kernel>) -> &'sta
         let (a, b, out, parts) = (buffer("a"), buffer("b"), buffer("c"), buffer("parts"));
         let [na, nb, nc] = extents(c, c.max_rows);
         let (input, output) = if c.int8 {
-            (DType::I8, DType::I32)
+            (DType::I8, if c.c_half { DType::F16 } else { DType::I32 })
         } else {
             (DType::Bf16, DType::F32)
         };
@@ -735,9 +744,6 @@ fn products_plan(products: &[Product], kernels: Vec<abi::plan::Kernel>) -> &'sta
                 also: &[],
             })
         };
-        if let Some(zero) = l.zero {
-            steps.push(launch(zero, vec![out]));
-        }
         let target = match l.sum {
             Some(_) => {
                 workspaces.push(decl(parts, Dim::Const(c.parts_len()), DType::F32));
@@ -816,14 +822,11 @@ fn run(
         .collect()
 }
 
-/// `cases` rendered with their launches (zero fill, matmul, slice sum) on 3 blocks each.
+/// `cases` rendered with their launches (matmul, slice sum) on 3 blocks each.
 fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product>) {
     let mut kernels = Vec::new();
     for c in cases {
         kernels.push(c.kernel());
-        if c.atomic() {
-            kernels.push(c.zero_kernel());
-        }
         if c.partials() {
             kernels.push(c.sum_kernel());
         }
@@ -835,7 +838,6 @@ fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product
         .map(|c| Product {
             case: *c,
             launches: Launches {
-                zero: c.atomic().then(|| (name(c.zero_kernel()), 3)),
                 matmul: (name(c.kernel()), 3),
                 sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
             },
@@ -848,15 +850,25 @@ fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product
 #[test]
 fn building_block_cases_match_the_reference() {
     assert!(
-        [Case::atomic, Case::partials, Case::chained]
+        [Case::partials, Case::chained]
             .iter()
             .all(|kind| CASES.iter().any(kind))
     );
     assert!(
-        [Case::atomic, Case::partials, |c: &Case| c.slices() == 1]
+        [Case::partials, |c: &Case| c.slices() == 1]
             .iter()
             .all(|kind| CASES.iter().any(|c| c.per_token > 1 && kind(c))),
         "rows per token with each way of making C"
+    );
+    assert!(
+        CASES.iter().all(|c| !c.int8 || c.slices() == 1),
+        "an int8 product is one k slice"
+    );
+    assert!(
+        [true, false]
+            .iter()
+            .all(|&h| CASES.iter().any(|c| c.int8 && c.c_half == h)),
+        "int8 products with C as i32 and as half"
     );
     let (sources, gemm_plan, products) = launched(CASES);
     for (ci, p) in products.iter().enumerate() {
@@ -912,7 +924,7 @@ fn chained_k_slices_equal_the_slice_sum_bit_for_bit() {
 }
 
 /// The qkv_proj_rope matmuls of the small specs, as the generated plan launches them:
-/// random operands, launched with their zero fills or slice sums, against the reference at
+/// random operands, launched with their slice sums, against the reference at
 /// capacity and capacity − 8.
 #[test]
 fn planned_qkv_matmuls_match_the_reference() {
@@ -971,15 +983,13 @@ fn planned_qkv_matmuls_match_the_reference() {
             }
             let name = l.kernel;
             let launches = Launches {
-                zero: neighbour(i.checked_sub(1), "ZeroRows"),
                 matmul: (name, l.block_dim),
                 sum: neighbour(Some(i + 1), "KSliceSum"),
             };
             let split_k = param(k, "SLICE_K") < param(k, "K");
-            assert_eq!(
-                launches.zero.is_some(),
-                split_k && param(k, "INT8") == 1,
-                "{name}: zero fill iff int8 split K"
+            assert!(
+                !(split_k && param(k, "INT8") == 1),
+                "{name}: an int8 product is one k slice"
             );
             assert_eq!(
                 launches.sum.is_some(),
@@ -1014,6 +1024,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                 tail: param(k, "TAIL_K"),
                 buffers: [param(k, "B_L1_BUFFERS"), param(k, "C_STRIP_BUFFERS")],
                 chain: param(k, "CHAIN") == 1,
+                c_half: param(k, "DEQ_SHIFT") > 0,
             };
             products.push(Product { case, launches });
         }

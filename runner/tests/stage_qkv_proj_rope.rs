@@ -26,7 +26,7 @@ use golden::qkv::{QkvWeights, qkv_proj_rope};
 use golden::rope::RopeRows;
 use golden::tensor::Tensor;
 use golden::{Dims, LayerSpec};
-use half::bf16;
+use half::{bf16, f16};
 use harness::backend::Tiling;
 use harness::runtime::Runtime;
 use kernelgen::plan::Plan;
@@ -372,7 +372,8 @@ fn swa_mini_tp2_matches_the_golden() {
 
 /// The reference's deployment (FLASH dims, 8 tokens): wq_b (int8, B stored [K, N]) is a
 /// weight stream of 8 rows, so the vector cores take its last columns in one mixed launch
-/// (`dsv4/matmul_shared.h`); q_acc must still be the exact int32 product qr · wq_b.
+/// (`dsv4/matmul_shared.h`); q_acc must still be the exact int32 product qr · wq_b, as
+/// half scaled by 2^-deq_shift(q_lora) (both cores' columns rounded once, to the same bits).
 #[test]
 fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
     let variant = "swa_deployment_tp1";
@@ -390,7 +391,9 @@ fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
     let n = d.heads * d.head_dim;
     let qr = values::<i8>(&tensors, "qr");
     let w = values::<i8>(&c.inputs, "wq_b");
-    let q_acc = values::<i32>(&tensors, "q_acc");
+    let q_acc = values::<f16>(&tensors, "q_acc");
+    // DEQF16: the exact sum to f32, times 2^-shift, rounded once to half
+    let scale = 1.0 / (1u32 << kernelgen::kernel_plan::gemm::deq_shift(d.q_lora)) as f32;
     for r in 0..t {
         let mut want = vec![0i32; n];
         for k in 0..d.q_lora {
@@ -399,10 +402,15 @@ fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
                 *acc += a * i32::from(w[k * n + col]);
             }
         }
-        assert!(
-            q_acc[r * n..(r + 1) * n] == want[..],
-            "{variant}: q_acc row {r} is not qr · wq_b"
-        );
+        let want: Vec<u16> = want
+            .iter()
+            .map(|&v| f16::from_f32(v as f32 * scale).to_bits())
+            .collect();
+        let got: Vec<u16> = q_acc[r * n..(r + 1) * n]
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert!(got == want, "{variant}: q_acc row {r} is not qr · wq_b");
     }
     check_stage(p, rt, &c);
 }

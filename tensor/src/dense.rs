@@ -1,7 +1,7 @@
 //! A dense tensor: a shape over [`Data`], viewable as little-endian bytes.
 
 use abi::DType;
-use half::bf16;
+use half::{bf16, f16};
 
 use crate::data::Data;
 use crate::element::{self, Element};
@@ -82,6 +82,7 @@ impl Tensor {
         }
         let data = match dtype {
             DType::Bf16 => Data::Bf16(decode(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
+            DType::F16 => Data::F16(decode(bytes, |b| f16::from_bits(u16::from_le_bytes(b)))),
             DType::F32 => Data::F32(decode(bytes, f32::from_le_bytes)),
             DType::I8 => Data::I8(bytes.iter().map(|&b| b as i8).collect()),
             DType::I32 => Data::I32(decode(bytes, i32::from_le_bytes)),
@@ -120,6 +121,7 @@ impl Tensor {
     pub fn as_le_bytes_mut(&mut self) -> &mut [u8] {
         match &mut self.data {
             Data::Bf16(v) => element::bytes_of_mut(v),
+            Data::F16(v) => element::bytes_of_mut(v),
             Data::F32(v) => element::bytes_of_mut(v),
             Data::I8(v) => element::bytes_of_mut(v),
             Data::I32(v) => element::bytes_of_mut(v),
@@ -130,6 +132,7 @@ impl Tensor {
     pub fn as_le_bytes(&self) -> &[u8] {
         match &self.data {
             Data::Bf16(v) => element::bytes_of(v),
+            Data::F16(v) => element::bytes_of(v),
             Data::F32(v) => element::bytes_of(v),
             Data::I8(v) => element::bytes_of(v),
             Data::I32(v) => element::bytes_of(v),
@@ -141,6 +144,7 @@ impl Tensor {
     pub fn to_f64(&self) -> Vec<f64> {
         match &self.data {
             Data::Bf16(v) => v.iter().map(|x| f64::from(x.to_f32())).collect(),
+            Data::F16(v) => v.iter().map(|x| f64::from(x.to_f32())).collect(),
             Data::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
             Data::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
             Data::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),

@@ -15,6 +15,7 @@ pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
 mod sealed {
     pub trait Sealed {}
     impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
     impl Sealed for f32 {}
     impl Sealed for i8 {}
     impl Sealed for i32 {}
@@ -45,6 +46,7 @@ macro_rules! element {
 }
 
 element!(bf16, Bf16);
+element!(half::f16, F16);
 element!(f32, F32);
 element!(i8, I8);
 element!(i32, I32);

@@ -11,9 +11,8 @@
 //! shares its cores with the others' instead of holding some alone. Each item is what it
 //! was in its own launch, so the buffers the stages planned (and the budget check passed)
 //! stay what a block holds. A later product joins an earlier one when
-//! - neither adds its k slices atomically (that needs a zero fill of C before it; whole
-//!   products, k slices chained on one core and k slices whose partial products a slice
-//!   sum adds after it all join), and both read A the same way;
+//! - neither is batched (whole products, k slices chained on one core and k slices whose
+//!   partial products a slice sum adds after it all join), and both read A the same way;
 //! - it can move up to the first: only launches lie between them, none of which binds
 //!   any tensor the later one binds (so nothing between writes what it reads or reads or
 //!   writes what it writes), and the group binds none of its B and C.
@@ -283,7 +282,6 @@ mod tests {
                 ("LDA", Value::U32(k)),
                 ("SLICE_K", Value::U32(slice_k)),
                 ("CHAIN", Value::Bool(false)),
-                ("ATOMIC", Value::Bool(false)),
                 ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],
@@ -424,9 +422,9 @@ mod tests {
     #[test]
     fn what_stays_apart_and_why() {
         let (a, b) = (mm("a", 256, 512, 512), mm("b", 256, 512, 512));
-        let mut atomic = mm("atomic", 256, 512, 256);
-        let adds = atomic.params.iter_mut().find(|(n, _)| *n == "ATOMIC");
-        adds.expect("the helper sets ATOMIC").1 = Value::Bool(true);
+        let mut batched = mm("batched", 256, 512, 512);
+        let batch = batched.params.iter_mut().find(|(n, _)| *n == "BATCH");
+        batch.expect("the helper sets BATCH").1 = Value::U32(2);
         let narrow = mm("narrow", 256, 1024, 1024);
         let touch = vector("touch");
         let cases: Vec<(Vec<&Kernel>, Vec<Step>, &str)> = vec![
@@ -440,12 +438,12 @@ mod tests {
                 "step 1 (touch) binds its y2 and runs between them",
             ),
             (
-                vec![&a, &atomic],
+                vec![&a, &batched],
                 vec![
                     launch("s", &a, 2, &["x", "w1", "y1"]),
-                    launch("s", &atomic, 2, &["x", "w2", "y2"]),
+                    launch("s", &batched, 2, &["x", "w2", "y2"]),
                 ],
-                "its k slices add atomically",
+                "it is batched",
             ),
             (
                 vec![&a, &narrow],

@@ -106,7 +106,12 @@ impl Kind for IndexQuery {
         let t_cap = p.shape.local_t;
         let tokens = || Dim::Var("t");
         let rows = |w: usize| vec![tokens(), Dim::Const(w)];
-        b.workspace("idx_acc", rows(width), DType::I32);
+        // idx_acc as half: IndexQHeads dequantises each element on its own
+        let wq_b = Matmul {
+            c_half: true,
+            ..Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, t_cap, width, ql)
+        };
+        b.workspace("idx_acc", rows(width), wq_b.c_dtype());
         b.workspace("idx_q_rot", rows(width), DType::Bf16);
         b.workspace("idx_qh", rows(width), DType::F32);
         b.workspace("idx_head_sums", rows(heads), DType::F32);
@@ -115,13 +120,12 @@ impl Kind for IndexQuery {
         b.workspace("idx_weights", rows(heads), DType::F32);
 
         let tiles = [t.m.value, t.n.value, t.k.value];
-        let wq_b = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, t_cap, width, ql);
         if gemm::launch_alone(b, tiles, &wq_b, ["qr", "idx_wq_b", "idx_acc"]).is_none() {
             return;
         }
         let (per_item, blocks) = head_grid(heads, hd, t_cap, p.chip.aiv_cores);
         b.launch_spreading(
-            q_heads(ix, per_item, seq, token_rows),
+            q_heads(ix, per_item, seq, token_rows, wq_b.c_shift()),
             blocks as u32,
             &[
                 "idx_acc",
@@ -178,11 +182,18 @@ impl Kind for IndexQuery {
     }
 }
 
-fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize, token_rows: bool) -> Kernel {
+/// IndexQHeads over the int8 product written as half · 2^-`deq_shift` (`Matmul::c_shift`).
+fn q_heads(
+    ix: &IndexerPlan,
+    per_item: usize,
+    seq: usize,
+    token_rows: bool,
+    deq_shift: u32,
+) -> Kernel {
     let (heads, hd, rd) = (ix.heads, ix.head_dim, ix.rope_dim);
     Kernel {
         name: format!(
-            "index_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_s{seq}{}",
+            "index_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_s{seq}_d{deq_shift}{}",
             if token_rows { "_tok" } else { "" }
         ),
         doc: format!(
@@ -203,6 +214,7 @@ fn q_heads(ix: &IndexerPlan, per_item: usize, seq: usize, token_rows: bool) -> K
             ("HG", Value::u32(per_item)),
             ("SEQ", Value::u32(seq)),
             ("TOKEN_ROWS", Value::Bool(token_rows)),
+            ("DEQ_SHIFT", Value::u32(deq_shift as usize)),
         ],
         args: vec![
             "acc",

@@ -86,10 +86,22 @@ impl Kind for QkvProjRope {
         }
         let (heads_per_item, q_blocks) = head_grid(m.heads, hd, t_cap, p.chip.aiv_cores);
         let t = || Dim::Var("t");
+        // q_acc as half: QHeads dequantises each element on its own (half the bytes of i32)
+        let wq_b = Matmul {
+            c_half: true,
+            ..Matmul::new(
+                Operands::I8,
+                BLayout::Kn,
+                Rows::Tokens,
+                t_cap,
+                m.heads * hd,
+                ql,
+            )
+        };
         b.workspace("q_latent", vec![t(), Dim::Const(ql)], DType::F32);
         b.workspace("qr", vec![t(), Dim::Const(ql)], DType::I8);
         b.workspace("qr_scale", vec![t(), Dim::Const(1)], DType::F32);
-        b.workspace("q_acc", vec![t(), Dim::Const(m.heads * hd)], DType::I32);
+        b.workspace("q_acc", vec![t(), Dim::Const(m.heads * hd)], wq_b.c_dtype());
         b.workspace(
             "q",
             vec![t(), Dim::Const(m.heads), Dim::Const(hd)],
@@ -130,14 +142,6 @@ impl Kind for QkvProjRope {
             row_blocks,
             &["q_latent", "gamma_cq", "qr", "qr_scale"],
         );
-        let wq_b = Matmul::new(
-            Operands::I8,
-            BLayout::Kn,
-            Rows::Tokens,
-            t_cap,
-            m.heads * hd,
-            ql,
-        );
         // At a few rows the vector cores may share wq_b's columns; it then runs apart from
         // the indexer's projection of qr, which beats the pair on the cube cores alone (CSA
         // deployment: 102 µs grouped, 60 + 24 µs shared apart). More rows: it groups.
@@ -151,7 +155,15 @@ impl Kind for QkvProjRope {
         };
         let q_args = [&["q_acc", "qr_scale", "wq_b_scale"], rope_args, &["q"]].concat();
         b.launch_spreading(
-            q_heads(m.heads, hd, rd, heads_per_item, eps, positions),
+            q_heads(
+                m.heads,
+                hd,
+                rd,
+                heads_per_item,
+                eps,
+                positions,
+                wq_b.c_shift(),
+            ),
             q_blocks as u32,
             &q_args,
         );
@@ -228,6 +240,7 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
     }
 }
 
+/// QHeads over the int8 product written as half · 2^-`deq_shift` (`Matmul::c_shift`).
 fn q_heads(
     heads: usize,
     hd: usize,
@@ -235,10 +248,11 @@ fn q_heads(
     per_item: usize,
     eps: f32,
     positions: bool,
+    deq_shift: u32,
 ) -> Kernel {
     let mut k = Kernel {
         name: format!(
-            "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_eps{}",
+            "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_d{deq_shift}_eps{}",
             float_tag(eps)
         ),
         doc: "dequant of the int8 q product, per-head RMSNorm, RoPE on the rope dims, bf16 q"
@@ -253,6 +267,7 @@ fn q_heads(
             ("HG", Value::u32(per_item)),
             ("EPS", Value::F32(eps)),
             ("INV_HD", Value::F32(1.0 / hd as f32)),
+            ("DEQ_SHIFT", Value::u32(deq_shift as usize)),
         ],
         args: vec!["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"],
         buffers: q_heads_buffers(hd, rd, per_item),
@@ -373,13 +388,14 @@ pub fn heads_at_once_buffers(rd: usize, heads: usize) -> Vec<Buffer> {
 }
 
 /// The UB every dequant of a head-group product has (QHeads, index_query's IndexQHeads):
-/// a token's row of `per_item` heads in (i32) and out (bf16), its f32 values and the
+/// a token's row of `per_item` heads in (the int8 product's half C, `Matmul::c_half`) and
+/// out (bf16), its f32 values and the
 /// group's wq_b_scale, the qr_scale of `blocks` 8-token blocks.
 pub fn head_group_buffers(hd: usize, per_item: usize, blocks: usize) -> Vec<Buffer> {
     use DType::*;
     let w = per_item * hd;
     vec![
-        row("acc_in", Ub, I32, w, 2, Some(w)),
+        row("acc_in", Ub, F16, w, 2, Some(w)),
         row("q_out", Ub, Bf16, w, 2, Some(w)),
         row("x", Ub, F32, w, 1, None),
         row("wq_b_scale", Ub, F32, w, 1, Some(w)),

@@ -16,6 +16,7 @@ impl View for TensorView<'_> {
     fn dtype(&self) -> Dtype {
         match self.0.dtype() {
             DType::Bf16 => Dtype::BF16,
+            DType::F16 => Dtype::F16,
             DType::F32 => Dtype::F32,
             DType::I8 => Dtype::I8,
             DType::I32 => Dtype::I32,
@@ -36,6 +37,7 @@ impl View for TensorView<'_> {
 fn dtype_of(d: Dtype) -> Option<DType> {
     Some(match d {
         Dtype::BF16 => DType::Bf16,
+        Dtype::F16 => DType::F16,
         Dtype::F32 => DType::F32,
         Dtype::I8 => DType::I8,
         Dtype::I32 => DType::I32,

@@ -1,6 +1,8 @@
 // Cube path of the model: LoadData2D, Mmad and Fixpipe (layouts documented in
 // include/sim/cube.h and include/sim/fixpipe.h). Compiled once into the runtime library
 // so kernel translation units only carry thin wrappers.
+#include <cstring>
+
 #include "kernel_operator.h"
 
 namespace AscendC {
@@ -332,8 +334,25 @@ void MmadRun(ElemKind in, const TensorRef& dst, const TensorRef& fm, const Tenso
 }
 
 namespace {
+// DEQF16's scalar M1: QUANT_PRE bits 0..31 as a float the hardware reads as (1, 8, 10)
+// (bits 13..31; docs 基础API/矩阵计算（ISASI）/矩阵搬出关键特性说明/随路量化.md, table 1).
+// With the mode control bit (36) set the int32 would first shift right N bits to int16:
+// not modelled, so it traps.
+inline float DeqScale(uint64_t quantPre)
+{
+    if ((quantPre >> 36) & 1) {
+        Trap("Fixpipe", "DEQF16 with the mode control bit (deqScalar bit 36) is not modelled");
+    }
+    const uint32_t bits = static_cast<uint32_t>(quantPre) & 0xFFFFE000u;
+    float m1;
+    std::memcpy(&m1, &bits, sizeof(m1));
+    return m1;
+}
+
+// One L0C element out: optional ReLU, then NoQuant, a float cast (F322F16 / F322BF16) or
+// DEQF16 (int32 -> float, times `deq`, to half), each rounding to nearest even.
 template <typename T, typename U>
-inline T FixConvert(U v, bool relu)
+inline T FixConvert(U v, bool relu, float deq)
 {
     if (relu) {
         if constexpr (std::is_integral_v<U>) {
@@ -344,13 +363,16 @@ inline T FixConvert(U v, bool relu)
     }
     if constexpr (std::is_same_v<T, U>) {
         return v;
+    } else if constexpr (std::is_integral_v<U>) {
+        return RoundToFloatType<T>(static_cast<float>(v) * deq, RoundMode::CAST_RINT, true);
     } else {
         return RoundToFloatType<T>(v, RoundMode::CAST_RINT, true); // no Inf/NaN mode in Fixpipe
     }
 }
 
 template <typename T, typename U>
-void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const FixpipeParamsV220& p)
+void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const FixpipeParamsV220& p,
+                  float deq = 1.0f)
 {
     const char* api = "Fixpipe";
     Op op(api, Pipe::FIX);
@@ -400,7 +422,7 @@ void FixpipeTyped(bool nd, void* dstAddr, int dstGm, const TensorRef& src, const
                     RequireDefined(bs, off + 32, api, "src");
                 }
                 for (uint32_t j = 0; j < cols; ++j) {
-                    row[jb * 16 + j] = FixConvert<T, U>(sq[e + j], p.reluEn);
+                    row[jb * 16 + j] = FixConvert<T, U>(sq[e + j], p.reluEn, deq);
                 }
                 if (!nd) {
                     uint64_t o = uint64_t(jb) * p.dstStride * 32 + uint64_t(i) * 16 * sizeof(T);
@@ -429,9 +451,12 @@ void FixpipeRun(ElemKind out, ElemKind in, bool nd, void* dstAddr, int dstGm, co
         FixpipeTyped<half, float>(nd, dstAddr, dstGm, src, p);
     } else if (in == ElemKind::F32 && out == ElemKind::BF16 && q == QuantMode_t::F322BF16) {
         FixpipeTyped<bfloat16_t, float>(nd, dstAddr, dstGm, src, p);
+    } else if (in == ElemKind::I32 && out == ElemKind::F16 && q == QuantMode_t::DEQF16) {
+        FixpipeTyped<half, int32_t>(nd, dstAddr, dstGm, src, p, DeqScale(p.deqScalar));
     } else {
         Trap(api, "unsupported (L0C type, output type, quantPre = " + std::to_string(int(q)) +
-                      ") combination: use NoQuant for float/int32 output, F322F16 for half, F322BF16 for bfloat16_t");
+                      ") combination: use NoQuant for float/int32 output, F322F16 for half, F322BF16 for "
+                      "bfloat16_t, DEQF16 for int32 to half");
     }
 }
 

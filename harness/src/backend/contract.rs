@@ -19,7 +19,7 @@ use abi::plan::{Kernel, Launch, VariantPlan};
 /// i32 would be that padding).
 pub const fn poison(dtype: DType) -> u8 {
     match dtype {
-        DType::Bf16 | DType::F32 => 0xFF,
+        DType::Bf16 | DType::F16 | DType::F32 => 0xFF,
         DType::I8 | DType::I32 | DType::I64 => 0x80,
     }
 }

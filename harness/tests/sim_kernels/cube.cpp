@@ -100,13 +100,14 @@ extern "C" __global__ __aicore__ void sim_mm_bf16(GM_ADDR a, GM_ADDR b, GM_ADDR 
 }
 
 // C (int32) = A (M x K int8) * B where B is given transposed as Bt (N x K int8), so both
-// operands keep k contiguous and ND2NZ zero-fills the k tail (K need not be a multiple of 32).
+// operands keep k contiguous and ND2NZ zero-fills the k tail (K need not be a multiple of 32);
+// c16 gets C * 2^-6 as half (Fixpipe DEQF16, the scalar's float bits in deqScalar).
 // Plain TBufs, synchronised by hand: each buffer's producer/consumer hand-off and, before
 // a buffer is reloaded, its last reader's (MTE1_MTE2, M_MTE1, FIX_M). The k-accumulating
 // Mmads are ordered through M_MTE1 -> LoadData -> MTE1_M.
 constexpr uint32_t kI8M = 70, kI8N = 40, kI8K = 200;
 
-extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR c)
+extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR c, GM_ADDR c16)
 {
     constexpr uint32_t M = kI8M, N = kI8N, K = kI8K, c0 = 32;
     TPipe pipe;
@@ -122,9 +123,11 @@ extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR
     pipe.InitBuffer(cBuf, kBase * kBase * sizeof(int32_t));
     GlobalTensor<int8_t> ga, gb;
     GlobalTensor<int32_t> gc;
+    GlobalTensor<half> gc16;
     ga.SetGlobalBuffer((__gm__ int8_t*)a);
     gb.SetGlobalBuffer((__gm__ int8_t*)bt);
     gc.SetGlobalBuffer((__gm__ int32_t*)c);
+    gc16.SetGlobalBuffer((__gm__ half*)c16);
     for (uint32_t mt = GetBlockIdx(); mt < Ceil(M, kBase); mt += GetBlockNum()) {
         for (uint32_t nt = 0; nt < Ceil(N, kBase); ++nt) {
             uint32_t m0 = mt * kBase, n0 = nt * kBase;
@@ -155,6 +158,9 @@ extern "C" __global__ __aicore__ void sim_mm_int8(GM_ADDR a, GM_ADDR bt, GM_ADDR
             Sync<HardEvent::M_FIX>();
             FixpipeParamsV220 fp(nLen, mLen, mB * 16, N, false);
             Fixpipe(gc[m0 * N + n0], cl, fp);
+            fp.quantPre = QuantMode_t::DEQF16;
+            fp.deqScalar = 0x3C800000;  // 2^-6 as float
+            Fixpipe(gc16[m0 * N + n0], cl, fp);
             Sync<HardEvent::FIX_M>(); // cl may be overwritten
         }
     }

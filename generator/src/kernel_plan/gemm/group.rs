@@ -47,6 +47,7 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         stride_a: p("STRIDE_A"),
         stride_b: p("STRIDE_B"),
         stride_c: p("STRIDE_C"),
+        c_half: p("DEQ_SHIFT") > 0,
     };
     let split = Split {
         tiles: Tiles {
@@ -58,11 +59,10 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         slice_k: p("SLICE_K"),
         range_n: p("RANGE_N"),
         tail_k: p("TAIL_K"),
-        sum: match (p("SLICE_K") >= p("K"), p("CHAIN") == 1, p("ATOMIC") == 1) {
-            (true, _, _) => KSum::Whole,
-            (false, true, _) => KSum::Chained,
-            (false, false, false) => KSum::Partials,
-            (false, false, true) => unreachable!("groups take no atomic k slices"),
+        sum: match (p("SLICE_K") >= p("K"), p("CHAIN") == 1) {
+            (true, _) => KSum::Whole,
+            (false, true) => KSum::Chained,
+            (false, false) => KSum::Partials,
         },
         b_buffers: p("B_L1_BUFFERS"),
         c_buffers: p("C_STRIP_BUFFERS"),
@@ -76,9 +76,6 @@ const MAX_NAME: usize = 160;
 
 /// Why the matmul `kernel` cannot be a part of a group, or `None` when it can.
 pub(crate) fn unfit(kernel: &Kernel) -> Option<&'static str> {
-    if param(kernel, "ATOMIC") == 1 {
-        return Some("its k slices add atomically into C (a zero fill goes before it)");
-    }
     if param(kernel, "BATCH") != 1 {
         return Some("it is batched");
     }

@@ -1,6 +1,5 @@
-//! The kernels a product launches, specialised on its shapes and split: the matmul, the
-//! zero fill an atomic K split adds into, the slice sum of bf16 partials; and the on-chip
-//! buffers each receives.
+//! The kernels a product launches, specialised on its shapes and split: the matmul and
+//! the slice sum of bf16 partials; and the on-chip buffers each receives.
 
 use abi::DType;
 
@@ -22,6 +21,9 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         mm.k,
         mm.rows.tag()
     );
+    if mm.c_half {
+        name.push_str("_half");
+    }
     let default_ldb = match mm.b_layout {
         BLayout::Kn => mm.n,
         BLayout::Nk => mm.k,
@@ -53,7 +55,6 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
     }
     match split.sum {
         KSum::Whole => {}
-        KSum::Atomic => name.push_str("_acc"),
         // the partials' layout depends on the row capacity
         KSum::Partials => name.push_str(&format!("_parts_r{}", mm.max_rows)),
         KSum::Chained => name.push_str("_chain"),
@@ -75,7 +76,6 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
             split.range_n,
             match split.sum {
                 KSum::Whole => "",
-                KSum::Atomic => ", k slices added atomically",
                 KSum::Partials => ", k slices' partial products apart",
                 KSum::Chained => ", k slices added in order on one core",
             }
@@ -83,39 +83,46 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         block: "matmul.h",
         class: "Matmul",
         cores: Cores::Aic,
-        params: [
-            ("INT8", Value::Bool(mm.operands == Operands::I8)),
-            ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
-        ]
-        .into_iter()
-        .chain(mm.rows.params())
-        .chain([("N", u(mm.n))])
-        .chain(operand_params(mm))
-        .chain([
-            ("TILE_M", u(t.m)),
-            ("TILE_N", u(t.n)),
-            ("TILE_K", u(t.k)),
-            ("RANGE_M", u(split.range_m)),
-            ("SLICE_K", u(split.slice_k)),
-            ("RANGE_N", u(split.range_n)),
-            ("TAIL_K", u(split.tail_k)),
-            ("B_L1_BUFFERS", u(split.b_buffers)),
-            ("C_STRIP_BUFFERS", u(split.c_buffers)),
-            ("ATOMIC", Value::Bool(split.sum == KSum::Atomic)),
-            ("CHAIN", Value::Bool(split.sum == KSum::Chained)),
-            (
-                "SLICE_STRIDE_C",
-                u(match split.sum {
-                    KSum::Partials => mm.batch * mm.stride_c,
-                    _ => 0,
-                }),
-            ),
-        ])
-        .collect(),
+        params: operand_types(mm)
+            .into_iter()
+            .chain(mm.rows.params())
+            .chain([("N", u(mm.n))])
+            .chain(operand_params(mm))
+            .chain([
+                ("TILE_M", u(t.m)),
+                ("TILE_N", u(t.n)),
+                ("TILE_K", u(t.k)),
+                ("RANGE_M", u(split.range_m)),
+                ("SLICE_K", u(split.slice_k)),
+                ("RANGE_N", u(split.range_n)),
+                ("TAIL_K", u(split.tail_k)),
+                ("B_L1_BUFFERS", u(split.b_buffers)),
+                ("C_STRIP_BUFFERS", u(split.c_buffers)),
+                ("CHAIN", Value::Bool(split.sum == KSum::Chained)),
+                (
+                    "SLICE_STRIDE_C",
+                    u(match split.sum {
+                        KSum::Partials => mm.batch * mm.stride_c,
+                        _ => 0,
+                    }),
+                ),
+            ])
+            .collect(),
         args: vec!["a", "b", "c"],
         buffers: buffers(mm, split),
         parts: Vec::new(),
     }
+}
+
+/// The operand types, C's shift (half C = the int8 sums · 2^-DEQ_SHIFT; 0: C is the
+/// accumulator's type) and B's layout: what the cube and the vector kernels of a product
+/// share.
+fn operand_types(mm: &Matmul) -> [(&'static str, Value); 3] {
+    [
+        ("INT8", Value::Bool(mm.operands == Operands::I8)),
+        ("DEQ_SHIFT", Value::u32(mm.c_shift() as usize)),
+        ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
+    ]
 }
 
 /// K and how A, B and C lie in GM: what the cube and the vector kernels of a product share.
@@ -133,8 +140,8 @@ fn operand_params(mm: &Matmul) -> [(&'static str, Value); 8] {
     ]
 }
 
-/// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; C in f32
-/// or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
+/// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; the C
+/// strip in f32 or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
 /// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
 /// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
 /// column tile, in L0C. Tiles rotate in pairs; B in L1 and the strip as the split says.
@@ -218,25 +225,22 @@ pub(super) fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
         block: "vector_matmul.h",
         class: "VectorMatmul",
         cores: Cores::Aiv,
-        params: [
-            ("INT8", Value::Bool(mm.operands == Operands::I8)),
-            ("B_NK", Value::Bool(mm.b_layout == BLayout::Nk)),
-        ]
-        .into_iter()
-        .chain(mm.rows.params())
-        .chain(operand_params(mm))
-        .chain([
-            ("N_FIRST", u(first)),
-            ("N_SHARE", u(share.columns)),
-            ("UNIT_COLS", u(unit.cols)),
-            ("TILE_K", u(unit.tile_k)),
-            ("ROW_BATCH", u(share::ROW_BATCH)),
-            ("K_LANES", u(unit.k_lanes)),
-            ("IN_BUFFERS", u(unit.in_buffers())),
-        ])
-        .collect(),
+        params: operand_types(mm)
+            .into_iter()
+            .chain(mm.rows.params())
+            .chain(operand_params(mm))
+            .chain([
+                ("N_FIRST", u(first)),
+                ("N_SHARE", u(share.columns)),
+                ("UNIT_COLS", u(unit.cols)),
+                ("TILE_K", u(unit.tile_k)),
+                ("ROW_BATCH", u(share::ROW_BATCH)),
+                ("K_LANES", u(unit.k_lanes)),
+                ("IN_BUFFERS", u(unit.in_buffers())),
+            ])
+            .collect(),
         args: vec!["a", "b", "c"],
-        buffers: vector_buffers(mm.operands, mm.b_layout, unit),
+        buffers: vector_buffers(mm, unit),
         parts: Vec::new(),
     }
 }
@@ -245,7 +249,8 @@ pub(super) fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
 /// (int8 through an f16 stage, sized as bf16), the pass's accumulators and the pass's C
 /// rows; for B `[N, K]` the accumulators' 8-lane block sums (and for int8 their f32 sums),
 /// for B `[K, N]` the A slice spread one value per block.
-fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec<Buffer> {
+fn vector_buffers(mm: &Matmul, unit: share::Unit) -> Vec<Buffer> {
+    let (operands, layout) = (mm.operands, mm.b_layout);
     use DType::*;
     use Mem::Ub;
     let share::Unit {
@@ -254,9 +259,9 @@ fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec
         k_lanes,
     } = unit;
     let rb = share::ROW_BATCH;
-    let (input, acc) = match operands {
-        Operands::Bf16 => (Bf16, F32),
-        Operands::I8 => (I8, I32),
+    let input = match operands {
+        Operands::Bf16 => Bf16,
+        Operands::I8 => I8,
     };
     let b_run = match layout {
         BLayout::Nk => kc,
@@ -267,7 +272,7 @@ fn vector_buffers(operands: Operands, layout: BLayout, unit: share::Unit) -> Vec
         row("a_in", Ub, input, rb * kc, unit.in_buffers(), Some(kc)),
         row("b_wide", Ub, F32, r * kc, 1, None),
         row("a_wide", Ub, F32, rb * kc, 1, None),
-        row("c_out", Ub, acc, rb * r, 1, Some(r)),
+        row("c_out", Ub, mm.c_dtype(), rb * r, 1, Some(r)),
     ];
     if operands == Operands::I8 {
         v.push(row("f16", Ub, Bf16, r * kc, 1, None));
@@ -324,33 +329,6 @@ fn row_tile(n: usize, tile: usize) -> usize {
             .find(|d| n.is_multiple_of(*d))
             .unwrap_or(8)
     }
-}
-
-/// `dsv4/zero_rows.h`: zeroes the runtime rows of C before an int8 split-K matmul adds
-/// into it.
-pub(super) fn zero(mm: &Matmul) -> Kernel {
-    let (suffix, mut params) = c_rows(mm);
-    let tile = row_tile(mm.n, budget::ZERO_FILL_TILE);
-    params.push(("TILE", Value::U32(tile as u32)));
-    Kernel {
-        name: format!("zero_rows_n{}{suffix}", mm.n),
-        doc: format!(
-            "zeroes the runtime rows of a [M, {}] 4-byte accumulator",
-            mm.n
-        ),
-        block: "zero_rows.h",
-        class: "ZeroRows",
-        cores: Cores::Aiv,
-        params,
-        args: vec!["out"],
-        buffers: zero_buffers(tile),
-        parts: Vec::new(),
-    }
-}
-
-/// `zero_rows.h`'s UB: one tile of `tile` zeroes, f32 or i32 (the same bits).
-pub fn zero_buffers(tile: usize) -> Vec<Buffer> {
-    vec![row("zero_tile", Mem::Ub, DType::F32, tile, 1, None)]
 }
 
 /// `dsv4/k_slice_sum.h`: adds the `slices` partial products of `mm` from its `k_partials_<c>`

@@ -1,13 +1,28 @@
 //! A product as a stage describes it: operand types, B's layout, where its runtime rows
 //! come from, and the shapes, leading dimensions and batch strides of A, B and C.
 
+use abi::DType;
+
 use crate::kernel_plan::Value;
 
-/// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32.
+/// Operand types: bf16 × bf16 → f32, or int8 × int8 → i32 (exact), or with
+/// [`Matmul::c_half`] half.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operands {
     Bf16,
     I8,
+}
+
+/// The power of two an int8 product of depth `k` is written scaled down by as half
+/// ([`Matmul::c_half`]): the least
+/// s with 128 · 128 · k · 2^-s ≤ 65504 (half's largest value). A power of two scales
+/// exactly, so the one rounding to half (11 bits) is all C loses, and 1 · 2^-s is still a
+/// half while s ≤ 24 (k < 2^25).
+pub fn deq_shift(k: usize) -> u32 {
+    let most = 128 * 128 * k as u64;
+    (0..=24)
+        .find(|&s| most <= 65504 << s)
+        .expect("an int8 product's depth below 2^25")
 }
 
 impl Operands {
@@ -99,6 +114,10 @@ pub struct Matmul {
     pub stride_a: usize,
     pub stride_b: usize,
     pub stride_c: usize,
+    /// int8: C written as half, the exact i32 sums · 2^-[`deq_shift`] (Fixpipe DEQF16),
+    /// half the bytes of i32, for a consumer that dequantises each element on its own
+    /// (11 bits of each: a sum over products that cancel would lose the small result).
+    pub c_half: bool,
 }
 
 impl Matmul {
@@ -128,6 +147,25 @@ impl Matmul {
             stride_a: 0,
             stride_b: 0,
             stride_c: 0,
+            c_half: false,
         }
+    }
+
+    /// C's element type in GM.
+    pub fn c_dtype(&self) -> DType {
+        match (self.operands, self.c_half) {
+            (Operands::Bf16, _) => DType::F32,
+            (Operands::I8, false) => DType::I32,
+            (Operands::I8, true) => DType::F16,
+        }
+    }
+
+    pub(super) fn c_bytes(&self) -> usize {
+        self.c_dtype().size()
+    }
+
+    /// The power of two C is written scaled down by (0: not at all).
+    pub fn c_shift(&self) -> u32 {
+        if self.c_half { deq_shift(self.k) } else { 0 }
     }
 }

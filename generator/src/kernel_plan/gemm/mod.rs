@@ -1,5 +1,6 @@
 //! The cube matmul the projection stages share (`dsv4/matmul.h`): C = A·B for `batch`
-//! problems, bf16 × bf16 → f32 or int8 × int8 → i32, A row-major, B stored `[K, N]` or
+//! problems, bf16 × bf16 → f32 or int8 × int8 → half (the exact i32 sums · 2^-[`deq_shift`]),
+//! A row-major, B stored `[K, N]` or
 //! `[N, K]`, M a runtime row count ([`Rows`]: the rank's tokens, the TP group's, or r
 //! rows per token). Stages describe a product with [`Matmul`] and call [`launch`]; this
 //! module picks the Mmad tiles and the work split and names the kernel after them.
@@ -13,9 +14,9 @@
 //! way. C accumulates in L0C, one strip of all the range's rows × one tile of columns,
 //! so the rows per range are bounded by L0C / (4 · tile n). With the row capacity × K
 //! of A larger than the panel, either the rows split (B read again per range) or K
-//! splits; the cheaper wins. K slices combine as [`KSum`] says: int8 ones add their
-//! partial sums atomically into a C a [`zero`] launch cleared (i32 adds are exact in any
-//! order); bf16 ones write theirs to the product's workspace `k_partials_<c>` and a
+//! splits (bf16 only: an int8 product's half C is written once, so its panels hold all
+//! of K); the cheaper wins. K slices combine as [`KSum`] says: each writes its partial
+//! product to the product's workspace `k_partials_<c>` and a
 //! [`slice_sum`] launch adds them in slice order, since f32 atomics would make C depend
 //! on the order the cores finish in (a run must repeat bit for bit). That costs the
 //! partials once more (read back) plus C once. Or the slices of a row range × column
@@ -64,18 +65,18 @@ mod matmul;
 mod share;
 mod split;
 
-pub use kernels::{buffers, slice_sum_buffers, zero_buffers};
-pub use matmul::{BLayout, Matmul, Operands, Rows};
+pub use kernels::{buffers, slice_sum_buffers};
+pub use matmul::{BLayout, Matmul, Operands, Rows, deq_shift};
 pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
 
 use super::{Builder, Kernel, MatmulOrigin};
-use kernels::{kernel, shared, slice_sum, zero};
+use kernels::{kernel, shared, slice_sum};
 use split::{Room, plan_split, unfit};
 
 /// Launches `mm` with args `[a, b, c]` (tensor or workspace names) on the stage's spec
-/// tiles `[m, n, k]`, with its zero fill or slice sum when K is split. Returns the split,
+/// tiles `[m, n, k]`, with its slice sum when K is split apart. Returns the split,
 /// or marks the stage missing, saying why, when its tiles or the product's shape cannot
 /// run on this kernel (see [`unfit`]).
 pub fn launch(b: &mut Builder, tiles: [usize; 3], mm: &Matmul, args: [&str; 3]) -> Option<Split> {
@@ -111,12 +112,15 @@ fn launch_with(
     let room = Room::for_tiles(m, n, k, chip);
     let Some(split) = plan_split(mm, &room, spec, chip) else {
         b.missing(format!(
-            "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows"
+            "{w}: no Mmad tile's C strip of 16 rows fits the stage's L0C rows{}",
+            match mm.operands {
+                Operands::I8 => ", or no 16-row panel holds all of K on chip (int8: one k slice)",
+                Operands::Bf16 => "",
+            }
         ));
         return None;
     };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
-    let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
     // A cube kernel the fusion pass may group: launched with its product's origin kept, so
     // the group can plan it again (`group::kernel`).
     let groupable = |b: &mut Builder, kernel: Kernel, out: &str| {
@@ -138,10 +142,6 @@ fn launch_with(
                 None => groupable(b, kernel(mm, &split), c),
             }
         }
-        KSum::Atomic => {
-            b.launch(zero(mm), vector_blocks, &[c]);
-            b.launch(kernel(mm, &split), cube_blocks, &[a, w, c]);
-        }
         KSum::Partials => {
             // The partials are dense: [slice][batch][row capacity][N].
             let parts = Matmul {
@@ -161,6 +161,7 @@ fn launch_with(
             b.scratch(partials, elems, DType::F32);
             groupable(b, kernel(&parts, &split), partials);
             let sum = slice_sum_after(mm, &split).expect("a partials split sums its slices");
+            let vector_blocks = b.plan.chip.aiv_cores.min(mm.batch * mm.max_rows / 8).max(1) as u32;
             b.launch_spreading(sum, vector_blocks, &[partials, c]);
         }
     }

@@ -122,8 +122,11 @@ fn shares(mm: &Matmul, aiv: usize) -> Vec<(Unit, usize)> {
             )
             .collect(),
     };
+    // a unit's C row is whole 32-byte blocks (half C: no 40-row [N, K] units)
     all.into_iter()
-        .filter(|&(_, columns)| columns > 0 && columns < mm.n)
+        .filter(|&(unit, columns)| {
+            columns > 0 && columns < mm.n && (unit.cols * mm.c_bytes()).is_multiple_of(32)
+        })
         .collect()
 }
 
