@@ -19,7 +19,9 @@
 //     (the tail is staged through the panel's L1 buffer before the panel arrives);
 //   - B streams through L1 in TILE_K x TILE_N tiles, each read from GM once per item;
 //   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
-//     slice (Mmad tiles TILE_M x TILE_N x TILE_K), then Fixpipe writes it out. A bf16
+//     slice (Mmad tiles TILE_M x TILE_N x A_TILE_K: a B tile's k in steps of the A tile's,
+//     A_TILE_K = TILE_K or less for tall A tiles, which load in fewer LoadData calls),
+//     then Fixpipe writes it out. A bf16
 //     product's k slices either each write their partial product SLICE_STRIDE_C elements
 //     after the previous one's (KSliceSum adds them up in order), or, with CHAIN, the
 //     first writes C and the later ones add theirs with SetAtomicAdd: one core's Fixpipe
@@ -124,7 +126,8 @@ class Matmul {
     static_assert(P::B_L1_BYTES >= P::TILE_K * P::TILE_N * sizeof(In) &&
                       P::B_L0_BYTES >= P::TILE_K * P::TILE_N * sizeof(In),
                   "b_l1 and b_l0 hold a B tile");
-    static_assert(P::A_L0_BYTES >= P::TILE_M * P::TILE_K * sizeof(In), "a_l0 holds an A tile");
+    static_assert(P::A_TILE_K % C0 == 0 && P::A_TILE_K <= P::TILE_K, "A tiles of whole k blocks within a B tile");
+    static_assert(P::A_L0_BYTES >= P::TILE_M * P::A_TILE_K * sizeof(In), "a_l0 holds an A tile");
     static_assert(P::B_L1_BUFFERS >= 2 && P::B_L1_BUFFERS <= 4 && P::C_STRIP_BUFFERS >= 1 && P::C_STRIP_BUFFERS <= 2,
                   "2 to 4 B tiles in flight in L1, 1 or 2 C strips");
     static_assert(P::C_STRIP_BYTES >= STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc),
@@ -288,9 +291,13 @@ private:
             AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + kt, kLen, n, nLen);
             for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
                 const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
-                AscendC::LocalTensor<In> a = LoadA(panel, Pad16(it.mLen) / 16, mt, rows, kt, kLen);
-                MmadTile(acc, a, b, mt, rows, nLen, kLen, kt == 0);
-                aL0_.FreeTensor(a);
+                // A tiles of A_TILE_K columns against the B tile's k blocks from ka on
+                for (uint32_t ka = 0; ka < kLen; ka += P::A_TILE_K) {
+                    const uint32_t aLen = Min(P::A_TILE_K, kLen - ka);
+                    AscendC::LocalTensor<In> a = LoadA(panel, Pad16(it.mLen) / 16, mt, rows, kt + ka, aLen);
+                    MmadTile(acc, a, b[ka / C0 * (nLen / 16) * FRAC], mt, rows, nLen, aLen, kt + ka == 0);
+                    aL0_.FreeTensor(a);
+                }
             }
             bL0_.FreeTensor(b);
         }
@@ -348,12 +355,23 @@ private:
     }
 
     // Rows [mt, mt + rows) x columns [kt, kt + kLen) of an L1 NZ block (rowBlocks fractal
-    // rows per column block) into dst as L0A (m block, k block) fractals.
+    // rows per column block) into dst as L0A (m block, k block) fractals, in as few
+    // LoadData calls as the shape allows (each costs a head): one per 16-row fractal row
+    // (its k blocks rowBlocks apart), or for a tile taller than deep one per k block (its
+    // m blocks adjacent in the column block; dstGap leaves each m block's other k blocks).
     __aicore__ inline void ToL0A(const AscendC::LocalTensor<In>& dst, const AscendC::LocalTensor<In>& src,
                                  uint32_t rowBlocks, uint32_t mt, uint32_t rows, uint32_t kt, uint32_t kLen)
     {
-        const uint32_t kBlocks = kLen / C0;
-        for (uint32_t mb = 0; mb < Pad16(rows) / 16; ++mb) {
+        const uint32_t kBlocks = kLen / C0, mBlocks = Pad16(rows) / 16;
+        if (mBlocks > kBlocks && mBlocks <= 255) {  // repeatTimes is 8 bits
+            for (uint32_t kb = 0; kb < kBlocks; ++kb) {
+                const uint32_t first = (kt / C0 + kb) * rowBlocks + mt / 16;
+                AscendC::LoadData(dst[kb * FRAC], src,
+                                  AscendC::LoadData2DParams(first, mBlocks, 1, 0, kBlocks - 1, false, 0));
+            }
+            return;
+        }
+        for (uint32_t mb = 0; mb < mBlocks; ++mb) {
             const uint32_t first = kt / C0 * rowBlocks + mt / 16 + mb;
             AscendC::LoadData(dst[mb * kBlocks * FRAC], src,
                               AscendC::LoadData2DParams(first, kBlocks, rowBlocks, 0, 0, false, 0));

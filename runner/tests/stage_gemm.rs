@@ -5,7 +5,8 @@
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
 //!   per copy) or chained on each core (the same C bit for bit), ragged slices and N
 //!   ranges, panels whose last columns stay in L0A (a tail), with and without a tail per
-//!   slice; two to four B tiles in flight and one or two C strips; several rows per
+//!   slice; A tiles as deep as the B tile's k or tall ones of part of it; two to four B
+//!   tiles in flight and one or two C strips; several rows per
 //!   token (M = t × r: whole, k slices summed);
 //! - the matmuls the generator plans for the small specs' qkv_proj_rope.
 //!
@@ -61,6 +62,8 @@ struct Case {
     strides: [usize; 3],
     /// Mmad tile m, n, k.
     tile: [usize; 3],
+    /// k of an A tile (the tile's k, or a part of it: the B tile's Mmads in steps).
+    a_k: usize,
     /// Rows per range, k per slice, columns per range.
     split: [usize; 3],
     /// Columns at the end of a k slice held in L0A instead of the L1 panel.
@@ -147,6 +150,7 @@ impl Case {
             slice_k: self.split[1],
             range_n: self.split[2],
             tail_k: self.tail,
+            a_k: self.a_k,
             sum: match (self.partials(), self.chained()) {
                 (true, _) => gemm::KSum::Partials,
                 (_, true) => gemm::KSum::Chained,
@@ -179,6 +183,7 @@ impl Case {
                 ("TILE_M", u(self.tile[0])),
                 ("TILE_N", u(self.tile[1])),
                 ("TILE_K", u(self.tile[2])),
+                ("A_TILE_K", u(self.a_k)),
                 ("RANGE_M", u(self.split[0])),
                 ("SLICE_K", u(self.split[1])),
                 ("RANGE_N", u(self.split[2])),
@@ -258,6 +263,7 @@ const I8_KN_WIDE_LDB: Case = Case {
     ldc: 64,
     strides: [0, 0, 0],
     tile: [32, 64, 64],
+    a_k: 64,
     split: [32, 128, 64],
     tail: 0,
     buffers: [2, 1],
@@ -281,6 +287,7 @@ const BF16_KN_SPLIT: Case = Case {
     ldc: 192,
     strides: [0, 0, 0],
     tile: [32, 64, 64],
+    a_k: 64,
     split: [64, 128, 128],
     tail: 0,
     buffers: [4, 2],
@@ -311,6 +318,7 @@ const CASES: &[Case] = &[
         ldc: 80,
         strides: [48 * 128, 64 * 96, 48 * 80],
         tile: [32, 32, 32],
+        a_k: 32,
         split: [48, 96, 32],
         tail: 0,
         buffers: [2, 1],
@@ -333,6 +341,7 @@ const CASES: &[Case] = &[
         ldc: 128,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
+        a_k: 64,
         split: [64, 256, 64],
         tail: 0,
         buffers: [2, 1],
@@ -354,6 +363,7 @@ const CASES: &[Case] = &[
         ldc: 96,
         strides: [32 * 192, 96 * 192, 32 * 96],
         tile: [16, 32, 64],
+        a_k: 64,
         split: [32, 192, 96],
         tail: 0,
         buffers: [2, 1],
@@ -376,6 +386,7 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
+        a_k: 64,
         split: [32, 1536, 64],
         tail: 0,
         buffers: [2, 1],
@@ -402,6 +413,18 @@ const CASES: &[Case] = &[
         buffers: [2, 1],
         ..BF16_KN_SPLIT
     },
+    // The same in tall A tiles: all 64 rows of a range × one k block (one LoadData call
+    // each), four Mmads per 64-k B tile.
+    Case {
+        name: "bf16_kn_tail_tall",
+        ldc: 208,
+        tile: [64, 64, 64],
+        a_k: 16,
+        split: [64, 192, 128],
+        tail: 32,
+        buffers: [2, 1],
+        ..BF16_KN_SPLIT
+    },
     // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
     // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles; half C.
     Case {
@@ -418,6 +441,29 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [48 * 192, 64 * 224, 48 * 64],
         tile: [16, 32, 64],
+        a_k: 64,
+        split: [48, 192, 64],
+        tail: 64,
+        buffers: [2, 1],
+        chain: false,
+        c_half: true,
+    },
+    // The same in tall A tiles (48 rows × one 32-k block) against each 64-k B tile.
+    Case {
+        name: "i8_nk_tail_tall",
+        int8: true,
+        b_nk: true,
+        per_token: 1,
+        max_rows: 48,
+        n: 64,
+        k: 192,
+        batch: 2,
+        lda: 192,
+        ldb: 224,
+        ldc: 64,
+        strides: [48 * 192, 64 * 224, 48 * 64],
+        tile: [48, 32, 64],
+        a_k: 32,
         split: [48, 192, 64],
         tail: 64,
         buffers: [2, 1],
@@ -440,6 +486,7 @@ const CASES: &[Case] = &[
         ldc: 128,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
+        a_k: 64,
         split: [32, 320, 64],
         tail: 64,
         buffers: [2, 1],
@@ -463,6 +510,7 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
+        a_k: 64,
         split: [64, 64, 64],
         tail: 0,
         buffers: [2, 1],
@@ -485,6 +533,7 @@ const CASES: &[Case] = &[
         ldc: 32,
         strides: [0, 0, 0],
         tile: [16, 32, 64],
+        a_k: 64,
         split: [48, 64, 32],
         tail: 0,
         buffers: [2, 1],
@@ -507,6 +556,7 @@ const CASES: &[Case] = &[
         ldc: 64,
         strides: [0, 0, 0],
         tile: [32, 64, 64],
+        a_k: 64,
         split: [48, 256, 64],
         tail: 0,
         buffers: [3, 2],
@@ -870,6 +920,12 @@ fn building_block_cases_match_the_reference() {
             .all(|&h| CASES.iter().any(|c| c.int8 && c.c_half == h)),
         "int8 products with C as i32 and as half"
     );
+    assert!(
+        [true, false]
+            .iter()
+            .all(|&i| CASES.iter().any(|c| c.int8 == i && c.a_k < c.tile[2])),
+        "tall A tiles of bf16 and int8"
+    );
     let (sources, gemm_plan, products) = launched(CASES);
     for (ci, p) in products.iter().enumerate() {
         let c = &p.case;
@@ -1016,6 +1072,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                 ldc,
                 strides: [param(k, "STRIDE_A"), param(k, "STRIDE_B"), stride_c],
                 tile: [param(k, "TILE_M"), param(k, "TILE_N"), param(k, "TILE_K")],
+                a_k: param(k, "A_TILE_K"),
                 split: [
                     param(k, "RANGE_M"),
                     param(k, "SLICE_K"),

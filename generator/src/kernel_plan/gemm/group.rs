@@ -59,6 +59,7 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         slice_k: p("SLICE_K"),
         range_n: p("RANGE_N"),
         tail_k: p("TAIL_K"),
+        a_k: p("A_TILE_K"),
         sum: match (p("SLICE_K") >= p("K"), p("CHAIN") == 1) {
             (true, _) => KSum::Whole,
             (false, true) => KSum::Chained,

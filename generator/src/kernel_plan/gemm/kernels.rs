@@ -50,6 +50,9 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
     if split.tail_k > 0 {
         name.push_str(&format!("_tail{}", split.tail_k));
     }
+    if split.a_k != t.k {
+        name.push_str(&format!("_ak{}", split.a_k));
+    }
     if (split.b_buffers, split.c_buffers) != (2, 1) {
         name.push_str(&format!("_bufs{}x{}", split.b_buffers, split.c_buffers));
     }
@@ -92,6 +95,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 ("TILE_M", u(t.m)),
                 ("TILE_N", u(t.n)),
                 ("TILE_K", u(t.k)),
+                ("A_TILE_K", u(split.a_k)),
                 ("RANGE_M", u(split.range_m)),
                 ("SLICE_K", u(split.slice_k)),
                 ("RANGE_N", u(split.range_n)),
@@ -158,7 +162,7 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     let mut v = vec![
         row("a_panel", L1, input, rows * panel_k, 1, None),
         row("b_l1", L1, input, t.k * t.n, split.b_buffers, None),
-        row("a_l0", L0a, input, t.m * t.k, 2, None),
+        row("a_l0", L0a, input, t.m * split.a_k, 2, None),
     ];
     if split.tail_k > 0 {
         v.push(row("a_tail", L0a, input, rows * split.tail_k, 1, None));

@@ -32,7 +32,12 @@
 //! Among tiles of equal traffic a deeper one (half the rows, twice the k) comes first:
 //! a split reloads its A tiles into L0A for every column tile, one LoadData call per
 //! 16-row fractal row, so deeper tiles halve the calls (FLASH `wo_b` at 512 tokens: MTE1
-//! 253 → 221 µs modeled).
+//! 253 → 221 µs modeled). The A tiles may then grow taller than the Mmad tile's rows and
+//! shallower than its k (the B tile's Mmads take its k in steps): a tile of more 16-row
+//! fractal rows than k blocks loads in one call per k block (its rows are adjacent in the
+//! panel's column block), so the planner takes the shape of the same L0A bytes that loads
+//! A in the fewest calls (FLASH `wq_b` at 512 tokens: 512 × 32 A tiles, 6912 → 2668 calls,
+//! MTE1 143 → 70 µs, the launch 159 → 147 µs, HBM-bound).
 //! N ranges then spread the work over the cube cores: a core's DMA, not HBM, bounds how
 //! fast a product streams (hicann/ge's `Load` fit: 24 cores share at most 457 GB/s of the
 //! 1.6 TB/s), so the count is the one whose busiest core moves the fewest bytes, each

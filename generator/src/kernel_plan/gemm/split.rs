@@ -181,6 +181,9 @@ pub struct Split {
     pub range_n: usize,
     /// Columns at the end of a k slice held in L0A instead of the L1 panel (0: none).
     pub tail_k: usize,
+    /// k of an A tile in L0A: the Mmad tile's k, or a part of it for taller A tiles
+    /// (the B tile's Mmads then take its k in steps of this).
+    pub a_k: usize,
     /// How the k slices make C.
     pub sum: KSum,
     /// B tiles in flight in L1 (2 to 4) and C strips in L0C (1 or 2): more where the
@@ -207,6 +210,29 @@ impl Split {
         let slice = self.slice_k * (self.range_m + self.range_n) * e
             + self.range_m * self.range_n * mm.c_bytes();
         slice * self.slices_per_item(mm)
+    }
+
+    /// Twice the Mmad rows and A tiles of half the k: the same L0A bytes, each A tile
+    /// loaded in fewer LoadData calls when its rows outnumber its k blocks ([`a_calls`]).
+    /// Only where the half k is whole fractals, the rows stay within the range and the
+    /// range's strip of the taller tiles fits L0C as often as before.
+    fn taller(&self, mm: &Matmul, room: &Room) -> Option<Split> {
+        let c0 = 32 / mm.operands.bytes();
+        let t = Tiles {
+            m: 2 * self.tiles.m,
+            ..self.tiles
+        };
+        let strip = |t: &Tiles| self.range_m.div_ceil(t.m) * t.m * t.n * 4;
+        let l0c = room.l0c.min(room.chip_l0c);
+        let fits = self.a_k.is_multiple_of(2 * c0)
+            && t.m <= self.range_m.next_multiple_of(16)
+            && strip(&t) <= strip(&self.tiles).max(l0c / 2)
+            && t.m * t.n * 4 <= room.chip_l0c;
+        fits.then_some(Split {
+            tiles: t,
+            a_k: self.a_k / 2,
+            ..*self
+        })
     }
 
     fn slices_per_item(&self, mm: &Matmul) -> usize {
@@ -323,6 +349,7 @@ fn plan_covering(mm: &Matmul, room: &Room, spec: Tiles) -> Option<Split> {
                 slice_k,
                 range_n: mm.n,
                 tail_k: slice_k.saturating_sub(panel_k),
+                a_k: t.k,
                 sum,
                 b_buffers: 2,
                 c_buffers: 1,
@@ -351,7 +378,34 @@ fn plan_covering(mm: &Matmul, room: &Room, spec: Tiles) -> Option<Split> {
     {
         split.tiles = t;
     }
-    Some(split)
+    split.a_k = split.tiles.k;
+    // Or taller A tiles (twice the rows, half the k: the same L0A bytes; the B tiles stay,
+    // their Mmads take k in steps), as often as the C strip and the range allow: the ones
+    // loading A in the fewest LoadData calls.
+    let taller = std::iter::successors(Some(split), |s| s.taller(mm, room));
+    Some(
+        taller
+            .min_by_key(|s| a_calls(s, mm))
+            .expect("the split itself"),
+    )
+}
+
+/// LoadData calls that bring one k slice of a row range's A panel to L0A once, tile by
+/// tile, as `dsv4/matmul.h` ToL0A issues them: per tile one call per 16-row fractal row
+/// or, for a tile taller than deep, one per k block (at most 255 fractal rows a call).
+/// The call head (30 cycles, hicann/pypto) is what a split reloading its A tiles for
+/// every column tile pays most for (FLASH `wq_b` at 512 tokens: 6912 calls, 112 of 143 µs
+/// of MTE1).
+fn a_calls(split: &Split, mm: &Matmul) -> usize {
+    let c0 = 32 / mm.operands.bytes();
+    let m = split.tiles.m;
+    let (m_blocks, k_blocks) = (m / 16, split.a_k / c0);
+    let per_tile = if m_blocks > k_blocks && m_blocks <= 255 {
+        k_blocks
+    } else {
+        m_blocks
+    };
+    split.range_m.div_ceil(m) * split.slice_k.div_ceil(split.a_k) * per_tile
 }
 
 /// `split` (one column range) with N ranges over `chip`'s cube cores, and the L1 and L0C
@@ -581,19 +635,35 @@ mod tests {
         assert_eq!((s.range_m, s.slice_k, s.sum), (512, 1024, KSum::Whole));
         assert!(s.tail_k > 0 && s.tail_k <= s.tiles.k);
         assert_eq!(s.items(&mm, 512), 24);
-        // two 512-row C strips need 32-column tiles, in deeper tiles (64 x 32 x 256: half
-        // the A loads' calls) of which three fit beside the panel
+        // two 512-row C strips need 32-column tiles, in deeper B tiles (k 256: half the
+        // A loads' calls of 128) of which three fit beside the panel; the A tiles then
+        // grow tall (all 512 rows of one k block: one LoadData call each, 32 per column
+        // tile where 64 x 256 tiles took 128)
         assert_eq!(
-            (s.tiles, s.b_buffers, s.c_buffers),
+            (s.tiles, s.a_k, s.b_buffers, s.c_buffers),
             (
                 Tiles {
-                    m: 64,
+                    m: 512,
                     n: 32,
                     k: 256
                 },
+                32,
                 3,
                 2
             )
+        );
+        assert_eq!(a_calls(&s, &mm), 32);
+        let (m_tiles, k_tiles, per_tile) = (512 / 64, 1024 / 256, 64 / 16);
+        assert_eq!(
+            a_calls(
+                &Split {
+                    tiles: Tiles { m: 64, ..s.tiles },
+                    a_k: 256,
+                    ..s
+                },
+                &mm
+            ),
+            m_tiles * k_tiles * per_tile
         );
         assert!(ratio(&mm, &s) <= 1.25, "{}", ratio(&mm, &s));
     }
