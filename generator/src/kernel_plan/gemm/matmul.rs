@@ -169,3 +169,23 @@ impl Matmul {
         if self.c_half { deq_shift(self.k) } else { 0 }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The least shift that keeps 128 · 128 · K within half's largest value (65504).
+    #[test]
+    fn deq_shift_is_the_least_that_keeps_c_in_half_range() {
+        // K = 1024: 2^24 / 2^8 = 65536 > 65504, / 2^9 fits
+        assert_eq!(deq_shift(1024), 9);
+        assert_eq!(deq_shift(1536), 9);
+        // K = 32: 2^19 / 2^3 = 65536 > 65504
+        assert_eq!(deq_shift(32), 4);
+        for k in [32, 64, 128, 1024, 1536, 4096, 7168] {
+            let (s, most) = (deq_shift(k), 128.0 * 128.0 * k as f64);
+            assert!(most / f64::from(1u32 << s) <= 65504.0, "K {k}: in range");
+            assert!(most / f64::from(1u32 << (s - 1)) > 65504.0, "K {k}: least");
+        }
+    }
+}
