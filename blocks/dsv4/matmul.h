@@ -21,13 +21,12 @@
 //   - C for all rows of the range and one TILE_N column strip accumulates in L0C over the
 //     slice (Mmad tiles TILE_M x TILE_N x A_TILE_K: a B tile's k in steps of the A tile's,
 //     A_TILE_K = TILE_K or less for tall A tiles, which load in fewer LoadData calls),
-//     then Fixpipe writes it out. A bf16
-//     product's k slices either each write their partial product SLICE_STRIDE_C elements
-//     after the previous one's (KSliceSum adds them up in order), or, with CHAIN, the
-//     first writes C and the later ones add theirs with SetAtomicAdd: one core's Fixpipe
-//     writes in program order, so C = ((P0 + P1) + P2) + ... on every run. An int8
-//     product is one k slice (a half C could not add up exactly; an int32 one rows
-//     split instead).
+//     then Fixpipe writes it out. A bf16 product's k slices either each write their
+//     partial product SLICE_STRIDE_C elements after the previous one's (KSliceSum adds
+//     them up in order), or, with CHAIN, the first writes C and the later ones add theirs
+//     with SetAtomicAdd: one core's Fixpipe writes in program order, so C = ((P0 + P1) +
+//     P2) + ... on every run. An int8 product is one k slice (a half C could not add k
+//     slices exactly; its rows split into ranges instead).
 // Layouts (see the sim's cube.h): L1 holds NZ column blocks (ND2NZ); L0A wants (m block,
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32

@@ -1,11 +1,11 @@
 // The vector cores' share of a matmul of few rows (AIV only): for BATCH problems
 //   C[m, n] = sum_k A[m, k] * B(k, n)     for the columns N_FIRST <= n < N_FIRST + N_SHARE,
-// bf16 x bf16 -> f32 or int8 x int8 -> int32 or half (DEQ_SHIFT, as dsv4/matmul.h), B stored [N, K] (B_NK: out x in) or [K, N]
-// (leading dimension LDB), A and C row-major (LDA, LDC), batch strides STRIDE_A/B/C; M the
-// runtime row count (ProductRows in dsv4/tiling_data.h). A decode step's weight product (a
-// few rows against megabytes of B) is bound by how fast cores load B, so the vector cores
-// load some of B while the cube cores load the rest (dsv4/matmul_shared.h runs both in one
-// launch).
+// bf16 x bf16 -> f32 or int8 x int8 -> int32 or half (DEQ_SHIFT, as dsv4/matmul.h), B
+// stored [N, K] (B_NK: out x in) or [K, N] (leading dimension LDB), A and C row-major
+// (LDA, LDC), batch strides STRIDE_A/B/C; M the runtime row count (ProductRows in
+// dsv4/tiling_data.h). A decode step's weight product (a few rows against megabytes of B)
+// is bound by how fast cores load B, so the vector cores load some of B while the cube
+// cores load the rest (dsv4/matmul_shared.h runs both in one launch).
 //
 // Work: units of UNIT_COLS columns of C (BATCH x N_SHARE / UNIT_COLS of them), contiguous
 // shares over the launch's vector cores (or a share of a group's, dsv4/matmul_group.h). A
@@ -28,9 +28,9 @@
 // exact in f32, so C is the cube's int32 product exactly; times 2^-DEQ_SHIFT still exact,
 // so the one rounding to half gives the bits the cube's Fixpipe DEQF16 writes.
 //
-// Params: INT8, DEQ_SHIFT, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC, STRIDE_A, STRIDE_B,
-// STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH, K_LANES ([K, N]: 0 or a power of
-// two dividing TILE_K; 0 for [N, K]), IN_BUFFERS (2 to 4: the B and A slices in UB, all but
+// Params: INT8, DEQ_SHIFT, B_NK, GROUP_ROWS, ROWS_PER_TOKEN, BATCH, K, LDA, LDB, LDC,
+// STRIDE_A, STRIDE_B, STRIDE_C, N_FIRST, N_SHARE, UNIT_COLS, TILE_K, ROW_BATCH, K_LANES
+// ([K, N]: 0 or a power of two dividing TILE_K; 0 for [N, K]), IN_BUFFERS (2 to 4: the B and A slices in UB, all but
 // one loading ahead while one computes) and the UB sizes the plan decided
 // (B_IN, A_IN, B_WIDE, A_WIDE, ACC, C_OUT; SUMS8 for [N, K], A_BRCB for [K, N]; F16 and, for
 // [N, K], SUMS for int8 `_BYTES`, each at least what its use below needs).

@@ -145,10 +145,10 @@ fn operand_params(mm: &Matmul) -> [(&'static str, Value); 8] {
 }
 
 /// `dsv4/matmul.h`'s buffers for one launch, in operand elements (bf16 or int8; the C
-/// strip in f32 or i32): the item's A panel, its rows padded to whole fractals × the slice's columns
-/// before the tail, in L1 beside the B tiles; the A tiles in L0A beside the tail (when
-/// the slice has one); the B tiles in L0B; the C strip, the range's Mmad tiles of one
-/// column tile, in L0C. Tiles rotate in pairs; B in L1 and the strip as the split says.
+/// strip in f32 or i32): the item's A panel, its rows padded to whole fractals × the
+/// slice's columns before the tail, in L1 beside the B tiles; the A tiles (`TILE_M` ×
+/// `A_TILE_K`) in L0A beside the tail (when the slice has one); the B tiles in L0B; the C
+/// strip, the range's Mmad tiles of one column tile, in L0C. Tiles rotate in pairs; B in L1 and the strip as the split says.
 pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     use Mem::*;
     let (input, acc) = match mm.operands {
@@ -254,9 +254,9 @@ pub(super) fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
 /// rows; for B `[N, K]` the accumulators' 8-lane block sums (and for int8 their f32 sums),
 /// for B `[K, N]` the A slice spread one value per block.
 fn vector_buffers(mm: &Matmul, unit: share::Unit) -> Vec<Buffer> {
-    let (operands, layout) = (mm.operands, mm.b_layout);
     use DType::*;
     use Mem::Ub;
+    let (operands, layout) = (mm.operands, mm.b_layout);
     let share::Unit {
         cols: r,
         tile_k: kc,

@@ -14,10 +14,9 @@ pub enum Operands {
 }
 
 /// The power of two an int8 product of depth `k` is written scaled down by as half
-/// ([`Matmul::c_half`]): the least
-/// s with 128 · 128 · k · 2^-s ≤ 65504 (half's largest value). A power of two scales
-/// exactly, so the one rounding to half (11 bits) is all C loses, and 1 · 2^-s is still a
-/// half while s ≤ 24 (k < 2^25).
+/// ([`Matmul::c_half`]): the least s with 128 · 128 · k · 2^-s ≤ 65504 (half's largest
+/// value). A power of two scales exactly, so the one rounding to half (11 bits) is all C
+/// loses, and 1 · 2^-s is still a half while s ≤ 24 (k < 2^25).
 pub fn deq_shift(k: usize) -> u32 {
     let most = 128 * 128 * k as u64;
     (0..=24)

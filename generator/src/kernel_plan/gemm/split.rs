@@ -141,7 +141,7 @@ impl Tiles {
 /// How the k slices of a split make C.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KSum {
-    /// One slice: C written once (int8 always: its half C could not add up exactly).
+    /// One slice: C written once (int8 always: a half C could not add k slices exactly).
     Whole,
     /// bf16: each slice writes its partial product to the product's `k_partials_<c>`, then
     /// `dsv4/k_slice_sum.h` adds them in slice order into C.
@@ -500,7 +500,8 @@ pub(super) fn back_and_forth(
 }
 
 /// Why `mm` cannot run on this kernel with tiles `t`, if it cannot: it needs whole
-/// fractals along K and N, C rows in whole 32-byte blocks, leading dimensions the ND2NZ
+/// fractals along K and N, C rows in whole 32-byte blocks (a half C only of int8
+/// operands), leading dimensions the ND2NZ
 /// parameters (16 bits) can express - except B [K, N]'s, copied row by row past that -,
 /// at most 65,535 runtime rows (the bound the split search is planned and tested for) and
 /// offsets in 32 bits. (Halved tiles stay whole fractals.)
@@ -528,6 +529,10 @@ pub(super) fn unfit(mm: &Matmul, t: &Tiles) -> Option<String> {
         (
             t.n.is_multiple_of(16),
             format!("tile n {} is not a multiple of 16 (whole fractals)", t.n),
+        ),
+        (
+            !mm.c_half || mm.operands == Operands::I8,
+            "a half C is an int8 product's (DEQF16)".into(),
         ),
         (
             mm.ldc.is_multiple_of(32 / mm.c_bytes()),
@@ -739,6 +744,30 @@ mod tests {
                 .sum()
         };
         assert!(items(&together) >= chip.aic_cores.min(items(&own)));
+    }
+
+    #[test]
+    fn a_half_c_is_an_int8_products_in_whole_blocks() {
+        let t = Tiles {
+            m: 16,
+            n: 16,
+            k: 32,
+        };
+        let i8 = |ldc: usize, c_half: bool| Matmul {
+            ldc,
+            c_half,
+            ..Matmul::new(Operands::I8, BLayout::Nk, Rows::Tokens, 16, 16, 64)
+        };
+        assert_eq!(unfit(&i8(24, false), &t), None, "i32 rows of 24: 3 blocks");
+        let half = unfit(&i8(24, true), &t).expect("half rows of 24: 1.5 blocks");
+        assert!(half.contains("not whole 32-byte blocks"), "{half}");
+        assert_eq!(unfit(&i8(32, true), &t), None);
+        let bf16 = Matmul {
+            c_half: true,
+            ..Matmul::new(Operands::Bf16, BLayout::Nk, Rows::Tokens, 16, 16, 64)
+        };
+        let why = unfit(&bf16, &t).expect("bf16 has no half C");
+        assert!(why.contains("int8"), "{why}");
     }
 
     #[test]
