@@ -8,7 +8,7 @@ use golden::io::{
 };
 use golden::tensor::{Tensor, TensorMap};
 use golden::{self, Layer, LayerSpec};
-use half::bf16;
+use half::{bf16, f16};
 use std::collections::BTreeMap;
 
 /// One tensor per dtype, with values that catch sign, byte order and NaN payloads.
@@ -19,6 +19,11 @@ fn all_dtypes() -> TensorMap {
         .map(|&v| bf16::from_f32(v))
         .collect();
     m.insert("a_bf16", Tensor::from_vec(vec![2, 3], bf).unwrap());
+    let h: Vec<f16> = [1.0f32, -65504.0, 0.0, -0.0, 6.0e-8, f32::NAN]
+        .iter()
+        .map(|&v| f16::from_f32(v))
+        .collect();
+    m.insert("a_f16", Tensor::from_vec(vec![6], h).unwrap());
     m.insert(
         "b_f32",
         Tensor::from_vec(
@@ -108,6 +113,7 @@ fn the_file_is_an_8_byte_length_a_json_header_and_raw_little_endian_data() {
     assert_eq!(header["__metadata__"]["seed"], "7");
     let want = [
         ("a_bf16", "BF16", vec![2, 3]),
+        ("a_f16", "F16", vec![6]),
         ("b_f32", "F32", vec![4]),
         ("c_i8", "I8", vec![3]),
         ("d_i32", "I32", vec![2, 1]),
@@ -152,13 +158,13 @@ fn bad_files_are_reported() {
     ));
 
     // A valid file with a dtype layer cases never use.
-    let header = br#"{"h":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}}"#;
+    let header = br#"{"h":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}"#;
     let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
     bytes.extend_from_slice(header);
-    bytes.extend_from_slice(&[0, 0]);
-    let f16 = dir.path().join("f16.safetensors");
-    std::fs::write(&f16, bytes).unwrap();
-    let err = read_tensors(&f16).unwrap_err();
+    bytes.extend_from_slice(&[0; 8]);
+    let f64_file = dir.path().join("f64.safetensors");
+    std::fs::write(&f64_file, bytes).unwrap();
+    let err = read_tensors(&f64_file).unwrap_err();
     assert!(
         matches!(err, IoError::Dtype { ref name, .. } if name == "h"),
         "{err}"
