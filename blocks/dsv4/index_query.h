@@ -1,7 +1,6 @@
 // The vector kernels of index_query (hca_csa.md §5.1, §5.2), around the stage's cube
 // matmuls (dsv4/matmul.h): AIV only, rows = the runtime token count t.
-//   IndexQHeads   idx_acc half [t, H·HD] (the int8 product · 2^-DEQ_SHIFT, dsv4/matmul.h)
-//                 -> (f32(acc)·(qr_scale[t]·2^DEQ_SHIFT))·idx_wq_b_scale[n] -> RoPE
+//   IndexQHeads   idx_acc i32 [t, H·HD] -> (f32(acc)·qr_scale[t])·idx_wq_b_scale[n] -> RoPE
 //                 on each head's last RD dims with the request's step row -> bf16 [t, H·HD]
 //   IndexQQuant   Hadamard rows f32 [t·H, HD] -> int8 per (token, head) row (quant.h):
 //                 idx_q i8 [t, H·HD], idx_q_scale f32 [t, H]; head sums f32 [t, H] ·
@@ -44,9 +43,7 @@ private:
     static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
     static_assert(P::H % P::HG == 0, "head groups take whole heads");
     static_assert(NOPE * sizeof(float) % 32 == 0, "the rope slice starts on a 32-byte block");
-    static_assert(P::ACC_IN_BYTES >= W * sizeof(half), "acc_in holds a head group's row");
-    // undoes the product's 2^-DEQ_SHIFT inside the token scale (a power of two: exact)
-    static constexpr float UNSHIFT = float(uint32_t(1) << P::DEQ_SHIFT);
+    static_assert(P::ACC_IN_BYTES >= W * sizeof(int32_t), "acc_in holds a head group's row");
     static_assert(P::Q_OUT_BYTES >= W * sizeof(bfloat16_t), "q_out holds a head group's row");
     static_assert(P::X_BYTES >= W * sizeof(float) && P::WQ_B_SCALE_BYTES >= W * sizeof(float),
                   "the group's f32 row and idx_wq_b_scale slice");
@@ -55,9 +52,9 @@ private:
     static constexpr bool HEADS_AT_ONCE = P::RD <= 64;
 
     // Token row `row`'s head group into an acc_in buffer, queued.
-    __aicore__ inline void LoadRow(const GlobalTensor<half>& gAcc, uint32_t row, uint32_t col)
+    __aicore__ inline void LoadRow(const GlobalTensor<int32_t>& gAcc, uint32_t row, uint32_t col)
     {
-        LocalTensor<half> a = in_.AllocTensor<half>();
+        LocalTensor<int32_t> a = in_.AllocTensor<int32_t>();
         DataCopy(a, gAcc[uint64_t(row) * ROW + col], W);
         in_.EnQue(a);
     }
@@ -70,11 +67,10 @@ private:
         if (!HeadGroupRows<P>(t, GROUPS, group, run)) {
             return;
         }
-        GlobalTensor<half> gAcc;
-        GlobalTensor<int32_t> gPos;
+        GlobalTensor<int32_t> gAcc, gPos;
         GlobalTensor<float> gTokScale, gWScale;
         GlobalTensor<bfloat16_t> gCos, gSin, gQ;
-        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(acc));
+        gAcc.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(acc));
         gPos.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(positions));
         gTokScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(qrScale));
         gWScale.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(wqbScale));
@@ -101,9 +97,9 @@ private:
             DataCopy(ts, gTokScale[row0], 8);
             Handshake<HardEvent::MTE2_S>();
             for (uint32_t row = row0; row < row0 + 8; ++row) {
-                const float tokScale = ts.GetValue(row - row0) * UNSHIFT;
+                const float tokScale = ts.GetValue(row - row0);
                 const uint32_t first = row - row % P::SEQ;
-                LocalTensor<half> a = in_.DeQue<half>();
+                LocalTensor<int32_t> a = in_.DeQue<int32_t>();
                 const uint32_t key = P::TOKEN_ROWS ? row : first;
                 if (key != loaded) {
                     rope_.Load(gCos, gSin, P::TOKEN_ROWS ? RopeRow<false>(gPos, row) : RopeRow<true>(gPos, first));

@@ -354,7 +354,7 @@ fn power_of_8(n: usize) -> bool {
 /// rope.h's buffers.
 fn q_heads_buffers(hd: usize, rd: usize, per_item: usize) -> Vec<Buffer> {
     use DType::*;
-    let mut v = head_group_buffers(hd, per_item, 2);
+    let mut v = head_group_buffers(DType::F16, hd, per_item, 2);
     // Heads of 8^L values sum their squares in block sums, a row's heads at once: the
     // squares of the row in work, the first level's sums in reduce_tmp (RmsInvBlocks).
     let (work, sums) = if power_of_8(hd) {
@@ -388,14 +388,14 @@ pub fn heads_at_once_buffers(rd: usize, heads: usize) -> Vec<Buffer> {
 }
 
 /// The UB every dequant of a head-group product has (QHeads, index_query's IndexQHeads):
-/// a token's row of `per_item` heads in (the int8 product's half C, `Matmul::c_half`) and
-/// out (bf16), its f32 values and the
-/// group's wq_b_scale, the qr_scale of `blocks` 8-token blocks.
-pub fn head_group_buffers(hd: usize, per_item: usize, blocks: usize) -> Vec<Buffer> {
+/// a token's row of `per_item` heads in (the int8 product's C: `acc` half for QHeads, i32
+/// for IndexQHeads) and out (bf16), its f32 values and the group's wq_b_scale, the
+/// qr_scale of `blocks` 8-token blocks.
+pub fn head_group_buffers(acc: DType, hd: usize, per_item: usize, blocks: usize) -> Vec<Buffer> {
     use DType::*;
     let w = per_item * hd;
     vec![
-        row("acc_in", Ub, F16, w, 2, Some(w)),
+        row("acc_in", Ub, acc, w, 2, Some(w)),
         row("q_out", Ub, Bf16, w, 2, Some(w)),
         row("x", Ub, F32, w, 1, None),
         row("wq_b_scale", Ub, F32, w, 1, Some(w)),
