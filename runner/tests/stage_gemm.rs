@@ -295,6 +295,30 @@ const BF16_KN_SPLIT: Case = Case {
     c_half: false,
 };
 
+// int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
+// a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles; half C.
+const I8_NK_TAIL: Case = Case {
+    name: "i8_nk_tail",
+    int8: true,
+    b_nk: true,
+    per_token: 1,
+    max_rows: 48,
+    n: 64,
+    k: 192,
+    batch: 2,
+    lda: 192,
+    ldb: 224,
+    ldc: 64,
+    strides: [48 * 192, 64 * 224, 48 * 64],
+    tile: [16, 32, 64],
+    a_k: 64,
+    split: [48, 192, 64],
+    tail: 64,
+    buffers: [2, 1],
+    chain: false,
+    c_half: true,
+};
+
 const CASES: &[Case] = &[
     BF16_KN_SPLIT,
     // The same with its k slices chained on each core.
@@ -425,50 +449,13 @@ const CASES: &[Case] = &[
         buffers: [2, 1],
         ..BF16_KN_SPLIT
     },
-    // int8, B [N, K] inside wider rows, two batches, one k slice: a 128-column panel and
-    // a 64-column tail (one whole Mmad k step), read by three 16-row Mmad tiles; half C.
-    Case {
-        name: "i8_nk_tail",
-        int8: true,
-        b_nk: true,
-        per_token: 1,
-        max_rows: 48,
-        n: 64,
-        k: 192,
-        batch: 2,
-        lda: 192,
-        ldb: 224,
-        ldc: 64,
-        strides: [48 * 192, 64 * 224, 48 * 64],
-        tile: [16, 32, 64],
-        a_k: 64,
-        split: [48, 192, 64],
-        tail: 64,
-        buffers: [2, 1],
-        chain: false,
-        c_half: true,
-    },
+    I8_NK_TAIL,
     // The same in tall A tiles (48 rows × one 32-k block) against each 64-k B tile.
     Case {
         name: "i8_nk_tail_tall",
-        int8: true,
-        b_nk: true,
-        per_token: 1,
-        max_rows: 48,
-        n: 64,
-        k: 192,
-        batch: 2,
-        lda: 192,
-        ldb: 224,
-        ldc: 64,
-        strides: [48 * 192, 64 * 224, 48 * 64],
         tile: [48, 32, 64],
         a_k: 32,
-        split: [48, 192, 64],
-        tail: 64,
-        buffers: [2, 1],
-        chain: false,
-        c_half: true,
+        ..I8_NK_TAIL
     },
     // int8, B [K, N] (transposed squares): one slice of 320 = a 256-column panel and a
     // 64-column tail.
