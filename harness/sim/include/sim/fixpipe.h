@@ -7,8 +7,9 @@
 //  - CFG_NZ: nSize must be a multiple of 16; column block j/16 starts dstStride * 32 bytes
 //    after the previous one, each row holds 16 output elements.
 // quantPre: NoQuant (float -> float, int32 -> int32), F322F16, F322BF16 (CAST_RINT per the
-// doc; finite overflow saturates like Cast, inf/NaN propagate). reluEn clamps at 0 before
-// the conversion. Other quantisation modes trap.
+// doc; finite overflow saturates like Cast, inf/NaN propagate), DEQF16 (int32 -> float,
+// times deqScalar's bits 13..31 read as a float, then half as F322F16; the mode control bit
+// 36 traps). reluEn clamps at 0 before the conversion. Other quantisation modes trap.
 #pragma once
 
 #include "data_copy.h"
