@@ -256,12 +256,27 @@ mod tests {
             ),
             // x_normed's 1024-column projection at 512 tokens: A does not fit on chip
             Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, 1024, 4096),
+            // wq_b at 512 tokens: half C, tall A tiles
+            Matmul {
+                c_half: true,
+                ..Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 512, 32768, 1024)
+            },
         ];
-        let sums = [KSum::Whole, KSum::Whole, KSum::Whole, KSum::Partials];
+        let sums = [
+            KSum::Whole,
+            KSum::Whole,
+            KSum::Whole,
+            KSum::Partials,
+            KSum::Whole,
+        ];
         for (mm, sum) in products.into_iter().zip(sums) {
             let room = Room::for_tiles(tiles[0], tiles[1], tiles[2], chip);
             let split = plan_split(&mm, &room, Tiles::spec(&mm, tiles), chip).unwrap();
             assert_eq!(split.sum, sum, "{mm:?}");
+            assert!(
+                !mm.c_half || split.a_k < split.tiles.k,
+                "{mm:?}: tall A tiles"
+            );
             let kernel = cube_kernel(&mm, &split);
             let origin = MatmulOrigin {
                 kernel: kernel.name.clone(),

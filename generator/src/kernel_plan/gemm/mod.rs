@@ -1,7 +1,7 @@
 //! The cube matmul the projection stages share (`dsv4/matmul.h`): C = A·B for `batch`
-//! problems, bf16 × bf16 → f32 or int8 × int8 → half (the exact i32 sums · 2^-[`deq_shift`]),
-//! A row-major, B stored `[K, N]` or
-//! `[N, K]`, M a runtime row count ([`Rows`]: the rank's tokens, the TP group's, or r
+//! problems, bf16 × bf16 → f32 or int8 × int8 → i32 (or half, the exact sums ·
+//! 2^-[`deq_shift`], for [`Matmul::c_half`]), A row-major, B stored `[K, N]` or `[N, K]`,
+//! M a runtime row count ([`Rows`]: the rank's tokens, the TP group's, or r
 //! rows per token). Stages describe a product with [`Matmul`] and call [`launch`]; this
 //! module picks the Mmad tiles and the work split and names the kernel after them.
 //!
@@ -14,8 +14,8 @@
 //! way. C accumulates in L0C, one strip of all the range's rows × one tile of columns,
 //! so the rows per range are bounded by L0C / (4 · tile n). With the row capacity × K
 //! of A larger than the panel, either the rows split (B read again per range) or K
-//! splits (bf16 only: an int8 product's half C is written once, so its panels hold all
-//! of K); the cheaper wins. K slices combine as [`KSum`] says: each writes its partial
+//! splits (bf16 only: an int8 product keeps K whole, since a half C could not add k
+//! slices exactly); the cheaper wins. K slices combine as [`KSum`] says: each writes its partial
 //! product to the product's workspace `k_partials_<c>` and a
 //! [`slice_sum`] launch adds them in slice order, since f32 atomics would make C depend
 //! on the order the cores finish in (a run must repeat bit for bit). That costs the
