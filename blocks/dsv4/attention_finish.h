@@ -1,5 +1,8 @@
 // Last step of the attention (swa.md §3.6 steps 5-7, hca_csa.md §6.1), per token t and head h:
 //   o = o_acc * (1 / denom)                              (f32: a head's reciprocal once)
+//   o_acc as the values product leaves it (attention_cube.h OutRows): f32 rows, or rows of
+//   O_HALF_COLS half columns and f32 rope columns holding o_acc * 2^-O_SHIFT, read as
+//   o = f32(o_acc) * (2^O_SHIFT / denom)
 //   nope dims: bf16(o);  rope pair i of the last ROPE_DIM dims, with c, s = column i of the
 //   token's freqs row (RopeRow: row t of token-local tables, or row position_ids[t] of the
 //   full [max_positions, ROPE_DIM] tables when the kernel takes positions, CSA):
@@ -34,11 +37,24 @@ struct Finishes<NoFinish> {
     static constexpr bool VALUE = false;
 };
 
+// o_acc's elements as a finish loads them: f32, or halves where its rows mix half and f32.
+template <bool MIXED>
+struct FinishIn {
+    using T = float;
+};
+template <>
+struct FinishIn<true> {
+    using T = half;
+};
+
 // P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (RoPE rows by
-// position_ids), and the UB sizes the plan decided (`*_BYTES`, each at least what its use below
-// needs).
+// position_ids), O_SHIFT and O_HALF_COLS (o_acc's rows: both 0, or both set), and the UB
+// sizes the plan decided (`*_BYTES`, each at least what its use below needs; O_F32_BYTES
+// only with half columns).
 template <class P>
 class AttentionFinish {
+    static constexpr bool MIXED = P::O_HALF_COLS > 0;
+    using O = typename FinishIn<MIXED>::T;  // o_acc's elements as loaded
     static constexpr uint32_t HD = P::HEAD_DIM;
     static constexpr uint32_t ROPE = P::ROPE_DIM;
     static constexpr uint32_t HALF = ROPE / 2;
@@ -48,8 +64,12 @@ class AttentionFinish {
     static constexpr uint32_t GROUP_IN = P::HEADS_PER_GROUP * HD;
     static_assert(HD % 16 == 0 && NOPE % 16 == 0 && ROPE % 16 == 0, "bf16 head parts in whole 32-byte blocks");
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % 8 == 0, "HEAD_TILE: whole blocks dividing HEADS");
-    static_assert(P::O_BYTES >= TILE * sizeof(float) && P::OUT_BYTES >= TILE * sizeof(bfloat16_t),
+    // o_acc's row in loaded elements (halves where mixed: HEAD_DIM f32 otherwise)
+    static constexpr uint32_t ROW = MIXED ? P::O_HALF_COLS + 2 * (HD - P::O_HALF_COLS) : HD;
+    static_assert(P::O_BYTES >= P::HEAD_TILE * ROW * sizeof(O) && P::OUT_BYTES >= TILE * sizeof(bfloat16_t),
                   "a tile of head rows in and out");
+    static_assert(MIXED == (P::O_SHIFT > 0) && P::O_SHIFT <= 15 && P::O_HALF_COLS % 16 == 0 && P::O_HALF_COLS <= NOPE,
+                  "half columns only scaled, in whole blocks, never the rope columns the rotation mixes");
     static_assert(P::DENOM_BYTES >= P::HEADS * sizeof(float), "a token's denominators");
     static_assert(P::COS_ROW_BYTES >= HALF * sizeof(bfloat16_t) && P::SIN_ROW_BYTES >= HALF * sizeof(bfloat16_t),
                   "freqs half-rows");
@@ -95,7 +115,7 @@ public:
     __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin,
                                 GM_ADDR positions, GM_ADDR packed)
     {
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        o_.SetGlobalBuffer(reinterpret_cast<__gm__ O*>(o));
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
         cos_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsCos));
         sin_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(freqsSin));
@@ -128,6 +148,10 @@ private:
     __aicore__ inline void InitBuffers(AscendC::TPipe& pipe)
     {
         pipe.InitBuffer(oQ_, 2, P::O_BYTES);
+        if constexpr (MIXED) {
+            static_assert(P::O_F32_BYTES >= TILE * sizeof(float), "a tile of head rows in f32");
+            pipe.InitBuffer(oF32_, P::O_F32_BYTES);
+        }
         pipe.InitBuffer(outQ_, 2, P::OUT_BYTES);
         pipe.InitBuffer(denomRow_, P::DENOM_BYTES);
         pipe.InitBuffer(cosRow_, P::COS_ROW_BYTES);
@@ -202,17 +226,36 @@ private:
     // Starts loading the o rows of heads [h0, h0 + HEAD_TILE) of token t into the queue.
     __aicore__ inline void Load(uint32_t t, uint32_t h0)
     {
-        AscendC::LocalTensor<float> o = oQ_.AllocTensor<float>();
-        AscendC::DataCopy(o, o_[(static_cast<uint64_t>(t) * P::HEADS + h0) * HD], TILE);
+        AscendC::LocalTensor<O> o = oQ_.AllocTensor<O>();
+        AscendC::DataCopy(o, o_[(static_cast<uint64_t>(t) * P::HEADS + h0) * ROW], P::HEAD_TILE * ROW);
         oQ_.EnQue(o);
     }
 
     // The tile Load queued first: heads [h0, h0 + HEAD_TILE) of token t.
     __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
     {
-        AscendC::LocalTensor<float> o = oQ_.DeQue<float>();
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            AscendC::Muls(o[h * HD], o[h * HD], 1.0f / den.GetValue(h0 + h), HD);
+        AscendC::LocalTensor<O> in = oQ_.DeQue<O>();
+        AscendC::LocalTensor<float> o;
+        if constexpr (MIXED) {
+            // widened into f32 rows, scaled back by 2^O_SHIFT with the reciprocal
+            constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
+            constexpr float UNSCALE = static_cast<float>(1u << P::O_SHIFT);
+            o = oF32_.Get<float>();
+            const AscendC::LocalTensor<float> rest = in.template ReinterpretCast<float>();
+            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+                AscendC::Cast(o[h * HD], in[h * ROW], AscendC::RoundMode::CAST_NONE, HALF_COLS);
+            }
+            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+                const float r = UNSCALE / den.GetValue(h0 + h);
+                AscendC::Muls(o[h * HD], o[h * HD], r, HALF_COLS);
+                AscendC::Muls(o[h * HD + HALF_COLS], rest[(h * ROW + HALF_COLS) / 2], r, HD - HALF_COLS);
+            }
+            oQ_.FreeTensor(in);
+        } else {
+            o = in;
+            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
+                AscendC::Muls(o[h * HD], o[h * HD], 1.0f / den.GetValue(h0 + h), HD);
+            }
         }
         AscendC::LocalTensor<float> rope = rope_.Get<float>();
         AscendC::LocalTensor<float> partner = partner_.Get<float>();
@@ -225,7 +268,9 @@ private:
         }
         AscendC::LocalTensor<bfloat16_t> out = outQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(out, o, AscendC::RoundMode::CAST_RINT, TILE);
-        oQ_.FreeTensor(o);
+        if constexpr (!MIXED) {
+            oQ_.FreeTensor(in);
+        }
         outQ_.EnQue(out);
         out = outQ_.DeQue<bfloat16_t>();
         // Consecutive heads of one group are contiguous in their packed row.
@@ -241,10 +286,10 @@ private:
 
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> denomRow_, cosRow_, sinRow_, trig_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> oF32_, denomRow_, cosRow_, sinRow_, trig_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> cosTable_, sinTable_, rope_, partner_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ropeOffsets_, partnerOffsets_, cosOffsets_, sinOffsets_;
-    AscendC::GlobalTensor<float> o_;
+    AscendC::GlobalTensor<O> o_;
     AscendC::GlobalTensor<float> denom_;
     AscendC::GlobalTensor<bfloat16_t> cos_;
     AscendC::GlobalTensor<bfloat16_t> sin_;

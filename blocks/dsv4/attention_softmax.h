@@ -1,8 +1,10 @@
 // Softmax of the window attention (swa.md §3.5, §3.6 steps 3 and 5), per token t and head h
 // over the request's union lanes (AttentionScores):
 //   z = f32(score) * SCALE + bias, bias = 0 on the token's lanes [Begin, End), else -1e20
-//   m = max z,  e = exp(z - m),  l = sum e (f32, unrounded),  probs = bf16(e)
+//   m = max z,  e = exp(z - m),  l = sum e (f32, unrounded),  probs = bf16(e * 2^-O_SHIFT)
 //   denom = l + exp(attn_sink[h] - m)
+// The power of two is exact: it lets the values product leave o in half (attention_cube.h),
+// as |o * 2^-O_SHIFT| <= max |v| where 2^O_SHIFT >= WINDOW (e <= 1 on at most WINDOW lanes).
 // The bias is the reference's clamp form on a lane index: (clamp(lane - Begin + 1, 0, 1) *
 // clamp(End - lane, 0, 1) - 1) * 1e20, exactly +0 or -1e20. Masked lanes exp to exactly 0,
 // so probs is zero outside the token's lanes (and on the zero rows past the union).
@@ -20,8 +22,9 @@
 
 namespace dsv4 {
 
-// P: HEADS, WINDOW, SEQ, UNION_ROWS, HEAD_TILE, SCALE (HEAD_DIM^-0.5), and the UB sizes
-// the plan decided (`*_BYTES`, each at least what its use below needs).
+// P: HEADS, WINDOW, SEQ, UNION_ROWS, HEAD_TILE, SCALE (HEAD_DIM^-0.5), O_SHIFT (0, or
+// 2^O_SHIFT >= WINDOW), and the UB sizes the plan decided (`*_BYTES`, each at least what
+// its use below needs).
 template <class P>
 class AttentionSoftmax {
     static constexpr uint32_t N = P::UNION_ROWS;
@@ -33,6 +36,8 @@ class AttentionSoftmax {
     static constexpr uint32_t UNITS = P::SEQ * TILES;           // per request
     static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % SLOT == 0, "HEAD_TILE: whole blocks dividing HEADS");
     static_assert(N % 16 == 0 && N >= P::WINDOW + P::SEQ - 1, "UNION_ROWS holds the union, bf16 rows in whole blocks");
+    static_assert(P::O_SHIFT == 0 || (P::O_SHIFT <= 15 && (uint64_t(1) << P::O_SHIFT) >= P::WINDOW),
+                  "probabilities scaled so that o fits half");
     static_assert(P::SCORES_BYTES >= TILE * sizeof(float) && P::PROBS_BYTES >= TILE * sizeof(bfloat16_t),
                   "a tile of head rows over the union lanes");
     static_assert(P::INDEX_ROW_BYTES >= LANES_PAD * sizeof(int32_t) &&
@@ -220,6 +225,9 @@ private:
         z = scoresQ_.DeQue<float>();
         ExpRows<P::HEAD_TILE>(z, bias_.Get<float>(), P::SCALE, N, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
                               rowMax_.Get<float>(), h0);
+        if constexpr (P::O_SHIFT > 0) {
+            AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), TILE);
+        }
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, TILE);
         scoresQ_.FreeTensor(z);

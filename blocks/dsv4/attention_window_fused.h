@@ -37,8 +37,8 @@ class AttentionWindowFused {
     static constexpr bool FINISH = Finishes<PF>::VALUE;
     static constexpr uint16_t SCORES_READY = 1, PROBS_READY = 2, O_READY = 3;
     static_assert(PC::HEADS == PV::HEADS && PC::WINDOW == PV::WINDOW && PC::SEQ == PV::SEQ &&
-                      PC::UNION_ROWS == PV::UNION_ROWS && PC::HEAD_TILE == 2 * HALF,
-                  "one window: each vector core takes half of a query tile's heads");
+                      PC::UNION_ROWS == PV::UNION_ROWS && PC::HEAD_TILE == 2 * HALF && (PC::O_HALF_COLS > 0) == (PV::O_SHIFT > 0),
+                  "one window: each vector core takes half of a query tile's heads; o in half only as scaled");
 
 public:
     __aicore__ inline static void Run(GM_ADDR q, GM_ADDR kvCache, GM_ADDR swaIndices, GM_ADDR swaLens, GM_ADDR scores,
@@ -96,11 +96,12 @@ private:
         const uint32_t groups = static_cast<uint32_t>(AscendC::GetBlockNum());
         if ASCEND_IS_AIC {
             AscendC::GlobalTensor<bfloat16_t> qG, probsG;
-            AscendC::GlobalTensor<float> scoresG, oG;
+            AscendC::GlobalTensor<float> scoresG;
+            OutRows<PC> oG;
             qG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(q));
             probsG.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs));
             scoresG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores));
-            oG.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+            oG.Init(o);
             Cube cube;
             cube.Init(kvCache, swaIndices, swaLens, td.t);
             for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
@@ -132,7 +133,9 @@ private:
                 op.writeMax_ = true;
             }
             if constexpr (FINISH) {
-                static_assert(PF::HEADS == PV::HEADS && PF::HEAD_TILE == HALF, "the finish takes a vector core's heads");
+                static_assert(PF::HEADS == PV::HEADS && PF::HEAD_TILE == HALF && PF::O_SHIFT == PV::O_SHIFT &&
+                                  PF::O_HALF_COLS == PC::O_HALF_COLS,
+                              "the finish takes a vector core's heads, and o as the cube leaves it");
                 AttentionFinish<PF> finish;
                 finish.Init(op.pipe_, o, denom, f.cos, f.sin, f.positions, f.packed);
                 Vector(op, td, groups, [&finish](uint32_t t, uint32_t h0) {

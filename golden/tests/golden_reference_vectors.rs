@@ -73,23 +73,24 @@ fn csa_small_tp1_matches_reference_outputs() {
 }
 
 /// PR #1013's 1M CSA (8-row rings, every boundary pooled, token-local RoPE rows, 262,144
-/// indexer candidates): the same seven outputs by the same comparators.
+/// indexer candidates): the same seven outputs by the same comparators. Over 262,144
+/// candidates two rows can tie within the score tolerance at the 512th lane, where the
+/// choice follows rounding (token 4: the golden scores row 229,958 at 35.651386, 4e-5 above
+/// the reference's last row 144,719 at 35.65004, which the reference's own rounding put
+/// below it), and one other row changes that token's attention. So the choice is checked
+/// first (every score lane by lane, rows differing only where their scores tie), then the
+/// outputs are judged on the reference's choice (`run_given`), as a device's are on its own.
 #[test]
 fn csa1m_small_tp1_matches_reference_outputs() {
-    let reports = replay("csa1m_small_tp1");
-    let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
-    assert_eq!(outputs, CSA_OUTPUTS);
-    let x_out = &reports[0];
-    assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
-
-    // The compact top-512 (diagnostic outputs of the reference): the golden's scores at its
-    // own choice lane by lane against idx_topk_scores (atol 1e-4, rtol 1/128; NEG padding),
-    // its indices against idx_topk where the expected scores do not tie (they have none).
     let dir = vectors("csa1m_small_tp1");
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
     let spec = LayerSpec::from_reference_meta(&meta).unwrap();
     let case = load_case(&dir).unwrap();
+
+    // The compact top-512 (diagnostic outputs of the reference): the golden's scores at its
+    // own choice lane by lane against idx_topk_scores (atol 1e-4, rtol 1/128; NEG padding),
+    // its indices against idx_topk where the expected scores do not tie (they have none).
     let traced = golden::run_traced(&spec, &case.inputs).unwrap();
     let scores =
         golden::csa_device_scores(&spec, &case.inputs, &traced.trace, &traced.outputs).unwrap();
@@ -128,4 +129,18 @@ fn csa1m_small_tp1_matches_reference_outputs() {
     assert_eq!(lanes, 8 * k);
     println!("top-k: {lanes} lanes, {swaps} hold another row of a score within tolerance");
     assert_eq!(candidates, 262_144, "the last token scores every candidate");
+
+    let got = golden::run_given(&spec, &case.inputs, want_idx).unwrap();
+    let reports = compare_layer(&spec, &case.inputs, &got, &case.outputs);
+    for r in &reports {
+        println!("{}", r.detail());
+    }
+    assert!(
+        reports.iter().all(|r| r.pass),
+        "csa1m_small_tp1: golden on the reference's choice disagrees with the reference outputs"
+    );
+    let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
+    assert_eq!(outputs, CSA_OUTPUTS);
+    let x_out = &reports[0];
+    assert!(x_out.bad * 10 < x_out.allowed, "x_out: {x_out}");
 }

@@ -111,7 +111,7 @@ impl Split {
         };
         let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
         let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
-        let finish = window::finish_part(p, head_tile);
+        let finish = window::finish_part(p, head_tile, 0);
         if !p.fuse || !window::fits_beside(p, &kernel, &finish) {
             b.launch(kernel, blocks(VH), &bind);
             return false;

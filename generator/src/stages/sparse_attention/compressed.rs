@@ -153,7 +153,7 @@ pub(super) fn launch(
 /// None where it does not. The finish's RoPE rows by position read the kernel's own
 /// `positions`.
 fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
-    let finish = window::finish_part(p, VH);
+    let finish = window::finish_part(p, VH, 0);
     if !p.fuse || splits || !window::fits_beside(p, kernel, &finish) {
         return None;
     }

@@ -9,7 +9,10 @@
 //! 2. `attn_window_softmax` (vector): checks the metadata contract the union relies on,
 //!    masks, softmax with bf16 probabilities `attn_probs` and the sink denominators
 //!    `attn_denom`.
-//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request.
+//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request. Where the window
+//!    is the only source, the softmax scales the probabilities by 2^-`O_SHIFT` (exact) and
+//!    each `attn_o` row leaves the cube with its columns before the rope dims in half
+//!    ([`window::o_shift`], `OutRows` in `dsv4/attention_cube.h`); else in f32.
 //! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
 //!    bf16, packs heads by output group into `o_packed_heads`.
 //!
@@ -226,7 +229,9 @@ impl Kind for SparseAttention {
             DType::Bf16,
         );
         b.workspace("attn_denom", window::per_token(&[heads]), DType::F32);
-        b.workspace("attn_o", window::per_token(&[heads, hd]), DType::F32);
+        let half_cols = window::o_half_cols(m, window::o_shift(window, with_further));
+        let (o_row, o) = window::o_row(m, half_cols);
+        b.workspace("attn_o", window::per_token(&[heads, o_row]), o);
         b.workspace(
             "o_packed_heads",
             vec![Dim::Const(m.o_groups * t_pad), Dim::Const(m.o_group_in)],

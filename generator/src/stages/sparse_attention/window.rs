@@ -92,32 +92,34 @@ pub(super) fn softmax_buffers(
 /// `attention_finish.h`'s UB: a tile of head rows in and out (out leaves in runs of whole
 /// heads), the token's denominators and freqs half-rows (DataCopyPad), the rope gather
 /// tables.
-pub(super) fn finish_buffers(
-    heads: usize,
-    head_dim: usize,
-    rope_dim: usize,
-    head_tile: usize,
-) -> Vec<Buffer> {
+pub(super) fn finish_buffers(m: &ModelDims, head_tile: usize, o_half_cols: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (h, hd, half) = (heads, head_dim, rope_dim / 2);
-    let (tile, rope_tile) = (head_tile * hd, head_tile * rope_dim);
-    vec![
-        row("o", Ub, F32, tile, 2, Some(tile)),
-        row("out", Ub, Bf16, tile, 2, Some(hd)),
-        row("denom", Ub, F32, h, 1, Some(h)),
-        row("cos_row", Ub, Bf16, half, 1, None),
-        row("sin_row", Ub, Bf16, half, 1, None),
-        row("trig", Ub, F32, 3 * half, 1, None),
-        row("cos_table", Ub, F32, rope_tile, 1, None),
-        row("sin_table", Ub, F32, rope_tile, 1, None),
-        row("rope", Ub, F32, rope_tile, 1, None),
-        row("partner", Ub, F32, rope_tile, 1, None),
-        row("rope_offsets", Ub, I32, rope_tile, 1, None),
-        row("partner_offsets", Ub, I32, rope_tile, 1, None),
-        row("cos_offsets", Ub, I32, rope_tile, 1, None),
-        row("sin_offsets", Ub, I32, rope_tile, 1, None),
-    ]
+    let (h, hd, half) = (m.heads, m.head_dim, m.rope_dim / 2);
+    let (tile, rope_tile) = (head_tile * hd, head_tile * m.rope_dim);
+    // o rows with half columns are read as they are and widened into one f32 tile
+    let (o_row, o) = o_row(m, o_half_cols);
+    let o_tile = head_tile * o_row;
+    let widened = (o != F32).then(|| row("o_f32", Ub, F32, tile, 1, None));
+    [row("o", Ub, o, o_tile, 2, Some(o_tile))]
+        .into_iter()
+        .chain(widened)
+        .chain([
+            row("out", Ub, Bf16, tile, 2, Some(hd)),
+            row("denom", Ub, F32, h, 1, Some(h)),
+            row("cos_row", Ub, Bf16, half, 1, None),
+            row("sin_row", Ub, Bf16, half, 1, None),
+            row("trig", Ub, F32, 3 * half, 1, None),
+            row("cos_table", Ub, F32, rope_tile, 1, None),
+            row("sin_table", Ub, F32, rope_tile, 1, None),
+            row("rope", Ub, F32, rope_tile, 1, None),
+            row("partner", Ub, F32, rope_tile, 1, None),
+            row("rope_offsets", Ub, I32, rope_tile, 1, None),
+            row("partner_offsets", Ub, I32, rope_tile, 1, None),
+            row("cos_offsets", Ub, I32, rope_tile, 1, None),
+            row("sin_offsets", Ub, I32, rope_tile, 1, None),
+        ])
+        .collect()
 }
 
 /// Per-token workspace dims: `[t, dims...]`.
@@ -190,6 +192,58 @@ pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize, states: usi
     ]
 }
 
+/// The power of two the window's o is scaled down by so that its columns before the rope
+/// dims can leave the cube in half (`O_SHIFT`, `dsv4/attention_softmax.h`; `OutRows` in
+/// `dsv4/attention_cube.h`): where the window is the only source, the least `s` with
+/// `2^s >= window` (o = sum of at most `window` probabilities <= 1 times v rows, so
+/// |o * 2^-s| <= max |v|), cutting the Fixpipe's largest write and the finish's read by
+/// 3/8 at FLASH dims; 0 (o in f32) where a further source continues the softmax on it.
+pub(super) fn o_shift(window: usize, with_further: bool) -> usize {
+    if with_further {
+        0
+    } else {
+        window.next_power_of_two().trailing_zeros() as usize
+    }
+}
+
+/// The columns of an o row in half for [`o_shift`] `shift`: those the finish does not
+/// rotate (a rotation's cancellation would show half's rounding), or none.
+pub(super) fn o_half_cols(m: &ModelDims, shift: usize) -> usize {
+    if shift > 0 {
+        m.head_dim - m.rope_dim
+    } else {
+        0
+    }
+}
+
+/// An o row (a head's) for `half_cols` half columns, in elements of its type: `head_dim`
+/// f32, or the half columns and then the others' f32 bits as pairs of halves.
+pub(super) fn o_row(m: &ModelDims, half_cols: usize) -> (usize, DType) {
+    match half_cols {
+        0 => (m.head_dim, DType::F32),
+        n => (n + 2 * (m.head_dim - n), DType::F16),
+    }
+}
+
+/// The values product's parameters: the cube's and the half columns of its o rows.
+fn with_o_rows(
+    mut params: Vec<(&'static str, Value)>,
+    m: &ModelDims,
+    shift: usize,
+) -> Vec<(&'static str, Value)> {
+    params.push(("O_HALF_COLS", Value::U32(o_half_cols(m, shift) as u32)));
+    params
+}
+
+/// What a shift adds to the names of the kernels it changes.
+fn o_tag(shift: usize) -> String {
+    if shift > 0 {
+        format!("_oh{shift}")
+    } else {
+        String::new()
+    }
+}
+
 /// Rows of the window attention's per-request union (a token's window plus one new row
 /// per later token of its request), rounded up to whole 16-row fractals.
 pub fn union_rows(window: usize, decode_seq: usize) -> usize {
@@ -207,6 +261,7 @@ pub(super) fn kernels(
     let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
     let seq = p.shape.decode_seq;
     let union = union_rows(window, seq);
+    let shift = o_shift(window, with_further);
     let u32 = |v: usize| Value::U32(v as u32);
     let cube_tag = format!(
         "h{heads}_d{hd}_w{window}_s{seq}_bs{}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
@@ -250,28 +305,36 @@ pub(super) fn kernels(
         softmax_args.push("row_max");
     }
     let softmax = Kernel {
-        name: format!("attn_window_softmax{max_tag}_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}"),
+        name: format!(
+            "attn_window_softmax{max_tag}_h{heads}_d{hd}_w{window}_s{seq}_ht{head_tile}{}",
+            o_tag(shift)
+        ),
         doc: "window attention softmax: lane mask, bf16 probabilities, sink denominators".into(),
         block: "attention_softmax.h",
         class: "AttentionSoftmax",
         cores: Cores::Aiv,
-        params: softmax_params(p, head_tile),
+        params: softmax_params(p, head_tile, shift),
         args: softmax_args,
         buffers: softmax_buffers(heads, window, union, head_tile),
         parts: Vec::new(),
     };
     let values = Kernel {
-        name: format!("attn_window_values_{cube_tag}"),
-        doc: "window attention values probs · union per request (f32)".into(),
+        name: format!("attn_window_values_{cube_tag}{}", o_tag(shift)),
+        doc: if shift > 0 {
+            "window attention values probs · union per request (o rows in half but the rope dims, scaled by the probabilities' 2^-O_SHIFT)"
+        } else {
+            "window attention values probs · union per request (f32)"
+        }
+        .into(),
         block: "attention_cube.h",
         class: "AttentionValues",
         cores: Cores::Aic,
-        params: cube_params,
+        params: with_o_rows(cube_params, m, shift),
         args: [&["probs"][..], &cube_args, &["o"]].concat(),
         buffers: cube_buffers,
         parts: Vec::new(),
     };
-    [scores, softmax, values, finish(p, head_tile)]
+    [scores, softmax, values, finish(p, head_tile, shift)]
 }
 
 /// Whether a kernel [`fused`] made finishes the heads.
@@ -280,11 +343,11 @@ pub(super) fn finishes(fused: &Kernel) -> bool {
 }
 
 /// The finish as a part of the attention's last launch (`AttentionFinish::Heads`) on tiles of
-/// `head_tile` heads.
-pub(super) fn finish_part(p: &Plan, head_tile: usize) -> Kernel {
+/// `head_tile` heads, its o scaled by [`o_shift`] `shift`.
+pub(super) fn finish_part(p: &Plan, head_tile: usize, shift: usize) -> Kernel {
     Kernel {
         args: Vec::new(),
-        ..finish(p, head_tile)
+        ..finish(p, head_tile, shift)
     }
 }
 
@@ -356,18 +419,19 @@ pub(super) fn finish_binds(p: &Plan) -> Vec<&'static str> {
 /// The finish kernel (`attention_finish.h`) on tiles of `head_tile` heads; with `rope.table:
 /// positions` (CSA) token t de-rotates with row `position_ids[t]` of the full `[max_positions,
 /// rope_dim]` tables (`dsv4/rope.h` RopeRow), the same on-chip buffers (the position is a
-/// scalar GM read).
-fn finish(p: &Plan, head_tile: usize) -> Kernel {
+/// scalar GM read). Its o is f32, or half scaled by 2^-`shift` ([`o_shift`]).
+fn finish(p: &Plan, head_tile: usize, shift: usize) -> Kernel {
     let m = &p.model;
     let (heads, hd, t_pad) = (m.heads, m.head_dim, p.shape.t_pad);
     let positions = p.rope.table == RopeTable::Positions;
     let u32 = |v: usize| Value::U32(v as u32);
     Kernel {
         name: format!(
-            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}{}",
+            "attn_finish_h{heads}_d{hd}_r{}_hpg{}_tpad{t_pad}_ht{head_tile}{}{}",
             m.rope_dim,
             m.heads_per_group,
-            if positions { "_positions" } else { "" }
+            if positions { "_positions" } else { "" },
+            o_tag(shift)
         ),
         doc: "attention output: o / denom, inverse RoPE on the rope dims, bf16, heads packed by group"
             .into(),
@@ -382,15 +446,18 @@ fn finish(p: &Plan, head_tile: usize) -> Kernel {
             ("T_PAD", u32(t_pad)),
             ("HEAD_TILE", u32(head_tile)),
             ("POSITIONS", Value::Bool(positions)),
+            ("O_SHIFT", u32(shift)),
+            ("O_HALF_COLS", u32(o_half_cols(m, shift))),
         ],
         args: [&["o", "denom"][..], &finish_args(p)].concat(),
-        buffers: finish_buffers(heads, hd, m.rope_dim, head_tile),
+        buffers: finish_buffers(m, head_tile, o_half_cols(m, shift)),
         parts: Vec::new(),
     }
 }
 
-/// `attention_softmax.h`'s parameters for query tiles of `head_tile` heads.
-fn softmax_params(p: &Plan, head_tile: usize) -> Vec<(&'static str, Value)> {
+/// `attention_softmax.h`'s parameters for query tiles of `head_tile` heads, probabilities
+/// scaled by 2^-`shift` ([`o_shift`]).
+fn softmax_params(p: &Plan, head_tile: usize, shift: usize) -> Vec<(&'static str, Value)> {
     let u32 = |v: usize| Value::U32(v as u32);
     let (window, seq) = (p.attention.window, p.shape.decode_seq);
     vec![
@@ -400,6 +467,7 @@ fn softmax_params(p: &Plan, head_tile: usize) -> Vec<(&'static str, Value)> {
         ("UNION_ROWS", u32(union_rows(window, seq))),
         ("HEAD_TILE", u32(head_tile)),
         ("SCALE", Value::F32(p.model.softmax_scale)),
+        ("O_SHIFT", u32(shift)),
     ]
 }
 
@@ -423,13 +491,17 @@ pub(super) fn fused(
     let (heads, window, seq) = (m.heads, p.attention.window, p.shape.decode_seq);
     let union = union_rows(window, seq);
     let half = head_tile / 2;
+    let shift = o_shift(window, with_further);
     let softmax = Kernel {
-        name: format!("attn_window_softmax_h{heads}_w{window}_s{seq}_ht{half}"),
+        name: format!(
+            "attn_window_softmax_h{heads}_w{window}_s{seq}_ht{half}{}",
+            o_tag(shift)
+        ),
         doc: "half of a query tile's heads per vector core".into(),
         block: "attention_softmax.h",
         class: "AttentionSoftmax",
         cores: Cores::Aiv,
-        params: softmax_params(p, half),
+        params: softmax_params(p, half, shift),
         args: Vec::new(),
         buffers: softmax_buffers(heads, window, union, half),
         parts: Vec::new(),
@@ -449,10 +521,16 @@ pub(super) fn fused(
         args.push("row_max");
     }
     args.push("o");
-    let tag = scores.name.trim_start_matches("attn_window_scores_");
+    // the cube part is the scores kernel's, its values writing o rows as the values kernel's
+    let tag = format!(
+        "{}{}",
+        scores.name.trim_start_matches("attn_window_scores_"),
+        o_tag(shift)
+    );
     let mut parts = vec![
         Kernel {
             args: Vec::new(),
+            params: with_o_rows(scores.params.clone(), m, shift),
             ..scores.clone()
         },
         softmax,
@@ -461,7 +539,7 @@ pub(super) fn fused(
         format!("attn_window{max_tag}_{tag}"),
         "window attention in one mixed launch: scores on the cube, softmax on the vector cores, values on the cube, tile by tile".to_string(),
     );
-    let finish = finish_part(p, half);
+    let finish = finish_part(p, half, shift);
     if !with_further && fits_beside(p, &parts[1], &finish) {
         name = format!("attn_window_finish_{tag}{}", finish_tag(p));
         doc.push_str(", each tile's heads finished on the vector cores");
