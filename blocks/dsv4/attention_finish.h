@@ -132,6 +132,23 @@ public:
         Token(t, RopeRow<P::POSITIONS>(positions_, t), h0 / P::HEAD_TILE, h1 / P::HEAD_TILE);
     }
 
+    // Heads' one tile [h0, h0 + HEAD_TILE) of token t in two halves, so that a caller can
+    // run other vector work while the tile loads: Ask starts its loads (once its o and
+    // denominators are in GM), Finish does the rest. One tile between the two at a time.
+    __aicore__ inline void Ask(uint32_t t, uint32_t h0)
+    {
+        AskRows(t, RopeRow<P::POSITIONS>(positions_, t), h0, P::HEAD_TILE);
+        Load(t, h0);
+    }
+
+    __aicore__ inline void Finish(uint32_t t, uint32_t h0)
+    {
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        Tables();
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        Tile(t, h0, denomRow_.Get<float>());
+    }
+
     // This block's items of all `tokens` tokens: each token's head tiles in `parts` ranges
     // (blocks per token, at least 1, at most the tiles), the items in contiguous shares of the
     // blocks.
@@ -194,26 +211,11 @@ private:
     __aicore__ inline void Token(uint32_t t, uint32_t row, uint32_t tile0, uint32_t tile1)
     {
         AscendC::LocalTensor<float> den = denomRow_.Get<float>();
-        AscendC::LocalTensor<bfloat16_t> cosRow = cosRow_.Get<bfloat16_t>();
-        AscendC::LocalTensor<bfloat16_t> sinRow = sinRow_.Get<bfloat16_t>();
-        const AscendC::DataCopyExtParams half(1, HALF * sizeof(bfloat16_t), 0, 0, 0);
-        const AscendC::DataCopyPadExtParams<bfloat16_t> noPad(false, 0, 0, bfloat16_t(0.0f));
-        // The rows are overwritten once the previous token's vector reads of them are done;
-        // only the tiles' denominators are read (others may still be being written).
         const uint32_t h0 = tile0 * P::HEAD_TILE;
-        Handshake<AscendC::HardEvent::V_MTE2>();
-        AscendC::DataCopy(den[h0], denom_[static_cast<uint64_t>(t) * P::HEADS + h0], (tile1 - tile0) * P::HEAD_TILE);
-        // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
-        AscendC::DataCopyPad(cosRow, cos_[static_cast<uint64_t>(row) * ROPE], half, noPad);
-        AscendC::DataCopyPad(sinRow, sin_[static_cast<uint64_t>(row) * ROPE], half, noPad);
+        AskRows(t, row, h0, (tile1 - tile0) * P::HEAD_TILE);
         Handshake<AscendC::HardEvent::MTE2_V>();
         Load(t, h0);  // the first tile's o loads while the tables are built
-        AscendC::LocalTensor<float> trig = trig_.Get<float>();
-        AscendC::Cast(trig, cosRow, AscendC::RoundMode::CAST_NONE, HALF);
-        AscendC::Cast(trig[HALF], sinRow, AscendC::RoundMode::CAST_NONE, HALF);
-        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
-        AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
-        AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        Tables();
         Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t i = tile0; i < tile1; ++i) {
             if (i + 1 < tile1) {
@@ -221,6 +223,32 @@ private:
             }
             Tile(t, i * P::HEAD_TILE, den);
         }
+    }
+
+    // Starts loading token t's denominators of heads [h0, h0 + n) and row `row` of the freqs
+    // tables. The rows are overwritten once the previous token's vector reads of them are
+    // done; only these heads' denominators are read (others may still be being written).
+    __aicore__ inline void AskRows(uint32_t t, uint32_t row, uint32_t h0, uint32_t n)
+    {
+        const AscendC::DataCopyExtParams half(1, HALF * sizeof(bfloat16_t), 0, 0, 0);
+        const AscendC::DataCopyPadExtParams<bfloat16_t> noPad(false, 0, 0, bfloat16_t(0.0f));
+        Handshake<AscendC::HardEvent::V_MTE2>();
+        AscendC::DataCopy(denomRow_.Get<float>()[h0], denom_[static_cast<uint64_t>(t) * P::HEADS + h0], n);
+        // Only the first ROPE/2 columns of a freqs row are read (the rest repeat them).
+        AscendC::DataCopyPad(cosRow_.Get<bfloat16_t>(), cos_[static_cast<uint64_t>(row) * ROPE], half, noPad);
+        AscendC::DataCopyPad(sinRow_.Get<bfloat16_t>(), sin_[static_cast<uint64_t>(row) * ROPE], half, noPad);
+    }
+
+    // The token's cos and ±sin tables over a tile's rope dims, from the rows AskRows loaded
+    // (the caller orders those loads first).
+    __aicore__ inline void Tables()
+    {
+        AscendC::LocalTensor<float> trig = trig_.Get<float>();
+        AscendC::Cast(trig, cosRow_.Get<bfloat16_t>(), AscendC::RoundMode::CAST_NONE, HALF);
+        AscendC::Cast(trig[HALF], sinRow_.Get<bfloat16_t>(), AscendC::RoundMode::CAST_NONE, HALF);
+        AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
+        AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
     }
 
     // Starts loading the o rows of heads [h0, h0 + HEAD_TILE) of token t into the queue.

@@ -218,11 +218,25 @@ private:
     // HEAD_TILE heads of token t: scale, mask, row max, exp, row sum, bf16 probs.
     __aicore__ inline void Tile(uint32_t t, uint32_t h0)
     {
+        LoadTile(t, h0);
+        ComputeTile(t, h0);
+    }
+
+    // Tile's first half: its scores start loading (a caller may queue other loads behind
+    // them before ComputeTile waits for them).
+    __aicore__ inline void LoadTile(uint32_t t, uint32_t h0)
+    {
         const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
         AscendC::LocalTensor<float> z = scoresQ_.AllocTensor<float>();
         AscendC::DataCopy(z, scores_[row * N], TILE);
         scoresQ_.EnQue(z);
-        z = scoresQ_.DeQue<float>();
+    }
+
+    // The rest of Tile, on the scores LoadTile queued last.
+    __aicore__ inline void ComputeTile(uint32_t t, uint32_t h0)
+    {
+        const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
+        AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
         ExpRows<P::HEAD_TILE>(z, bias_.Get<float>(), P::SCALE, N, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
                               rowMax_.Get<float>(), h0);
         if constexpr (P::O_SHIFT > 0) {

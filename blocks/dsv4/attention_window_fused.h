@@ -14,9 +14,9 @@
 // its own in the GM tensors, so the hand-offs need only the flags.
 // Where the window is the layer's only source the launch can also finish (PF other than
 // NoFinish): the AIC raises O_READY once a tile's o is out, and each vector core finishes its
-// half of the tile's heads (attention_finish.h `Heads`: o / denom, inverse RoPE, bf16,
-// packed) after the next tile's softmax, so the finish runs under the cube's next product too
-// and o_packed needs no launch of its own.
+// half of the tile's heads (attention_finish.h `Ask`/`Finish`: o / denom, inverse RoPE, bf16,
+// packed) two tiles later, its loads under that tile's softmax, so the finish runs under the
+// cube's products too and o_packed needs no launch of its own.
 //
 // Params contract: PC is the cube kernels' Params (attention_cube.h), PV the softmax's
 // (attention_softmax.h) for the same HEADS, WINDOW, SEQ and UNION_ROWS with half the
@@ -138,24 +138,33 @@ private:
                               "the finish takes a vector core's heads, and o as the cube leaves it");
                 AttentionFinish<PF> finish;
                 finish.Init(op.pipe_, o, denom, f.cos, f.sin, f.positions, f.packed);
-                Vector(op, td, groups, [&finish](uint32_t t, uint32_t h0) {
-                    AscendC::CrossCoreWaitFlag(O_READY);
-                    finish.Heads(t, h0, h0 + HALF);
-                });
+                Vector(
+                    op, td, groups,
+                    [&finish](uint32_t t, uint32_t h0) {
+                        AscendC::CrossCoreWaitFlag(O_READY);
+                        finish.Ask(t, h0);
+                    },
+                    [&finish](uint32_t t, uint32_t h0) { finish.Finish(t, h0); });
             } else {
                 (void)f;
-                Vector(op, td, groups, [](uint32_t, uint32_t) {});
+                Vector(op, td, groups, [](uint32_t, uint32_t) {}, [](uint32_t, uint32_t) {});
             }
         }
     }
 
-    // The vector cores' items: each tile's softmax on this core's half of its heads, and
-    // `finish(t, h0)` of the tile before (of the last one after the item).
-    template <class Finish>
+    // The vector cores' items: each tile's softmax on this core's half of its heads, and the
+    // finish of this core's heads of the tile two before, in two halves (`ask(t, h0)` starts
+    // its loads, `done(t, h0)` the rest): the loads queue behind the tile's scores and land
+    // while the softmax runs. That tile's o is out by then (the cube raised its O_READY
+    // before the scores this tile waited for); the last two tiles finish after the items.
+    template <class Ask, class Done>
     __aicore__ inline static void Vector(AttentionSoftmax<PV>& op, const TilingData& td, uint32_t groups,
-                                         const Finish& finish)
+                                         const Ask& ask, const Done& done)
     {
+        constexpr uint32_t LAG = 2;
         const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
+        uint32_t lagT[LAG] = {}, lagH0[LAG] = {};  // the tiles not yet finished, oldest at `oldest`
+        uint32_t lagging = 0, oldest = 0;
         for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
             const Share tiles = it.Range(Cube::TILES);
             WindowUnion<PV> w;
@@ -164,7 +173,6 @@ private:
                 op.CheckContract(w, it.unit, (tiles.end * PC::HEAD_TILE - 1) / PC::HEADS + 1);
             }
             uint32_t biasFor = PC::SEQ;  // the token whose lanes the bias holds: none yet
-            uint32_t before = 0, beforeH0 = 0;  // the tile before's token and first head
             for (uint32_t i = tiles.begin; i < tiles.end; ++i) {
                 const uint32_t s = i * PC::HEAD_TILE / PC::HEADS;
                 const uint32_t h0 = i * PC::HEAD_TILE % PC::HEADS + sub * HALF;
@@ -174,18 +182,27 @@ private:
                     biasFor = s;
                 }
                 AscendC::CrossCoreWaitFlag(SCORES_READY);
-                op.Tile(t, h0);
+                op.LoadTile(t, h0);
+                const bool due = lagging == LAG;
+                if (due) {
+                    ask(lagT[oldest], lagH0[oldest]);
+                }
+                op.ComputeTile(t, h0);
                 op.Denominators(t, h0, HALF);
                 AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
-                if (i > tiles.begin) {
-                    finish(before, beforeH0);
+                if (due) {
+                    done(lagT[oldest], lagH0[oldest]);
+                    oldest = (oldest + 1) % LAG;
+                    --lagging;
                 }
-                before = t;
-                beforeH0 = h0;
+                lagT[(oldest + lagging) % LAG] = t;
+                lagH0[(oldest + lagging) % LAG] = h0;
+                ++lagging;
             }
-            if (tiles.end > tiles.begin) {
-                finish(before, beforeH0);
-            }
+        }
+        for (; lagging > 0; --lagging, oldest = (oldest + 1) % LAG) {
+            ask(lagT[oldest], lagH0[oldest]);
+            done(lagT[oldest], lagH0[oldest]);
         }
     }
 };

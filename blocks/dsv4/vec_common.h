@@ -133,9 +133,12 @@ __aicore__ inline Share PartRange(uint32_t part, uint32_t parts, uint32_t pieces
     return Share{part * pieces / parts, (part + 1) * pieces / parts};
 }
 
-// This block's work items, each of `units` units cut into PartsPerUnit(units, blocks, most)
-// parts, the (unit, part) items in contiguous shares of the blocks:
-//   for (UnitParts it(units, most); it.Next();) { it.unit, it.Range(pieces) }
+// This block's work items over `units` units of `most` pieces each:
+//   for (UnitParts it(units, most); it.Next();) { it.unit, it.Range(most) }
+// Units fewer than the blocks are each cut into PartsPerUnit(units, blocks, most) parts, the
+// (unit, part) items in contiguous shares of the blocks; else each block takes a contiguous
+// run of all units' pieces (ShareOf: within one piece of any other block's), an item per unit
+// it touches, so that units not a multiple of the blocks still leave none a unit more.
 class UnitParts {
 public:
     __aicore__ inline UnitParts(uint32_t units, uint32_t most)
@@ -147,7 +150,8 @@ public:
     // Sharer `idx` of `num` (a mixed kernel's groups: GroupIdx() of GetBlockNum()).
     __aicore__ inline UnitParts(uint32_t units, uint32_t most, uint32_t idx, uint32_t num)
     {
-        parts_ = PartsPerUnit(units, num, most);
+        run_ = units >= num;
+        parts_ = run_ ? most : PartsPerUnit(units, num, most);
         share_ = ShareOf(units * parts_, idx, num);
         next_ = share_.begin;
     }
@@ -160,18 +164,29 @@ public:
             return false;
         }
         unit = next_ / parts_;
-        part_ = next_ % parts_;
-        ++next_;
+        if (run_) {  // the run's pieces of this unit
+            const uint32_t end = Min((unit + 1) * parts_, share_.end);
+            run0_ = next_ - unit * parts_;
+            run1_ = end - unit * parts_;
+            next_ = end;
+        } else {
+            part_ = next_ % parts_;
+            ++next_;
+        }
         return true;
     }
 
-    // This item's part of its unit's `pieces` pieces.
-    __aicore__ inline Share Range(uint32_t pieces) const { return PartRange(part_, parts_, pieces); }
+    // This item's part of its unit's `pieces` pieces (`most`: a run is in pieces).
+    __aicore__ inline Share Range(uint32_t pieces) const
+    {
+        return run_ ? Share{run0_, run1_} : PartRange(part_, parts_, pieces);
+    }
 
     uint32_t unit = 0;
 
 private:
-    uint32_t parts_ = 1, part_ = 0, next_ = 0;
+    bool run_ = false;
+    uint32_t parts_ = 1, part_ = 0, next_ = 0, run0_ = 0, run1_ = 0;
     Share share_{0, 0};
 };
 
