@@ -37,16 +37,6 @@ struct Finishes<NoFinish> {
     static constexpr bool VALUE = false;
 };
 
-// o_acc's elements as a finish loads them: f32, or halves where its rows mix half and f32.
-template <bool MIXED>
-struct FinishIn {
-    using T = float;
-};
-template <>
-struct FinishIn<true> {
-    using T = half;
-};
-
 // P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (RoPE rows by
 // position_ids), O_SHIFT and O_HALF_COLS (o_acc's rows: both 0, or both set), and the UB
 // sizes the plan decided (`*_BYTES`, each at least what its use below needs; O_F32_BYTES
@@ -54,7 +44,7 @@ struct FinishIn<true> {
 template <class P>
 class AttentionFinish {
     static constexpr bool MIXED = P::O_HALF_COLS > 0;
-    using O = typename FinishIn<MIXED>::T;  // o_acc's elements as loaded
+    using O = typename Either<MIXED, float, half>::T;  // o_acc's elements as loaded (halves where mixed)
     static constexpr uint32_t HD = P::HEAD_DIM;
     static constexpr uint32_t ROPE = P::ROPE_DIM;
     static constexpr uint32_t HALF = ROPE / 2;

@@ -21,15 +21,6 @@
 namespace dsv4 {
 using namespace AscendC;
 
-template <bool BF16>
-struct CombineOut {
-    using T = float;
-};
-template <>
-struct CombineOut<true> {
-    using T = bfloat16_t;
-};
-
 // Σ_{g ascending} f32(p[g, row + r, col + c]) · s[g, row + r] for R rows × COLS columns into
 // acc (f32, R × COLS row-major), exact products cast once per group. P: GROUPS, ROWS, N and
 // the UB sizes PRODUCTS, SCALES, TERM `_BYTES`. A caller loads the rows' scales
@@ -116,7 +107,7 @@ private:
 
 template <class P>
 class GroupCombine {
-    using Out = typename CombineOut<P::OUT_BF16>::T;
+    using Out = typename Either<P::OUT_BF16, float, bfloat16_t>::T;
     static constexpr uint32_t N = P::N;
     static constexpr uint32_t TILE_N = P::TILE_N;
     static_assert(P::OUT_BYTES >= TILE_N * sizeof(Out), "out holds a tile");

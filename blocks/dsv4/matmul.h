@@ -40,6 +40,7 @@
 
 #include "dsv4/pipe_sync.h"
 #include "dsv4/tiling_data.h"
+#include "dsv4/vec_common.h"
 
 namespace dsv4 {
 
@@ -55,14 +56,6 @@ struct CubeTypes<true> {
     using Acc = int32_t;
 };
 
-template <typename Acc, bool HALF>
-struct OutOf {
-    using T = Acc;
-};
-template <typename Acc>
-struct OutOf<Acc, true> {
-    using T = half;
-};
 
 // C in GM: the accumulator's type, or with DEQ_SHIFT > 0 (int8 only) half, acc *
 // 2^-DEQ_SHIFT as Fixpipe DEQF16 writes it, whose QUANT_PRE is the scale's float bits (a
@@ -70,7 +63,7 @@ struct OutOf<Acc, true> {
 template <typename P>
 struct CubeOut {
     static constexpr bool HALF = P::DEQ_SHIFT > 0;
-    using T = typename OutOf<typename CubeTypes<P::INT8>::Acc, HALF>::T;
+    using T = typename Either<HALF, typename CubeTypes<P::INT8>::Acc, half>::T;
     static_assert(!HALF || (P::INT8 && P::DEQ_SHIFT <= 24 &&
                             uint64_t(P::K) * 128 * 128 <= (uint64_t(65504) << P::DEQ_SHIFT)),
                   "int8 only: |acc| <= 128 * 128 * K scaled into half's range, 2^-DEQ_SHIFT still a half");
@@ -244,7 +237,6 @@ private:
         AscendC::GlobalTensor<Out> c;
     };
 
-    __aicore__ static inline uint32_t Min(uint32_t x, uint32_t y) { return x < y ? x : y; }
     __aicore__ static inline uint32_t Pad16(uint32_t x) { return (x + 15) / 16 * 16; }
     // The item's slice reaches past the panel (never for TAIL_K == 0).
     __aicore__ static inline bool HasTail(const Item& it) { return P::TAIL_K > 0 && it.kLen > it.panelLen; }

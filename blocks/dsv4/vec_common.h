@@ -17,6 +17,16 @@ __aicore__ constexpr inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a
 __aicore__ constexpr inline uint32_t AlignUp(uint32_t a, uint32_t b) { return CeilDiv(a, b) * b; }
 __aicore__ constexpr inline uint32_t Min(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
+// Either<C, A, B>::T: B where C holds, else A (a type chosen by a knob).
+template <bool C, typename A, typename B>
+struct Either {
+    using T = A;
+};
+template <typename A, typename B>
+struct Either<true, A, B> {
+    using T = B;
+};
+
 // Whole 32-byte blocks spanned by n elements of T (n * sizeof(T) must be a multiple of 32).
 template <typename T>
 __aicore__ constexpr inline uint32_t BlocksOf(uint32_t n)

@@ -3,7 +3,8 @@
 //! against the reference's outputs.
 
 use golden::compare::compare_layer;
-use golden::io::load_case;
+use golden::io::{SavedCase, load_case};
+use golden::tensor::TensorMap;
 use golden::{self, LayerSpec};
 use std::path::PathBuf;
 
@@ -12,18 +13,33 @@ fn vectors(name: &str) -> PathBuf {
     manifest.join("../../shared/golden-vectors").join(name)
 }
 
-/// The golden on `name`'s inputs against its outputs; returns the reports (all passing).
-fn replay(name: &str) -> Vec<golden::compare::Report> {
+/// `name`'s layer (from its meta.json) and its inputs and outputs.
+fn load(name: &str) -> (LayerSpec, SavedCase) {
     let dir = vectors(name);
     let meta: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.join("meta.json")).expect("meta.json is readable"),
     )
     .expect("meta.json is JSON");
     let spec = LayerSpec::from_reference_meta(&meta).expect("meta.json describes the dims");
-    let case = load_case(&dir).expect("the reference case loads");
+    (spec, load_case(&dir).expect("the reference case loads"))
+}
 
+/// The golden on `name`'s inputs against its outputs; returns the reports (all passing).
+fn replay(name: &str) -> Vec<golden::compare::Report> {
+    let (spec, case) = load(name);
     let got = golden::run(&spec, &case.inputs).expect("the golden runs on the reference inputs");
-    let reports = compare_layer(&spec, &case.inputs, &got, &case.outputs);
+    judge(name, &spec, &case, &got)
+}
+
+/// `got` (outputs of the golden on `case`'s inputs) against `case`'s outputs; the reports,
+/// all passing.
+fn judge(
+    name: &str,
+    spec: &LayerSpec,
+    case: &SavedCase,
+    got: &TensorMap,
+) -> Vec<golden::compare::Report> {
+    let reports = compare_layer(spec, &case.inputs, got, &case.outputs);
     for r in &reports {
         println!("{}", r.detail());
     }
@@ -82,11 +98,7 @@ fn csa_small_tp1_matches_reference_outputs() {
 /// outputs are judged on the reference's choice (`run_given`), as a device's are on its own.
 #[test]
 fn csa1m_small_tp1_matches_reference_outputs() {
-    let dir = vectors("csa1m_small_tp1");
-    let meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
-    let spec = LayerSpec::from_reference_meta(&meta).unwrap();
-    let case = load_case(&dir).unwrap();
+    let (spec, case) = load("csa1m_small_tp1");
 
     // The compact top-512 (diagnostic outputs of the reference): the golden's scores at its
     // own choice lane by lane against idx_topk_scores (atol 1e-4, rtol 1/128; NEG padding),
@@ -131,14 +143,7 @@ fn csa1m_small_tp1_matches_reference_outputs() {
     assert_eq!(candidates, 262_144, "the last token scores every candidate");
 
     let got = golden::run_given(&spec, &case.inputs, want_idx).unwrap();
-    let reports = compare_layer(&spec, &case.inputs, &got, &case.outputs);
-    for r in &reports {
-        println!("{}", r.detail());
-    }
-    assert!(
-        reports.iter().all(|r| r.pass),
-        "csa1m_small_tp1: golden on the reference's choice disagrees with the reference outputs"
-    );
+    let reports = judge("csa1m_small_tp1", &spec, &case, &got);
     let outputs: Vec<&str> = reports.iter().map(|r| r.output.as_str()).collect();
     assert_eq!(outputs, CSA_OUTPUTS);
     let x_out = &reports[0];
