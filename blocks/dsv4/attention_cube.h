@@ -118,33 +118,23 @@ public:
 
     __aicore__ inline void FreeRows(AscendC::LocalTensor<bfloat16_t>& a) { aTile_.FreeTensor(a); }
 
-    // dst[HEAD_TILE, nLen] (row stride dstStride) = a · B[:, n0 : n0 + nLen], summed over k
-    // chunks. Scores (VALUES false): k = head dim in D_TILE chunks, n = union rows, B =
-    // unionᵀ (its fractals are already L0B's). Values (VALUES true): k = union rows in
-    // KV_TILE chunks, n = head dims, B = union (fractals transposed on the way to L0B).
-    template <bool VALUES, class Dst>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t n0, uint32_t nLen,
-                                  const AscendC::GlobalTensor<Dst>& dst, uint32_t dstStride)
-    {
-        constexpr uint32_t K = VALUES ? P::UNION_ROWS : P::HEAD_DIM;
-        constexpr uint32_t K_CHUNK = VALUES ? P::KV_TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K_CHUNK, UNION_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), K, n0,
-                                                                  nLen, dst, dstStride);
-    }
-
     // scores rows [row, row + HEAD_TILE) of the request's query rows = q rows · unionᵀ.
     __aicore__ inline void ScoresTile(const AscendC::GlobalTensor<bfloat16_t>& q,
                                       const AscendC::GlobalTensor<float>& scores, uint64_t row)
     {
         AscendC::LocalTensor<bfloat16_t> a = LoadRows(q[row * P::HEAD_DIM], P::HEAD_DIM);
+        // k = head dims in D_TILE chunks, n = union rows in KV_TILE tiles, B = unionᵀ (its
+        // fractals are already L0B's)
         for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
-            Matmul<false>(a, n0, Min(P::KV_TILE, P::UNION_ROWS - n0), scores[row * P::UNION_ROWS + n0],
-                          P::UNION_ROWS);
+            HeadTileMmad<P::HEAD_TILE, P::D_TILE, UNION_BLOCKS, false>(
+                aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), P::HEAD_DIM, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
+                scores[row * P::UNION_ROWS + n0], P::UNION_ROWS);
         }
         FreeRows(a);
     }
 
-    // o rows [row, row + HEAD_TILE) = probs rows · union.
+    // o rows [row, row + HEAD_TILE) = probs rows · union: k = union rows in KV_TILE chunks,
+    // n = head dims in D_TILE tiles, B = union (fractals transposed on the way to L0B).
     __aicore__ inline void ValuesTile(const AscendC::GlobalTensor<bfloat16_t>& probs, const OutRows<P>& o,
                                       uint64_t row)
     {

@@ -197,7 +197,8 @@ pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize, states: usi
 /// `dsv4/attention_cube.h`): where the window is the only source, the least `s` with
 /// `2^s >= window` (o = sum of at most `window` probabilities <= 1 times v rows, so
 /// |o * 2^-s| <= max |v|), cutting the Fixpipe's largest write and the finish's read by
-/// 3/8 at FLASH dims; 0 (o in f32) where a further source continues the softmax on it.
+/// 7/16 at FLASH dims (1152 of 2048 bytes a row); 0 (o in f32) where a further source
+/// continues the softmax on it.
 pub(super) fn o_shift(window: usize, with_further: bool) -> usize {
     if with_further {
         0
@@ -419,7 +420,7 @@ pub(super) fn finish_binds(p: &Plan) -> Vec<&'static str> {
 /// The finish kernel (`attention_finish.h`) on tiles of `head_tile` heads; with `rope.table:
 /// positions` (CSA) token t de-rotates with row `position_ids[t]` of the full `[max_positions,
 /// rope_dim]` tables (`dsv4/rope.h` RopeRow), the same on-chip buffers (the position is a
-/// scalar GM read). Its o is f32, or half scaled by 2^-`shift` ([`o_shift`]).
+/// scalar GM read). Its o rows are f32, or [`o_row`]'s scaled by 2^-`shift` ([`o_shift`]).
 fn finish(p: &Plan, head_tile: usize, shift: usize) -> Kernel {
     let m = &p.model;
     let (heads, hd, t_pad) = (m.heads, m.head_dim, p.shape.t_pad);
