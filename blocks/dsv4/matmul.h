@@ -12,7 +12,10 @@
 // Work split (chosen by generator/src/kernel_plan/gemm from the capacity, see there for the
 // GM traffic it implies): the rows split into ranges of RANGE_M, K into slices of SLICE_K,
 // N into ranges of RANGE_N. One work item = (batch, m range, n range, k slice), or with
-// CHAIN all k slices of (batch, m range, n range) one after another:
+// CHAIN all k slices of (batch, m range, n range) one after another; items are dealt over
+// the blocks back and forth (`BackAndForth`) or, with RUNS, in runs of consecutive items
+// (`Runs`) ordered with the m range innermost, so a block's items that read the same B
+// columns follow each other and the later ones find them in L2:
 //   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
 //     with TAIL_K > 0 its last TAIL_K columns (one Mmad k step) stay in L0A instead, beside
 //     the Mmad A tiles, so a panel one L1 cannot hold with the B tiles still fits on chip
@@ -83,6 +86,20 @@ struct BackAndForth {
     }
 };
 
+// Which block runs item g of a launch of `items` items, RUNS: each block a run of
+// consecutive items, the runs within one item of each other.
+struct Runs {
+    uint32_t first, end;
+
+    __aicore__ inline Runs(uint32_t block, uint32_t blocks, uint32_t items)
+        : first(static_cast<uint32_t>(uint64_t(block) * items / blocks)),
+          end(static_cast<uint32_t>(uint64_t(block + 1) * items / blocks))
+    {
+    }
+
+    __aicore__ inline bool Mine(uint32_t g) const { return g >= first && g < end; }
+};
+
 template <typename P>
 class Matmul {
     using In = typename CubeTypes<P::INT8>::In;
@@ -129,9 +146,15 @@ public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
-        const BackAndForth deal{static_cast<uint32_t>(AscendC::GetBlockIdx()),
-                                static_cast<uint32_t>(AscendC::GetBlockNum())};
-        RunOn(a, b, c, tiling, deal, 0);
+        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        if constexpr (P::RUNS) {
+            Matmul op;
+            op.Init(a, b, c, tiling);
+            op.Process(Runs(block, blocks, Items(op.m_)), 0);
+        } else {
+            RunOn(a, b, c, tiling, BackAndForth{block, blocks}, 0);
+        }
     }
 
     // Work items at `rows` runtime rows: (batch, m range, n range, k slice), the k slices
@@ -142,9 +165,11 @@ public:
                SliceItems();
     }
 
-    // The items `deal` gives this block, item i being the launch's item `before` + i.
-    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling,
-                                        const BackAndForth& deal, uint32_t before)
+    // The items `deal` (BackAndForth, or Runs with RUNS) gives this block, item i being the
+    // launch's item `before` + i.
+    template <class Deal>
+    __aicore__ static inline void RunOn(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling, const Deal& deal,
+                                        uint32_t before)
     {
         Matmul op;
         op.Init(a, b, c, tiling);
@@ -173,7 +198,8 @@ private:
     // Work items per (batch, m range, n range): one per k slice, or one for all with CHAIN.
     __aicore__ static inline uint32_t SliceItems() { return P::CHAIN ? 1 : (P::K + P::SLICE_K - 1) / P::SLICE_K; }
 
-    __aicore__ inline void Process(const BackAndForth& deal, uint32_t before)
+    template <class Deal>
+    __aicore__ inline void Process(const Deal& deal, uint32_t before)
     {
         const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
         const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
@@ -183,13 +209,22 @@ private:
             if (!deal.Mine(before + item)) {
                 continue;
             }
+            // (batch, m range, n range, slice), or with RUNS (batch, n range, slice, m range)
             uint32_t rest = item;
+            uint32_t mr = 0;
+            if constexpr (P::RUNS) {
+                mr = rest % mRanges;
+                rest /= mRanges;
+            }
             const uint32_t slice = rest % SliceItems();
             rest /= SliceItems();
             const uint32_t nr = rest % nRanges;
             rest /= nRanges;
-            const uint32_t mr = rest % mRanges;
-            const uint32_t batch = rest / mRanges;
+            if constexpr (!P::RUNS) {
+                mr = rest % mRanges;
+                rest /= mRanges;
+            }
+            const uint32_t batch = rest;
             const uint32_t kEnd = P::CHAIN ? kSlices : slice + 1;
             for (uint32_t ks = P::CHAIN ? 0 : slice; ks < kEnd; ++ks) {
                 Slice(batch, mr, nr, ks);

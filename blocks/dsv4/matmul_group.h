@@ -1,9 +1,11 @@
 // Several matmuls that share their A operand (the projections of one input) in one
 // launch: each part's work items are exactly those its own Matmul launch would run
 // (dsv4/matmul.h), one sequence over the parts in order (part i's item j is item j plus
-// the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, so
-// a part of few items shares its cores with the others instead of holding some alone, and
-// A rows are read by every item as before. The plan lists the parts with the heaviest
+// the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, or
+// in `Runs` where the parts' RUNS say so (all alike: each part's items then have the row
+// range innermost, so a block's row ranges of one B slice follow each other), so a part
+// of few items shares its cores with the others instead of holding some alone, and A rows
+// are read by every item as before. The plan lists the parts with the heaviest
 // items first. A block runs its items of each part in part order, each part on a TPipe of
 // its own (destroyed, and so every pipe drained, before the next part's is made); a part
 // with no item on the block is not set up. Arguments: A, then B and C of each part in
@@ -68,15 +70,33 @@ private:
     {
         using P0 = typename FirstOf<Ps...>::Type;
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
-        const BackAndForth deal{static_cast<uint32_t>(AscendC::GetBlockIdx()),
-                                static_cast<uint32_t>(AscendC::GetBlockNum())};
-        Each<0, Ps...>(deal, rows, 0, a, addr, tiling);
+        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        if constexpr (P0::RUNS) {
+            Each<0, Ps...>(Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, a, addr, tiling);
+        } else {
+            Each<0, Ps...>(BackAndForth{block, blocks}, rows, 0, a, addr, tiling);
+        }
+    }
+
+    // The items of the cube parts among P, More... at `rows` rows.
+    template <typename P, typename... More>
+    __aicore__ static inline uint32_t CubeItems(uint32_t rows)
+    {
+        uint32_t items = 0;
+        if constexpr (!IsVectorPart<P>::VALUE) {
+            items = Matmul<P>::Items(rows);
+        }
+        if constexpr (sizeof...(More) > 0) {
+            items += CubeItems<More...>(rows);
+        }
+        return items;
     }
 
     // Cube part I, whose first item follows the `before` items of the parts ahead of it.
-    template <uint32_t I, typename P, typename... More>
-    __aicore__ static inline void Each(const BackAndForth& deal, uint32_t rows, uint32_t before, GM_ADDR a,
-                                       GM_ADDR* addr, GM_ADDR tiling)
+    template <uint32_t I, typename P, typename... More, class Deal>
+    __aicore__ static inline void Each(const Deal& deal, uint32_t rows, uint32_t before, GM_ADDR a, GM_ADDR* addr,
+                                       GM_ADDR tiling)
     {
         if constexpr (!IsVectorPart<P>::VALUE) {
             using P0 = typename FirstOf<Ps...>::Type;
@@ -84,6 +104,7 @@ private:
                               P::GROUP_ROWS == P0::GROUP_ROWS && P::ROWS_PER_TOKEN == P0::ROWS_PER_TOKEN &&
                               P::BATCH == 1,
                           "the parts share one A");
+            static_assert(P::RUNS == P0::RUNS, "the parts are dealt alike");
             static_assert(I < CUBE_PARTS, "vector parts follow the cube parts");
             const uint32_t items = Matmul<P>::Items(rows);
             bool mine = false;

@@ -110,8 +110,8 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_window_softmax_h32_d512_w128_s8_ht16_oh7", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom"] },
     Kernel { name: "attn_window_values_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
     Kernel { name: "attn_finish_h32_d512_r64_hpg16_tpad128_ht16_oh7", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1664x128_bufs2x2_parts_r128", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "k_slice_sum_n256_s5_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
+    Kernel { name: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1408x128_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "k_slice_sum_n256_s6_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g2_r128_k256_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g2_r128_n2048_c2048_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
@@ -137,8 +137,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_h32_d512_w128_s8_ht16_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_scores", "swa_indices", "swa_lens", "attn_sink", "attn_probs", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "swa_indices", "swa_lens", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h32_d512_r64_hpg16_tpad128_ht16_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1664x128_bufs2x2_parts_r128", cores: plan::Cores::Aic, block_dim: 20, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n256_s5_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_o_latent", "o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1408x128_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n256_s6_r128_b2_s32768_grouprows", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_o_latent", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k256_t8", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_n2048_c2048_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
@@ -172,7 +172,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(2), Const(128), Const(256)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(2), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(2), Const(128), Const(2048)], dtype: I32, dir: Out, placement: PerRank },
-    TensorDecl { name: "k_partials_o_latent", shape: &[Const(327680)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(393216)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

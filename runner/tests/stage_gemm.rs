@@ -3,7 +3,8 @@
 //! - building-block cases rendered through the real kernel template with chosen splits:
 //!   both B layouts, bf16 and int8, batches with strides, leading dimensions wider than
 //!   the matrices, row ranges, bf16 k slices summed in order (whole rows and row pieces
-//!   per copy) or chained on each core (the same C bit for bit), ragged slices and N
+//!   per copy) or chained on each core (the same C bit for bit), items dealt back and
+//!   forth or in runs per block, ragged slices and N
 //!   ranges, panels whose last columns stay in L0A (a tail), with and without a tail per
 //!   slice; A tiles as deep as the B tile's k or tall ones of part of it; two to four B
 //!   tiles in flight and one or two C strips; several rows per
@@ -73,6 +74,9 @@ struct Case {
     /// bf16 k slices chained on each core (the first writes C, the later ones add to it
     /// in order) instead of summed by a launch after.
     chain: bool,
+    /// Items dealt in runs of consecutive ones per block, the row range innermost,
+    /// instead of back and forth.
+    runs: bool,
     /// int8: C written as half · 2^-deq_shift(K) (`Matmul::c_half`) instead of i32.
     c_half: bool,
 }
@@ -158,6 +162,7 @@ impl Case {
             },
             b_buffers: self.buffers[0],
             c_buffers: self.buffers[1],
+            runs: self.runs,
         };
         Kernel {
             name: format!("test_mm_{}", self.name),
@@ -191,6 +196,7 @@ impl Case {
                 ("B_L1_BUFFERS", u(self.buffers[0])),
                 ("C_STRIP_BUFFERS", u(self.buffers[1])),
                 ("CHAIN", Value::Bool(self.chained())),
+                ("RUNS", Value::Bool(self.runs)),
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
@@ -268,6 +274,7 @@ const I8_KN_WIDE_LDB: Case = Case {
     tail: 0,
     buffers: [2, 1],
     chain: false,
+    runs: false,
     c_half: false,
 };
 
@@ -292,6 +299,7 @@ const BF16_KN_SPLIT: Case = Case {
     tail: 0,
     buffers: [4, 2],
     chain: false,
+    runs: false,
     c_half: false,
 };
 
@@ -316,6 +324,7 @@ const I8_NK_TAIL: Case = Case {
     tail: 64,
     buffers: [2, 1],
     chain: false,
+    runs: false,
     c_half: true,
 };
 
@@ -325,6 +334,19 @@ const CASES: &[Case] = &[
     Case {
         name: "bf16_kn_chain",
         chain: true,
+        ..BF16_KN_SPLIT
+    },
+    // The same dealt in runs: 12 items, four per block, the two row ranges of a B slice
+    // one after the other; and chained (6 items, two per block).
+    Case {
+        name: "bf16_kn_split_runs",
+        runs: true,
+        ..BF16_KN_SPLIT
+    },
+    Case {
+        name: "bf16_kn_chain_runs",
+        chain: true,
+        runs: true,
         ..BF16_KN_SPLIT
     },
     // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
@@ -347,6 +369,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: false,
     },
     // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix;
@@ -370,6 +393,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: true,
     },
     // int8, B [N, K], two batches.
@@ -392,6 +416,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: false,
     },
     // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 until
@@ -415,6 +440,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: true,
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
@@ -478,6 +504,7 @@ const CASES: &[Case] = &[
         tail: 64,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: false,
     },
     // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
@@ -502,6 +529,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: false,
     },
     // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
@@ -525,6 +553,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
+        runs: false,
         c_half: false,
     },
     // int8, B [K, N], 6 rows per token: M = 6t rows (72 at capacity: ranges of 48 and
@@ -548,6 +577,30 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [3, 2],
         chain: false,
+        runs: false,
+        c_half: true,
+    },
+    // The same dealt in runs: a block's run takes a column range's row ranges in turn.
+    Case {
+        name: "i8_kn_token_rows_runs",
+        int8: true,
+        b_nk: false,
+        per_token: 6,
+        max_rows: 72,
+        n: 64,
+        k: 256,
+        batch: 1,
+        lda: 256,
+        ldb: 64,
+        ldc: 64,
+        strides: [0, 0, 0],
+        tile: [32, 64, 64],
+        a_k: 64,
+        split: [48, 256, 64],
+        tail: 0,
+        buffers: [3, 2],
+        chain: false,
+        runs: true,
         c_half: true,
     },
 ];
@@ -1068,6 +1121,7 @@ fn planned_qkv_matmuls_match_the_reference() {
                 tail: param(k, "TAIL_K"),
                 buffers: [param(k, "B_L1_BUFFERS"), param(k, "C_STRIP_BUFFERS")],
                 chain: param(k, "CHAIN") == 1,
+                runs: param(k, "RUNS") == 1,
                 c_half: param(k, "DEQ_SHIFT") > 0,
             };
             products.push(Product { case, launches });
@@ -1108,6 +1162,114 @@ fn planned_qkv_matmuls_match_the_reference() {
                     stats.gm_bytes() as f64 / stats.gm_distinct_bytes() as f64
                 );
             }
+        }
+    }
+}
+
+/// Two products of one A as one `matmul_group.h` launch whose parts deal their items in
+/// runs (each part's row ranges innermost, consecutive items per block; 12 + 6 items on 3
+/// blocks): each part's C against the reference, the split-K part's slice sum after the
+/// group, at capacity and capacity − 8.
+#[test]
+fn a_group_dealt_in_runs_matches_the_reference() {
+    let parts = [
+        // two row ranges × three k slices apart × two N ranges
+        Case {
+            name: "group_runs0",
+            runs: true,
+            ..BF16_KN_SPLIT
+        },
+        // three row ranges × one slice × two N ranges, of the same A
+        Case {
+            name: "group_runs1",
+            n: 64,
+            ldb: 64,
+            ldc: 64,
+            tile: [32, 32, 64],
+            split: [32, 320, 32],
+            buffers: [2, 1],
+            runs: true,
+            ..BF16_KN_SPLIT
+        },
+    ];
+    assert!(parts[0].partials() && !parts[1].partials());
+    let group = Kernel {
+        name: "test_mm_group_runs".into(),
+        doc: "two matmuls of one A dealt in runs".into(),
+        block: "matmul_group.h",
+        class: "MatmulGroup",
+        cores: Cores::Aic,
+        params: Vec::new(),
+        args: vec!["a", "b0", "c0", "b1", "c1"],
+        buffers: Vec::new(),
+        parts: parts.iter().map(Case::kernel).collect(),
+    };
+    let (sources, kernels) = render(vec![group, parts[0].sum_kernel()]);
+    let products: Vec<Product> = parts
+        .iter()
+        .map(|c| Product {
+            case: *c,
+            launches: Launches {
+                matmul: ("test_mm_group_runs", 3),
+                sum: c
+                    .partials()
+                    .then(|| (c.sum_kernel().name.leak() as &'static str, 3)),
+            },
+        })
+        .collect();
+    // the products' buffers, then one stage: the group launch and the slice sum
+    let base = products_plan(&products, kernels);
+    let stage = parts[0].name;
+    let launch = |kernel: &'static str, cores: Cores, args: Vec<&'static str>| {
+        Step::Launch(Launch {
+            stage,
+            kernel,
+            cores,
+            block_dim: 3,
+            args: args.leak(),
+            also: &[],
+        })
+    };
+    let steps = vec![
+        launch(
+            "test_mm_group_runs",
+            Cores::Aic,
+            vec![
+                "group_runs0.a",
+                "group_runs0.b",
+                "group_runs0.parts",
+                "group_runs1.b",
+                "group_runs1.c",
+            ],
+        ),
+        launch(
+            products[0].launches.sum.expect("a slice sum").0,
+            Cores::Aiv,
+            vec!["group_runs0.parts", "group_runs0.c"],
+        ),
+    ];
+    let plan: &'static VariantPlan = Box::leak(Box::new(VariantPlan {
+        steps: steps.leak(),
+        ..*base
+    }));
+    let rt = prepare(plan, &sources, &[stage]);
+    let c0 = &parts[0];
+    for t in [c0.max_tokens(), c0.max_tokens() - 8] {
+        let rows = c0.rows(t);
+        let (a, b0) = operands(c0, rows, 601);
+        let (_, b1) = operands(&parts[1], rows, 602);
+        let mut given = TensorMap::new();
+        given.insert(String::from("group_runs0.a"), input(c0, &a));
+        for (c, b) in parts.iter().zip([&b0, &b1]) {
+            given.insert(format!("{}.b", c.name), input(c, b));
+        }
+        let tiling = support::tiling(&[("t", t), ("group_t", t)]);
+        let out = rt
+            .run_stages(&given, &tiling)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (c, b) in parts.iter().zip([&b0, &b1]) {
+            let got = out.tensors.get(&format!("{}.c", c.name)).unwrap();
+            check_c(c.name, c, got, &[reference(c, &a, b, 0, rows)], rows);
         }
     }
 }

@@ -282,6 +282,7 @@ mod tests {
                 ("LDA", Value::U32(k)),
                 ("SLICE_K", Value::U32(slice_k)),
                 ("CHAIN", Value::Bool(false)),
+                ("RUNS", Value::Bool(false)),
                 ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::kernels::{kernel as cube_kernel, vector};
 use super::matmul::{BLayout, Matmul, Operands, Rows};
 use super::share;
-use super::split::{KSum, Split, Tiles, respread};
+use super::split::{KSum, Split, Tiles, group_runs, respread};
 use crate::chip::Chip;
 use crate::kernel_plan::{Cores, Kernel, MatmulOrigin, Value};
 
@@ -67,6 +67,7 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         },
         b_buffers: p("B_L1_BUFFERS"),
         c_buffers: p("C_STRIP_BUFFERS"),
+        runs: p("RUNS") == 1,
     };
     (mm, split, origin.tiles)
 }
@@ -125,6 +126,8 @@ pub(crate) fn kernel(parts: &[&Kernel], origins: Option<&[&MatmulOrigin]>, chip:
                 let own: Vec<(Matmul, Split)> =
                     ps.iter().map(|(m, s, _)| (m.clone(), *s)).collect();
                 let splits = respread(&own, chip);
+                let products: Vec<Matmul> = own.iter().map(|(m, _)| m.clone()).collect();
+                let splits = group_runs(&products, &splits, chip);
                 own.iter()
                     .zip(&splits)
                     .map(|((mm, _), s)| cube_kernel(mm, s))

@@ -62,10 +62,13 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         KSum::Partials => name.push_str(&format!("_parts_r{}", mm.max_rows)),
         KSum::Chained => name.push_str("_chain"),
     }
+    if split.runs {
+        name.push_str("_runs");
+    }
     Kernel {
         name,
         doc: format!(
-            "{} matmul C[M, {}] = A[M, {}] · B ({layout}), A panels of {} rows × {} k{}, N ranges of {}{}",
+            "{} matmul C[M, {}] = A[M, {}] · B ({layout}), A panels of {} rows × {} k{}, N ranges of {}{}{}",
             mm.operands.name(),
             mm.n,
             mm.k,
@@ -81,6 +84,11 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 KSum::Whole => "",
                 KSum::Partials => ", k slices' partial products apart",
                 KSum::Chained => ", k slices added in order on one core",
+            },
+            if split.runs {
+                ", items in runs per core"
+            } else {
+                ""
             }
         ),
         block: "matmul.h",
@@ -103,6 +111,7 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 ("B_L1_BUFFERS", u(split.b_buffers)),
                 ("C_STRIP_BUFFERS", u(split.c_buffers)),
                 ("CHAIN", Value::Bool(split.sum == KSum::Chained)),
+                ("RUNS", Value::Bool(split.runs)),
                 (
                     "SLICE_STRIDE_C",
                     u(match split.sum {

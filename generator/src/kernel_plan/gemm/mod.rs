@@ -25,8 +25,8 @@
 //! bits with neither workspace nor second launch; but an item then holds all of K, so
 //! fewer items spread over the cores and A is read once per narrower N range. The
 //! planner chains where the busiest core moves no more bytes that way (the slice sum's
-//! reads counted on the vector cores: FLASH `wo_a` at TP 2 chains, at TP 1 it stays
-//! apart). The Mmad tiles are the stage's spec tiles or, when that moves fewer bytes,
+//! reads counted on the vector cores: FLASH `wo_a`'s covering at TP 2 chains, at TP 1
+//! it stays apart; launched alone, both give way to runs, below). The Mmad tiles are the stage's spec tiles or, when that moves fewer bytes,
 //! some of m, n, k halved: narrower B tiles leave more L1 to the panel, narrower A tiles
 //! more L0A to its tail, narrower columns a taller strip.
 //! Among tiles of equal traffic a deeper one (half the rows, twice the k) comes first:
@@ -43,6 +43,16 @@
 //! 1.6 TB/s), so the count is the one whose busiest core moves the fewest bytes, each
 //! range reading A once more (FLASH `wq_a` at 512 tokens: 8 items of 3.7 MB on 8 cores →
 //! 24 of 1.6 MB on every core, 1.40× → 1.80× its minimum, 222 → 96 µs modeled).
+//! A product launched alone (no group deals its items with other products') whose
+//! vector cores take no share may instead deal its items in runs of consecutive ones per
+//! core, the row range innermost, so a core's row ranges of one B slice follow each other
+//! and all but the first read that B from L2 ([`Split::runs`]). The planner then times the
+//! coverings as the model would ([`split::with_runs`]: each core's GM loads, L2 hits and
+//! stores at hicann/ge's per-core rates, and all cores' GM traffic at the rate of that
+//! many cores) and takes the quickest when it beats the split above (FLASH `wo_a` at TP
+//! 1: 64 items of 256 rows × 1024 k dealt back and forth left 16 cores three, each B
+//! slice's first reader paying for GM; 72 items of 176 rows × 1376 k are three per core,
+//! one B slice's row ranges in turn: wo_a and its quantisation 414 + 47 → 339 + 36 µs).
 //!
 //! The least traffic of a covering. C accumulates only in L0C and A, B reach the cube only
 //! through L1, so an item holding R rows × S k-columns of A on chip (R·S·bytes ≤ L1 + L0A
@@ -78,7 +88,7 @@ use abi::DType;
 
 use super::{Builder, Kernel, MatmulOrigin};
 use kernels::{kernel, shared, slice_sum};
-use split::{Room, plan_split, unfit};
+use split::{Room, plan_split, unfit, with_runs};
 
 /// Launches `mm` with args `[a, b, c]` (tensor or workspace names) on the stage's spec
 /// tiles `[m, n, k]`, with its slice sum when K is split apart. Returns the split,
@@ -125,6 +135,24 @@ fn launch_with(
         ));
         return None;
     };
+    // Alone, the vector cores may take a share of the columns; or else (no group to deal
+    // with) its items may run in runs per core.
+    let vector_share = match split.sum {
+        KSum::Whole | KSum::Chained if alone => share::plan(mm, tiles, &split, chip),
+        _ => None,
+    };
+    if let Some((cube, cube_split, share)) = vector_share {
+        b.launch(
+            shared(mm, &cube, &cube_split, share),
+            cores as u32,
+            &[a, w, c],
+        );
+        return Some(split);
+    }
+    let split = match alone {
+        true => with_runs(split, mm, &room, spec, chip),
+        false => split,
+    };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     // A cube kernel the fusion pass may group: launched with its product's origin kept, so
     // the group can plan it again (`group::kernel`).
@@ -137,16 +165,7 @@ fn launch_with(
         b.launch(kernel, cube_blocks, &[a, w, out]);
     };
     match split.sum {
-        KSum::Whole | KSum::Chained => {
-            match share::plan(mm, tiles, &split, chip).filter(|_| alone) {
-                Some((cube, cube_split, share)) => b.launch(
-                    shared(mm, &cube, &cube_split, share),
-                    cores as u32,
-                    &[a, w, c],
-                ),
-                None => groupable(b, kernel(mm, &split), c),
-            }
-        }
+        KSum::Whole | KSum::Chained => groupable(b, kernel(mm, &split), c),
         KSum::Partials => {
             // The partials are dense: [slice][batch][row capacity][N].
             let parts = Matmul {

@@ -1,6 +1,7 @@
 //! The Mmad tiles and the work split of a product: what fits on chip ([`Room`]), the tile
-//! candidates, how K slices combine ([`KSum`]), the least-traffic split ([`plan_split`])
-//! and what this kernel cannot run ([`unfit`]).
+//! candidates, how K slices combine ([`KSum`]), the least-traffic split ([`plan_split`]),
+//! the launch's modeled time ([`launch_cycles`]) and the runs it picks by it
+//! ([`with_runs`], [`group_runs`]), and what this kernel cannot run ([`unfit`]).
 
 use abi::DType;
 
@@ -191,6 +192,10 @@ pub struct Split {
     /// Fixpipe the next strip's Mmads.
     pub b_buffers: usize,
     pub c_buffers: usize,
+    /// The items dealt in runs of consecutive ones per core, the row range innermost
+    /// (`Runs` in `dsv4/matmul.h`), rather than back and forth: a core's items that read
+    /// the same B columns follow each other, so all but the first find them in L2.
+    pub runs: bool,
 }
 
 impl Split {
@@ -242,6 +247,11 @@ impl Split {
         }
     }
 
+    /// Modeled cycles of the product's launch at `rows` rows ([`launch_cycles`]).
+    fn cycles(&self, mm: &Matmul, rows: usize, chip: &Chip) -> f64 {
+        launch_cycles(&[(mm, *self)], rows, chip)
+    }
+
     /// Bytes the busiest of `chip`'s cores moves: the cube cores' items dealt evenly,
     /// and a slice sum's partials read and C written, spread over the vector cores.
     fn busiest_bytes(&self, mm: &Matmul, chip: &Chip) -> usize {
@@ -255,6 +265,218 @@ impl Split {
         };
         cube + sum
     }
+}
+
+/// Modeled cycles of one launch of `parts` (one product, or a group's products of one A
+/// whose items are one sequence, dealt alike) at `rows` rows: the busiest cube core's
+/// items as the splits deal them (A from L2, where the launch before that wrote it left it;
+/// the B columns the core has not read yet from GM, the ones it has from L2; C or its
+/// partials stored; loads and stores
+/// overlapping), or the time all cores' GM loads and stores take at the fit's rate for
+/// that many cores where longer; then the slice sums' on the vector cores (the partials
+/// read from L2, C stored).
+pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip) -> f64 {
+    let runs = parts[0].1.runs;
+    let count = |rows: usize| -> usize { parts.iter().map(|(mm, s)| s.items(mm, rows)).sum() };
+    let items = count(rows);
+    let blocks = chip.aic_cores.min(count(parts[0].0.max_rows)).max(1);
+    // the block whose run holds item g (runs [b·items/blocks, (b+1)·items/blocks)), or the
+    // back-and-forth deal's
+    let dealt = |g: usize| match runs {
+        true => ((g + 1) * blocks - 1) / items,
+        false => {
+            let (round, at) = (g / blocks, g % blocks);
+            if round % 2 == 0 { at } else { blocks - 1 - at }
+        }
+    };
+    // per core: GM loads, L2 hits, stores (bytes), items, the B slices read
+    let mut cores = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64, Vec::new()); blocks];
+    let mut g = 0;
+    let mut sum = 0.0;
+    for (part, (mm, split)) in parts.iter().enumerate() {
+        let e = mm.operands.bytes();
+        let (m_ranges, n_ranges) = (rows.div_ceil(split.range_m), mm.n.div_ceil(split.range_n));
+        let slices = mm.k.div_ceil(split.slice_k);
+        let per_item = split.slices_per_item(mm);
+        for item in 0..split.items(mm, rows) {
+            // the kernel's order: (batch, m range, n range, slice), with runs (batch, n
+            // range, slice, m range)
+            let mut rest = item;
+            let mut mr = 0;
+            if split.runs {
+                mr = rest % m_ranges;
+                rest /= m_ranges;
+            }
+            let slice = rest % (slices / per_item);
+            rest /= slices / per_item;
+            let nr = rest % n_ranges;
+            rest /= n_ranges;
+            if !split.runs {
+                mr = rest % m_ranges;
+                rest /= m_ranges;
+            }
+            let m_len = split.range_m.min(rows - mr * split.range_m);
+            let n_len = split.range_n.min(mm.n - nr * split.range_n);
+            let k_len = match split.sum {
+                KSum::Chained => mm.k,
+                _ => split.slice_k.min(mm.k - slice * split.slice_k),
+            };
+            let (gm, l2, stored, count, seen) = &mut cores[dealt(g)];
+            g += 1;
+            *count += 1.0;
+            *l2 += (m_len * k_len * e) as f64;
+            let b = (n_len * k_len * e) as f64;
+            if seen.contains(&(part, rest, nr, slice)) {
+                *l2 += b;
+            } else {
+                *gm += b;
+                seen.push((part, rest, nr, slice));
+            }
+            *stored += (m_len * n_len * mm.c_bytes() * per_item) as f64;
+        }
+        if split.sum == KSum::Partials {
+            let aiv = chip.aiv_cores.min(mm.batch * rows / 8).max(1);
+            let c = (mm.batch * rows * mm.n * 4 / aiv) as f64;
+            sum += slices as f64 * c / dma::l2(aiv, chip) + c / dma::store(aiv);
+        }
+    }
+    let busiest = cores
+        .iter()
+        .map(|(gm, l2, stored, count, _)| {
+            let loads = gm / dma::load(blocks) + l2 / dma::l2(blocks, chip);
+            count * dma::GM_READ_LATENCY + loads.max(stored / dma::store(blocks))
+        })
+        .fold(0.0, f64::max);
+    // the cores' GM loads and stores together at most what the fit gives all of them
+    let hbm: f64 = cores.iter().map(|(gm, _, stored, _, _)| gm + stored).sum();
+    busiest.max(hbm / (blocks as f64 * dma::load(blocks))) + sum
+}
+
+/// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
+/// the model times the launch quicker that way at the row capacity and no slower at a few
+/// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
+/// other. Runs take consecutive items, so items of like sizes share the cores evenly: the
+/// parts take the one N range width that times the launch quickest, then each part in turn
+/// the range count that does given the others' (passes repeated while one helps).
+pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> Vec<Split> {
+    let dealt = |runs| -> Vec<Split> { splits.iter().map(|s| Split { runs, ..*s }).collect() };
+    let (apart, mut runs) = (dealt(false), dealt(true));
+    let cycles = |splits: &[Split], rows: usize| {
+        let parts: Vec<(&Matmul, Split)> = products.iter().zip(splits.iter().copied()).collect();
+        launch_cycles(&parts, rows, chip)
+    };
+    let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
+    let few_apart = cycles(&apart, few);
+    let mut least = cycles(&runs, rows);
+    // first every part in N ranges of one width (items of like sizes: the parts share K)
+    let widest = products.iter().map(|mm| mm.n).max().unwrap_or(0);
+    for width in (16..=widest).step_by(16) {
+        let tried: Vec<Split> = (products.iter().zip(&runs))
+            .map(|(mm, s)| Split {
+                range_n: width.min(mm.n).next_multiple_of(s.tiles.n),
+                ..*s
+            })
+            .collect();
+        let c = cycles(&tried, rows);
+        if c < least && cycles(&tried, few) <= few_apart {
+            (least, runs) = (c, tried);
+        }
+    }
+    loop {
+        let mut better = false;
+        for (i, mm) in products.iter().enumerate() {
+            let tn = runs[i].tiles.n;
+            let n_tiles = mm.n.div_ceil(tn);
+            for ranges in 1..=n_tiles {
+                let mut tried = runs.clone();
+                tried[i].range_n = n_tiles.div_ceil(ranges) * tn;
+                let c = cycles(&tried, rows);
+                if c < least && cycles(&tried, few) <= few_apart {
+                    (least, runs, better) = (c, tried, true);
+                }
+            }
+        }
+        if !better {
+            break;
+        }
+    }
+    if least < cycles(&apart, rows) && cycles(&runs, few) <= few_apart {
+        runs
+    } else {
+        apart
+    }
+}
+
+/// Per-core DMA rates, bytes per cycle, while `cores` cores move data at once, as
+/// hicann/ge's fits give them (the sim's timing model, harness/sim/timing.h, takes the same):
+/// a GM load `a + b / cores` ("Load": a 9.9074, b 15.896), an L2 hit at one core's rate
+/// `a + b` but the cores' hits together at most 1.6 TB/s (an assumption: no public
+/// figure), a GM store `a + b / cores` ("Store": a 9.96, b 3.79); and the cycles a GM read
+/// takes to arrive (hicann/pypto's rGmLatency), which an item's A panel waits for.
+mod dma {
+    use crate::chip::Chip;
+
+    pub const GM_READ_LATENCY: f64 = 1400.0;
+
+    const LOAD: (f64, f64) = (9.9074, 15.896);
+    const STORE: (f64, f64) = (9.96, 3.79);
+    const L2_BYTES_PER_S: f64 = 1.6e12;
+
+    pub fn load(cores: usize) -> f64 {
+        LOAD.0 + LOAD.1 / cores as f64
+    }
+
+    pub fn l2(cores: usize, chip: &Chip) -> f64 {
+        let all = L2_BYTES_PER_S / (f64::from(chip.clock_mhz) * 1e6);
+        (LOAD.0 + LOAD.1).min(all / cores as f64)
+    }
+
+    pub fn store(cores: usize) -> f64 {
+        STORE.0 + STORE.1 / cores as f64
+    }
+}
+
+/// `split` (dealt back and forth), or the covering dealt in runs that the model times
+/// shorter at the row capacity ([`Split::cycles`]) and no longer at a few rows: over the
+/// spec's tile candidates, up to 8 row ranges, the fewest k slices that fit and up to 4
+/// more (apart or chained), and 1 to 4 column ranges. Runs let the row ranges of one B
+/// slice share a core, which reads that B from GM once and from L2 after; more slices or
+/// column ranges even out the items per core (FLASH `wo_a` at TP 1: 64 items of one
+/// 1024-k slice on 24 cores left 16 cores three and their B loads to whichever core came
+/// first).
+pub(super) fn with_runs(split: Split, mm: &Matmul, room: &Room, spec: Tiles, chip: &Chip) -> Split {
+    let (rows, few) = (mm.max_rows, mm.max_rows.min(16));
+    let cycles = |s: &Split| (s.cycles(mm, rows, chip), s.cycles(mm, few, chip));
+    let mut best = (cycles(&split), split);
+    for t in spec.candidates(mm, room) {
+        for parts in 1..=rows.div_ceil(16).min(8) {
+            let Some(least) = cover(mm, room, t, parts, None) else {
+                continue;
+            };
+            let fewest = mm.k.div_ceil(least.slice_k);
+            for slices in fewest..=fewest + 4 {
+                let Some(covering) = cover(mm, room, t, parts, Some(slices)) else {
+                    continue;
+                };
+                let shape = shaped(
+                    Split {
+                        runs: true,
+                        ..covering
+                    },
+                    mm,
+                    room,
+                );
+                for n_parts in 1..=mm.n.div_ceil(shape.tiles.n).min(4) {
+                    let s = in_ranges(shape, mm, room, n_parts);
+                    let c = cycles(&s);
+                    if c.0 < best.0.0 && c.1 <= (best.0).1.max(cycles(&split).1) {
+                        best = (c, s);
+                    }
+                }
+            }
+        }
+    }
+    best.1
 }
 
 /// GM bytes of the product at `rows` rows, its zero fill or slice sum included:
@@ -311,55 +533,69 @@ pub(super) fn plan_split(mm: &Matmul, room: &Room, spec: Tiles, chip: &Chip) -> 
 fn plan_covering(mm: &Matmul, room: &Room, spec: Tiles) -> Option<Split> {
     let rows = mm.max_rows;
     let (_, b, c) = sizes(mm, rows);
-    let e = mm.operands.bytes();
-    let c0 = 32 / e;
     let mut best: Option<(usize, Split)> = None;
     for t in spec.candidates(mm, room) {
-        let strip_rows = room.l0c / (t.m * t.n * 4) * t.m;
-        let panel_bytes = room.l1.saturating_sub(2 * t.k * t.n * e);
-        let tail_bytes = room.l0a.saturating_sub(2 * t.m * t.k * e);
         for parts in 1..=rows.div_ceil(16) {
-            let range_m = rows.div_ceil(parts).next_multiple_of(16);
-            if range_m > strip_rows {
+            let Some(split) = cover(mm, room, t, parts, None) else {
                 continue;
-            }
-            let panel_k = panel_bytes / (range_m * e) / c0 * c0;
-            if panel_k == 0 {
-                continue;
-            }
-            // One Mmad k step at most, and no more than the panel's buffer can stage.
-            let tail_k = (tail_bytes / (range_m * e) / c0 * c0).min(t.k).min(panel_k);
-            let fit = panel_k + tail_k;
-            let slices = mm.k.div_ceil(fit);
-            if slices > 1 && mm.operands == Operands::I8 {
-                continue;
-            }
-            // Even slices, in whole k tiles where that still fits: no more room than needed.
-            let even = mm.k.div_ceil(slices);
-            let slice_k = [even.next_multiple_of(t.k), even.next_multiple_of(c0)]
-                .into_iter()
-                .find(|&k| k <= fit)
-                .unwrap_or(fit)
-                .min(mm.k);
-            let sum = KSum::of(slices);
-            let cost = b * rows.div_ceil(range_m) + sum.c_bytes(c, slices);
-            let split = Split {
-                tiles: t,
-                range_m,
-                slice_k,
-                range_n: mm.n,
-                tail_k: slice_k.saturating_sub(panel_k),
-                a_k: t.k,
-                sum,
-                b_buffers: 2,
-                c_buffers: 1,
             };
+            let slices = mm.k.div_ceil(split.slice_k);
+            let cost = b * rows.div_ceil(split.range_m) + split.sum.c_bytes(c, slices);
             if best.is_none_or(|(least, _)| cost < least) {
                 best = Some((cost, split));
             }
         }
     }
-    let (_, mut split) = best?;
+    best.map(|(_, split)| shaped(split, mm, room))
+}
+
+/// Tiles `t` over the row capacity in `parts` ranges and K in `slices` slices (None: the
+/// fewest the panel, beside the B tiles in L1, and its tail in L0A hold), one column
+/// range, the slices apart when more than one; None where a range's C strip does not fit
+/// L0C, the panel holds no k block, int8 would need slices, or K does not cut into
+/// `slices`.
+fn cover(mm: &Matmul, room: &Room, t: Tiles, parts: usize, slices: Option<usize>) -> Option<Split> {
+    let e = mm.operands.bytes();
+    let c0 = 32 / e;
+    let strip_rows = room.l0c / (t.m * t.n * 4) * t.m;
+    let range_m = mm.max_rows.div_ceil(parts).next_multiple_of(16);
+    let panel_bytes = room.l1.saturating_sub(2 * t.k * t.n * e);
+    let tail_bytes = room.l0a.saturating_sub(2 * t.m * t.k * e);
+    let panel_k = panel_bytes / (range_m * e) / c0 * c0;
+    if range_m > strip_rows || panel_k == 0 {
+        return None;
+    }
+    // One Mmad k step at most, and no more than the panel's buffer can stage.
+    let tail_k = (tail_bytes / (range_m * e) / c0 * c0).min(t.k).min(panel_k);
+    let fit = panel_k + tail_k;
+    let slices = slices.unwrap_or(mm.k.div_ceil(fit));
+    if slices > 1 && mm.operands == Operands::I8 {
+        return None;
+    }
+    // Even slices, in whole k tiles where that still fits: no more room than needed.
+    let even = mm.k.div_ceil(slices);
+    let slice_k = [even.next_multiple_of(t.k), even.next_multiple_of(c0)]
+        .into_iter()
+        .find(|&k| k <= fit)?
+        .min(mm.k);
+    (mm.k.div_ceil(slice_k) == slices).then_some(Split {
+        tiles: t,
+        range_m,
+        slice_k,
+        range_n: mm.n,
+        tail_k: slice_k.saturating_sub(panel_k),
+        a_k: t.k,
+        sum: KSum::of(slices),
+        b_buffers: 2,
+        c_buffers: 1,
+        runs: false,
+    })
+}
+
+/// `split`'s tiles shaped for its ranges: two C strips where narrower columns make room,
+/// deeper tiles where that frees L1, then the A tiles that load in the fewest calls.
+fn shaped(mut split: Split, mm: &Matmul, room: &Room) -> Split {
+    let e = mm.operands.bytes();
     // Two C strips let a strip's Fixpipe run under the next strip's Mmads: narrower column
     // tiles where one strip of the range's rows fills L0C (the traffic stays the same; a
     // strip L0C cannot hold at all is the budget check's to refuse).
@@ -383,11 +619,9 @@ fn plan_covering(mm: &Matmul, room: &Room, spec: Tiles) -> Option<Split> {
     // their Mmads take k in steps), as often as the C strip and the range allow: the ones
     // loading A in the fewest LoadData calls.
     let taller = std::iter::successors(Some(split), |s| s.taller(mm, room));
-    Some(
-        taller
-            .min_by_key(|s| a_calls(s, mm))
-            .expect("the split itself"),
-    )
+    taller
+        .min_by_key(|s| a_calls(s, mm))
+        .expect("the split itself")
 }
 
 /// LoadData calls that bring one k slice of a row range's A panel to L0A once, tile by
@@ -413,19 +647,20 @@ fn a_calls(split: &Split, mm: &Matmul) -> usize {
 /// Load fit: 24 cores together move at most 457 GB/s of the 1.6 TB/s), so the range count
 /// is the one whose busiest core moves the fewest bytes, though each range reads A once
 /// more; the fewest ranges among equals.
-fn spread(mut split: Split, mm: &Matmul, room: &Room, chip: &Chip) -> Split {
-    let e = mm.operands.bytes();
-    let tn = split.tiles.n;
-    let n_tiles = mm.n.div_ceil(tn);
-    let with = |parts: usize| Split {
-        range_n: n_tiles.div_ceil(parts) * tn,
-        ..split
-    };
+fn spread(split: Split, mm: &Matmul, room: &Room, chip: &Chip) -> Split {
+    let n_tiles = mm.n.div_ceil(split.tiles.n);
     let parts = (1..=n_tiles)
-        .min_by_key(|&p| (with(p).busiest_bytes(mm, chip), p))
+        .min_by_key(|&p| (in_ranges(split, mm, room, p).busiest_bytes(mm, chip), p))
         .expect("a product has a column tile");
-    split.range_n = with(parts).range_n;
+    in_ranges(split, mm, room, parts)
+}
+
+/// `split` with N in `parts` ranges of whole column tiles, and the L1 and L0C buffers its
+/// panel and strip leave.
+fn in_ranges(mut split: Split, mm: &Matmul, room: &Room, parts: usize) -> Split {
+    let e = mm.operands.bytes();
     let t = split.tiles;
+    split.range_n = mm.n.div_ceil(t.n).div_ceil(parts) * t.n;
     let panel = split.range_m.next_multiple_of(16) * (split.slice_k - split.tail_k) * e;
     split.b_buffers = (room.l1.saturating_sub(panel) / (t.k * t.n * e)).clamp(2, 4);
     let l0c = room.l0c.min(room.chip_l0c);
@@ -747,6 +982,44 @@ mod tests {
     }
 
     #[test]
+    fn flash_wq_a_and_wkv_at_tp1_run_in_ranges_of_one_width() {
+        // Respread for a back-and-forth deal their N ranges are 384 and 192: 48 items of two
+        // sizes, each B slice's two row ranges on whichever cores. In runs both parts take
+        // ranges of 256: 32 + 16 items of one size, two per core, a B slice's row ranges on
+        // one core (its second read from L2).
+        let chip = chip::find("910b").unwrap();
+        let parts: Vec<(Matmul, Split)> = [1024, 512]
+            .into_iter()
+            .map(|n| {
+                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
+                let s = plan(&mm, QKV_TILES);
+                (mm, s)
+            })
+            .collect();
+        let splits = respread(&parts, chip);
+        assert_eq!((splits[0].range_n, splits[1].range_n), (384, 192));
+        let products: Vec<Matmul> = parts.iter().map(|(m, _)| m.clone()).collect();
+        let runs = group_runs(&products, &splits, chip);
+        assert!(runs.iter().all(|s| s.runs));
+        assert_eq!((runs[0].range_n, runs[1].range_n), (256, 256));
+        let items: usize = (products.iter().zip(&runs))
+            .map(|(m, s)| s.items(m, 512))
+            .sum();
+        assert_eq!(items, 48);
+        let cycles = |splits: &[Split]| {
+            let launch: Vec<(&Matmul, Split)> =
+                products.iter().zip(splits.iter().copied()).collect();
+            launch_cycles(&launch, 512, chip)
+        };
+        assert!(
+            cycles(&runs) < 0.85 * cycles(&splits),
+            "{} {}",
+            cycles(&runs),
+            cycles(&splits)
+        );
+    }
+
+    #[test]
     fn a_half_c_is_an_int8_products_in_whole_blocks() {
         let t = Tiles {
             m: 16,
@@ -840,6 +1113,55 @@ mod tests {
             (s.sum, s.range_n, s.items(&tp1, 512)),
             (KSum::Partials, 1024, 64)
         );
+    }
+
+    #[test]
+    fn flash_wo_a_at_tp1_runs_three_row_ranges_of_a_b_slice_on_one_core() {
+        // 8 groups x 512 rows x 4096 k -> 1024. Dealt back and forth, 64 items of 256 rows x
+        // 1024 k left 16 cores three and 8 cores two; in runs, 72 items of 176 rows x 1376 k
+        // are three per core: one B slice's three row ranges, B read from GM once and twice
+        // from L2, and three slices' partials where there were four.
+        let chip = chip::find("910b").unwrap();
+        let mm = Matmul {
+            batch: 8,
+            ..flash_wo(Operands::Bf16, 1024, 4096)
+        };
+        let [m, n, k] = O_PROJ_TILES;
+        let room = Room::for_tiles(m, n, k, chip);
+        let apart = plan(&mm, O_PROJ_TILES);
+        assert_eq!((apart.sum, apart.items(&mm, 512)), (KSum::Partials, 64));
+        let runs = with_runs(apart, &mm, &room, Tiles { m, n, k }, chip);
+        assert!(runs.runs);
+        assert_eq!(
+            (runs.range_m, runs.slice_k, runs.range_n, runs.sum),
+            (176, 1376, 1024, KSum::Partials)
+        );
+        assert_eq!(runs.items(&mm, 512), 72);
+        let cycles = |s: &Split| s.cycles(&mm, 512, chip);
+        assert!(
+            cycles(&runs) < 0.75 * cycles(&apart),
+            "{} {}",
+            cycles(&runs),
+            cycles(&apart)
+        );
+        // and no slower at a few rows (one row range: 24 items either way)
+        assert!(runs.cycles(&mm, 16, chip) <= apart.cycles(&mm, 16, chip));
+    }
+
+    #[test]
+    fn a_split_no_run_beats_stays_back_and_forth() {
+        // FLASH wo_b at TP 2: 24 items of all rows, one per core; nothing to share in L2.
+        let chip = chip::find("910b").unwrap();
+        let mm = Matmul {
+            ldb: 4096,
+            stride_b: 1024,
+            ..flash_wo(Operands::I8, 4096, 1024)
+        };
+        let [m, n, k] = O_PROJ_TILES;
+        let room = Room::for_tiles(m, n, k, chip);
+        let s = plan(&mm, O_PROJ_TILES);
+        let spec = Tiles { m, n, k: 2 * k };
+        assert_eq!(with_runs(s, &mm, &room, spec, chip), s);
     }
 
     #[test]
