@@ -279,7 +279,8 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     let runs = parts[0].1.runs;
     let count = |rows: usize| -> usize { parts.iter().map(|(mm, s)| s.items(mm, rows)).sum() };
     let items = count(rows);
-    let blocks = chip.aic_cores.min(count(parts[0].0.max_rows)).max(1);
+    // (a core is a bit of a B slice's readers)
+    let blocks = chip.aic_cores.min(count(parts[0].0.max_rows)).clamp(1, 64);
     // the block whose run holds item g (runs [b·items/blocks, (b+1)·items/blocks)), or the
     // back-and-forth deal's
     let dealt = |g: usize| match runs {
@@ -289,15 +290,19 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
             if round % 2 == 0 { at } else { blocks - 1 - at }
         }
     };
-    // per core: GM loads, L2 hits, stores (bytes), items, the B slices read
-    let mut cores = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64, Vec::new()); blocks];
+    // per core: GM loads, L2 hits, stores (bytes), items; per B slice (a part's batch, N
+    // range and k slice) the cores that read it
+    let mut cores = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64); blocks];
+    let mut read_by = Vec::new();
     let mut g = 0;
     let mut sum = 0.0;
-    for (part, (mm, split)) in parts.iter().enumerate() {
+    for (mm, split) in parts {
         let e = mm.operands.bytes();
         let (m_ranges, n_ranges) = (rows.div_ceil(split.range_m), mm.n.div_ceil(split.range_n));
         let slices = mm.k.div_ceil(split.slice_k);
         let per_item = split.slices_per_item(mm);
+        let first_slice = read_by.len();
+        read_by.resize(first_slice + mm.batch * n_ranges * slices, 0u64);
         for item in 0..split.items(mm, rows) {
             // the kernel's order: (batch, m range, n range, slice), with runs (batch, n
             // range, slice, m range)
@@ -321,16 +326,18 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
                 KSum::Chained => mm.k,
                 _ => split.slice_k.min(mm.k - slice * split.slice_k),
             };
-            let (gm, l2, stored, count, seen) = &mut cores[dealt(g)];
+            let core = dealt(g);
+            let (gm, l2, stored, count) = &mut cores[core];
             g += 1;
             *count += 1.0;
             *l2 += (m_len * k_len * e) as f64;
             let b = (n_len * k_len * e) as f64;
-            if seen.contains(&(part, rest, nr, slice)) {
-                *l2 += b;
-            } else {
+            let readers = &mut read_by[first_slice + (rest * n_ranges + nr) * slices + slice];
+            if *readers & (1 << core) == 0 {
                 *gm += b;
-                seen.push((part, rest, nr, slice));
+                *readers |= 1 << core;
+            } else {
+                *l2 += b;
             }
             *stored += (m_len * n_len * mm.c_bytes() * per_item) as f64;
         }
@@ -342,22 +349,23 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     }
     let busiest = cores
         .iter()
-        .map(|(gm, l2, stored, count, _)| {
+        .map(|(gm, l2, stored, count)| {
             let loads = gm / dma::load(blocks) + l2 / dma::l2(blocks, chip);
             count * dma::GM_READ_LATENCY + loads.max(stored / dma::store(blocks))
         })
         .fold(0.0, f64::max);
     // the cores' GM loads and stores together at most what the fit gives all of them
-    let hbm: f64 = cores.iter().map(|(gm, _, stored, _, _)| gm + stored).sum();
+    let hbm: f64 = cores.iter().map(|(gm, _, stored, _)| gm + stored).sum();
     busiest.max(hbm / (blocks as f64 * dma::load(blocks))) + sum
 }
 
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
 /// the model times the launch quicker that way at the row capacity and no slower at a few
 /// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
-/// other. Runs take consecutive items, so items of like sizes share the cores evenly: the
-/// parts take the one N range width that times the launch quickest, then each part in turn
-/// the range count that does given the others' (passes repeated while one helps).
+/// other. Runs take consecutive items, so the parts' N ranges are chosen together: every
+/// combination of range counts where that is little work (HCA's four `x_normed`
+/// projections: 8192), else the one width for all parts that times the launch quickest
+/// (items of like sizes), then each part in turn the count that does given the others'.
 pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> Vec<Split> {
     let dealt = |runs| -> Vec<Split> { splits.iter().map(|s| Split { runs, ..*s }).collect() };
     let (apart, mut runs) = (dealt(false), dealt(true));
@@ -368,36 +376,78 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let few_apart = cycles(&apart, few);
     let mut least = cycles(&runs, rows);
-    // first every part in N ranges of one width (items of like sizes: the parts share K)
-    let widest = products.iter().map(|mm| mm.n).max().unwrap_or(0);
-    for width in (16..=widest).step_by(16) {
-        let tried: Vec<Split> = (products.iter().zip(&runs))
-            .map(|(mm, s)| Split {
-                range_n: width.min(mm.n).next_multiple_of(s.tiles.n),
-                ..*s
-            })
-            .collect();
-        let c = cycles(&tried, rows);
-        if c < least && cycles(&tried, few) <= few_apart {
-            (least, runs) = (c, tried);
+    let work = std::cell::Cell::new(0);
+    let consider = |tried: Vec<Split>, least: &mut f64, runs: &mut Vec<Split>| -> bool {
+        let items: usize = (products.iter().zip(&tried))
+            .map(|(m, s)| s.items(m, rows))
+            .sum();
+        work.set(work.get() + items);
+        if work.get() > SEARCH_WORK {
+            return false;
         }
-    }
-    loop {
-        let mut better = false;
-        for (i, mm) in products.iter().enumerate() {
-            let tn = runs[i].tiles.n;
-            let n_tiles = mm.n.div_ceil(tn);
-            for ranges in 1..=n_tiles {
-                let mut tried = runs.clone();
-                tried[i].range_n = n_tiles.div_ceil(ranges) * tn;
-                let c = cycles(&tried, rows);
-                if c < least && cycles(&tried, few) <= few_apart {
-                    (least, runs, better) = (c, tried, true);
+        let c = cycles(&tried, rows);
+        let better = c < *least && cycles(&tried, few) <= few_apart;
+        if better {
+            (*least, *runs) = (c, tried);
+        }
+        better
+    };
+    // every part's range count from 1 to its column tiles, where that is little work
+    // each part's distinct range widths, in column tiles (t tiles in r ranges: ⌈t / r⌉)
+    let widths: Vec<Vec<usize>> = (products.iter().zip(&runs))
+        .map(|(mm, s)| {
+            let t = mm.n.div_ceil(s.tiles.n);
+            let mut w: Vec<usize> = (1..=t).map(|r| t.div_ceil(r)).collect();
+            w.dedup();
+            w
+        })
+        .collect();
+    let combos: usize = widths.iter().map(Vec::len).product();
+    let most_items: usize = (products.iter().zip(&runs))
+        .map(|(mm, s)| {
+            let narrowest = Split {
+                range_n: s.tiles.n,
+                ..*s
+            };
+            narrowest.items(mm, rows)
+        })
+        .sum();
+    if combos.saturating_mul(most_items) <= SEARCH_WORK {
+        let base = runs.clone();
+        for code in 0..combos {
+            let mut rest = code;
+            let mut tried = base.clone();
+            for (s, w) in tried.iter_mut().zip(&widths) {
+                s.range_n = w[rest % w.len()] * s.tiles.n;
+                rest /= w.len();
+            }
+            consider(tried, &mut least, &mut runs);
+        }
+    } else {
+        // else every part in N ranges of one width (items of like sizes: the parts share
+        // K), then each part in turn, passes repeated while one helps
+        let widest = products.iter().map(|mm| mm.n).max().unwrap_or(0);
+        for width in (16..=widest).step_by(16) {
+            let tried: Vec<Split> = (products.iter().zip(&runs))
+                .map(|(mm, s)| Split {
+                    range_n: width.min(mm.n).next_multiple_of(s.tiles.n),
+                    ..*s
+                })
+                .collect();
+            consider(tried, &mut least, &mut runs);
+        }
+        loop {
+            let mut better = false;
+            for (i, w) in widths.iter().enumerate() {
+                for &tiles in w {
+                    let mut tried = runs.clone();
+                    tried[i].range_n = tiles * tried[i].tiles.n;
+                    better |= consider(tried, &mut least, &mut runs);
                 }
             }
-        }
-        if !better {
-            break;
+            if !better {
+                break;
+            }
         }
     }
     if least < cycles(&apart, rows) && cycles(&runs, few) <= few_apart {
@@ -406,6 +456,11 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
         apart
     }
 }
+
+/// Items one search for runs may walk timing its candidates ([`launch_cycles`] walks every
+/// item): past it (a spec far beyond the FLASH and Pro dims) the search keeps the quickest
+/// found so far.
+const SEARCH_WORK: usize = 1 << 20;
 
 /// Per-core DMA rates, bytes per cycle, while `cores` cores move data at once, as
 /// hicann/ge's fits give them (the sim's timing model, harness/sim/timing.h, takes the same):
@@ -446,8 +501,9 @@ mod dma {
 /// first).
 pub(super) fn with_runs(split: Split, mm: &Matmul, room: &Room, spec: Tiles, chip: &Chip) -> Split {
     let (rows, few) = (mm.max_rows, mm.max_rows.min(16));
-    let cycles = |s: &Split| (s.cycles(mm, rows, chip), s.cycles(mm, few, chip));
-    let mut best = (cycles(&split), split);
+    let few_apart = split.cycles(mm, few, chip);
+    let mut best = (split.cycles(mm, rows, chip), split);
+    let mut work = 0;
     for t in spec.candidates(mm, room) {
         for parts in 1..=rows.div_ceil(16).min(8) {
             let Some(least) = cover(mm, room, t, parts, None) else {
@@ -468,8 +524,12 @@ pub(super) fn with_runs(split: Split, mm: &Matmul, room: &Room, spec: Tiles, chi
                 );
                 for n_parts in 1..=mm.n.div_ceil(shape.tiles.n).min(4) {
                     let s = in_ranges(shape, mm, room, n_parts);
-                    let c = cycles(&s);
-                    if c.0 < best.0.0 && c.1 <= (best.0).1.max(cycles(&split).1) {
+                    work += s.items(mm, rows);
+                    if work > SEARCH_WORK {
+                        return best.1;
+                    }
+                    let c = s.cycles(mm, rows, chip);
+                    if c < best.0 && s.cycles(mm, few, chip) <= few_apart {
                         best = (c, s);
                     }
                 }
@@ -1016,6 +1076,43 @@ mod tests {
             "{} {}",
             cycles(&runs),
             cycles(&splits)
+        );
+    }
+
+    #[test]
+    fn flash_hca_x_normed_projections_run_in_every_combination_of_ranges() {
+        // wq_a and three 512-column projections at TP 1: one width for all (256: 80 items,
+        // runs of 3 and 4 that split some row-range pairs) is beaten by a combination (16 x
+        // 8 x 8 x 8 counts tried): 24 + 3 x 8 items, two per core, each a B slice's pair.
+        let chip = chip::find("910b").unwrap();
+        let parts: Vec<(Matmul, Split)> = [1024, 512, 512, 512]
+            .into_iter()
+            .map(|n| {
+                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
+                let s = plan(&mm, QKV_TILES);
+                (mm, s)
+            })
+            .collect();
+        let splits = respread(&parts, chip);
+        let products: Vec<Matmul> = parts.iter().map(|(m, _)| m.clone()).collect();
+        let runs = group_runs(&products, &splits, chip);
+        let ranges: Vec<usize> = runs.iter().map(|s| s.range_n).collect();
+        assert_eq!(ranges, vec![384, 512, 512, 512]);
+        let items: usize = (products.iter().zip(&runs))
+            .map(|(m, s)| s.items(m, 512))
+            .sum();
+        assert_eq!(items, 48);
+        let cycles = |splits: &[Split]| {
+            let launch: Vec<(&Matmul, Split)> =
+                products.iter().zip(splits.iter().copied()).collect();
+            launch_cycles(&launch, 512, chip)
+        };
+        let one_width: Vec<Split> = runs.iter().map(|s| Split { range_n: 256, ..*s }).collect();
+        assert!(
+            cycles(&runs) < 0.9 * cycles(&one_width),
+            "{} {}",
+            cycles(&runs),
+            cycles(&one_width)
         );
     }
 
