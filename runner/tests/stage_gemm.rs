@@ -328,6 +328,31 @@ const I8_NK_TAIL: Case = Case {
     c_half: true,
 };
 
+// int8, B [K, N], 6 rows per token: M = 6t rows (72 at capacity: ranges of 48 and
+// 24; 24 at t = 4); three B tiles in flight, two C strips; half C.
+const I8_KN_TOKEN_ROWS: Case = Case {
+    name: "i8_kn_token_rows",
+    int8: true,
+    b_nk: false,
+    per_token: 6,
+    max_rows: 72,
+    n: 64,
+    k: 256,
+    batch: 1,
+    lda: 256,
+    ldb: 64,
+    ldc: 64,
+    strides: [0, 0, 0],
+    tile: [32, 64, 64],
+    a_k: 64,
+    split: [48, 256, 64],
+    tail: 0,
+    buffers: [3, 2],
+    chain: false,
+    runs: false,
+    c_half: true,
+};
+
 const CASES: &[Case] = &[
     BF16_KN_SPLIT,
     // The same with its k slices chained on each core.
@@ -556,52 +581,12 @@ const CASES: &[Case] = &[
         runs: false,
         c_half: false,
     },
-    // int8, B [K, N], 6 rows per token: M = 6t rows (72 at capacity: ranges of 48 and
-    // 24; 24 at t = 4); three B tiles in flight, two C strips; half C.
-    Case {
-        name: "i8_kn_token_rows",
-        int8: true,
-        b_nk: false,
-        per_token: 6,
-        max_rows: 72,
-        n: 64,
-        k: 256,
-        batch: 1,
-        lda: 256,
-        ldb: 64,
-        ldc: 64,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
-        a_k: 64,
-        split: [48, 256, 64],
-        tail: 0,
-        buffers: [3, 2],
-        chain: false,
-        runs: false,
-        c_half: true,
-    },
+    I8_KN_TOKEN_ROWS,
     // The same dealt in runs: a block's run takes a column range's row ranges in turn.
     Case {
         name: "i8_kn_token_rows_runs",
-        int8: true,
-        b_nk: false,
-        per_token: 6,
-        max_rows: 72,
-        n: 64,
-        k: 256,
-        batch: 1,
-        lda: 256,
-        ldb: 64,
-        ldc: 64,
-        strides: [0, 0, 0],
-        tile: [32, 64, 64],
-        a_k: 64,
-        split: [48, 256, 64],
-        tail: 0,
-        buffers: [3, 2],
-        chain: false,
         runs: true,
-        c_half: true,
+        ..I8_KN_TOKEN_ROWS
     },
 ];
 

@@ -1041,79 +1041,64 @@ mod tests {
         assert!(items(&together) >= chip.aic_cores.min(items(&own)));
     }
 
+    /// FLASH `x_normed` projections of `ns` columns at TP 1 (512 rows, bf16 [K, N]) as a
+    /// group: the products, their splits respread for a back-and-forth deal, and the
+    /// group's modeled cycles at 512 rows for some splits.
+    fn x_normed_group(ns: &[usize]) -> (Vec<Matmul>, Vec<Split>, impl Fn(&[Split]) -> f64) {
+        let chip = chip::find("910b").unwrap();
+        let parts: Vec<(Matmul, Split)> = (ns.iter())
+            .map(|&n| {
+                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
+                let s = plan(&mm, QKV_TILES);
+                (mm, s)
+            })
+            .collect();
+        let splits = respread(&parts, chip);
+        let products: Vec<Matmul> = parts.into_iter().map(|(m, _)| m).collect();
+        let timed = products.clone();
+        let cycles = move |splits: &[Split]| {
+            let launch: Vec<(&Matmul, Split)> = timed.iter().zip(splits.iter().copied()).collect();
+            launch_cycles(&launch, 512, chip)
+        };
+        (products, splits, cycles)
+    }
+
     #[test]
     fn flash_wq_a_and_wkv_at_tp1_run_in_ranges_of_one_width() {
         // Respread for a back-and-forth deal their N ranges are 384 and 192: 48 items of two
         // sizes, each B slice's two row ranges on whichever cores. In runs both parts take
         // ranges of 256: 32 + 16 items of one size, two per core, a B slice's row ranges on
         // one core (its second read from L2).
-        let chip = chip::find("910b").unwrap();
-        let parts: Vec<(Matmul, Split)> = [1024, 512]
-            .into_iter()
-            .map(|n| {
-                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
-                let s = plan(&mm, QKV_TILES);
-                (mm, s)
-            })
-            .collect();
-        let splits = respread(&parts, chip);
+        let (products, splits, cycles) = x_normed_group(&[1024, 512]);
         assert_eq!((splits[0].range_n, splits[1].range_n), (384, 192));
-        let products: Vec<Matmul> = parts.iter().map(|(m, _)| m.clone()).collect();
-        let runs = group_runs(&products, &splits, chip);
+        let runs = group_runs(&products, &splits, chip::find("910b").unwrap());
         assert!(runs.iter().all(|s| s.runs));
         assert_eq!((runs[0].range_n, runs[1].range_n), (256, 256));
         let items: usize = (products.iter().zip(&runs))
             .map(|(m, s)| s.items(m, 512))
             .sum();
         assert_eq!(items, 48);
-        let cycles = |splits: &[Split]| {
-            let launch: Vec<(&Matmul, Split)> =
-                products.iter().zip(splits.iter().copied()).collect();
-            launch_cycles(&launch, 512, chip)
-        };
-        assert!(
-            cycles(&runs) < 0.85 * cycles(&splits),
-            "{} {}",
-            cycles(&runs),
-            cycles(&splits)
-        );
+        let (quick, apart) = (cycles(&runs), cycles(&splits));
+        assert!(quick < 0.85 * apart, "{quick} {apart}");
     }
 
     #[test]
     fn flash_hca_x_normed_projections_run_in_every_combination_of_ranges() {
         // wq_a and three 512-column projections at TP 1: one width for all (256: 80 items,
-        // runs of 3 and 4 that split some row-range pairs) is beaten by a combination (16 x
-        // 8 x 8 x 8 counts tried): 24 + 3 x 8 items, two per core, each a B slice's pair.
-        let chip = chip::find("910b").unwrap();
-        let parts: Vec<(Matmul, Split)> = [1024, 512, 512, 512]
-            .into_iter()
-            .map(|n| {
-                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
-                let s = plan(&mm, QKV_TILES);
-                (mm, s)
-            })
-            .collect();
-        let splits = respread(&parts, chip);
-        let products: Vec<Matmul> = parts.iter().map(|(m, _)| m.clone()).collect();
-        let runs = group_runs(&products, &splits, chip);
+        // runs of 3 and 4 that split some row-range pairs) is beaten by a combination (7 x
+        // 5 x 5 x 5 distinct widths tried): 24 + 3 x 8 items, two per core, each a B
+        // slice's pair.
+        let (products, splits, cycles) = x_normed_group(&[1024, 512, 512, 512]);
+        let runs = group_runs(&products, &splits, chip::find("910b").unwrap());
         let ranges: Vec<usize> = runs.iter().map(|s| s.range_n).collect();
         assert_eq!(ranges, vec![384, 512, 512, 512]);
         let items: usize = (products.iter().zip(&runs))
             .map(|(m, s)| s.items(m, 512))
             .sum();
         assert_eq!(items, 48);
-        let cycles = |splits: &[Split]| {
-            let launch: Vec<(&Matmul, Split)> =
-                products.iter().zip(splits.iter().copied()).collect();
-            launch_cycles(&launch, 512, chip)
-        };
         let one_width: Vec<Split> = runs.iter().map(|s| Split { range_n: 256, ..*s }).collect();
-        assert!(
-            cycles(&runs) < 0.9 * cycles(&one_width),
-            "{} {}",
-            cycles(&runs),
-            cycles(&one_width)
-        );
+        let (quick, even) = (cycles(&runs), cycles(&one_width));
+        assert!(quick < 0.9 * even, "{quick} {even}");
     }
 
     #[test]
