@@ -26,9 +26,10 @@
 //! fewer items spread over the cores and A is read once per narrower N range. The
 //! planner chains where the busiest core moves no more bytes that way (the slice sum's
 //! reads counted on the vector cores: FLASH `wo_a`'s covering at TP 2 chains, at TP 1
-//! it stays apart; launched alone, both give way to runs, below). The Mmad tiles are the stage's spec tiles or, when that moves fewer bytes,
-//! some of m, n, k halved: narrower B tiles leave more L1 to the panel, narrower A tiles
-//! more L0A to its tail, narrower columns a taller strip.
+//! it stays apart; launched alone, both give way to runs, below). The Mmad tiles are the
+//! stage's spec tiles or, when that moves fewer bytes, some of m, n, k halved: narrower B
+//! tiles leave more L1 to the panel, narrower A tiles more L0A to its tail, narrower
+//! columns a taller strip.
 //! Among tiles of equal traffic a deeper one (half the rows, twice the k) comes first:
 //! a split reloads its A tiles into L0A for every column tile, one LoadData call per
 //! 16-row fractal row, so deeper tiles halve the calls (FLASH `wo_b` at 512 tokens: MTE1
@@ -53,6 +54,8 @@
 //! 1: 64 items of 256 rows × 1024 k dealt back and forth left 16 cores three, each B
 //! slice's first reader paying for GM; 72 items of 176 rows × 1376 k are three per core,
 //! one B slice's row ranges in turn: wo_a and its quantisation 414 + 47 → 339 + 36 µs).
+//! A group's parts are dealt in runs together where that times quicker, their N ranges
+//! chosen for it ([`split::group_runs`], from `group::kernel`).
 //!
 //! The least traffic of a covering. C accumulates only in L0C and A, B reach the cube only
 //! through L1, so an item holding R rows × S k-columns of A on chip (R·S·bytes ≤ L1 + L0A
@@ -135,8 +138,8 @@ fn launch_with(
         ));
         return None;
     };
-    // Alone, the vector cores may take a share of the columns; or else (no group to deal
-    // with) its items may run in runs per core.
+    // Alone, the vector cores may take a share of the columns; or else its items may run
+    // in runs per core (a group of such products is dealt anew, `group::kernel`).
     let vector_share = match split.sum {
         KSum::Whole | KSum::Chained if alone => share::plan(mm, tiles, &split, chip),
         _ => None,
