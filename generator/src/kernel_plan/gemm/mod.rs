@@ -80,6 +80,7 @@
 pub(crate) mod group;
 mod kernels;
 mod matmul;
+mod rate;
 mod share;
 mod split;
 

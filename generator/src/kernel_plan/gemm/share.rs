@@ -16,6 +16,7 @@
 //! products of one A) get [`plan_group`].
 
 use super::matmul::{BLayout, Matmul, Operands};
+use super::rate::Rate;
 use super::split::{KSum, Room, Split, Tiles, back_and_forth, plan_split};
 use crate::chip::Chip;
 
@@ -135,40 +136,6 @@ fn shares(mm: &Matmul, aiv: usize) -> Vec<(Unit, usize)> {
 pub struct VectorShare {
     pub columns: usize,
     pub unit: Unit,
-}
-
-/// The cycle costs the split is balanced with: hicann/ge's A2 fits
-/// (`att/gen_model_info/api_perf_register/v1/perf_param_v1.cpp`), the same rows
-/// `harness/sim/src/timing.cpp` times the calls with.
-struct Rate;
-
-impl Rate {
-    /// `Load`: bytes per cycle of one of `cores` cores loading at once.
-    fn load(cores: usize) -> f64 {
-        9.9074 + 15.896 / cores as f64
-    }
-
-    /// A vector call over `elems` elements: `k·elems + b`.
-    fn call((k, b): (f64, f64), elems: usize) -> f64 {
-        k * elems as f64 + b
-    }
-
-    /// `Cast` f16 → f32 (bf16 → f32 borrows it), `uint8tofloat16` (int8 → f16 borrows
-    /// it), `MulAddDst` f32 (none in ge: `Mul`'s at half its rate, as asc-devkit's
-    /// theoretical figures have it, 32 vs 64 per cycle), `BlockReduceMax` f32
-    /// (`BlockReduceSum` borrows it).
-    const WIDEN: (f64, f64) = (0.0147, 20.1204);
-    const WIDEN_I8: (f64, f64) = (0.0102, 46.512);
-    const MUL_ADD: (f64, f64) = (0.0412, 23.23);
-    const BLOCK_SUM: (f64, f64) = (0.0198, 16.7401);
-    /// `Brcb` f32.
-    const BRCB: (f64, f64) = (0.0146, 13.07);
-    /// GM read latency, cycles (hicann/pypto `arch/PipeSimulatorFast.cpp` `rGmLatency`, as
-    /// the timing model has it).
-    const GM_LATENCY: f64 = 1400.0;
-    /// `Duplicate` f32, `Add` f32.
-    const DUPLICATE: (f64, f64) = (0.0156, 17.00);
-    const ADD: (f64, f64) = (0.0206, 23.22);
 }
 
 /// Cycles of one vector core's unit (its columns over all of K, `rows` A rows) on a launch

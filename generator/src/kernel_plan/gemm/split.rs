@@ -6,6 +6,7 @@
 use abi::DType;
 
 use super::matmul::{BLayout, Matmul, Operands};
+use super::rate::Rate;
 use crate::chip::{Chip, Mem};
 
 /// The matmul's on-chip regions in bytes for a stage's spec tiles `m × n × k` of bf16 (an
@@ -271,10 +272,9 @@ impl Split {
 /// whose items are one sequence, dealt alike) at `rows` rows: the busiest cube core's
 /// items as the splits deal them (A from L2, where the launch before that wrote it left it;
 /// the B columns the core has not read yet from GM, the ones it has from L2; C or its
-/// partials stored; loads and stores
-/// overlapping), or the time all cores' GM loads and stores take at the fit's rate for
-/// that many cores where longer; then the slice sums' on the vector cores (the partials
-/// read from L2, C stored).
+/// partials stored; loads and stores overlapping; [`Rate`]'s fits), or the time all cores'
+/// GM loads and stores take at the fit's rate for that many cores where longer; then the
+/// slice sums' on the vector cores (the partials read from L2, C stored).
 pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip) -> f64 {
     let runs = parts[0].1.runs;
     let count = |rows: usize| -> usize { parts.iter().map(|(mm, s)| s.items(mm, rows)).sum() };
@@ -344,28 +344,29 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
         if split.sum == KSum::Partials {
             let aiv = chip.aiv_cores.min(mm.batch * rows / 8).max(1);
             let c = (mm.batch * rows * mm.n * 4 / aiv) as f64;
-            sum += slices as f64 * c / dma::l2(aiv, chip) + c / dma::store(aiv);
+            sum += slices as f64 * c / Rate::l2(aiv, chip) + c / Rate::store(aiv);
         }
     }
     let busiest = cores
         .iter()
         .map(|(gm, l2, stored, count)| {
-            let loads = gm / dma::load(blocks) + l2 / dma::l2(blocks, chip);
-            count * dma::GM_READ_LATENCY + loads.max(stored / dma::store(blocks))
+            let loads = gm / Rate::load(blocks) + l2 / Rate::l2(blocks, chip);
+            count * Rate::GM_LATENCY + loads.max(stored / Rate::store(blocks))
         })
         .fold(0.0, f64::max);
     // the cores' GM loads and stores together at most what the fit gives all of them
     let hbm: f64 = cores.iter().map(|(gm, _, stored, _)| gm + stored).sum();
-    busiest.max(hbm / (blocks as f64 * dma::load(blocks))) + sum
+    busiest.max(hbm / (blocks as f64 * Rate::load(blocks))) + sum
 }
 
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
 /// the model times the launch quicker that way at the row capacity and no slower at a few
 /// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
 /// other. Runs take consecutive items, so the parts' N ranges are chosen together: every
-/// combination of range counts where that is little work (HCA's four `x_normed`
-/// projections: 8192), else the one width for all parts that times the launch quickest
-/// (items of like sizes), then each part in turn the count that does given the others'.
+/// combination of distinct range widths where that is little work (HCA's four `x_normed`
+/// projections: 7 × 5 × 5 × 5), else the one width for all parts that times the launch
+/// quickest (items of like sizes), then each part in turn the width that does given the
+/// others'.
 pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> Vec<Split> {
     let dealt = |runs| -> Vec<Split> { splits.iter().map(|s| Split { runs, ..*s }).collect() };
     let (apart, mut runs) = (dealt(false), dealt(true));
@@ -392,7 +393,6 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
         }
         better
     };
-    // every part's range count from 1 to its column tiles, where that is little work
     // each part's distinct range widths, in column tiles (t tiles in r ranges: ⌈t / r⌉)
     let widths: Vec<Vec<usize>> = (products.iter().zip(&runs))
         .map(|(mm, s)| {
@@ -462,39 +462,10 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
 /// found so far.
 const SEARCH_WORK: usize = 1 << 20;
 
-/// Per-core DMA rates, bytes per cycle, while `cores` cores move data at once, as
-/// hicann/ge's fits give them (the sim's timing model, harness/sim/timing.h, takes the same):
-/// a GM load `a + b / cores` ("Load": a 9.9074, b 15.896), an L2 hit at one core's rate
-/// `a + b` but the cores' hits together at most 1.6 TB/s (an assumption: no public
-/// figure), a GM store `a + b / cores` ("Store": a 9.96, b 3.79); and the cycles a GM read
-/// takes to arrive (hicann/pypto's rGmLatency), which an item's A panel waits for.
-mod dma {
-    use crate::chip::Chip;
-
-    pub const GM_READ_LATENCY: f64 = 1400.0;
-
-    const LOAD: (f64, f64) = (9.9074, 15.896);
-    const STORE: (f64, f64) = (9.96, 3.79);
-    const L2_BYTES_PER_S: f64 = 1.6e12;
-
-    pub fn load(cores: usize) -> f64 {
-        LOAD.0 + LOAD.1 / cores as f64
-    }
-
-    pub fn l2(cores: usize, chip: &Chip) -> f64 {
-        let all = L2_BYTES_PER_S / (f64::from(chip.clock_mhz) * 1e6);
-        (LOAD.0 + LOAD.1).min(all / cores as f64)
-    }
-
-    pub fn store(cores: usize) -> f64 {
-        STORE.0 + STORE.1 / cores as f64
-    }
-}
-
 /// `split` (dealt back and forth), or the covering dealt in runs that the model times
 /// shorter at the row capacity ([`Split::cycles`]) and no longer at a few rows: over the
 /// spec's tile candidates, up to 8 row ranges, the fewest k slices that fit and up to 4
-/// more (apart or chained), and 1 to 4 column ranges. Runs let the row ranges of one B
+/// more (apart), and 1 to 4 column ranges. Runs let the row ranges of one B
 /// slice share a core, which reads that B from GM once and from L2 after; more slices or
 /// column ranges even out the items per core (FLASH `wo_a` at TP 1: 64 items of one
 /// 1024-k slice on 24 cores left 16 cores three and their B loads to whichever core came
