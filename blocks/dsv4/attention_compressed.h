@@ -151,7 +151,8 @@ class AttentionCompressed {
     static_assert(P::LANE_BYTES >= CHUNK * sizeof(float) && P::BIAS_BYTES >= CHUNK * sizeof(float) &&
                       P::REDUCE_TMP_BYTES >= CHUNK * sizeof(float),
                   "f32 over a chunk's lanes");
-    static_assert(P::ROW_STATS_BYTES >= VH * SLOT * sizeof(float), "a slot per head of a vector tile");
+    static_assert(P::REDUCE_TMP_BYTES >= FoldFloats(VH, CHUNK) * sizeof(float), "a vector tile's rows folded");
+    static_assert(P::ROW_STATS_BYTES >= VH * SLOT * sizeof(float), "a block per head of a vector tile");
     static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
@@ -677,11 +678,10 @@ private:
             }
         } else {
             AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
-            ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
-                        tileMax, s * P::HEADS + h0);
+            ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
+                        tileMax, tileSum, s * P::HEADS + h0);
             AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
             scoresQ_.FreeTensor(z);
-            RowSums<VH>(rowStats_.Get<float>(), tileSum, s * P::HEADS + h0);
         }
         probsQ_.EnQue(p);
         p = probsQ_.DeQue<bfloat16_t>();

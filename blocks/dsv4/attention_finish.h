@@ -9,9 +9,9 @@
 //   u[2i] = o[2i]*c + o[2i+1]*s,  u[2i+1] = o[2i+1]*c - o[2i]*s,  then bf16
 // and the packing: head h = g*HEADS_PER_GROUP + hh of token t goes to row g*T_PAD + t,
 // columns hh*HEAD_DIM .. of o_packed_heads [O_GROUPS*T_PAD, HEADS_PER_GROUP*HEAD_DIM].
-// Rows >= t of each group slab are never written. The rotation works on whole tiles:
-// gathers pick the rope dims and their pair partners, and tables of cos and of +-sin
-// interleaved per pair ((x*cos) + (x_partner*(+-sin)) is the formula above exactly).
+// Rows >= t of each group slab are never written. A tile's heads are the repeats of its
+// calls (each head's scale spread over a block), and the rotation is rope.h's over the
+// tile's heads (bit-identical to the formula above).
 // A work item is a range of a token's head tiles: whole tokens when there are as many tokens
 // as blocks, else each token's tiles in as many ranges as blocks per token. Fused, the last
 // launch of the attention finishes its heads instead (`Heads`, on that launch's TPipe): the
@@ -37,41 +37,42 @@ struct Finishes<NoFinish> {
     static constexpr bool VALUE = false;
 };
 
-// P: HEADS, HEAD_DIM, ROPE_DIM, HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (RoPE rows by
-// position_ids), O_SHIFT and O_HALF_COLS (o_acc's rows: both 0, or both set), and the UB
-// sizes the plan decided (`*_BYTES`, each at least what its use below needs; O_F32_BYTES
-// only with half columns).
+// P: HEADS, HEAD_DIM, RD (the rope dims), HEADS_PER_GROUP, T_PAD, HEAD_TILE, POSITIONS (RoPE
+// rows by position_ids), O_SHIFT and O_HALF_COLS (o_acc's rows: both 0, or both set), and the
+// UB sizes the plan decided (`*_BYTES`, each at least what its use below needs; O_F32_BYTES
+// only with half columns; Rotation's own).
 template <class P>
 class AttentionFinish {
     static constexpr bool MIXED = P::O_HALF_COLS > 0;
     using O = typename Either<MIXED, float, half>::T;  // o_acc's elements as loaded (halves where mixed)
     static constexpr uint32_t HD = P::HEAD_DIM;
-    static constexpr uint32_t ROPE = P::ROPE_DIM;
+    static constexpr uint32_t ROPE = P::RD;
     static constexpr uint32_t HALF = ROPE / 2;
     static constexpr uint32_t NOPE = HD - ROPE;
     static constexpr uint32_t TILE = P::HEAD_TILE * HD;
-    static constexpr uint32_t ROPE_TILE = P::HEAD_TILE * ROPE;
     static constexpr uint32_t GROUP_IN = P::HEADS_PER_GROUP * HD;
     static_assert(HD % 16 == 0 && NOPE % 16 == 0 && ROPE % 16 == 0, "bf16 head parts in whole 32-byte blocks");
-    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % 8 == 0, "HEAD_TILE: whole blocks dividing HEADS");
+    static_assert(P::HEADS % P::HEAD_TILE == 0 && P::HEAD_TILE % 8 == 0 && P::HEAD_TILE <= 255,
+                  "HEAD_TILE: whole blocks dividing HEADS, a head per repeat");
     // o_acc's row in loaded elements (halves where mixed: HEAD_DIM f32 otherwise)
     static constexpr uint32_t ROW = MIXED ? P::O_HALF_COLS + 2 * (HD - P::O_HALF_COLS) : HD;
     static_assert(P::O_BYTES >= P::HEAD_TILE * ROW * sizeof(O) && P::OUT_BYTES >= TILE * sizeof(bfloat16_t),
                   "a tile of head rows in and out");
     static_assert(MIXED == (P::O_SHIFT > 0) && P::O_SHIFT <= 15 && P::O_HALF_COLS % 16 == 0 && P::O_HALF_COLS <= NOPE,
                   "half columns only scaled, in whole blocks, never the rope columns the rotation mixes");
+    // the rows' repeat strides in blocks: f32 rows of o, and the rows as loaded
+    static constexpr uint32_t O_ROW_BLOCKS = BlocksOf<float>(HD), IN_ROW_BLOCKS = BlocksOf<O>(ROW);
+    static_assert(O_ROW_BLOCKS <= 255 && IN_ROW_BLOCKS <= 255, "head rows an 8-bit repeat stride apart");
     static_assert(P::DENOM_BYTES >= P::HEADS * sizeof(float), "a token's denominators");
     static_assert(P::COS_ROW_BYTES >= HALF * sizeof(bfloat16_t) && P::SIN_ROW_BYTES >= HALF * sizeof(bfloat16_t),
                   "freqs half-rows");
     static_assert(P::TRIG_BYTES >= 3 * HALF * sizeof(float), "cos, sin and -sin of a token");
-    static_assert(P::COS_TABLE_BYTES >= ROPE_TILE * sizeof(float) && P::SIN_TABLE_BYTES >= ROPE_TILE * sizeof(float) &&
-                      P::ROPE_BYTES >= ROPE_TILE * sizeof(float) && P::PARTNER_BYTES >= ROPE_TILE * sizeof(float),
-                  "f32 over the rope dims of a tile");
-    static_assert(P::ROPE_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
-                      P::PARTNER_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
-                      P::COS_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t) &&
-                      P::SIN_OFFSETS_BYTES >= ROPE_TILE * sizeof(int32_t),
-                  "gather offsets over the rope dims of a tile");
+    static_assert(P::SCALES_BYTES >= P::HEAD_TILE * sizeof(float) &&
+                      P::SPREAD_BYTES >= P::HEAD_TILE * BLOCK_BYTES,
+                  "a tile's scales, each spread over a block");
+    static_assert(P::PARTNERS_BYTES >= P::HEAD_TILE * ROPE * sizeof(uint32_t) &&
+                      P::SWAPPED_BYTES >= P::HEAD_TILE * ROPE * sizeof(float),
+                  "the pair-swap gather over the rope dims of a tile");
 
 public:
     __aicore__ inline static void Run(GM_ADDR o, GM_ADDR denom, GM_ADDR freqsCos, GM_ADDR freqsSin, GM_ADDR packed,
@@ -135,7 +136,6 @@ public:
     {
         Handshake<AscendC::HardEvent::MTE2_V>();
         Tables();
-        Handshake<AscendC::HardEvent::MTE2_S>();
         Tile(t, h0, denomRow_.Get<float>());
     }
 
@@ -164,37 +164,15 @@ private:
         pipe.InitBuffer(cosRow_, P::COS_ROW_BYTES);
         pipe.InitBuffer(sinRow_, P::SIN_ROW_BYTES);
         pipe.InitBuffer(trig_, P::TRIG_BYTES);
-        pipe.InitBuffer(cosTable_, P::COS_TABLE_BYTES);
-        pipe.InitBuffer(sinTable_, P::SIN_TABLE_BYTES);
-        pipe.InitBuffer(rope_, P::ROPE_BYTES);
-        pipe.InitBuffer(partner_, P::PARTNER_BYTES);
-        pipe.InitBuffer(ropeOffsets_, P::ROPE_OFFSETS_BYTES);
-        pipe.InitBuffer(partnerOffsets_, P::PARTNER_OFFSETS_BYTES);
-        pipe.InitBuffer(cosOffsets_, P::COS_OFFSETS_BYTES);
-        pipe.InitBuffer(sinOffsets_, P::SIN_OFFSETS_BYTES);
-        // Byte offsets for the gathers. Head 0's row is written element by element, the
-        // other heads add their start: rope dim j of head h is tile element h*HD + NOPE + j,
-        // its partner is dim j^1; trig holds [cos | sin | -sin] of the token's frequencies.
-        AscendC::LocalTensor<int32_t> ropeOff = ropeOffsets_.Get<int32_t>();
-        AscendC::LocalTensor<int32_t> partnerOff = partnerOffsets_.Get<int32_t>();
-        AscendC::LocalTensor<int32_t> cosOff = cosOffsets_.Get<int32_t>();
-        AscendC::LocalTensor<int32_t> sinOff = sinOffsets_.Get<int32_t>();
-        constexpr int32_t F = sizeof(float);
-        for (uint32_t j = 0; j < ROPE; ++j) {
-            const int32_t pair = static_cast<int32_t>(j / 2);
-            ropeOff.SetValue(j, static_cast<int32_t>(NOPE + j) * F);
-            partnerOff.SetValue(j, static_cast<int32_t>(NOPE + (j ^ 1u)) * F);
-            cosOff.SetValue(j, pair * F);
-            sinOff.SetValue(j, static_cast<int32_t>((j % 2 == 0 ? HALF : 2 * HALF) + pair) * F);
-        }
-        ScalarToVector();
-        for (uint32_t h = 1; h < P::HEAD_TILE; ++h) {
-            const int32_t head = static_cast<int32_t>(h * HD) * F;
-            AscendC::Adds(ropeOff[h * ROPE], ropeOff, head, ROPE);
-            AscendC::Adds(partnerOff[h * ROPE], partnerOff, head, ROPE);
-            AscendC::Adds(cosOff[h * ROPE], cosOff, 0, ROPE);
-            AscendC::Adds(sinOff[h * ROPE], sinOff, 0, ROPE);
-        }
+        pipe.InitBuffer(scales_, P::SCALES_BYTES);
+        pipe.InitBuffer(spread_, P::SPREAD_BYTES);
+        pipe.InitBuffer(partners_, P::PARTNERS_BYTES);
+        pipe.InitBuffer(swapped_, P::SWAPPED_BYTES);
+        // the rope dims of head h start at tile element h * HD + NOPE; trig holds
+        // [cos | sin | -sin] of the token's frequencies (Partners orders the scalar writes
+        // before the vector unit)
+        rot_.Init(pipe, true);
+        Rotation<P, HALF>::template Partners<HD>(partners_.Get<uint32_t>(), P::HEAD_TILE);
     }
 
     // Head tiles [tile0, tile1) of token t, rotating with row `row` of the freqs tables.
@@ -206,7 +184,6 @@ private:
         Handshake<AscendC::HardEvent::MTE2_V>();
         Load(t, h0);  // the first tile's o loads while the tables are built
         Tables();
-        Handshake<AscendC::HardEvent::MTE2_S>();
         for (uint32_t i = tile0; i < tile1; ++i) {
             if (i + 1 < tile1) {
                 Load(t, (i + 1) * P::HEAD_TILE);  // the next tile's o loads under this one
@@ -229,16 +206,15 @@ private:
         AscendC::DataCopyPad(sinRow_.Get<bfloat16_t>(), sin_[static_cast<uint64_t>(row) * ROPE], half, noPad);
     }
 
-    // The token's cos and ±sin tables over a tile's rope dims, from the rows AskRows loaded
-    // (the caller orders those loads first).
+    // The token's rotation tables, from the rows AskRows loaded (the caller orders those
+    // loads first).
     __aicore__ inline void Tables()
     {
         AscendC::LocalTensor<float> trig = trig_.Get<float>();
         AscendC::Cast(trig, cosRow_.Get<bfloat16_t>(), AscendC::RoundMode::CAST_NONE, HALF);
         AscendC::Cast(trig[HALF], sinRow_.Get<bfloat16_t>(), AscendC::RoundMode::CAST_NONE, HALF);
         AscendC::Muls(trig[2 * HALF], trig[HALF], -1.0f, HALF);
-        AscendC::Gather(cosTable_.Get<float>(), trig, cosOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
-        AscendC::Gather(sinTable_.Get<float>(), trig, sinOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
+        rot_.Tables(trig);
     }
 
     // Starts loading the o rows of heads [h0, h0 + HEAD_TILE) of token t into the queue.
@@ -249,41 +225,46 @@ private:
         oQ_.EnQue(o);
     }
 
+    // dst = src * the head's scale over `cols` columns of the tile's head rows (dst f32 rows,
+    // src rows `srcRow` blocks apart), a head per repeat.
+    __aicore__ inline void ScaleRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                                     uint32_t srcRow, uint32_t cols, const AscendC::LocalTensor<float>& spread)
+    {
+        for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+            AscendC::Mul(dst[c], src[c], spread, Min(F32_REPEAT, cols - c), P::HEAD_TILE,
+                         AscendC::BinaryRepeatParams(1, 1, 0, O_ROW_BLOCKS, srcRow, 1));
+        }
+    }
+
     // The tile Load queued first: heads [h0, h0 + HEAD_TILE) of token t.
     __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
     {
+        // o_acc is scaled by 2^-O_SHIFT where mixed: each head's scale is 2^O_SHIFT / denom
+        constexpr float UNSCALE = static_cast<float>(1u << P::O_SHIFT);
+        AscendC::LocalTensor<float> scales = scales_.Get<float>();
+        AscendC::LocalTensor<float> spread = spread_.Get<float>();
+        AscendC::Duplicate(scales, UNSCALE, P::HEAD_TILE);
+        AscendC::Div(scales, scales, den[h0], P::HEAD_TILE);
+        AscendC::Brcb(spread, scales, P::HEAD_TILE / 8, AscendC::BrcbRepeatParams(1, 8));
         AscendC::LocalTensor<O> in = oQ_.DeQue<O>();
         AscendC::LocalTensor<float> o;
         if constexpr (MIXED) {
-            // widened into f32 rows, scaled back by 2^O_SHIFT with the reciprocal
+            // widened into f32 rows, then scaled with the f32 columns after the half ones
             constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
-            constexpr float UNSCALE = static_cast<float>(1u << P::O_SHIFT);
             o = oF32_.Get<float>();
-            const AscendC::LocalTensor<float> rest = in.template ReinterpretCast<float>();
-            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-                AscendC::Cast(o[h * HD], in[h * ROW], AscendC::RoundMode::CAST_NONE, HALF_COLS);
+            for (uint32_t c = 0; c < HALF_COLS; c += F32_REPEAT) {
+                AscendC::Cast(o[c], in[c], AscendC::RoundMode::CAST_NONE, Min(F32_REPEAT, HALF_COLS - c),
+                              P::HEAD_TILE, AscendC::UnaryRepeatParams(1, 1, O_ROW_BLOCKS, IN_ROW_BLOCKS));
             }
-            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-                const float r = UNSCALE / den.GetValue(h0 + h);
-                AscendC::Muls(o[h * HD], o[h * HD], r, HALF_COLS);
-                AscendC::Muls(o[h * HD + HALF_COLS], rest[(h * ROW + HALF_COLS) / 2], r, HD - HALF_COLS);
-            }
+            ScaleRows(o, o, O_ROW_BLOCKS, HALF_COLS, spread);
+            ScaleRows(o[HALF_COLS], in.template ReinterpretCast<float>()[HALF_COLS / 2], IN_ROW_BLOCKS,
+                      HD - HALF_COLS, spread);
             oQ_.FreeTensor(in);
         } else {
             o = in;
-            for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-                AscendC::Muls(o[h * HD], o[h * HD], 1.0f / den.GetValue(h0 + h), HD);
-            }
+            ScaleRows(o, o, O_ROW_BLOCKS, HD, spread);
         }
-        AscendC::LocalTensor<float> rope = rope_.Get<float>();
-        AscendC::LocalTensor<float> partner = partner_.Get<float>();
-        AscendC::Gather(rope, o, ropeOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
-        AscendC::Gather(partner, o, partnerOffsets_.Get<uint32_t>(), 0, ROPE_TILE);
-        AscendC::Mul(rope, rope, cosTable_.Get<float>(), ROPE_TILE);
-        AscendC::Mul(partner, partner, sinTable_.Get<float>(), ROPE_TILE);
-        for (uint32_t h = 0; h < P::HEAD_TILE; ++h) {
-            AscendC::Add(o[h * HD + NOPE], rope[h * ROPE], partner[h * ROPE], ROPE);
-        }
+        rot_.template ApplyHeads<HD>(o[NOPE], P::HEAD_TILE, partners_.Get<uint32_t>(), swapped_.Get<float>());
         AscendC::LocalTensor<bfloat16_t> out = outQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(out, o, AscendC::RoundMode::CAST_RINT, TILE);
         if constexpr (!MIXED) {
@@ -305,8 +286,8 @@ private:
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> oF32_, denomRow_, cosRow_, sinRow_, trig_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> cosTable_, sinTable_, rope_, partner_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> ropeOffsets_, partnerOffsets_, cosOffsets_, sinOffsets_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> scales_, spread_, partners_, swapped_;
+    Rotation<P, HALF> rot_;
     AscendC::GlobalTensor<O> o_;
     AscendC::GlobalTensor<float> denom_;
     AscendC::GlobalTensor<bfloat16_t> cos_;

@@ -93,8 +93,11 @@ class AttentionIndexed {
                   "a token's slots");
     static_assert(P::SCORES_BYTES >= VH * TILE * sizeof(float) && P::PROBS_BYTES >= VH * TILE * sizeof(bfloat16_t),
                   "VH heads over a tile's lanes");
-    static_assert(P::REDUCE_TMP_BYTES >= TILE * sizeof(float), "reduction scratch over a tile's lanes");
-    static_assert(P::ROW_STATS_BYTES >= STAT_SLOTS * SLOT * sizeof(float), "a slot per head of a group or per tile");
+    static_assert(P::REDUCE_TMP_BYTES >= TILE * sizeof(float) &&
+                      P::REDUCE_TMP_BYTES >= FoldFloats(VH, TILE) * sizeof(float),
+                  "reduction scratch over a tile's lanes, a group's rows folded");
+    static_assert(P::ROW_STATS_BYTES >= STAT_SLOTS * SLOT * sizeof(float),
+                  "a block per head of a group, a slot per tile");
     static_assert(P::RUN_MAX_BYTES >= STATS * sizeof(float) && P::RUN_DENOM_BYTES >= STATS * sizeof(float) &&
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
@@ -631,8 +634,8 @@ private:
         AscendC::DataCopy(z, scores_[at], len);
         scoresQ_.EnQue(z);
         z = scoresQ_.DeQue<float>();
-        ExpRows<VH>(z, bias_.Get<float>()[j * TILE], P::SCALE, lanes, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
-                    tileMax_.Get<float>(), i * VH);
+        ExpRows<VH>(z, bias_.Get<float>()[j * TILE], P::SCALE, lanes, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
+                    tileMax_.Get<float>(), tileSum_.Get<float>(), i * VH);
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
         scoresQ_.FreeTensor(z);
@@ -640,7 +643,6 @@ private:
         p = probsQ_.DeQue<bfloat16_t>();
         AscendC::DataCopy(probs_[at], p, len);
         probsQ_.FreeTensor(p);
-        RowSums<VH>(rowStats_.Get<float>(), tileSum_.Get<float>(), i * VH);
     }
 
     // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded),

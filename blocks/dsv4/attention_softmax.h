@@ -30,7 +30,7 @@ class AttentionSoftmax {
     static constexpr uint32_t N = P::UNION_ROWS;
     static constexpr uint32_t TILE = P::HEAD_TILE * N;
     static constexpr uint32_t LANES_PAD = AlignUp(P::WINDOW, BLOCK_BYTES / sizeof(int32_t));
-    static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);  // one row result per 32-byte block
+    static constexpr uint32_t SLOT = BLOCK_BYTES / sizeof(float);  // f32 per 32-byte block
     static constexpr float MASK = 1.0e20f;
     static constexpr uint32_t TILES = P::HEADS / P::HEAD_TILE;  // per token
     static constexpr uint32_t UNITS = P::SEQ * TILES;           // per request
@@ -50,7 +50,8 @@ class AttentionSoftmax {
     static_assert(P::LANE_BYTES >= N * sizeof(float) && P::BIAS_BYTES >= N * sizeof(float) &&
                       P::CLAMP_BYTES >= N * sizeof(float) && P::REDUCE_TMP_BYTES >= N * sizeof(float),
                   "f32 over the union lanes");
-    static_assert(P::ROW_STATS_BYTES >= P::HEAD_TILE * SLOT * sizeof(float), "a slot per head of a tile");
+    static_assert(P::REDUCE_TMP_BYTES >= FoldFloats(P::HEAD_TILE, N) * sizeof(float), "a tile's rows folded");
+    static_assert(P::ROW_STATS_BYTES >= P::HEAD_TILE * SLOT * sizeof(float), "a block per head of a tile");
     static_assert(P::SINK_BYTES >= P::HEADS * sizeof(float) && P::ROW_MAX_BYTES >= P::HEADS * sizeof(float) &&
                       P::ROW_SUM_BYTES >= P::HEADS * sizeof(float) && P::DENOM_BYTES >= P::HEADS * sizeof(float),
                   "a value per head");
@@ -237,8 +238,8 @@ private:
     {
         const uint64_t row = static_cast<uint64_t>(t) * P::HEADS + h0;
         AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
-        ExpRows<P::HEAD_TILE>(z, bias_.Get<float>(), P::SCALE, N, rowStats_.Get<float>(), reduceTmp_.Get<float>(),
-                              rowMax_.Get<float>(), h0);
+        ExpRows<P::HEAD_TILE>(z, bias_.Get<float>(), P::SCALE, N, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
+                              rowMax_.Get<float>(), rowSum_.Get<float>(), h0);
         if constexpr (P::O_SHIFT > 0) {
             AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), TILE);
         }
@@ -249,13 +250,11 @@ private:
         p = probsQ_.DeQue<bfloat16_t>();
         AscendC::DataCopy(probs_[row * N], p, TILE);
         probsQ_.FreeTensor(p);
-        RowSums<P::HEAD_TILE>(rowStats_.Get<float>(), rowSum_.Get<float>(), h0);
     }
 
     // denom = l + exp(sink - m) for heads [h0, h0 + n) of token t.
     __aicore__ inline void Denominators(uint32_t t, uint32_t h0, uint32_t n)
     {
-        ScalarToVector();
         AscendC::LocalTensor<float> d = denomOut_.Get<float>()[h0];
         const AscendC::LocalTensor<float> m = rowMax_.Get<float>()[h0];
         AscendC::Sub(d, sink_.Get<float>()[h0], m, n);

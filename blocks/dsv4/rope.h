@@ -111,14 +111,19 @@ public:
         AscendC::Add(x, x, swap, RD, heads, AscendC::BinaryRepeatParams(1, 1, 1, STRIDE / 8, STRIDE / 8, RD / 8));
     }
 
-    // ApplyHeads' gather offsets for `heads` slices STRIDE apart (scalar writes, once).
+    // ApplyHeads' gather offsets for `heads` slices STRIDE apart (once): the first slice's by
+    // the scalar unit, the rest by the vector unit, doubling the slices written per call.
     template <uint32_t STRIDE>
     __aicore__ static inline void Partners(const AscendC::LocalTensor<uint32_t>& partners, uint32_t heads)
     {
-        for (uint32_t h = 0; h < heads; ++h) {
-            for (uint32_t j = 0; j < RD; ++j) {
-                partners.SetValue(h * RD + j, (h * STRIDE + (j ^ 1u)) * sizeof(float));
-            }
+        for (uint32_t j = 0; j < RD; ++j) {
+            partners.SetValue(j, (j ^ 1u) * sizeof(float));
+        }
+        ScalarToVector();
+        const AscendC::LocalTensor<int32_t> offsets = partners.template ReinterpretCast<int32_t>();
+        for (uint32_t done = 1; done < heads; done *= 2) {
+            const uint32_t more = heads - done < done ? heads - done : done;
+            AscendC::Adds(offsets[done * RD], offsets, static_cast<int32_t>(done * STRIDE * sizeof(float)), more * RD);
         }
     }
 

@@ -10,6 +10,9 @@ namespace dsv4 {
 // A UB block: the unit of DataCopy lengths and of vector block strides.
 constexpr uint32_t BLOCK_BYTES = 32;
 
+// f32 lanes of a vector repeat (8 blocks).
+constexpr uint32_t F32_REPEAT = 64;
+
 // Runtime token counts are multiples of this (swa.md §7.1).
 constexpr uint32_t TOKEN_GROUP = 8;
 
@@ -205,14 +208,14 @@ private:
 __aicore__ inline void BlockSums(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
                                  uint32_t n)
 {
-    constexpr uint32_t LANES = 64, MOST = 248;
-    const uint32_t full = n / LANES;
+    constexpr uint32_t MOST = 248;
+    const uint32_t full = n / F32_REPEAT;
     for (uint32_t r0 = 0; r0 < full; r0 += MOST) {
         const uint32_t repeats = full - r0 < MOST ? full - r0 : MOST;
-        AscendC::BlockReduceSum(dst[r0 * 8], src[r0 * LANES], repeats, LANES, 1, 1, 8);
+        AscendC::BlockReduceSum(dst[r0 * 8], src[r0 * F32_REPEAT], repeats, F32_REPEAT, 1, 1, 8);
     }
-    if (n % LANES != 0) {
-        AscendC::BlockReduceSum(dst[full * 8], src[full * LANES], 1, n % LANES, 1, 1, 8);
+    if (n % F32_REPEAT != 0) {
+        AscendC::BlockReduceSum(dst[full * 8], src[full * F32_REPEAT], 1, n % F32_REPEAT, 1, 1, 8);
     }
 }
 

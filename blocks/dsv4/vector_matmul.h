@@ -45,7 +45,7 @@ template <typename P>
 class VectorMatmul {
     using In = typename CubeTypes<P::INT8>::In;
     using Out = typename CubeOut<P>::T;
-    static constexpr uint32_t LANES = 64;  // f32 lanes of a repeat
+    static constexpr uint32_t LANES = F32_REPEAT;
     static constexpr uint32_t C_BLOCK = 32 / sizeof(Out);
     static constexpr uint32_t R = P::UNIT_COLS;
     static constexpr uint32_t KC = P::TILE_K;

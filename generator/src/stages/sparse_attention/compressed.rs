@@ -5,7 +5,9 @@
 use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
-use super::window::{self, cube_buffers, further_params, per_token, running_stats, union_rows};
+use super::window::{
+    self, cube_buffers, exp_rows_scratch, further_params, per_token, running_stats, union_rows,
+};
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
@@ -241,7 +243,7 @@ fn vector_buffers(
             row("probs", Ub, Bf16, tile, slots, Some(tile)),
             row("lane", Ub, F32, chunk, 1, None),
             row("bias", Ub, F32, chunk, 1, None),
-            row("reduce_tmp", Ub, F32, chunk, 1, None),
+            row("reduce_tmp", Ub, F32, exp_rows_scratch(VH, chunk), 1, None),
             row("row_stats", Ub, F32, VH * 8, 1, None),
         ],
         running_stats(stats, stats, SLABS, 1),

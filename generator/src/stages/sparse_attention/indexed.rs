@@ -4,8 +4,8 @@
 
 use abi::{DType, Dim};
 
-use super::combine::Split;
-use super::window::{further_params, head_tile_l0, per_token, running_stats};
+use super::combine::{Split, VH};
+use super::window::{exp_rows_scratch, further_params, head_tile_l0, per_token, running_stats};
 use crate::budget::{self, Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
@@ -221,7 +221,7 @@ fn vector_buffers(
 ) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (hd, tile) = (head_dim, 8 * kv_tile);
+    let (hd, tile) = (head_dim, VH * kv_tile);
     let stats = (heads / 8).div_ceil(2) * 8;
     let slots = 8.max(topk.div_ceil(kv_tile));
     [
@@ -231,7 +231,14 @@ fn vector_buffers(
             row("bias", Ub, F32, topk, 1, None),
             row("scores", Ub, F32, tile, 1, Some(tile)),
             row("probs", Ub, Bf16, tile, 1, Some(tile)),
-            row("reduce_tmp", Ub, F32, kv_tile, 1, None),
+            row(
+                "reduce_tmp",
+                Ub,
+                F32,
+                exp_rows_scratch(VH, kv_tile),
+                1,
+                None,
+            ),
             row("row_stats", Ub, F32, slots * 8, 1, None),
         ],
         running_stats(stats, 8, SLABS, states),

@@ -57,7 +57,7 @@ pub(super) fn cube_buffers(
 
 /// `attention_softmax.h`'s UB: a tile of head rows over the union lanes in and out, one
 /// token's index row (DataCopyPad) and the union for the contract check with its gather
-/// tables, per-lane constants, per-head statistics (one 32-byte slot per row result) and
+/// tables, per-lane constants, per-head statistics (each row's max spread over a 32-byte block) and
 /// a token's per-head values (sink in, denominators out).
 pub(super) fn softmax_buffers(
     heads: usize,
@@ -80,7 +80,14 @@ pub(super) fn softmax_buffers(
         row("lane", Ub, F32, union, 1, None),
         row("bias", Ub, F32, union, 1, None),
         row("clamp", Ub, F32, union, 1, None),
-        row("reduce_tmp", Ub, F32, union, 1, None),
+        row(
+            "reduce_tmp",
+            Ub,
+            F32,
+            exp_rows_scratch(head_tile, union),
+            1,
+            None,
+        ),
         row("row_stats", Ub, F32, head_tile * 8, 1, None),
         row("sink", Ub, F32, h, 1, Some(h)),
         row("row_max", Ub, F32, h, 1, None),
@@ -89,14 +96,22 @@ pub(super) fn softmax_buffers(
     ]
 }
 
+/// The reduction scratch beside `ExpRows` (`dsv4/online_softmax.h`) over `rows` score rows of
+/// at most `lanes` lanes: a row's f32 lanes, or the rows' 64-lane chunks folded into one per
+/// row (`FoldFloats`) where that is more.
+pub(super) fn exp_rows_scratch(rows: usize, lanes: usize) -> usize {
+    let fold = if lanes > 64 { rows * 64 } else { 0 };
+    lanes.max(fold)
+}
+
 /// `attention_finish.h`'s UB: a tile of head rows in and out (out leaves in runs of whole
-/// heads), the token's denominators and freqs half-rows (DataCopyPad), the rope gather
-/// tables.
+/// heads), the token's denominators and freqs half-rows (DataCopyPad), the tile's scales
+/// (each spread over a block), and `dsv4/rope.h`'s `Rotation` over the tile's heads.
 pub(super) fn finish_buffers(m: &ModelDims, head_tile: usize, o_half_cols: usize) -> Vec<Buffer> {
     use DType::*;
     use Mem::Ub;
-    let (h, hd, half) = (m.heads, m.head_dim, m.rope_dim / 2);
-    let (tile, rope_tile) = (head_tile * hd, head_tile * m.rope_dim);
+    let (h, hd, rd) = (m.heads, m.head_dim, m.rope_dim);
+    let (tile, rope_tile) = (head_tile * hd, head_tile * rd);
     // o rows with half columns are read as they are and widened into one f32 tile
     let (o_row, o) = o_row(m, o_half_cols);
     let o_tile = head_tile * o_row;
@@ -107,17 +122,16 @@ pub(super) fn finish_buffers(m: &ModelDims, head_tile: usize, o_half_cols: usize
         .chain([
             row("out", Ub, Bf16, tile, 2, Some(hd)),
             row("denom", Ub, F32, h, 1, Some(h)),
-            row("cos_row", Ub, Bf16, half, 1, None),
-            row("sin_row", Ub, Bf16, half, 1, None),
-            row("trig", Ub, F32, 3 * half, 1, None),
-            row("cos_table", Ub, F32, rope_tile, 1, None),
-            row("sin_table", Ub, F32, rope_tile, 1, None),
-            row("rope", Ub, F32, rope_tile, 1, None),
-            row("partner", Ub, F32, rope_tile, 1, None),
-            row("rope_offsets", Ub, I32, rope_tile, 1, None),
-            row("partner_offsets", Ub, I32, rope_tile, 1, None),
-            row("cos_offsets", Ub, I32, rope_tile, 1, None),
-            row("sin_offsets", Ub, I32, rope_tile, 1, None),
+            row("cos_row", Ub, Bf16, rd / 2, 1, None),
+            row("sin_row", Ub, Bf16, rd / 2, 1, None),
+            row("trig", Ub, F32, 3 * rd / 2, 1, None),
+            row("scales", Ub, F32, head_tile, 1, None),
+            row("spread", Ub, F32, head_tile * 8, 1, None),
+            row("rope_offsets", Ub, I32, 3 * rd, 1, None),
+            row("rope_tables", Ub, F32, 2 * rd, 1, None),
+            row("rope_swap", Ub, F32, rd, 1, None),
+            row("partners", Ub, I32, rope_tile, 1, None),
+            row("swapped", Ub, F32, rope_tile, 1, None),
         ])
         .collect()
 }
@@ -442,7 +456,7 @@ fn finish(p: &Plan, head_tile: usize, shift: usize) -> Kernel {
         params: vec![
             ("HEADS", u32(heads)),
             ("HEAD_DIM", u32(hd)),
-            ("ROPE_DIM", u32(m.rope_dim)),
+            ("RD", u32(m.rope_dim)),
             ("HEADS_PER_GROUP", u32(m.heads_per_group)),
             ("T_PAD", u32(t_pad)),
             ("HEAD_TILE", u32(head_tile)),
