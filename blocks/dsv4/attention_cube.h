@@ -17,26 +17,6 @@
 
 namespace dsv4 {
 
-// o [t, HEADS, HEAD_DIM] as the values product leaves it in GM, P::O_HALF_COLS of a row's
-// columns in half: each row holds its first O_HALF_COLS columns in half, then the others in
-// f32 (O_HALF_COLS 0: f32 rows). Half halves the Fixpipe's bytes, the launch's largest
-// write, where o is scaled into its range (attention_softmax.h O_SHIFT); the columns a
-// later rotation mixes (attention_finish.h) stay f32, as cancellation there would show
-// half's rounding.
-template <class P>
-struct OutRows {
-    static constexpr uint32_t HALVES = P::O_HALF_COLS + 2 * (P::HEAD_DIM - P::O_HALF_COLS);  // a row in halves
-    static constexpr uint32_t FLOATS = HALVES / 2;                                             // a row in floats
-    AscendC::GlobalTensor<half> lead;   // the row's first O_HALF_COLS columns, from each row's start
-    AscendC::GlobalTensor<float> rest;  // the others, from column O_HALF_COLS of row 0
-
-    __aicore__ inline void Init(GM_ADDR o)
-    {
-        lead.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(o));
-        rest.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o + P::O_HALF_COLS * sizeof(half)));
-    }
-};
-
 // P: HEADS, HEAD_DIM, WINDOW, SEQ, BLOCK_SIZE, UNION_ROWS (union entries rounded up to
 // 16), HEAD_TILE (query rows per cube tile), KV_TILE (union rows per tile), D_TILE
 // (head-dim columns per tile), O_HALF_COLS (OutRows; the values product's only), and the L1
@@ -139,24 +119,11 @@ public:
                                       uint64_t row)
     {
         constexpr uint32_t K = P::UNION_ROWS;
-        constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
-        static_assert(HALF_COLS % FRACTAL == 0 && HALF_COLS <= P::HEAD_DIM, "o's half columns: whole fractals");
         AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[row * P::UNION_ROWS], P::UNION_ROWS);
         for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
-            // the tile's columns before HALF_COLS in half, the others in f32
-            const uint32_t lead = n0 < HALF_COLS ? Min(HALF_COLS - n0, P::D_TILE) : 0;
             HeadTileMmadTo<P::HEAD_TILE, P::KV_TILE, UNION_BLOCKS, true>(
                 aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), K, n0, P::D_TILE,
-                [&](const AscendC::LocalTensor<float>& c) {
-                    if (lead > 0) {
-                        FixpipeColumns<P::HEAD_TILE>(o.lead[row * OutRows<P>::HALVES + n0], c, 0, lead,
-                                                     OutRows<P>::HALVES);
-                    }
-                    if (lead < P::D_TILE) {
-                        FixpipeColumns<P::HEAD_TILE>(o.rest[row * OutRows<P>::FLOATS + n0 + lead - HALF_COLS], c, lead,
-                                                     P::D_TILE - lead, OutRows<P>::FLOATS);
-                    }
-                });
+                [&](const AscendC::LocalTensor<float>& c) { o.template Write<P::HEAD_TILE>(c, row, n0, P::D_TILE); });
         }
         FreeRows(a);
     }

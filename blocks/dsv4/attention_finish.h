@@ -225,17 +225,6 @@ private:
         oQ_.EnQue(o);
     }
 
-    // dst = src * the head's scale over `cols` columns of the tile's head rows (dst f32 rows,
-    // src rows `srcRow` blocks apart), a head per repeat.
-    __aicore__ inline void ScaleRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
-                                     uint32_t srcRow, uint32_t cols, const AscendC::LocalTensor<float>& spread)
-    {
-        for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
-            AscendC::Mul(dst[c], src[c], spread, Min(F32_REPEAT, cols - c), P::HEAD_TILE,
-                         AscendC::BinaryRepeatParams(1, 1, 0, O_ROW_BLOCKS, srcRow, 1));
-        }
-    }
-
     // The tile Load queued first: heads [h0, h0 + HEAD_TILE) of token t.
     __aicore__ inline void Tile(uint32_t t, uint32_t h0, const AscendC::LocalTensor<float>& den)
     {
@@ -252,17 +241,14 @@ private:
             // widened into f32 rows, then scaled with the f32 columns after the half ones
             constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
             o = oF32_.Get<float>();
-            for (uint32_t c = 0; c < HALF_COLS; c += F32_REPEAT) {
-                AscendC::Cast(o[c], in[c], AscendC::RoundMode::CAST_NONE, Min(F32_REPEAT, HALF_COLS - c),
-                              P::HEAD_TILE, AscendC::UnaryRepeatParams(1, 1, O_ROW_BLOCKS, IN_ROW_BLOCKS));
-            }
-            ScaleRows(o, o, O_ROW_BLOCKS, HALF_COLS, spread);
-            ScaleRows(o[HALF_COLS], in.template ReinterpretCast<float>()[HALF_COLS / 2], IN_ROW_BLOCKS,
-                      HD - HALF_COLS, spread);
+            WidenRows(o, in, P::HEAD_TILE, HALF_COLS, O_ROW_BLOCKS, IN_ROW_BLOCKS);
+            MulRows(o, o, spread, P::HEAD_TILE, HALF_COLS, O_ROW_BLOCKS, O_ROW_BLOCKS);
+            MulRows(o[HALF_COLS], in.template ReinterpretCast<float>()[HALF_COLS / 2], spread, P::HEAD_TILE,
+                    HD - HALF_COLS, O_ROW_BLOCKS, IN_ROW_BLOCKS);
             oQ_.FreeTensor(in);
         } else {
             o = in;
-            ScaleRows(o, o, O_ROW_BLOCKS, HD, spread);
+            MulRows(o, o, spread, P::HEAD_TILE, HD, O_ROW_BLOCKS, O_ROW_BLOCKS);
         }
         rot_.template ApplyHeads<HD>(o[NOPE], P::HEAD_TILE, partners_.Get<uint32_t>(), swapped_.Get<float>());
         AscendC::LocalTensor<bfloat16_t> out = outQ_.AllocTensor<bfloat16_t>();

@@ -10,11 +10,12 @@
 //        ROW_BUFFERS - 1 more buffers while the cube and the AIV work on this one),
 //        scores = q_t · tileᵀ (f32; q_t stays in L1 for all of the token's tiles)
 //   AIV: z = score * SCALE + bias (0 kept, -1e20 not); m_i = max z, e = exp(z - m_i),
-//        l_i = sum e (f32), probs = bf16(e);
+//        l_i = sum e (f32), probs = bf16(e * 2^-O_SHIFT);
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
-//   AIC: part = probs · tile (f32)
-//   AIV: o' = alpha * o + beta * part
+//   AIC: part = probs · tile, its rows as attention_cube.h's OutRows (O_HALF_COLS columns in
+//        half: 2^O_SHIFT >= KV_TILE keeps them in range, as the window's o)
+//   AIV: o' = alpha * o + (beta * 2^O_SHIFT) * f32(part)
 // Consecutive kept tiles alternate between two slabs of the group's scratch (scores, probs,
 // part; alpha and beta in UB): the AIC issues tile i + 1's scores before tile i's values,
 // and the AIV writes tile i + 1's probabilities before it merges tile i's part, so each side
@@ -46,8 +47,9 @@ namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
 // ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: two load one
-// item's under the previous), and the sizes the plan decided (`*_BYTES`, each at
-// least what its use below needs): the AIC's L1 and L0, the AIV's UB.
+// item's under the previous), O_SHIFT and O_HALF_COLS (the parts' rows), and the sizes the
+// plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1 and L0, the
+// AIV's UB.
 template <class P>
 class AttentionIndexed {
     static constexpr uint32_t FRACTAL = 16;
@@ -107,7 +109,17 @@ class AttentionIndexed {
     static_assert(P::RUN_MAX_BYTES % BLOCK_BYTES == 0 && P::RUN_DENOM_BYTES % BLOCK_BYTES == 0 &&
                       P::O_BYTES % BLOCK_BYTES == 0,
                   "state buffers start on blocks");
-    static_assert(P::PART_BYTES >= VH * HD * sizeof(float), "part holds a group's rows");
+    // the parts' rows (OutRows): half columns, then f32 ones; in halves, and in blocks
+    static constexpr uint32_t PART_ROW = OutRows<P>::HALVES, PART_ROW_BLOCKS = BlocksOf<half>(PART_ROW);
+    static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
+    static_assert(P::O_HALF_COLS > 0 && P::O_HALF_COLS % FRACTAL == 0 && P::O_HALF_COLS <= HD &&
+                      P::O_SHIFT <= 15 && (1u << P::O_SHIFT) >= TILE,
+                  "parts' half columns: whole fractals, probabilities scaled so that a tile's part fits half");
+    static_assert(HD_BLOCKS <= 255 && PART_ROW_BLOCKS <= 255, "a group's rows an 8-bit repeat stride apart");
+    static_assert(P::PART_BYTES >= VH * PART_ROW * sizeof(half) &&
+                      P::PART_CHUNK_BYTES >= VH * F32_REPEAT * sizeof(float),
+                  "part holds a group's rows as the cube leaves them, part_chunk a repeat of each in f32");
+    static_assert(P::SPREAD_BYTES >= VH * BLOCK_BYTES, "a group's beta over a block per head");
 
 public:
     __aicore__ inline static void Run(GM_ADDR q, GM_ADDR cmpKv, GM_ADDR cmpTable, GM_ADDR positions, GM_ADDR topkIdx,
@@ -180,7 +192,7 @@ private:
         probs_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab);
         splitSlots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
         for (uint32_t k = 0; k < SLABS; ++k) {
-            parts_[k] = splitSlots_[SlotsOf::Part(GroupIdx(), k)];
+            partRows_[k].Init(part + SlotsOf::Part(GroupIdx(), k) * sizeof(float));
         }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
@@ -313,8 +325,10 @@ private:
     __aicore__ inline void Scores(const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t lanes, uint32_t slab)
     {
         for (uint32_t m = 0; m < HEAD_TILES; ++m) {
-            Matmul<false>(q1_[m * M_PAD * HD], tile, HD, 0, lanes, scores_[slab * SLAB + m * P::HEAD_TILE * lanes],
-                          lanes);
+            // k = head dims, B = tileᵀ (its fractals are already L0B's)
+            HeadTileMmad<P::HEAD_TILE, P::D_TILE, TILE_BLOCKS, false>(
+                aL0_, bL0_, cL0_, q1_[m * M_PAD * HD], tile, HD, 0, lanes,
+                scores_[slab * SLAB + m * P::HEAD_TILE * lanes], lanes);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
     }
@@ -329,8 +343,14 @@ private:
             aTile_.EnQue(a);
             a = aTile_.DeQue<bfloat16_t>();
             const uint64_t row = m * P::HEAD_TILE;  // of the group's part
+            const OutRows<P>& out = partRows_[slab];
             for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                Matmul<true>(a, tile, lanes, n0, P::D_TILE, parts_[slab][row * HD + n0], HD);
+                // k = the tile's lanes, B = tile (fractals transposed to L0B)
+                HeadTileMmadTo<P::HEAD_TILE, TILE, TILE_BLOCKS, true>(
+                    aL0_, bL0_, cL0_, a, tile, lanes, n0, P::D_TILE,
+                    [&](const AscendC::LocalTensor<float>& c) {
+                        out.template Write<P::HEAD_TILE>(c, row, n0, P::D_TILE);
+                    });
             }
             aTile_.FreeTensor(a);
         }
@@ -423,18 +443,6 @@ private:
         qQ_.EnQue(q);
     }
 
-    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k. Scores (VALUES false): k =
-    // head dims, B = tileᵀ. Values (VALUES true): k = the tile's lanes, B = tile (fractals
-    // transposed to L0B).
-    template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a,
-                                  const AscendC::LocalTensor<bfloat16_t>& tile, uint32_t k, uint32_t n0, uint32_t nLen,
-                                  const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
-    {
-        constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K_CHUNK, TILE_BLOCKS, VALUES>(aL0_, bL0_, cL0_, a, tile, k, n0, nLen, dst,
-                                                                 dstStride);
-    }
 
     // ---- AIV ----
 
@@ -455,6 +463,8 @@ private:
         pipe_.InitBuffer(beta_, P::BETA_BYTES);
         pipe_.InitBuffer(o1_, P::STATE_BUFFERS * P::O_BYTES);
         pipe_.InitBuffer(partQ_, 2, P::PART_BYTES);
+        pipe_.InitBuffer(partChunk_, P::PART_CHUNK_BYTES);
+        pipe_.InitBuffer(spread_, P::SPREAD_BYTES);
     }
 
     // The share's items in order. With two state buffers (items alternate) an item's state
@@ -616,11 +626,11 @@ private:
         }
     }
 
-    // Group g's rows of the part in `slab`.
+    // Group g's rows of the part in `slab`, as the cube left them.
     __aicore__ inline void LoadPart(uint32_t g, uint32_t slab)
     {
-        AscendC::LocalTensor<float> part = partQ_.AllocTensor<float>();
-        AscendC::DataCopy(part, parts_[slab][static_cast<uint64_t>(g) * VH * HD], VH * HD);
+        AscendC::LocalTensor<half> part = partQ_.AllocTensor<half>();
+        AscendC::DataCopy(part, partRows_[slab].lead[static_cast<uint64_t>(g) * VH * PART_ROW], VH * PART_ROW);
         partQ_.EnQue(part);
     }
 
@@ -636,6 +646,7 @@ private:
         z = scoresQ_.DeQue<float>();
         ExpRows<VH>(z, bias_.Get<float>()[j * TILE], P::SCALE, lanes, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
                     tileMax_.Get<float>(), tileSum_.Get<float>(), i * VH);
+        AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), len);
         AscendC::LocalTensor<bfloat16_t> p = probsQ_.AllocTensor<bfloat16_t>();
         AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
         scoresQ_.FreeTensor(z);
@@ -646,17 +657,33 @@ private:
     }
 
     // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded),
-    // scales of `slab`.
+    // scales of `slab`: o by the head's alpha, then the part a repeat of columns at a time,
+    // widened, times the head's beta * 2^O_SHIFT (undoing the probabilities' scale) and added.
     __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
-        AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
+        constexpr uint32_t HALF_COLS = P::O_HALF_COLS, CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
+        AscendC::LocalTensor<half> part = partQ_.DeQue<half>();
+        const AscendC::LocalTensor<float> rest = part.template ReinterpretCast<float>()[HALF_COLS / 2];
+        AscendC::LocalTensor<float> chunk = partChunk_.Get<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE + i * VH * HD];
-        AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS];
-        AscendC::LocalTensor<float> beta = beta_.Get<float>()[slab * STATS];
+        AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS + i * VH];
+        AscendC::LocalTensor<float> beta = spread_.Get<float>();
+        AscendC::Brcb(beta, beta_.Get<float>()[slab * STATS + i * VH], 1, AscendC::BrcbRepeatParams(1, 8));
+        AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
         for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(i * VH + h), HD);
-            AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i * VH + h), HD);
-            AscendC::Add(o[h * HD], o[h * HD], part[h * HD], HD);
+            AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(h), HD);
+        }
+        for (uint32_t c = 0; c < HD;) {
+            const uint32_t n = Min(F32_REPEAT, (c < HALF_COLS ? HALF_COLS : HD) - c);
+            if (c < HALF_COLS) {
+                WidenRows(chunk, part[c], VH, n, CHUNK_BLOCKS, PART_ROW_BLOCKS);
+                MulRows(chunk, chunk, beta, VH, n, CHUNK_BLOCKS, CHUNK_BLOCKS);
+            } else {
+                MulRows(chunk, rest[c - HALF_COLS], beta, VH, n, CHUNK_BLOCKS, PART_ROW_BLOCKS);
+            }
+            AscendC::Add(o[c], o[c], chunk, n, VH,
+                         AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
+            c += n;
         }
         partQ_.FreeTensor(part);
     }
@@ -673,12 +700,14 @@ private:
     // AIV
     AscendC::TQue<AscendC::TPosition::VECIN, 1> scoresQ_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;  // a group's rows and the next's
+    AscendC::TBuf<AscendC::TPosition::VECCALC> partChunk_, spread_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> indexRow_, valid_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
-    AscendC::GlobalTensor<float> scores_, splitSlots_, parts_[SLABS], stats_, o_, denom_, rowMax_;
+    AscendC::GlobalTensor<float> scores_, splitSlots_, stats_, o_, denom_, rowMax_;
+    OutRows<P> partRows_[SLABS];  // the group's parts, a slab's each
     ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
     uint32_t state_ = 0;              // the AIV's state buffer of the current item

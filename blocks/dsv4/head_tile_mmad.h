@@ -1,4 +1,5 @@
-// One head tile's product on the cube, shared by the window and compressed attention kernels.
+// One head tile's product on the cube, and the rows a values product leaves in GM: the
+// attention kernels' cube side.
 #pragma once
 
 #include "kernel_operator.h"
@@ -26,6 +27,42 @@ __aicore__ inline void FixpipeColumns(const AscendC::GlobalTensor<Dst>& dst, con
     }
     AscendC::Fixpipe(dst, c[col0 / 16 * M_PAD * 16], fp);
 }
+
+// Rows of HEAD_DIM columns as a values product (o, or a part of it) leaves them in GM, with
+// P::O_HALF_COLS of a row's columns in half: each row holds its first O_HALF_COLS columns in
+// half, then the others in f32 (O_HALF_COLS 0: f32 rows). Half halves the Fixpipe's bytes,
+// the launch's largest write, where the product is scaled into its range (the probabilities
+// by 2^-O_SHIFT: attention_softmax.h); the columns a later rotation mixes
+// (attention_finish.h) stay f32, as cancellation there would show half's rounding.
+template <class P>
+struct OutRows {
+    static constexpr uint32_t HALVES = P::O_HALF_COLS + 2 * (P::HEAD_DIM - P::O_HALF_COLS);  // a row in halves
+    static constexpr uint32_t FLOATS = HALVES / 2;                                             // a row in floats
+    AscendC::GlobalTensor<half> lead;   // the row's first O_HALF_COLS columns, from each row's start
+    AscendC::GlobalTensor<float> rest;  // the others, from column O_HALF_COLS of row 0
+
+    __aicore__ inline void Init(GM_ADDR o)
+    {
+        lead.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(o));
+        rest.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o + P::O_HALF_COLS * sizeof(half)));
+    }
+
+    // C's `cols` columns (a tile's, from column n0) of HEAD_TILE rows from `row` out of L0C:
+    // those before O_HALF_COLS in half, the others in f32.
+    template <uint32_t HEAD_TILE>
+    __aicore__ inline void Write(const AscendC::LocalTensor<float>& c, uint64_t row, uint32_t n0, uint32_t cols) const
+    {
+        static_assert(P::O_HALF_COLS % 16 == 0 && P::O_HALF_COLS <= P::HEAD_DIM, "half columns: whole fractals");
+        const uint32_t halves = n0 < P::O_HALF_COLS ? Min(P::O_HALF_COLS - n0, cols) : 0;
+        if (halves > 0) {
+            FixpipeColumns<HEAD_TILE>(lead[row * HALVES + n0], c, 0, halves, HALVES);
+        }
+        if (halves < cols) {
+            FixpipeColumns<HEAD_TILE>(rest[row * FLOATS + n0 + halves - P::O_HALF_COLS], c, halves, cols - halves,
+                                      FLOATS);
+        }
+    }
+};
 
 // C[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen], summed over k (a multiple of 16) in K_CHUNK
 // chunks through L0A/L0B and one L0C tile, then `write(c)` takes C out of L0C (its

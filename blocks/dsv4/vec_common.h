@@ -203,6 +203,30 @@ private:
     Share share_{0, 0};
 };
 
+// Row-wise calls over `rows` rows of f32 (or half) columns, a row per repeat: dst's rows
+// dstRow and src's srcRow 32-byte blocks apart (8-bit repeat strides), in 64-lane chunks.
+// MulRows: dst = src * the row's factor over `cols` columns, `spread` holding each row's
+// factor over a block (Brcb).
+__aicore__ inline void MulRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                               const AscendC::LocalTensor<float>& spread, uint32_t rows, uint32_t cols,
+                               uint32_t dstRow, uint32_t srcRow)
+{
+    for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+        AscendC::Mul(dst[c], src[c], spread, Min(F32_REPEAT, cols - c), rows,
+                     AscendC::BinaryRepeatParams(1, 1, 0, dstRow, srcRow, 1));
+    }
+}
+
+// WidenRows: dst = f32 of the first `cols` half columns of src's rows.
+__aicore__ inline void WidenRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<half>& src,
+                                 uint32_t rows, uint32_t cols, uint32_t dstRow, uint32_t srcRow)
+{
+    for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+        AscendC::Cast(dst[c], src[c], AscendC::RoundMode::CAST_NONE, Min(F32_REPEAT, cols - c), rows,
+                      AscendC::UnaryRepeatParams(1, 1, dstRow, srcRow));
+    }
+}
+
 // dst[i] = the sum of src[8i .. 8i + 8) for i < n / 8 (n a multiple of 8): BlockReduceSum
 // in calls of at most 248 repeats, a partial repeat for the rest.
 __aicore__ inline void BlockSums(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,

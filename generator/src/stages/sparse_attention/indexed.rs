@@ -5,7 +5,10 @@
 use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
-use super::window::{exp_rows_scratch, further_params, head_tile_l0, per_token, running_stats};
+use super::window::{
+    exp_rows_scratch, further_params, head_tile_l0, lanes_shift, o_half_cols, o_row, per_token,
+    running_stats,
+};
 use crate::budget::{self, Buffer, row};
 use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Builder, Cores, Kernel};
@@ -55,11 +58,15 @@ pub(super) fn launch(
     b.workspace("attn_idx_probs", group_rows, DType::Bf16);
     split.workspaces(b, hd);
     let l1 = CubeL1::new(heads, hd, head_tile, kv_tile);
-    let (vector, states) = vector_ub(heads, hd, topk, kv_tile, p.chip);
+    // parts leave the cube with their nope columns in half, the probabilities scaled
+    let shift = lanes_shift(kv_tile);
+    let half_cols = o_half_cols(m, shift);
+    let (part_row, _) = o_row(m, half_cols);
+    let (vector, states) = vector_ub(heads, hd, part_row, topk, kv_tile, p.chip);
     let row_buffers = l1.row_buffers(p.chip.l1_bytes);
     let kernel = Kernel {
         name: format!(
-            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}_rb{row_buffers}_st{states}",
+            "attn_indexed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_k{topk}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_g{groups}_rb{row_buffers}_st{states}_ph{shift}",
             p.pools.block_size
         ),
         doc: "indexed-row attention: online-softmax merge of each token's top-k compressed rows \
@@ -77,6 +84,8 @@ pub(super) fn launch(
                 ("GROUPS", groups),
                 ("ROW_BUFFERS", row_buffers),
                 ("STATE_BUFFERS", states),
+                ("O_SHIFT", shift),
+                ("O_HALF_COLS", half_cols),
             ],
         ),
         args: vec![
@@ -194,11 +203,12 @@ impl CubeL1 {
 fn vector_ub(
     heads: usize,
     head_dim: usize,
+    part_row: usize,
     topk: usize,
     kv_tile: usize,
     chip: &Chip,
 ) -> (Vec<Buffer>, usize) {
-    let with = |states| vector_buffers(heads, head_dim, topk, kv_tile, states);
+    let with = |states| vector_buffers(heads, head_dim, part_row, topk, kv_tile, states);
     let two = with(2);
     if budget::bytes_in(&two, Mem::Ub, chip) <= chip.capacity(Mem::Ub) {
         (two, 2)
@@ -210,11 +220,13 @@ fn vector_ub(
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
 /// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
 /// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
-/// up) for `states` items, and a group's rows of a tile's part (two: the next group's load
-/// while one merges).
+/// up) for `states` items, and a group's rows of a tile's part (`part_row` halves each as the
+/// cube leaves them, two: the next group's load while one merges; and a repeat of columns
+/// of each widened) with the heads' part scales spread over a block each.
 fn vector_buffers(
     heads: usize,
     head_dim: usize,
+    part_row: usize,
     topk: usize,
     kv_tile: usize,
     states: usize,
@@ -243,8 +255,10 @@ fn vector_buffers(
         ],
         running_stats(stats, 8, SLABS, states),
         vec![
-            row("o", Ub, F32, stats * hd, states, Some(8 * hd)),
-            row("part", Ub, F32, 8 * hd, 2, Some(8 * hd)),
+            row("o", Ub, F32, stats * hd, states, Some(VH * hd)),
+            row("part", Ub, F16, VH * part_row, 2, Some(VH * part_row)),
+            row("part_chunk", Ub, F32, VH * 64, 1, None),
+            row("spread", Ub, F32, VH * 8, 1, None),
         ],
     ]
     .concat()
@@ -273,11 +287,11 @@ mod tests {
     fn two_items_state_where_ub_holds_them() {
         let chip = &CHIPS[0];
         // FLASH: o of 32 heads × 512 (64 KiB) twice beside ~47 KiB of the rest
-        let (buffers, states) = vector_ub(64, 512, 512, 128, chip);
+        let (buffers, states) = vector_ub(64, 512, 576, 512, 128, chip);
         assert_eq!(states, 2);
         let o = buffers.iter().find(|b| b.name == "o").unwrap();
         assert_eq!((o.count, o.bytes()), (2, 64 * 1024));
         // Pro: 64 heads' o is 128 KiB; two would need more than the 184 KiB
-        assert_eq!(vector_ub(128, 512, 1024, 128, chip).1, 1);
+        assert_eq!(vector_ub(128, 512, 576, 1024, 128, chip).1, 1);
     }
 }

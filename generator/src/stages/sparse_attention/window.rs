@@ -208,17 +208,18 @@ pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize, states: usi
 
 /// The power of two the window's o is scaled down by so that its columns before the rope
 /// dims can leave the cube in half (`O_SHIFT`, `dsv4/attention_softmax.h`; `OutRows` in
-/// `dsv4/attention_cube.h`): where the window is the only source, the least `s` with
-/// `2^s >= window` (o = sum of at most `window` probabilities <= 1 times v rows, so
-/// |o * 2^-s| <= max |v|), cutting the Fixpipe's largest write and the finish's read by
-/// 7/16 at FLASH dims (1152 of 2048 bytes a row); 0 (o in f32) where a further source
-/// continues the softmax on it.
+/// `dsv4/head_tile_mmad.h`): where the window is the only source, [`lanes_shift`] of the
+/// window, cutting the Fixpipe's largest write and the finish's read by 7/16 at FLASH dims
+/// (1152 of 2048 bytes a row); 0 (o in f32) where a further source continues the softmax on
+/// it.
 pub(super) fn o_shift(window: usize, with_further: bool) -> usize {
-    if with_further {
-        0
-    } else {
-        window.next_power_of_two().trailing_zeros() as usize
-    }
+    if with_further { 0 } else { lanes_shift(window) }
+}
+
+/// The least `s` with `2^s >= lanes`: a values product over at most `lanes` probabilities
+/// <= 1, scaled by 2^-s, is at most max |v| (half's range holds it).
+pub(super) fn lanes_shift(lanes: usize) -> usize {
+    lanes.next_power_of_two().trailing_zeros() as usize
 }
 
 /// The columns of an o row in half for [`o_shift`] `shift`: those the finish does not
