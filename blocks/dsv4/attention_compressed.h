@@ -9,19 +9,21 @@
 //   AIC: gathers the chunk into L1 (rows >= C_max zero), scores = q_request · chunkᵀ (f32;
 //        L0 tiles of KV_TILE rows and D_TILE head dims)
 //   AIV: z = score * SCALE, lanes r >= C_t masked to -1e20; m_i = max z, e = exp(z - m_i),
-//        l_i = sum e (f32), probs = bf16(e) (zeros for a token with no row in the tile);
+//        l_i = sum e (f32), probs = bf16(e * 2^-O_SHIFT) (zeros for a token with no row in
+//        the tile);
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
-//   AIC: part = probs_request · chunk (f32)
-//   AIV: o' = alpha * o + beta * part, VH heads at a time
+//   AIC: part = probs_request · chunk, its rows as head_tile_mmad.h's OutRows (O_HALF_COLS
+//        columns in half: 2^O_SHIFT >= CHUNK keeps them in range)
+//   AIV: o' = alpha * o + (beta * 2^O_SHIFT) * f32(part), VH heads at a time
 // `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
 // reference's o / (l + exp(sink - m)).
 //
 // Work is split over KV (dsv4/attention_combine.h) when there are fewer requests than core
 // groups: each request's chunks are dealt to S = min(GROUPS / requests, MAX_CHUNKS) splits,
-// one work item (request, split) per group; a split's first chunk's part is its o (it starts
-// from m = -1e20: alpha 0, beta 1). With S = 1 an item is a piece of a request's heads
+// one work item (request, split) per group; a split starts from m = -1e20 (alpha 0), its
+// first merge takes only the part. With S = 1 an item is a piece of a request's heads
 // (whole cube and vector tiles, `HEAD_PIECE`) and continues the window's o and denom in
 // place.
 // A group (1 AIC + 2 AIV) takes items in turn (with S = 1 a contiguous run of about equal GM
@@ -96,8 +98,9 @@ struct CompressedRows {
 };
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK,
-// GROUPS, SCALE, and the sizes the plan decided (`*_BYTES`, each at least what its use below
-// needs): the AIC's L1 and L0, the AIV's UB. PF: the finish's parameters, or NoFinish.
+// GROUPS, SCALE, O_SHIFT and O_HALF_COLS (the parts' rows), and the sizes the plan decided
+// (`*_BYTES`, each at least what its use below needs): the AIC's L1 and L0, the AIV's UB.
+// PF: the finish's parameters, or NoFinish.
 template <class P, class PF = NoFinish>
 class AttentionCompressed {
     static constexpr uint32_t FRACTAL = 16;
@@ -157,9 +160,17 @@ class AttentionCompressed {
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
                   "a value per head of the AIV's tokens");
-    static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::PART_IN_BYTES >= VH * HD * sizeof(float) &&
+    // the parts' rows (OutRows): half columns, then f32 ones; in halves, and in blocks
+    static constexpr uint32_t PART_ROW = OutRows<P>::HALVES, PART_ROW_BLOCKS = BlocksOf<half>(PART_ROW);
+    static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
+    static_assert(P::O_HALF_COLS > 0 && P::O_HALF_COLS % FRACTAL == 0 && P::O_HALF_COLS <= HD &&
+                      P::O_SHIFT <= 15 && (1u << P::O_SHIFT) >= CHUNK,
+                  "parts' half columns: whole fractals, probabilities scaled so that a chunk's part fits half");
+    static_assert(HD_BLOCKS <= 255 && PART_ROW_BLOCKS <= 255, "VH head rows an 8-bit repeat stride apart");
+    static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::PART_IN_BYTES >= VH * PART_ROW * sizeof(half) &&
                       P::O_OUT_BYTES >= VH * HD * sizeof(float),
-                  "VH head rows");
+                  "VH head rows of o, and of the part as the cube leaves it");
+    static_assert(P::SPREAD_BYTES >= VH * BLOCK_BYTES, "VH heads' beta over a block each");
 
     // Work item `item`: of a request's `splits` splits over KV, or (one split) of its `parts`
     // head parts: its request, whether it is a split, its chunks [first, end) and its heads
@@ -286,7 +297,7 @@ private:
         for (uint32_t k = 0; k < SLABS; ++k) {
             scores_[k].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scores) + slab + k * ROWS * CHUNK);
             probs_[k].SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(probs) + slab + k * ROWS * CHUNK);
-            parts_[k] = slots_[Slots::Part(GroupIdx(), k)];
+            partRows_[k].Init(part + Slots::Part(GroupIdx(), k) * sizeof(float));
         }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
         o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
@@ -386,7 +397,7 @@ private:
             for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
                 for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
-                    Matmul<false>(a, HD, s.at, n0, Min(TILE, lanes - n0), scores[m0 * lanes + n0], lanes);
+                    ScoresTile(a, s.at, n0, Min(TILE, lanes - n0), scores[m0 * lanes + n0], lanes);
                 }
                 aTile_.FreeTensor(a);
             }
@@ -394,20 +405,24 @@ private:
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
     }
 
-    // Step `step`'s values, once its probabilities are out: its part (a split's first: its o).
+    // Step `step`'s values, once its probabilities are out: its part.
     __aicore__ inline void Values(const Step& s, uint32_t step)
     {
         const Item& it = s.it;
         const uint32_t lanes = it.rows.Lanes(s.j);
         AscendC::CrossCoreWaitFlag(PROBS_READY);
-        // A split's first part is its o (it starts from m = -1e20: alpha 0, beta 1).
-        AscendC::GlobalTensor<float> dst = it.split && s.j == it.first ? ItemO(s.item, it) : parts_[step % SLABS];
+        const OutRows<P>& out = partRows_[step % SLABS];
         const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
         for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
             for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
                 AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[m0 * lanes], lanes);
                 for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    Matmul<true>(a, lanes, s.at, n0, P::D_TILE, dst[m0 * HD + n0], HD);
+                    // k = chunk lanes, B = chunk (fractals transposed to L0B)
+                    HeadTileMmadTo<P::HEAD_TILE, TILE, CHUNK_BLOCKS, true>(
+                        aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[s.at * FRACTAL], lanes, n0, P::D_TILE,
+                        [&](const AscendC::LocalTensor<float>& c) {
+                            out.template Write<P::HEAD_TILE>(c, m0, n0, P::D_TILE);
+                        });
                 }
                 aTile_.FreeTensor(a);
             }
@@ -458,16 +473,13 @@ private:
         return aTile_.DeQue<bfloat16_t>();
     }
 
-    // dst[HEAD_TILE, nLen] = a · B[:, n0 : n0 + nLen] over k, the chunk's rows from row `at`
-    // of its buffer. Scores (VALUES false): k = head dims, B = chunkᵀ. Values (VALUES true):
-    // k = chunk lanes, B = chunk (fractals transposed to L0B).
-    template <bool VALUES>
-    __aicore__ inline void Matmul(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t k, uint32_t at, uint32_t n0,
-                                  uint32_t nLen, const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
+    // dst[HEAD_TILE, nLen] = a · chunkᵀ[:, n0 : n0 + nLen] over the head dims, the chunk's rows
+    // from row `at` of its buffer (its fractals are already L0B's).
+    __aicore__ inline void ScoresTile(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t at, uint32_t n0,
+                                      uint32_t nLen, const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
     {
-        constexpr uint32_t K_CHUNK = VALUES ? TILE : P::D_TILE;
-        HeadTileMmad<P::HEAD_TILE, K_CHUNK, CHUNK_BLOCKS, VALUES>(
-            aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[at * FRACTAL], k, n0, nLen, dst, dstStride);
+        HeadTileMmad<P::HEAD_TILE, P::D_TILE, CHUNK_BLOCKS, false>(
+            aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[at * FRACTAL], HD, n0, nLen, dst, dstStride);
     }
 
     // ---- AIV ----
@@ -489,6 +501,7 @@ private:
         pipe_.InitBuffer(oIn_, 2, P::O_IN_BYTES);
         pipe_.InitBuffer(partIn_, 2, P::PART_IN_BYTES);
         pipe_.InitBuffer(oOut_, 2, P::O_OUT_BYTES);
+        pipe_.InitBuffer(spread_, P::SPREAD_BYTES);
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < CHUNK; ++k) {
             lane.SetValue(k, static_cast<float>(k));
@@ -498,10 +511,10 @@ private:
 
     // A step's merge, deferred until the next step's probabilities are out (the cube then
     // computes that step's part while this one merges): its o rows, its item's heads, its
-    // slab; none for a split's first chunk (its part already is its o).
+    // slab; `first` for a split's first chunk (its o is the part alone).
     // `last`: the item's last step (with PF its heads are finished once it is merged).
     struct Merge {
-        bool due = false, skip = false, last = false;
+        bool due = false, first = false, last = false;
         uint32_t slab = 0, h0 = 0, h1 = 0, b = 0;
         AscendC::GlobalTensor<float> o;
     };
@@ -513,9 +526,7 @@ private:
             return;
         }
         AscendC::CrossCoreWaitFlag(PART_READY);
-        if (!m.skip) {
-            MergeStep(m, s0);
-        }
+        MergeStep(m, s0);
         m.due = false;
         if (m.last) {
             Handshake<AscendC::HardEvent::MTE3_MTE2>();  // the merged rows are out
@@ -590,7 +601,7 @@ private:
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             Flush(pending, s0);
             pending.due = true;
-            pending.skip = it.split && j == it.first;
+            pending.first = it.split && j == it.first;
             pending.slab = slab;
             pending.h0 = it.h0;
             pending.h1 = it.h1;
@@ -680,6 +691,7 @@ private:
             AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
             ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
                         tileMax, tileSum, s * P::HEADS + h0);
+            AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), len);
             AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
             scoresQ_.FreeTensor(z);
         }
@@ -690,9 +702,11 @@ private:
     }
 
     // o = alpha * o + beta * part for the step's heads of the AIV's tokens, VH head rows at a
-    // time: the next rows load while these are merged and stored.
+    // time (the next rows load while these are merged and stored): the part widened, times
+    // the head's beta * 2^O_SHIFT (undoing the probabilities' scale), a head per repeat.
     __aicore__ inline void MergeStep(const Merge& m, uint32_t s0)
     {
+        constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
         const uint32_t units = TOKENS * (m.h1 - m.h0) / VH;
         LoadMergeRows(m, s0, 0);
         for (uint32_t u = 0; u < units; ++u) {
@@ -701,18 +715,25 @@ private:
             }
             const uint64_t row = RowOf(m, s0, u);
             const uint32_t i = static_cast<uint32_t>(row) - s0 * P::HEADS;  // statistics index
-            AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
-            AscendC::LocalTensor<float> part = partIn_.DeQue<float>();
+            AscendC::LocalTensor<half> part = partIn_.DeQue<half>();
             AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
-            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
-            AscendC::LocalTensor<float> beta = beta_.Get<float>()[m.slab * STATS];
-            for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Muls(out[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
-                AscendC::Muls(part[h * HD], part[h * HD], beta.GetValue(i + h), HD);
-                AscendC::Add(out[h * HD], out[h * HD], part[h * HD], HD);
-            }
-            oIn_.FreeTensor(oIn);
+            AscendC::LocalTensor<float> beta = spread_.Get<float>();
+            AscendC::Brcb(beta, beta_.Get<float>()[m.slab * STATS + i], 1, AscendC::BrcbRepeatParams(1, 8));
+            AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
+            WidenRows(out, part, VH, HALF_COLS, HD_BLOCKS, PART_ROW_BLOCKS);
+            MulRows(out, out, beta, VH, HALF_COLS, HD_BLOCKS, HD_BLOCKS);
+            MulRows(out[HALF_COLS], part.template ReinterpretCast<float>()[HALF_COLS / 2], beta, VH, HD - HALF_COLS,
+                    HD_BLOCKS, PART_ROW_BLOCKS);
             partIn_.FreeTensor(part);
+            if (!m.first) {
+                AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
+                AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
+                for (uint32_t h = 0; h < VH; ++h) {
+                    AscendC::Muls(oIn[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
+                }
+                AscendC::Add(out, out, oIn, VH * HD);
+                oIn_.FreeTensor(oIn);
+            }
             oOut_.EnQue(out);
             out = oOut_.DeQue<float>();
             AscendC::DataCopy(m.o[row * HD], out, VH * HD);
@@ -730,15 +751,17 @@ private:
         return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + m.h0 + u % pieces * VH;
     }
 
-    // Unit u's rows of o and of the step's part.
+    // Unit u's rows of o (but for a split's first merge) and of the step's part.
     __aicore__ inline void LoadMergeRows(const Merge& m, uint32_t s0, uint32_t u)
     {
-        const uint64_t at = RowOf(m, s0, u) * HD;
-        AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
-        AscendC::DataCopy(oIn, m.o[at], VH * HD);
-        oIn_.EnQue(oIn);
-        AscendC::LocalTensor<float> part = partIn_.AllocTensor<float>();
-        AscendC::DataCopy(part, parts_[m.slab][at], VH * HD);
+        const uint64_t row = RowOf(m, s0, u);
+        if (!m.first) {
+            AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
+            AscendC::DataCopy(oIn, m.o[row * HD], VH * HD);
+            oIn_.EnQue(oIn);
+        }
+        AscendC::LocalTensor<half> part = partIn_.AllocTensor<half>();
+        AscendC::DataCopy(part, partRows_[m.slab].lead[row * PART_ROW], VH * PART_ROW);
         partIn_.EnQue(part);
     }
 
@@ -754,13 +777,14 @@ private:
     AscendC::TQue<AscendC::TPosition::VECIN, 2> scoresQ_;  // SCORE_BUFFERS slots
     AscendC::TQue<AscendC::TPosition::VECOUT, 2> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, spread_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oIn_, partIn_;  // this unit's rows and the next's
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_[SLABS];
     AscendC::GlobalTensor<int32_t> table_;
     RequestMeta meta_;
-    AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, parts_[SLABS], stats_, o_, denom_;
+    AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, stats_, o_, denom_;
+    OutRows<P> partRows_[SLABS];  // the group's parts, a slab's each
     uint32_t step_ = 0;  // AIV: (item, chunk) steps so far: the slabs of the next
 };
 

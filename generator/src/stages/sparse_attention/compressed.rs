@@ -6,7 +6,8 @@ use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
 use super::window::{
-    self, cube_buffers, exp_rows_scratch, further_params, per_token, running_stats, union_rows,
+    self, cube_buffers, exp_rows_scratch, further_params, lanes_shift, o_half_cols, o_row,
+    per_token, running_stats, union_rows,
 };
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
@@ -70,11 +71,15 @@ pub(super) fn launch(
             Dim::Const(last),
         ]
     };
+    // parts leave the cube with their nope columns in half, the probabilities scaled
+    let shift = lanes_shift(chunk);
+    let half_cols = o_half_cols(m, shift);
+    let (part_row, _) = o_row(m, half_cols);
     // The kernel's buffers with `slots` slots of scores and probabilities (`SCORE_BUFFERS`).
     let buffers = |slots| {
         [
             cube_buffers(("chunk", chunk), hd, head_tile, kv_tile, d_tile),
-            vector_buffers(heads, hd, seq, chunk, slots),
+            vector_buffers(heads, hd, part_row, seq, chunk, slots),
         ]
         .concat()
     };
@@ -84,7 +89,7 @@ pub(super) fn launch(
     split.workspaces(b, hd);
     let kernel = Kernel {
         name: format!(
-            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}_g{groups}",
+            "attn_compressed_h{heads}_d{hd}_s{seq}_bs{}_r{ratio}_max{max_rows}_ht{head_tile}_kv{kv_tile}_dk{d_tile}_ch{chunk}_g{groups}_ph{shift}",
             p.pools.block_size
         ),
         doc: "compressed-row attention: online-softmax merge of every visible compressed row \
@@ -98,7 +103,12 @@ pub(super) fn launch(
             ratio,
             ("MAX_ROWS", max_rows),
             [head_tile, kv_tile, d_tile],
-            &[("CHUNK", chunk), ("GROUPS", groups)],
+            &[
+                ("CHUNK", chunk),
+                ("GROUPS", groups),
+                ("O_SHIFT", shift),
+                ("O_HALF_COLS", half_cols),
+            ],
         ),
         args: vec![
             "q",
@@ -225,11 +235,13 @@ pub(super) fn unmet(
 /// heads of one token's scores in and probabilities out over a chunk's lanes, `slots` of
 /// each (two: the next heads' scores load while these are worked on), per-lane
 /// constants, the running statistics of its half of a request's tokens, and 8 head rows
-/// of o and of the chunk's part in, and of o out, two of each (the merge loads the next
-/// rows while it works on these).
+/// of o and of the chunk's part in (`part_row` halves each, as the cube leaves them), and of
+/// o out, two of each (the merge loads the next rows while it works on these), with the
+/// heads' part scales spread over a block each.
 fn vector_buffers(
     heads: usize,
     head_dim: usize,
+    part_row: usize,
     seq: usize,
     chunk: usize,
     slots: usize,
@@ -249,8 +261,9 @@ fn vector_buffers(
         running_stats(stats, stats, SLABS, 1),
         vec![
             row("o_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
-            row("part_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
+            row("part_in", Ub, F16, VH * part_row, 2, Some(VH * part_row)),
             row("o_out", Ub, F32, VH * hd, 2, Some(VH * hd)),
+            row("spread", Ub, F32, VH * 8, 1, None),
         ],
     ]
     .concat()

@@ -574,3 +574,24 @@ pub(super) fn fused(
         parts,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{exp_rows_scratch, lanes_shift};
+
+    #[test]
+    fn products_scale_by_the_least_power_of_two_reaching_their_lanes() {
+        // FLASH: the window's and CSA's tiles of 128 lanes, HCA's chunks of 352 rows
+        assert_eq!(lanes_shift(128), 7);
+        assert_eq!(lanes_shift(129), 8);
+        assert_eq!(lanes_shift(352), 9);
+    }
+
+    #[test]
+    fn only_rows_wider_than_a_repeat_fold() {
+        // 16 rows of the 144-lane union fold into 16 × 64; a row of one repeat reduces as it is
+        assert_eq!(exp_rows_scratch(16, 144), 16 * 64);
+        assert_eq!(exp_rows_scratch(8, 64), 64);
+        assert_eq!(exp_rows_scratch(8, 2048), 2048);
+    }
+}
