@@ -160,15 +160,13 @@ class AttentionCompressed {
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
                   "a value per head of the AIV's tokens");
-    // the parts' rows (OutRows): half columns, then f32 ones; in halves, and in blocks
-    static constexpr uint32_t PART_ROW = OutRows<P>::HALVES, PART_ROW_BLOCKS = BlocksOf<half>(PART_ROW);
+    using Parts = OutRows<P>;  // the parts' rows: half columns, then f32 ones
     static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
-    static_assert(P::O_HALF_COLS > 0 && P::O_HALF_COLS % FRACTAL == 0 && P::O_HALF_COLS <= HD &&
-                      P::O_SHIFT <= 15 && (1u << P::O_SHIFT) >= CHUNK,
-                  "parts' half columns: whole fractals, probabilities scaled so that a chunk's part fits half");
-    static_assert(HD_BLOCKS <= 255 && PART_ROW_BLOCKS <= 255, "VH head rows an 8-bit repeat stride apart");
-    static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::PART_IN_BYTES >= VH * PART_ROW * sizeof(half) &&
-                      P::O_OUT_BYTES >= VH * HD * sizeof(float),
+    static_assert(P::O_HALF_COLS > 0 && Parts::Fits(CHUNK),
+                  "a chunk's part leaves the cube in half but the rope columns");
+    static_assert(HD_BLOCKS <= 255 && Parts::BLOCKS <= 255, "VH head rows an 8-bit repeat stride apart");
+    static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::O_OUT_BYTES >= VH * HD * sizeof(float) &&
+                      P::PART_IN_BYTES >= VH * Parts::HALVES * sizeof(half),
                   "VH head rows of o, and of the part as the cube leaves it");
     static_assert(P::SPREAD_BYTES >= VH * BLOCK_BYTES, "VH heads' beta over a block each");
 
@@ -411,7 +409,7 @@ private:
         const Item& it = s.it;
         const uint32_t lanes = it.rows.Lanes(s.j);
         AscendC::CrossCoreWaitFlag(PROBS_READY);
-        const OutRows<P>& out = partRows_[step % SLABS];
+        const Parts& out = partRows_[step % SLABS];
         const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
         for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
             for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
@@ -720,10 +718,10 @@ private:
             AscendC::LocalTensor<float> beta = spread_.Get<float>();
             AscendC::Brcb(beta, beta_.Get<float>()[m.slab * STATS + i], 1, AscendC::BrcbRepeatParams(1, 8));
             AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
-            WidenRows(out, part, VH, HALF_COLS, HD_BLOCKS, PART_ROW_BLOCKS);
+            WidenRows(out, part, VH, HALF_COLS, HD_BLOCKS, Parts::BLOCKS);
             MulRows(out, out, beta, VH, HALF_COLS, HD_BLOCKS, HD_BLOCKS);
             MulRows(out[HALF_COLS], part.template ReinterpretCast<float>()[HALF_COLS / 2], beta, VH, HD - HALF_COLS,
-                    HD_BLOCKS, PART_ROW_BLOCKS);
+                    HD_BLOCKS, Parts::BLOCKS);
             partIn_.FreeTensor(part);
             if (!m.first) {
                 AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
@@ -761,7 +759,7 @@ private:
             oIn_.EnQue(oIn);
         }
         AscendC::LocalTensor<half> part = partIn_.AllocTensor<half>();
-        AscendC::DataCopy(part, partRows_[m.slab].lead[row * PART_ROW], VH * PART_ROW);
+        AscendC::DataCopy(part, partRows_[m.slab].lead[row * Parts::HALVES], VH * Parts::HALVES);
         partIn_.EnQue(part);
     }
 
@@ -784,7 +782,7 @@ private:
     AscendC::GlobalTensor<int32_t> table_;
     RequestMeta meta_;
     AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, stats_, o_, denom_;
-    OutRows<P> partRows_[SLABS];  // the group's parts, a slab's each
+    Parts partRows_[SLABS];  // the group's parts, a slab's each
     uint32_t step_ = 0;  // AIV: (item, chunk) steps so far: the slabs of the next
 };
 

@@ -109,14 +109,12 @@ class AttentionIndexed {
     static_assert(P::RUN_MAX_BYTES % BLOCK_BYTES == 0 && P::RUN_DENOM_BYTES % BLOCK_BYTES == 0 &&
                       P::O_BYTES % BLOCK_BYTES == 0,
                   "state buffers start on blocks");
-    // the parts' rows (OutRows): half columns, then f32 ones; in halves, and in blocks
-    static constexpr uint32_t PART_ROW = OutRows<P>::HALVES, PART_ROW_BLOCKS = BlocksOf<half>(PART_ROW);
+    using Parts = OutRows<P>;  // the parts' rows: half columns, then f32 ones
     static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
-    static_assert(P::O_HALF_COLS > 0 && P::O_HALF_COLS % FRACTAL == 0 && P::O_HALF_COLS <= HD &&
-                      P::O_SHIFT <= 15 && (1u << P::O_SHIFT) >= TILE,
-                  "parts' half columns: whole fractals, probabilities scaled so that a tile's part fits half");
-    static_assert(HD_BLOCKS <= 255 && PART_ROW_BLOCKS <= 255, "a group's rows an 8-bit repeat stride apart");
-    static_assert(P::PART_BYTES >= VH * PART_ROW * sizeof(half) &&
+    static_assert(P::O_HALF_COLS > 0 && Parts::Fits(TILE),
+                  "a tile's part leaves the cube in half but the rope columns");
+    static_assert(HD_BLOCKS <= 255 && Parts::BLOCKS <= 255, "a group's rows an 8-bit repeat stride apart");
+    static_assert(P::PART_BYTES >= VH * Parts::HALVES * sizeof(half) &&
                       P::PART_CHUNK_BYTES >= VH * F32_REPEAT * sizeof(float),
                   "part holds a group's rows as the cube leaves them, part_chunk a repeat of each in f32");
     static_assert(P::SPREAD_BYTES >= VH * BLOCK_BYTES, "a group's beta over a block per head");
@@ -343,7 +341,7 @@ private:
             aTile_.EnQue(a);
             a = aTile_.DeQue<bfloat16_t>();
             const uint64_t row = m * P::HEAD_TILE;  // of the group's part
-            const OutRows<P>& out = partRows_[slab];
+            const Parts& out = partRows_[slab];
             for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
                 // k = the tile's lanes, B = tile (fractals transposed to L0B)
                 HeadTileMmadTo<P::HEAD_TILE, TILE, TILE_BLOCKS, true>(
@@ -630,7 +628,8 @@ private:
     __aicore__ inline void LoadPart(uint32_t g, uint32_t slab)
     {
         AscendC::LocalTensor<half> part = partQ_.AllocTensor<half>();
-        AscendC::DataCopy(part, partRows_[slab].lead[static_cast<uint64_t>(g) * VH * PART_ROW], VH * PART_ROW);
+        const uint64_t at = static_cast<uint64_t>(g) * VH * Parts::HALVES;
+        AscendC::DataCopy(part, partRows_[slab].lead[at], VH * Parts::HALVES);
         partQ_.EnQue(part);
     }
 
@@ -676,10 +675,10 @@ private:
         for (uint32_t c = 0; c < HD;) {
             const uint32_t n = Min(F32_REPEAT, (c < HALF_COLS ? HALF_COLS : HD) - c);
             if (c < HALF_COLS) {
-                WidenRows(chunk, part[c], VH, n, CHUNK_BLOCKS, PART_ROW_BLOCKS);
+                WidenRows(chunk, part[c], VH, n, CHUNK_BLOCKS, Parts::BLOCKS);
                 MulRows(chunk, chunk, beta, VH, n, CHUNK_BLOCKS, CHUNK_BLOCKS);
             } else {
-                MulRows(chunk, rest[c - HALF_COLS], beta, VH, n, CHUNK_BLOCKS, PART_ROW_BLOCKS);
+                MulRows(chunk, rest[c - HALF_COLS], beta, VH, n, CHUNK_BLOCKS, Parts::BLOCKS);
             }
             AscendC::Add(o[c], o[c], chunk, n, VH,
                          AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
@@ -707,7 +706,7 @@ private:
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
     AscendC::GlobalTensor<float> scores_, splitSlots_, stats_, o_, denom_, rowMax_;
-    OutRows<P> partRows_[SLABS];  // the group's parts, a slab's each
+    Parts partRows_[SLABS];  // the group's parts, a slab's each
     ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
     uint32_t state_ = 0;              // the AIV's state buffer of the current item

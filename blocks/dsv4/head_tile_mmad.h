@@ -38,6 +38,13 @@ template <class P>
 struct OutRows {
     static constexpr uint32_t HALVES = P::O_HALF_COLS + 2 * (P::HEAD_DIM - P::O_HALF_COLS);  // a row in halves
     static constexpr uint32_t FLOATS = HALVES / 2;                                             // a row in floats
+    static constexpr uint32_t BLOCKS = BlocksOf<half>(HALVES);                                 // a row in blocks
+    // Probabilities scaled by 2^-O_SHIFT keep a product over at most `lanes` of them (each at
+    // most 1) within max |v|, so in half's range.
+    __aicore__ static constexpr inline bool Fits(uint32_t lanes)
+    {
+        return P::O_SHIFT <= 15 && (uint32_t(1) << P::O_SHIFT) >= lanes;
+    }
     AscendC::GlobalTensor<half> lead;   // the row's first O_HALF_COLS columns, from each row's start
     AscendC::GlobalTensor<float> rest;  // the others, from column O_HALF_COLS of row 0
 
