@@ -9,12 +9,13 @@
 //   AIC: gathers the chunk into L1 (rows >= C_max zero), scores = q_request · chunkᵀ (f32;
 //        L0 tiles of KV_TILE rows and D_TILE head dims)
 //   AIV: z = score * SCALE, lanes r >= C_t masked to -1e20; m_i = max z, e = exp(z - m_i),
-//        l_i = sum e (f32), probs = bf16(e * 2^-O_SHIFT) (zeros for a token with no row in
-//        the tile);
+//        l_i = sum e (f32), probs = bf16(e * 2^-O_SHIFT), bf16(e) for a split's first chunk
+//        (zeros for a token with no row in the tile);
 //        m' = max(m, m_i), alpha = exp(m - m'), beta = exp(m_i - m'),
 //        denom' = alpha * denom + beta * l_i
 //   AIC: part = probs_request · chunk, its rows as head_tile_mmad.h's OutRows (O_HALF_COLS
-//        columns in half: 2^O_SHIFT >= CHUNK keeps them in range)
+//        columns in half: 2^O_SHIFT >= CHUNK keeps them in range); a split's first chunk
+//        writes its o (f32) instead
 //   AIV: o' = alpha * o + (beta * 2^O_SHIFT) * f32(part), VH heads at a time
 // `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
@@ -22,8 +23,8 @@
 //
 // Work is split over KV (dsv4/attention_combine.h) when there are fewer requests than core
 // groups: each request's chunks are dealt to S = min(GROUPS / requests, MAX_CHUNKS) splits,
-// one work item (request, split) per group; a split starts from m = -1e20 (alpha 0), its
-// first merge takes only the part. With S = 1 an item is a piece of a request's heads
+// one work item (request, split) per group; a split's first chunk's product is its o (it
+// starts from m = -1e20: alpha 0, beta 1). With S = 1 an item is a piece of a request's heads
 // (whole cube and vector tiles, `HEAD_PIECE`) and continues the window's o and denom in
 // place.
 // A group (1 AIC + 2 AIV) takes items in turn (with S = 1 a contiguous run of about equal GM
@@ -403,13 +404,15 @@ private:
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
     }
 
-    // Step `step`'s values, once its probabilities are out: its part.
+    // Step `step`'s values, once its probabilities are out: its part (a split's first: its o).
     __aicore__ inline void Values(const Step& s, uint32_t step)
     {
         const Item& it = s.it;
         const uint32_t lanes = it.rows.Lanes(s.j);
         AscendC::CrossCoreWaitFlag(PROBS_READY);
         const Parts& out = partRows_[step % SLABS];
+        const AscendC::GlobalTensor<float> o = ItemO(s.item, it);
+        const bool isO = it.split && s.j == it.first;
         const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
         for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
             for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
@@ -419,7 +422,11 @@ private:
                     HeadTileMmadTo<P::HEAD_TILE, TILE, CHUNK_BLOCKS, true>(
                         aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[s.at * FRACTAL], lanes, n0, P::D_TILE,
                         [&](const AscendC::LocalTensor<float>& c) {
-                            out.template Write<P::HEAD_TILE>(c, m0, n0, P::D_TILE);
+                            if (isO) {
+                                FixpipeColumns<P::HEAD_TILE>(o[m0 * HD + n0], c, 0, P::D_TILE, HD);
+                            } else {
+                                out.template Write<P::HEAD_TILE>(c, m0, n0, P::D_TILE);
+                            }
                         });
                 }
                 aTile_.FreeTensor(a);
@@ -509,10 +516,10 @@ private:
 
     // A step's merge, deferred until the next step's probabilities are out (the cube then
     // computes that step's part while this one merges): its o rows, its item's heads, its
-    // slab; `first` for a split's first chunk (its o is the part alone).
+    // slab; none for a split's first chunk (its product already is its o).
     // `last`: the item's last step (with PF its heads are finished once it is merged).
     struct Merge {
-        bool due = false, first = false, last = false;
+        bool due = false, skip = false, last = false;
         uint32_t slab = 0, h0 = 0, h1 = 0, b = 0;
         AscendC::GlobalTensor<float> o;
     };
@@ -524,7 +531,9 @@ private:
             return;
         }
         AscendC::CrossCoreWaitFlag(PART_READY);
-        MergeStep(m, s0);
+        if (!m.skip) {
+            MergeStep(m, s0);
+        }
         m.due = false;
         if (m.last) {
             Handshake<AscendC::HardEvent::MTE3_MTE2>();  // the merged rows are out
@@ -567,6 +576,7 @@ private:
         const AscendC::GlobalTensor<float> o = ItemO(item, it);
         for (uint32_t j = it.first; j < it.end; ++j) {
             const uint32_t lanes = it.rows.Lanes(j);
+            const bool first = it.split && j == it.first;  // its product is the split's o, unscaled
             uint32_t valid[TOKENS];
             for (uint32_t s = 0; s < TOKENS; ++s) {
                 const int32_t left = it.rows.visible[s0 + s] - static_cast<int32_t>(j * CHUNK);
@@ -593,13 +603,13 @@ private:
                 if (k + AHEAD < TOKENS * pieces) {
                     load(k + AHEAD);
                 }
-                Softmax(slab, s0 + s, s, it.h0 + k % pieces * VH, valid[s], lanes);
+                Softmax(slab, s0 + s, s, it.h0 + k % pieces * VH, valid[s], lanes, !first);
             }
             Rescale(it, m, den, slab);
             AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
             Flush(pending, s0);
             pending.due = true;
-            pending.first = it.split && j == it.first;
+            pending.skip = first;
             pending.slab = slab;
             pending.h0 = it.h0;
             pending.h1 = it.h1;
@@ -668,10 +678,11 @@ private:
 
     // VH heads from h0 of the item's token `token` (local index s) over the chunk's lanes,
     // their scores loaded (LoadScores) where valid > 0: tile max and sum into the statistics,
-    // bf16 probabilities out. A token without a row in the tile gets zero probabilities and
-    // (m_i, l_i) = (-1e20, 0), which merges as a no-op.
+    // bf16 probabilities out, `scaled` by 2^-O_SHIFT where a part follows. A token without a
+    // row in the tile gets zero probabilities and (m_i, l_i) = (-1e20, 0), which merges as a
+    // no-op.
     __aicore__ inline void Softmax(uint32_t slab, uint32_t token, uint32_t s, uint32_t h0, uint32_t valid,
-                                   uint32_t lanes)
+                                   uint32_t lanes, bool scaled)
     {
         const uint64_t at = SlabAt(token, h0, lanes);
         const uint32_t len = VH * lanes;
@@ -689,7 +700,9 @@ private:
             AscendC::LocalTensor<float> z = scoresQ_.DeQue<float>();
             ExpRows<VH>(z, bias_.Get<float>(), P::SCALE, lanes, reduceTmp_.Get<float>(), rowStats_.Get<float>(),
                         tileMax, tileSum, s * P::HEADS + h0);
-            AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), len);
+            if (scaled) {
+                AscendC::Muls(z, z, 1.0f / static_cast<float>(1u << P::O_SHIFT), len);
+            }
             AscendC::Cast(p, z, AscendC::RoundMode::CAST_RINT, len);
             scoresQ_.FreeTensor(z);
         }
@@ -723,15 +736,13 @@ private:
             MulRows(out[HALF_COLS], part.template ReinterpretCast<float>()[HALF_COLS / 2], beta, VH, HD - HALF_COLS,
                     HD_BLOCKS, Parts::BLOCKS);
             partIn_.FreeTensor(part);
-            if (!m.first) {
-                AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
-                AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
-                for (uint32_t h = 0; h < VH; ++h) {
-                    AscendC::Muls(oIn[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
-                }
-                AscendC::Add(out, out, oIn, VH * HD);
-                oIn_.FreeTensor(oIn);
+            AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
+            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
+            for (uint32_t h = 0; h < VH; ++h) {
+                AscendC::Muls(oIn[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
             }
+            AscendC::Add(out, out, oIn, VH * HD);
+            oIn_.FreeTensor(oIn);
             oOut_.EnQue(out);
             out = oOut_.DeQue<float>();
             AscendC::DataCopy(m.o[row * HD], out, VH * HD);
@@ -749,15 +760,13 @@ private:
         return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + m.h0 + u % pieces * VH;
     }
 
-    // Unit u's rows of o (but for a split's first merge) and of the step's part.
+    // Unit u's rows of o and of the step's part.
     __aicore__ inline void LoadMergeRows(const Merge& m, uint32_t s0, uint32_t u)
     {
         const uint64_t row = RowOf(m, s0, u);
-        if (!m.first) {
-            AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
-            AscendC::DataCopy(oIn, m.o[row * HD], VH * HD);
-            oIn_.EnQue(oIn);
-        }
+        AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
+        AscendC::DataCopy(oIn, m.o[row * HD], VH * HD);
+        oIn_.EnQue(oIn);
         AscendC::LocalTensor<half> part = partIn_.AllocTensor<half>();
         AscendC::DataCopy(part, partRows_[m.slab].lead[row * Parts::HALVES], VH * Parts::HALVES);
         partIn_.EnQue(part);
