@@ -717,7 +717,6 @@ private:
     // the head's beta * 2^O_SHIFT (undoing the probabilities' scale), a head per repeat.
     __aicore__ inline void MergeStep(const Merge& m, uint32_t s0)
     {
-        constexpr uint32_t HALF_COLS = P::O_HALF_COLS;
         const uint32_t units = TOKENS * (m.h1 - m.h0) / VH;
         LoadMergeRows(m, s0, 0);
         for (uint32_t u = 0; u < units; ++u) {
@@ -731,10 +730,7 @@ private:
             AscendC::LocalTensor<float> beta = spread_.Get<float>();
             AscendC::Brcb(beta, beta_.Get<float>()[m.slab * STATS + i], 1, AscendC::BrcbRepeatParams(1, 8));
             AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
-            WidenRows(out, part, VH, HALF_COLS, HD_BLOCKS, Parts::BLOCKS);
-            MulRows(out, out, beta, VH, HALF_COLS, HD_BLOCKS, HD_BLOCKS);
-            MulRows(out[HALF_COLS], part.template ReinterpretCast<float>()[HALF_COLS / 2], beta, VH, HD - HALF_COLS,
-                    HD_BLOCKS, Parts::BLOCKS);
+            Parts::Widen(out, part, beta, VH, 0, HD, HD_BLOCKS);
             partIn_.FreeTensor(part);
             AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
             AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];

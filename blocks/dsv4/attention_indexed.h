@@ -660,9 +660,8 @@ private:
     // widened, times the head's beta * 2^O_SHIFT (undoing the probabilities' scale) and added.
     __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
-        constexpr uint32_t HALF_COLS = P::O_HALF_COLS, CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
+        constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
         AscendC::LocalTensor<half> part = partQ_.DeQue<half>();
-        const AscendC::LocalTensor<float> rest = part.template ReinterpretCast<float>()[HALF_COLS / 2];
         AscendC::LocalTensor<float> chunk = partChunk_.Get<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE + i * VH * HD];
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS + i * VH];
@@ -672,17 +671,11 @@ private:
         for (uint32_t h = 0; h < VH; ++h) {
             AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(h), HD);
         }
-        for (uint32_t c = 0; c < HD;) {
-            const uint32_t n = Min(F32_REPEAT, (c < HALF_COLS ? HALF_COLS : HD) - c);
-            if (c < HALF_COLS) {
-                WidenRows(chunk, part[c], VH, n, CHUNK_BLOCKS, Parts::BLOCKS);
-                MulRows(chunk, chunk, beta, VH, n, CHUNK_BLOCKS, CHUNK_BLOCKS);
-            } else {
-                MulRows(chunk, rest[c - HALF_COLS], beta, VH, n, CHUNK_BLOCKS, Parts::BLOCKS);
-            }
+        for (uint32_t c = 0; c < HD; c += F32_REPEAT) {
+            const uint32_t n = Min(F32_REPEAT, HD - c);
+            Parts::Widen(chunk, part, beta, VH, c, n, CHUNK_BLOCKS);
             AscendC::Add(o[c], o[c], chunk, n, VH,
                          AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
-            c += n;
         }
         partQ_.FreeTensor(part);
     }

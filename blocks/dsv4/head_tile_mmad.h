@@ -54,6 +54,26 @@ struct OutRows {
         rest.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o + P::O_HALF_COLS * sizeof(half)));
     }
 
+    // On the vector side, rows loaded as they are (`src`, halves, BLOCKS apart): dst's f32 rows
+    // (dstRow blocks apart) = their columns [c0, c0 + cols) in f32, each row times its
+    // factor in `spread` (a block per row), a row per repeat.
+    __aicore__ static inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<half>& src,
+                                        const AscendC::LocalTensor<float>& spread, uint32_t rows, uint32_t c0,
+                                        uint32_t cols, uint32_t dstRow)
+    {
+        const uint32_t halves = c0 < P::O_HALF_COLS ? Min(P::O_HALF_COLS - c0, cols) : 0;
+        if (halves > 0) {
+            WidenRows(dst, src[c0], rows, halves, dstRow, BLOCKS);
+            MulRows(dst, dst, spread, rows, halves, dstRow, dstRow);
+        }
+        if (halves < cols) {
+            // the f32 columns start at half O_HALF_COLS of a row
+            const uint32_t at = P::O_HALF_COLS / 2 + (c0 + halves - P::O_HALF_COLS);
+            MulRows(dst[halves], src.template ReinterpretCast<float>()[at], spread, rows, cols - halves, dstRow,
+                    BLOCKS);
+        }
+    }
+
     // C's `cols` columns (a tile's, from column n0) of HEAD_TILE rows from `row` out of L0C:
     // those before O_HALF_COLS in half, the others in f32.
     template <uint32_t HEAD_TILE>

@@ -216,6 +216,14 @@ pub(super) fn o_shift(window: usize, with_further: bool) -> usize {
     if with_further { 0 } else { lanes_shift(window) }
 }
 
+/// A further source's parts over at most `lanes` probabilities: the shift of the
+/// probabilities ([`lanes_shift`]), the parts' half columns and a part row in halves.
+pub(super) fn part_rows(m: &ModelDims, lanes: usize) -> (usize, usize, usize) {
+    let shift = lanes_shift(lanes);
+    let half_cols = o_half_cols(m, shift);
+    (shift, half_cols, o_row(m, half_cols).0)
+}
+
 /// The least `s` with `2^s >= lanes`: a values product over at most `lanes` probabilities
 /// <= 1, scaled by 2^-s, is at most max |v| (half's range holds it).
 pub(super) fn lanes_shift(lanes: usize) -> usize {
