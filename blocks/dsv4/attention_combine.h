@@ -10,6 +10,7 @@
 #pragma once
 
 #include "dsv4/attention_finish.h"
+#include "dsv4/head_tile_mmad.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/pipe_sync.h"
 #include "dsv4/vec_common.h"
@@ -60,10 +61,12 @@ struct SplitSlots {
 // written), so its o is not read. With PF (the finish's parameters, attention_finish.h) the
 // work units are the finish's tiles (whole VH tiles of a token's heads): each is merged and
 // then finished (or, S = 1, finished as the source left it), so the attention needs no finish
-// launch.
+// launch. The window's o is as its cube left it (head_tile_mmad.h's OutRows: O_HALF_COLS half
+// columns, scaled by 2^-O_SHIFT), the splits' f32 and unscaled (their weights times
+// 2^-O_SHIFT); the merged rows leave as the window's.
 // P: HEADS, HEAD_DIM, UNIT_ROWS (head rows of a unit: a multiple of HEADS), PER_TOKEN (units
 // are tokens, else requests), GROUPS, MAX_SPLITS, PARTS (the source's part slabs per group),
-// and the UB sizes (`*_BYTES`).
+// O_SHIFT and O_HALF_COLS (o's rows), and the UB sizes (`*_BYTES`).
 template <class P, class PF = NoFinish>
 class AttentionCombine {
     static constexpr uint32_t HD = P::HEAD_DIM;
@@ -73,9 +76,14 @@ class AttentionCombine {
     static constexpr uint32_t SOURCES = CAP + 1;                     // the window and the splits
     using Splits = KvSplits<P::GROUPS, P::MAX_SPLITS>;
     using Slots = SplitSlots<P::UNIT_ROWS, P::HEAD_DIM, true, P::PARTS>;
+    using Rows = OutRows<P>;  // the window's (and the merged) o rows
+    static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
     static_assert(P::UNIT_ROWS % P::HEADS == 0 && P::HEADS % VH == 0, "whole head tiles");
     static_assert(P::ACC_BYTES >= VH * HD * sizeof(float) && P::PART_BYTES >= VH * HD * sizeof(float),
                   "VH head rows");
+    static_assert(P::O_HALF_COLS > 0 && P::ROWS_BYTES >= VH * Rows::HALVES * sizeof(half) &&
+                      P::SPREAD_BYTES >= VH * BLOCK_BYTES && HD_BLOCKS <= 255 && Rows::BLOCKS <= 255,
+                  "VH rows of o as the window leaves them, a block per head's weight");
     static_assert(P::MAXES_BYTES >= SOURCES * VH * sizeof(float) && P::DENOMS_BYTES >= SOURCES * VH * sizeof(float) &&
                       P::WEIGHTS_BYTES >= SOURCES * VH * sizeof(float) && P::MAX_BYTES >= VH * sizeof(float),
                   "VH values per source");
@@ -172,7 +180,7 @@ private:
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
         slots_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(part));
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        o_.Init(o);
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
     }
 
@@ -184,6 +192,8 @@ private:
         pipe_.InitBuffer(denoms_, P::DENOMS_BYTES);
         pipe_.InitBuffer(weights_, P::WEIGHTS_BYTES);
         pipe_.InitBuffer(max_, P::MAX_BYTES);
+        pipe_.InitBuffer(rows_, P::ROWS_BYTES);
+        pipe_.InitBuffer(spread_, P::SPREAD_BYTES);
     }
 
     // Rows [r0, r0 + VH) of unit `unit`.
@@ -195,11 +205,13 @@ private:
         AscendC::LocalTensor<float> w = weights_.Get<float>();
         AscendC::LocalTensor<float> mx = max_.Get<float>();
         AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        AscendC::LocalTensor<half> rows = rows_.Get<half>();
+        AscendC::LocalTensor<float> spread = spread_.Get<float>();
         // The previous unit's results have left before its buffers are refilled.
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
         AscendC::DataCopy(maxes, rowMax_[head], VH);
         AscendC::DataCopy(denoms, denom_[head], VH);
-        AscendC::DataCopy(acc, o_[head * HD], VH * HD);
+        AscendC::DataCopy(rows, o_.lead[head * Rows::HALVES], VH * Rows::HALVES);
         for (uint32_t s = 0; s < splits; ++s) {
             const uint32_t item = unit * splits + s;
             AscendC::DataCopy(maxes[(s + 1) * VH], stats_[Slots::SplitMax(item) + r0], VH);
@@ -237,23 +249,24 @@ private:
         if (used > 0) {
             Load(unit * splits + adding[0], r0);
         }
+        AscendC::Brcb(spread, w, 1, AscendC::BrcbRepeatParams(1, 8));
+        Rows::Widen(acc, rows, spread, VH, 0, HD, HD_BLOCKS);
         VectorToScalar();
-        for (uint32_t h = 0; h < VH; ++h) {
-            AscendC::Muls(acc[h * HD], acc[h * HD], w.GetValue(h), HD);
-        }
+        constexpr float SCALE = 1.0f / static_cast<float>(1u << P::O_SHIFT);  // into the window's scale
         for (uint32_t k = 0; k < used; ++k) {
             if (k + 1 < used) {
                 Load(unit * splits + adding[k + 1], r0);  // the next split's rows load under this one's sums
             }
             AscendC::LocalTensor<float> part = partQ_.DeQue<float>();
             for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue((adding[k] + 1) * VH + h), HD);
+                AscendC::Muls(part[h * HD], part[h * HD], w.GetValue((adding[k] + 1) * VH + h) * SCALE, HD);
                 AscendC::Add(acc[h * HD], acc[h * HD], part[h * HD], HD);
             }
             partQ_.FreeTensor(part);
         }
+        Rows::Narrow(rows, acc, VH, HD_BLOCKS);
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(o_[head * HD], acc, VH * HD);
+        AscendC::DataCopy(o_.lead[head * Rows::HALVES], rows, VH * Rows::HALVES);
         AscendC::DataCopy(denom_[head], denoms, VH);
     }
 
@@ -267,8 +280,9 @@ private:
 
     AscendC::TPipe pipe_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> partQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> acc_, maxes_, denoms_, weights_, max_;
-    AscendC::GlobalTensor<float> rowMax_, slots_, stats_, o_, denom_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> acc_, maxes_, denoms_, weights_, max_, rows_, spread_;
+    AscendC::GlobalTensor<float> rowMax_, slots_, stats_, denom_;
+    Rows o_;
 };
 
 }  // namespace dsv4

@@ -16,7 +16,11 @@
 //   AIC: part = probs_request · chunk, its rows as head_tile_mmad.h's OutRows (O_HALF_COLS
 //        columns in half: 2^O_SHIFT >= CHUNK keeps them in range); a split's first chunk
 //        writes its o (f32) instead
-//   AIV: o' = alpha * o + (beta * 2^O_SHIFT) * f32(part), VH heads at a time
+//   AIV: o' = alpha * o + beta * f32(part), VH heads at a time
+// The window leaves o in the parts' rows and scale (its probabilities by 2^-O_SHIFT too:
+// attention_softmax.h), so a merge into it widens o, adds and narrows it back; a split's o
+// is f32 and unscaled, its parts' beta times 2^O_SHIFT. Kept so, o is at most
+// denom * max |v| * 2^-O_SHIFT: within half's range for the cache's rows.
 // `denom` arrives from the window softmax as l + exp(sink - m); the sink term rescales with
 // l (alpha * exp(sink - m) = exp(sink - m')), so the finish kernel's o / denom is the
 // reference's o / (l + exp(sink - m)).
@@ -167,8 +171,9 @@ class AttentionCompressed {
                   "a chunk's part leaves the cube in half but the rope columns");
     static_assert(HD_BLOCKS <= 255 && Parts::BLOCKS <= 255, "VH head rows an 8-bit repeat stride apart");
     static_assert(P::O_IN_BYTES >= VH * HD * sizeof(float) && P::O_OUT_BYTES >= VH * HD * sizeof(float) &&
-                      P::PART_IN_BYTES >= VH * Parts::HALVES * sizeof(half),
-                  "VH head rows of o, and of the part as the cube leaves it");
+                      P::PART_IN_BYTES >= VH * Parts::HALVES * sizeof(half) && P::WIDE_BYTES >= VH * HD * sizeof(float),
+                  "VH head rows of o (f32, or as the cube leaves them), and of the part; a merge's f32 rows");
+    static_assert(P::CHUNK_F32_BYTES >= VH * F32_REPEAT * sizeof(float), "a repeat of VH rows in f32");
     static_assert(P::SPREAD_BYTES >= VH * BLOCK_BYTES, "VH heads' beta over a block each");
 
     // Work item `item`: of a request's `splits` splits over KV, or (one split) of its `parts`
@@ -299,15 +304,12 @@ private:
             partRows_[k].Init(part + Slots::Part(GroupIdx(), k) * sizeof(float));
         }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        oRows_.Init(o);
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
     }
 
-    // Where item `it` keeps its o rows: the window's (in place) or its split slot.
-    __aicore__ inline AscendC::GlobalTensor<float> ItemO(uint32_t item, const Item& it)
-    {
-        return it.split ? slots_[Slots::SplitO(item)] : o_[static_cast<uint64_t>(it.b) * ROWS * HD];
-    }
+    // A split's o rows (f32) in its slot.
+    __aicore__ inline AscendC::GlobalTensor<float> SplitO(uint32_t item) { return slots_[Slots::SplitO(item)]; }
 
     // ---- AIC ----
 
@@ -411,7 +413,7 @@ private:
         const uint32_t lanes = it.rows.Lanes(s.j);
         AscendC::CrossCoreWaitFlag(PROBS_READY);
         const Parts& out = partRows_[step % SLABS];
-        const AscendC::GlobalTensor<float> o = ItemO(s.item, it);
+        const AscendC::GlobalTensor<float> o = SplitO(s.item);
         const bool isO = it.split && s.j == it.first;
         const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
         for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
@@ -506,6 +508,8 @@ private:
         pipe_.InitBuffer(oIn_, 2, P::O_IN_BYTES);
         pipe_.InitBuffer(partIn_, 2, P::PART_IN_BYTES);
         pipe_.InitBuffer(oOut_, 2, P::O_OUT_BYTES);
+        pipe_.InitBuffer(wide_, P::WIDE_BYTES);
+        pipe_.InitBuffer(chunkF32_, P::CHUNK_F32_BYTES);
         pipe_.InitBuffer(spread_, P::SPREAD_BYTES);
         AscendC::LocalTensor<float> lane = lane_.Get<float>();
         for (uint32_t k = 0; k < CHUNK; ++k) {
@@ -515,11 +519,12 @@ private:
     }
 
     // A step's merge, deferred until the next step's probabilities are out (the cube then
-    // computes that step's part while this one merges): its o rows, its item's heads, its
-    // slab; none for a split's first chunk (its product already is its o).
+    // computes that step's part while this one merges): its o rows (a split's slot, else the
+    // window's rows of request b), its item's heads, its slab; none for a split's first
+    // chunk (its product already is its o).
     // `last`: the item's last step (with PF its heads are finished once it is merged).
     struct Merge {
-        bool due = false, skip = false, last = false;
+        bool due = false, skip = false, last = false, split = false;
         uint32_t slab = 0, h0 = 0, h1 = 0, b = 0;
         AscendC::GlobalTensor<float> o;
     };
@@ -573,7 +578,7 @@ private:
             }
             Handshake<AscendC::HardEvent::MTE2_V>();
         }
-        const AscendC::GlobalTensor<float> o = ItemO(item, it);
+        const AscendC::GlobalTensor<float> o = SplitO(item);
         for (uint32_t j = it.first; j < it.end; ++j) {
             const uint32_t lanes = it.rows.Lanes(j);
             const bool first = it.split && j == it.first;  // its product is the split's o, unscaled
@@ -615,6 +620,7 @@ private:
             pending.h1 = it.h1;
             pending.b = it.b;
             pending.last = FINISH && j + 1 == it.end;
+            pending.split = it.split;
             pending.o = o;
             ++step_;
         }
@@ -714,7 +720,9 @@ private:
 
     // o = alpha * o + beta * part for the step's heads of the AIV's tokens, VH head rows at a
     // time (the next rows load while these are merged and stored): the part widened, times
-    // the head's beta * 2^O_SHIFT (undoing the probabilities' scale), a head per repeat.
+    // the head's beta (times 2^O_SHIFT into a split's unscaled o), a head per repeat. The
+    // window's rows widen (times alpha) a repeat of columns at a time into the sum, which
+    // narrows back into their layout; a split's f32 rows are scaled by alpha and added.
     __aicore__ inline void MergeStep(const Merge& m, uint32_t s0)
     {
         const uint32_t units = TOKENS * (m.h1 - m.h0) / VH;
@@ -726,22 +734,46 @@ private:
             const uint64_t row = RowOf(m, s0, u);
             const uint32_t i = static_cast<uint32_t>(row) - s0 * P::HEADS;  // statistics index
             AscendC::LocalTensor<half> part = partIn_.DeQue<half>();
-            AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
-            AscendC::LocalTensor<float> beta = spread_.Get<float>();
-            AscendC::Brcb(beta, beta_.Get<float>()[m.slab * STATS + i], 1, AscendC::BrcbRepeatParams(1, 8));
-            AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
-            Parts::Widen(out, part, beta, VH, 0, HD, HD_BLOCKS);
-            partIn_.FreeTensor(part);
-            AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
-            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS];
-            for (uint32_t h = 0; h < VH; ++h) {
-                AscendC::Muls(oIn[h * HD], oIn[h * HD], alpha.GetValue(i + h), HD);
+            AscendC::LocalTensor<float> spread = spread_.Get<float>();
+            AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[m.slab * STATS + i];
+            AscendC::Brcb(spread, beta_.Get<float>()[m.slab * STATS + i], 1, AscendC::BrcbRepeatParams(1, 8));
+            if (m.split) {
+                AscendC::Muls(spread, spread, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
+                AscendC::LocalTensor<float> out = oOut_.AllocTensor<float>();
+                Parts::Widen(out, part, spread, VH, 0, HD, HD_BLOCKS);
+                partIn_.FreeTensor(part);
+                AscendC::LocalTensor<float> oIn = oIn_.DeQue<float>();
+                for (uint32_t h = 0; h < VH; ++h) {
+                    AscendC::Muls(oIn[h * HD], oIn[h * HD], alpha.GetValue(h), HD);
+                }
+                AscendC::Add(out, out, oIn, VH * HD);
+                oIn_.FreeTensor(oIn);
+                oOut_.EnQue(out);
+                out = oOut_.DeQue<float>();
+                AscendC::DataCopy(m.o[row * HD], out, VH * HD);
+                oOut_.FreeTensor(out);
+                continue;
             }
-            AscendC::Add(out, out, oIn, VH * HD);
+            constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
+            AscendC::LocalTensor<float> sum = wide_.Get<float>();
+            AscendC::LocalTensor<float> chunk = chunkF32_.Get<float>();
+            Parts::Widen(sum, part, spread, VH, 0, HD, HD_BLOCKS);
+            partIn_.FreeTensor(part);
+            AscendC::Brcb(spread, alpha, 1, AscendC::BrcbRepeatParams(1, 8));
+            AscendC::LocalTensor<half> oIn = oIn_.DeQue<half>();
+            for (uint32_t c = 0; c < HD; c += F32_REPEAT) {
+                const uint32_t n = Min(F32_REPEAT, HD - c);
+                Parts::Widen(chunk, oIn, spread, VH, c, n, CHUNK_BLOCKS);
+                AscendC::Add(sum[c], sum[c], chunk, n, VH,
+                             AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
+            }
             oIn_.FreeTensor(oIn);
+            AscendC::LocalTensor<half> out = oOut_.AllocTensor<half>();
+            Parts::Narrow(out, sum, VH, HD_BLOCKS);
             oOut_.EnQue(out);
-            out = oOut_.DeQue<float>();
-            AscendC::DataCopy(m.o[row * HD], out, VH * HD);
+            out = oOut_.DeQue<half>();
+            AscendC::DataCopy(oRows_.lead[(static_cast<uint64_t>(m.b) * ROWS + row) * Parts::HALVES], out,
+                              VH * Parts::HALVES);
             oOut_.FreeTensor(out);
         }
         // The next merge's loads of these rows wait for their stores.
@@ -756,13 +788,21 @@ private:
         return static_cast<uint64_t>(s0 + u / pieces) * P::HEADS + m.h0 + u % pieces * VH;
     }
 
-    // Unit u's rows of o and of the step's part.
+    // Unit u's rows of o (a split's f32, else the window's as the cube left them) and of the
+    // step's part.
     __aicore__ inline void LoadMergeRows(const Merge& m, uint32_t s0, uint32_t u)
     {
         const uint64_t row = RowOf(m, s0, u);
-        AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
-        AscendC::DataCopy(oIn, m.o[row * HD], VH * HD);
-        oIn_.EnQue(oIn);
+        if (m.split) {
+            AscendC::LocalTensor<float> oIn = oIn_.AllocTensor<float>();
+            AscendC::DataCopy(oIn, m.o[row * HD], VH * HD);
+            oIn_.EnQue(oIn);
+        } else {
+            AscendC::LocalTensor<half> oIn = oIn_.AllocTensor<half>();
+            AscendC::DataCopy(oIn, oRows_.lead[(static_cast<uint64_t>(m.b) * ROWS + row) * Parts::HALVES],
+                              VH * Parts::HALVES);
+            oIn_.EnQue(oIn);
+        }
         AscendC::LocalTensor<half> part = partIn_.AllocTensor<half>();
         AscendC::DataCopy(part, partRows_[m.slab].lead[row * Parts::HALVES], VH * Parts::HALVES);
         partIn_.EnQue(part);
@@ -781,12 +821,14 @@ private:
     AscendC::TQue<AscendC::TPosition::VECOUT, 2> probsQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> lane_, bias_, reduceTmp_, rowStats_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, spread_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> wide_, chunkF32_;  // a merge's f32 rows, a repeat of them
     AscendC::TQue<AscendC::TPosition::VECIN, 2> oIn_, partIn_;  // this unit's rows and the next's
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> oOut_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_[SLABS];
     AscendC::GlobalTensor<int32_t> table_;
     RequestMeta meta_;
-    AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, stats_, o_, denom_;
+    AscendC::GlobalTensor<float> rowMax_, scores_[SLABS], slots_, stats_, denom_;
+    Parts oRows_;            // the window's o, as its cube left it
     Parts partRows_[SLABS];  // the group's parts, a slab's each
     uint32_t step_ = 0;  // AIV: (item, chunk) steps so far: the slabs of the next
 };

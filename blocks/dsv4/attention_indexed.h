@@ -15,7 +15,7 @@
 //        denom' = alpha * denom + beta * l_i
 //   AIC: part = probs · tile, its rows as attention_cube.h's OutRows (O_HALF_COLS columns in
 //        half: 2^O_SHIFT >= KV_TILE keeps them in range, as the window's o)
-//   AIV: o' = alpha * o + (beta * 2^O_SHIFT) * f32(part)
+//   AIV: o' = alpha * o + beta * f32(part)
 // Consecutive kept tiles alternate between two slabs of the group's scratch (scores, probs,
 // part; alpha and beta in UB): the AIC issues tile i + 1's scores before tile i's values,
 // and the AIV writes tile i + 1's probabilities before it merges tile i's part, so each side
@@ -26,7 +26,11 @@
 // makes this item's last part and stores this item's under the next one's work.
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
-// window's o (kept in UB over the token's tiles) and denom are updated in place.
+// window's o (kept in UB over the token's tiles, f32) and denom are updated in place; the
+// window leaves o in the parts' rows and scale (its probabilities by 2^-O_SHIFT too), so it
+// is widened on the way in and narrowed on the way out (at most denom * max |v| *
+// 2^-O_SHIFT: within half's range for the cache's rows). A split's o starts at zero, f32 and
+// unscaled: its parts' beta is times 2^O_SHIFT.
 // Groups take contiguous runs of tokens of about equal work (`Tokens`).
 // With fewer tokens than core groups (1 AIC + 2 AIV) the work is split over KV
 // (dsv4/attention_combine.h): each token's tiles are dealt to S = min(GROUPS / tokens, tiles)
@@ -104,12 +108,15 @@ class AttentionIndexed {
                       P::TILE_MAX_BYTES >= STATS * sizeof(float) && P::TILE_SUM_BYTES >= STATS * sizeof(float) &&
                       P::ALPHA_BYTES >= SLABS * STATS * sizeof(float) && P::BETA_BYTES >= SLABS * STATS * sizeof(float),
                   "a value per head of the AIV (alpha and beta: per slab)");
-    static_assert(P::O_BYTES >= STATS * HD * sizeof(float), "o holds the AIV's heads of a token");
+    using Parts = OutRows<P>;  // the parts' rows (and the window's o): half columns, then f32 ones
+    // a state buffer's o: the AIV's heads of a token in f32, and a group's rows as the cube
+    // leaves them (the window's rows load a group ahead: LoadState)
+    static_assert(P::O_BYTES >= STATS * HD * sizeof(float) + VH * Parts::HALVES * sizeof(half),
+                  "o holds the AIV's heads of a token and a group's rows more");
     static_assert(P::STATE_BUFFERS == 1 || P::STATE_BUFFERS == 2, "one or two items' state (o, max, denominators)");
     static_assert(P::RUN_MAX_BYTES % BLOCK_BYTES == 0 && P::RUN_DENOM_BYTES % BLOCK_BYTES == 0 &&
                       P::O_BYTES % BLOCK_BYTES == 0,
                   "state buffers start on blocks");
-    using Parts = OutRows<P>;  // the parts' rows: half columns, then f32 ones
     static constexpr uint32_t HD_BLOCKS = BlocksOf<float>(HD);
     static_assert(P::O_HALF_COLS > 0 && Parts::Fits(TILE),
                   "a tile's part leaves the cube in half but the rope columns");
@@ -193,7 +200,7 @@ private:
             partRows_[k].Init(part + SlotsOf::Part(GroupIdx(), k) * sizeof(float));
         }
         stats_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(stats));
-        o_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o));
+        oRows_.Init(o);
         denom_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(denom));
         rowMax_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rowMax));
     }
@@ -485,6 +492,7 @@ private:
             if (!loaded) {
                 LoadState(it, sub, mine, state_);
             }
+            split_ = it.split;
             // Tile i's probabilities go out before tile i - 1's part merges (the cube's
             // order). The slabs alternate over the share's kept tiles, across items (as the
             // cube's).
@@ -560,7 +568,9 @@ private:
 
     // The state this AIV's heads of the item start from, into state buffer k once the
     // store of the buffer's previous item has read it: the window's max, denominators and
-    // o, or for a split nothing (m = -1e20, denom 0, o 0).
+    // o, or for a split nothing (m = -1e20, denom 0, o 0). The window's rows of group i load
+    // into the place of group i + 1 (the buffer holds a group's rows more) and widen in
+    // order, each into its own place once the one before has left it.
     __aicore__ inline void LoadState(const Item& it, uint32_t sub, uint32_t mine, uint32_t k)
     {
         AscendC::LocalTensor<float> m = runMax_.Get<float>()[k * MAX_STRIDE];
@@ -580,18 +590,32 @@ private:
             const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
             AscendC::DataCopy(den[i * VH], denom_[head], VH);
-            AscendC::DataCopy(o[i * VH * HD], o_[head * HD], VH * HD);
+            AscendC::DataCopy(o[(i + 1) * VH * HD].template ReinterpretCast<half>(), oRows_.lead[head * Parts::HALVES],
+                              VH * Parts::HALVES);
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
+        for (uint32_t i = 0; i < mine; ++i) {
+            Parts::Widen(o[i * VH * HD], o[(i + 1) * VH * HD].template ReinterpretCast<half>(), VH, HD_BLOCKS);
+        }
     }
 
     // o and the denominators (the item's state buffer) back in place, or for a split o, max
-    // and denominators to its slot; the next load into the buffer waits for them.
+    // and denominators to its slot; the next load into the buffer waits for them. The
+    // window's rows leave as the cube left them, group i narrowed into the place of group
+    // i - 1 (group 0's into the buffer's spare place).
     __aicore__ inline void StoreState(const Item& it, uint32_t sub, uint32_t mine)
     {
         AscendC::LocalTensor<float> m = runMax_.Get<float>()[state_ * MAX_STRIDE];
         AscendC::LocalTensor<float> den = runDenom_.Get<float>()[state_ * DENOM_STRIDE];
         AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE];
+        const auto narrowed = [&](uint32_t i) {
+            return o[(i > 0 ? i - 1 : mine) * VH * HD].template ReinterpretCast<half>();
+        };
+        if (!it.split) {
+            for (uint32_t i = 0; i < mine; ++i) {
+                Parts::Narrow(narrowed(i), o[i * VH * HD], VH, HD_BLOCKS);
+            }
+        }
         Handshake<AscendC::HardEvent::V_MTE3>();
         for (uint32_t i = 0; i < mine; ++i) {
             const uint32_t h = (sub + 2 * i) * VH;
@@ -603,7 +627,7 @@ private:
             } else {
                 const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + h;
                 AscendC::DataCopy(denom_[head], den[i * VH], VH);
-                AscendC::DataCopy(o_[head * HD], o[i * VH * HD], VH * HD);
+                AscendC::DataCopy(oRows_.lead[head * Parts::HALVES], narrowed(i), VH * Parts::HALVES);
             }
         }
     }
@@ -657,7 +681,7 @@ private:
 
     // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded),
     // scales of `slab`: o by the head's alpha, then the part a repeat of columns at a time,
-    // widened, times the head's beta * 2^O_SHIFT (undoing the probabilities' scale) and added.
+    // widened, times the head's beta (times 2^O_SHIFT into a split's unscaled o) and added.
     __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
         constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
@@ -667,7 +691,9 @@ private:
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS + i * VH];
         AscendC::LocalTensor<float> beta = spread_.Get<float>();
         AscendC::Brcb(beta, beta_.Get<float>()[slab * STATS + i * VH], 1, AscendC::BrcbRepeatParams(1, 8));
-        AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
+        if (split_) {
+            AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
+        }
         for (uint32_t h = 0; h < VH; ++h) {
             AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(h), HD);
         }
@@ -698,11 +724,13 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> runMax_, runDenom_, tileMax_, tileSum_, alpha_, beta_, o1_;
     AscendC::GlobalTensor<bfloat16_t> q_, kv_, probs_;
     AscendC::GlobalTensor<int32_t> table_, positions_, topk_;
-    AscendC::GlobalTensor<float> scores_, splitSlots_, stats_, o_, denom_, rowMax_;
+    AscendC::GlobalTensor<float> scores_, splitSlots_, stats_, denom_, rowMax_;
+    Parts oRows_;            // the window's o, as its cube left it
     Parts partRows_[SLABS];  // the group's parts, a slab's each
     ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
     uint32_t state_ = 0;              // the AIV's state buffer of the current item
+    bool split_ = false;              // whether the current item is a split (its o unscaled)
 };
 
 }  // namespace dsv4

@@ -74,6 +74,26 @@ struct OutRows {
         }
     }
 
+    // Widen's whole rows with no factor: dst's f32 rows (dstRow blocks apart) = src's.
+    __aicore__ static inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<half>& src,
+                                        uint32_t rows, uint32_t dstRow)
+    {
+        WidenRows(dst, src, rows, P::O_HALF_COLS, dstRow, BLOCKS);
+        CopyRows(dst[P::O_HALF_COLS], src.template ReinterpretCast<float>()[P::O_HALF_COLS / 2], rows,
+                 P::HEAD_DIM - P::O_HALF_COLS, dstRow, BLOCKS);
+    }
+
+    // The reverse of Widen (HEAD_DIM columns, no factor): f32 rows `src` (srcRow blocks
+    // apart) as rows are kept (`dst`, halves, BLOCKS apart), the half columns rounded to
+    // nearest, a row per repeat.
+    __aicore__ static inline void Narrow(const AscendC::LocalTensor<half>& dst, const AscendC::LocalTensor<float>& src,
+                                         uint32_t rows, uint32_t srcRow)
+    {
+        NarrowRows(dst, src, rows, P::O_HALF_COLS, BLOCKS, srcRow);
+        CopyRows(dst.template ReinterpretCast<float>()[P::O_HALF_COLS / 2], src[P::O_HALF_COLS], rows,
+                 P::HEAD_DIM - P::O_HALF_COLS, BLOCKS, srcRow);
+    }
+
     // C's `cols` columns (a tile's, from column n0) of HEAD_TILE rows from `row` out of L0C:
     // those before O_HALF_COLS in half, the others in f32.
     template <uint32_t HEAD_TILE>

@@ -227,6 +227,26 @@ __aicore__ inline void WidenRows(const AscendC::LocalTensor<float>& dst, const A
     }
 }
 
+// NarrowRows: dst = the first `cols` f32 columns of src's rows in half (to nearest even).
+__aicore__ inline void NarrowRows(const AscendC::LocalTensor<half>& dst, const AscendC::LocalTensor<float>& src,
+                                  uint32_t rows, uint32_t cols, uint32_t dstRow, uint32_t srcRow)
+{
+    for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+        AscendC::Cast(dst[c], src[c], AscendC::RoundMode::CAST_RINT, Min(F32_REPEAT, cols - c), rows,
+                      AscendC::UnaryRepeatParams(1, 1, dstRow, srcRow));
+    }
+}
+
+// CopyRows: dst = src over `cols` f32 columns (times one: the vector unit's strided copy).
+__aicore__ inline void CopyRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                                uint32_t rows, uint32_t cols, uint32_t dstRow, uint32_t srcRow)
+{
+    for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+        AscendC::Muls(dst[c], src[c], 1.0f, Min(F32_REPEAT, cols - c), rows,
+                      AscendC::UnaryRepeatParams(1, 1, dstRow, srcRow));
+    }
+}
+
 // dst[i] = the sum of src[8i .. 8i + 8) for i < n / 8 (n a multiple of 8): BlockReduceSum
 // in calls of at most 248 repeats, a partial repeat for the rest.
 __aicore__ inline void BlockSums(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,

@@ -242,7 +242,9 @@ fn check(variant_name: &str, case: &Case) {
         "the case must depend on the indexed rows"
     );
     let got = out.tensors.values::<bf16>("o_packed_heads").unwrap();
-    let worst = packed_heads(variant_name, p, got, &want, t, 0.0);
+    // the reference's bf16 allowance (as HCA's): o between sources is half, and where the
+    // window's and the indexed rows' sums cancel a near-zero output keeps their rounding
+    let worst = packed_heads(variant_name, p, got, &want, t, 0.005);
     support::check_peaks(&p.variant, &launches);
     println!(
         "{variant_name}, t = {t} ({with_rows} tokens with kept rows, {masked} masked slots): \

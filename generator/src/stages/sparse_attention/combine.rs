@@ -63,15 +63,16 @@ impl Split {
         );
     }
 
-    /// The merge launch after the split kernel, when units can split; fused (and where the
-    /// finish's buffers fit beside its own in UB), it also finishes every head (true: the layer
-    /// needs no finish launch).
+    /// The merge launch after the split kernel, when units can split, o's rows scaled by
+    /// 2^-`shift` ([`window::o_shift`]); fused (and where the finish's buffers fit beside its
+    /// own in UB), it also finishes every head (true: the layer needs no finish launch).
     pub fn combine(
         &self,
         b: &mut Builder,
         heads: usize,
         head_dim: usize,
         head_tile: usize,
+        shift: usize,
     ) -> bool {
         if !self.can() {
             return false;
@@ -79,10 +80,16 @@ impl Split {
         let p = b.plan;
         let u32 = |v: usize| Value::U32(v as u32);
         let sources = (self.max_splits.min(self.groups) + 1) * VH;
+        let half_cols = window::o_half_cols(&p.model, shift);
+        let o_row = window::o_row(&p.model, half_cols).0;
         let kernel = Kernel {
             name: format!(
-                "attn_combine_{}_h{heads}_d{head_dim}_u{}_g{}_s{}",
-                self.tag, self.unit_rows, self.groups, self.max_splits
+                "attn_combine_{}_h{heads}_d{head_dim}_u{}_g{}_s{}{}",
+                self.tag,
+                self.unit_rows,
+                self.groups,
+                self.max_splits,
+                window::o_tag(shift)
             ),
             doc: "a further source's splits over KV merged with the window's o and denominators, in split order"
                 .into(),
@@ -97,6 +104,8 @@ impl Split {
                 ("GROUPS", u32(self.groups)),
                 ("MAX_SPLITS", u32(self.max_splits)),
                 ("PARTS", u32(self.parts)),
+                ("O_SHIFT", u32(shift)),
+                ("O_HALF_COLS", u32(half_cols)),
             ],
             args: vec!["row_max", "part", "stats", "o", "denom"],
             buffers: vec![
@@ -106,12 +115,14 @@ impl Split {
                 row("denoms", Mem::Ub, DType::F32, sources, 1, Some(VH)),
                 row("weights", Mem::Ub, DType::F32, sources, 1, None),
                 row("max", Mem::Ub, DType::F32, VH, 1, None),
+                row("rows", Mem::Ub, DType::F16, VH * o_row, 1, Some(VH * o_row)),
+                row("spread", Mem::Ub, DType::F32, VH * 8, 1, None),
             ],
             parts: Vec::new(),
         };
         let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
         let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
-        let finish = window::finish_part(p, head_tile, 0);
+        let finish = window::finish_part(p, head_tile, shift);
         if !p.fuse || !window::fits_beside(p, &kernel, &finish) {
             b.launch(kernel, blocks(VH), &bind);
             return false;

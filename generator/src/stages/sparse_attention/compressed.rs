@@ -6,8 +6,8 @@ use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
 use super::window::{
-    self, cube_buffers, exp_rows_scratch, further_params, part_rows, per_token, running_stats,
-    union_rows,
+    self, cube_buffers, exp_rows_scratch, further_params, o_half_cols, o_row, per_token,
+    running_stats, union_rows,
 };
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
@@ -24,28 +24,20 @@ const SLABS: usize = 2;
 /// request's rows can span more than one chunk, the launch takes every core group and splits
 /// requests over KV when they are fewer than the groups (a 1M request on every group), and
 /// `attn_combine_cmp` merges the splits into the window's o and denominators.
-/// Whether the launch or its combine finishes the heads too (fused: the layer then has no
-/// finish launch).
+/// The window's o and the chunks' parts are scaled by 2^-`shift` ([`window::o_shift`] over
+/// [`chunk`]). Whether the launch or its combine finishes the heads too (fused: the layer
+/// then has no finish launch).
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
-    head_tile: usize,
-    kv_tile: usize,
-    d_tile: usize,
+    [head_tile, kv_tile, d_tile]: [usize; 3],
+    shift: usize,
 ) -> bool {
     let p = b.plan;
     let m = &p.model;
     let (heads, hd, seq) = (m.heads, m.head_dim, p.shape.decode_seq);
     let max_rows = p.pools.max_positions / ratio;
-    let union = union_rows(p.attention.window, seq);
-    let chunk = compressed_chunk_rows(
-        hd,
-        head_tile,
-        union,
-        p.pools.block_size,
-        p.attention.max_compressed_rows,
-        p.chip,
-    );
+    let chunk = chunk(p, head_tile);
     let max_splits = max_rows.div_ceil(chunk);
     // Without splits over KV a request's heads spread over groups, in pieces of whole cube
     // and vector tiles (`HEAD_PIECE`).
@@ -71,8 +63,10 @@ pub(super) fn launch(
             Dim::Const(last),
         ]
     };
-    // parts leave the cube with their nope columns in half, the probabilities scaled
-    let (shift, half_cols, part_row) = part_rows(m, chunk);
+    // parts (and the window's o) leave the cube with their nope columns in half, the
+    // probabilities scaled
+    let half_cols = o_half_cols(m, shift);
+    let part_row = o_row(m, half_cols).0;
     // The kernel's buffers with `slots` slots of scores and probabilities (`SCORE_BUFFERS`).
     let buffers = |slots| {
         [
@@ -145,7 +139,7 @@ pub(super) fn launch(
         buffers: buffers(1),
         ..kernel.clone()
     };
-    if let Some(finishing) = finishing(p, &one_slot, split.can()) {
+    if let Some(finishing) = finishing(p, &one_slot, split.can(), shift) {
         let finish_bind = ["freqs_cos", "freqs_sin", "o_packed_heads"];
         b.launch(
             finishing,
@@ -155,15 +149,28 @@ pub(super) fn launch(
         return true;
     }
     b.launch(kernel, groups as u32, &bind);
-    split.combine(b, heads, hd, head_tile)
+    split.combine(b, heads, hd, head_tile, shift)
+}
+
+/// Compressed rows per chunk of the plan's compressed source for query tiles of `head_tile`
+/// heads ([`compressed_chunk_rows`]).
+pub(super) fn chunk(p: &Plan, head_tile: usize) -> usize {
+    compressed_chunk_rows(
+        p.model.head_dim,
+        head_tile,
+        union_rows(p.attention.window, p.shape.decode_seq),
+        p.pools.block_size,
+        p.attention.max_compressed_rows,
+        p.chip,
+    )
 }
 
 /// The compressed kernel that also finishes every item's heads (fused, where requests never
 /// split over KV, so no combine follows, and the finish's buffers fit beside its own in UB);
 /// None where it does not. The finish's RoPE rows by position read the kernel's own
 /// `positions`.
-fn finishing(p: &Plan, kernel: &Kernel, splits: bool) -> Option<Kernel> {
-    let finish = window::finish_part(p, VH, 0);
+fn finishing(p: &Plan, kernel: &Kernel, splits: bool, shift: usize) -> Option<Kernel> {
+    let finish = window::finish_part(p, VH, shift);
     if !p.fuse || splits || !window::fits_beside(p, kernel, &finish) {
         return None;
     }
@@ -233,9 +240,10 @@ pub(super) fn unmet(
 /// heads of one token's scores in and probabilities out over a chunk's lanes, `slots` of
 /// each (two: the next heads' scores load while these are worked on), per-lane
 /// constants, the running statistics of its half of a request's tokens, and 8 head rows
-/// of o and of the chunk's part in (`part_row` halves each, as the cube leaves them), and of
-/// o out, two of each (the merge loads the next rows while it works on these), with the
-/// heads' part scales spread over a block each.
+/// of o (f32 for a split, else as the cube leaves them) and of the chunk's part in
+/// (`part_row` halves each), and of o out, two of each (the merge loads the next rows while
+/// it works on these), with the heads' scales spread over a block each; the merge's f32 rows
+/// and a repeat of them (the window's o widens into the sum a repeat at a time).
 fn vector_buffers(
     heads: usize,
     head_dim: usize,
@@ -261,6 +269,8 @@ fn vector_buffers(
             row("o_in", Ub, F32, VH * hd, 2, Some(VH * hd)),
             row("part_in", Ub, F16, VH * part_row, 2, Some(VH * part_row)),
             row("o_out", Ub, F32, VH * hd, 2, Some(VH * hd)),
+            row("wide", Ub, F32, VH * hd, 1, None),
+            row("chunk_f32", Ub, F32, VH * 64, 1, None),
             row("spread", Ub, F32, VH * 8, 1, None),
         ],
     ]

@@ -6,7 +6,7 @@ use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
 use super::window::{
-    exp_rows_scratch, further_params, head_tile_l0, part_rows, per_token, running_stats,
+    exp_rows_scratch, further_params, head_tile_l0, o_half_cols, o_row, per_token, running_stats,
 };
 use crate::budget::{self, Buffer, row};
 use crate::chip::{Chip, Mem};
@@ -22,13 +22,16 @@ const SLABS: usize = 2;
 /// slots at a time (`dsv4/attention_indexed.h`), between the window values and the finish.
 /// Where a token has more than one tile, the launch takes every core group, splits tokens
 /// over KV when they are fewer than the groups, and `attn_combine_idx` merges the splits.
-/// Whether the combine finishes the heads too (fused: the layer then has no finish launch).
+/// The window's o and the tiles' parts are scaled by 2^-`shift` ([`window::o_shift`] over
+/// `kv_tile`). Whether the combine finishes the heads too (fused: the layer then has no
+/// finish launch).
+///
+/// [`window::o_shift`]: super::window::o_shift
 pub(super) fn launch(
     b: &mut Builder,
     ratio: usize,
-    head_tile: usize,
-    kv_tile: usize,
-    d_tile: usize,
+    [head_tile, kv_tile, d_tile]: [usize; 3],
+    shift: usize,
 ) -> bool {
     let p = b.plan;
     let m = &p.model;
@@ -57,8 +60,10 @@ pub(super) fn launch(
     b.workspace("attn_idx_probs", group_rows, DType::Bf16);
     split.workspaces(b, hd);
     let l1 = CubeL1::new(heads, hd, head_tile, kv_tile);
-    // parts leave the cube with their nope columns in half, the probabilities scaled
-    let (shift, half_cols, part_row) = part_rows(m, kv_tile);
+    // parts (and the window's o) leave the cube with their nope columns in half, the
+    // probabilities scaled
+    let half_cols = o_half_cols(m, shift);
+    let part_row = o_row(m, half_cols).0;
     let (vector, states) = vector_ub(heads, hd, part_row, topk, kv_tile, p.chip);
     let row_buffers = l1.row_buffers(p.chip.l1_bytes);
     let kernel = Kernel {
@@ -125,7 +130,7 @@ pub(super) fn launch(
             "attn_max",
         ],
     );
-    split.combine(b, heads, hd, head_tile)
+    split.combine(b, heads, hd, head_tile, shift)
 }
 
 /// Why `dsv4/attention_indexed.h` cannot run this plan, if it cannot: heads in groups of 8
@@ -217,7 +222,8 @@ fn vector_ub(
 /// `attention_indexed.h`'s AIV UB: a token's top-k slots (as read, and their f32 validity
 /// and bias), 8 heads of scores in and probabilities out over a tile's lanes, the running
 /// statistics and o of the AIV's heads (the busier AIV's: half the 8-head groups, rounded
-/// up) for `states` items, and a group's rows of a tile's part (`part_row` halves each as the
+/// up; and a group's rows more as the cube leaves them: the window's load a group ahead)
+/// for `states` items, and a group's rows of a tile's part (`part_row` halves each as the
 /// cube leaves them, two: the next group's load while one merges; and a repeat of columns
 /// of each widened) with the heads' part scales spread over a block each.
 fn vector_buffers(
@@ -252,7 +258,7 @@ fn vector_buffers(
         ],
         running_stats(stats, 8, SLABS, states),
         vec![
-            row("o", Ub, F32, stats * hd, states, Some(VH * hd)),
+            row("o", Ub, F32, stats * hd + VH * part_row / 2, states, Some(VH * hd)),
             row("part", Ub, F16, VH * part_row, 2, Some(VH * part_row)),
             row("part_chunk", Ub, F32, VH * 64, 1, None),
             row("spread", Ub, F32, VH * 8, 1, None),
@@ -283,11 +289,12 @@ mod tests {
     #[test]
     fn two_items_state_where_ub_holds_them() {
         let chip = &CHIPS[0];
-        // FLASH: o of 32 heads × 512 (64 KiB) twice beside ~47 KiB of the rest
+        // FLASH: o of 32 heads × 512 (64 KiB) and 8 mixed rows (9 KiB) twice beside ~35 KiB
+        // of the rest
         let (buffers, states) = vector_ub(64, 512, 576, 512, 128, chip);
         assert_eq!(states, 2);
         let o = buffers.iter().find(|b| b.name == "o").unwrap();
-        assert_eq!((o.count, o.bytes()), (2, 64 * 1024));
+        assert_eq!((o.count, o.bytes()), (2, 73 * 1024));
         // Pro: 64 heads' o is 128 KiB; two would need more than the 184 KiB
         assert_eq!(vector_ub(128, 512, 576, 1024, 128, chip).1, 1);
     }

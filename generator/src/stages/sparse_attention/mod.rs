@@ -9,10 +9,11 @@
 //! 2. `attn_window_softmax` (vector): checks the metadata contract the union relies on,
 //!    masks, softmax with bf16 probabilities `attn_probs` and the sink denominators
 //!    `attn_denom`.
-//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request. Where the window
-//!    is the only source, the softmax scales the probabilities by 2^-`O_SHIFT` (exact) and
-//!    each `attn_o` row leaves the cube with its columns before the rope dims in half
-//!    ([`window::o_shift`], `OutRows` in `dsv4/attention_cube.h`); else in f32.
+//! 3. `attn_window_values` (cube): `attn_o` = probs · union per request. The softmax
+//!    scales the probabilities by 2^-`O_SHIFT` (exact) and each `attn_o` row leaves the cube
+//!    with its columns before the rope dims in half ([`window::o_shift`], `OutRows` in
+//!    `dsv4/head_tile_mmad.h`); a further source keeps `attn_o` so (its parts share the
+//!    scale).
 //! 4. `attn_finish` (vector): divides by the denominator, inverse RoPE on the rope dims,
 //!    bf16, packs heads by output group into `o_packed_heads`.
 //!
@@ -229,7 +230,14 @@ impl Kind for SparseAttention {
             DType::Bf16,
         );
         b.workspace("attn_denom", window::per_token(&[heads]), DType::F32);
-        let half_cols = window::o_half_cols(m, window::o_shift(window, with_further));
+        // o's scale: the window's and the further source's products share it
+        let further_lanes = match further {
+            Further::None => 0,
+            Further::Compressed(_) => compressed::chunk(p, head_tile),
+            Further::Indexed(_) => kv_tile,
+        };
+        let shift = window::o_shift(window, further_lanes);
+        let half_cols = window::o_half_cols(m, shift);
         let (o_row, o) = window::o_row(m, half_cols);
         b.workspace("attn_o", window::per_token(&[heads, o_row]), o);
         b.workspace(
@@ -238,7 +246,7 @@ impl Kind for SparseAttention {
             DType::Bf16,
         );
 
-        let [scores, softmax, values, finish] = window::kernels(p, tiles, with_further);
+        let [scores, softmax, values, finish] = window::kernels(p, tiles, with_further, shift);
 
         // The window kernels and the finish split a request's (a token's) head tiles over the
         // blocks when requests (tokens) are fewer than cores (`UnitParts`).
@@ -255,7 +263,7 @@ impl Kind for SparseAttention {
         let max: &[&str] = if with_further { &["attn_max"] } else { &[] };
         let finish_bind = window::finish_binds(p);
         let mut finished = false;
-        match window::fused(p, head_tile, &scores, with_further).filter(|_| p.fuse) {
+        match window::fused(p, head_tile, &scores, with_further, shift).filter(|_| p.fuse) {
             Some(fused) => {
                 // Without a further source the launch may finish the heads too.
                 finished = window::finishes(&fused);
@@ -300,8 +308,10 @@ impl Kind for SparseAttention {
         // A further source's combine finishes the heads where there is one (fused).
         finished |= match further {
             Further::None => false,
-            Further::Compressed(c) => compressed::launch(b, c.ratio, head_tile, kv_tile, d_tile),
-            Further::Indexed(c) => indexed::launch(b, c.ratio, head_tile, kv_tile, d_tile),
+            Further::Compressed(c) => {
+                compressed::launch(b, c.ratio, [head_tile, kv_tile, d_tile], shift)
+            }
+            Further::Indexed(c) => indexed::launch(b, c.ratio, [head_tile, kv_tile, d_tile], shift),
         };
         if finished {
             return;

@@ -206,22 +206,15 @@ pub(super) fn running_stats(stats: usize, copy: usize, slabs: usize, states: usi
     ]
 }
 
-/// The power of two the window's o is scaled down by so that its columns before the rope
-/// dims can leave the cube in half (`O_SHIFT`, `dsv4/attention_softmax.h`; `OutRows` in
-/// `dsv4/head_tile_mmad.h`): where the window is the only source, [`lanes_shift`] of the
-/// window, cutting the Fixpipe's largest write and the finish's read by 7/16 at FLASH dims
-/// (1152 of 2048 bytes a row); 0 (o in f32) where a further source continues the softmax on
-/// it.
-pub(super) fn o_shift(window: usize, with_further: bool) -> usize {
-    if with_further { 0 } else { lanes_shift(window) }
-}
-
-/// A further source's parts over at most `lanes` probabilities: the shift of the
-/// probabilities ([`lanes_shift`]), the parts' half columns and a part row in halves.
-pub(super) fn part_rows(m: &ModelDims, lanes: usize) -> (usize, usize, usize) {
-    let shift = lanes_shift(lanes);
-    let half_cols = o_half_cols(m, shift);
-    (shift, half_cols, o_row(m, half_cols).0)
+/// The power of two the attention's o is scaled down by so that its columns before the
+/// rope dims can leave the cube in half (`O_SHIFT`, `dsv4/attention_softmax.h`; `OutRows` in
+/// `dsv4/head_tile_mmad.h`): [`lanes_shift`] of the most lanes one values product sums, the
+/// window's or a further source's piece (`further_lanes`: a compressed chunk, an indexed
+/// tile; its parts and the o it continues share the scale). It cuts the Fixpipe's largest
+/// write, the further sources' and the finish's reads of o by 7/16 at FLASH dims (1152 of
+/// 2048 bytes a row).
+pub(super) fn o_shift(window: usize, further_lanes: usize) -> usize {
+    lanes_shift(window.max(further_lanes))
 }
 
 /// The least `s` with `2^s >= lanes`: a values product over at most `lanes` probabilities
@@ -230,8 +223,9 @@ pub(super) fn lanes_shift(lanes: usize) -> usize {
     lanes.next_power_of_two().trailing_zeros() as usize
 }
 
-/// The columns of an o row in half for [`o_shift`] `shift`: those the finish does not
-/// rotate (a rotation's cancellation would show half's rounding), or none.
+/// The columns of an o row (or a further source's part) in half for [`o_shift`] `shift`:
+/// those the finish does not rotate (a rotation's cancellation would show half's rounding),
+/// or none.
 pub(super) fn o_half_cols(m: &ModelDims, shift: usize) -> usize {
     if shift > 0 {
         m.head_dim - m.rope_dim
@@ -260,7 +254,7 @@ fn with_o_rows(
 }
 
 /// What a shift adds to the names of the kernels it changes.
-fn o_tag(shift: usize) -> String {
+pub(super) fn o_tag(shift: usize) -> String {
     if shift > 0 {
         format!("_oh{shift}")
     } else {
@@ -275,17 +269,18 @@ pub fn union_rows(window: usize, decode_seq: usize) -> usize {
 }
 
 /// The window's four kernels (scores, softmax, values, finish) for tiles `[heads, kv_rows,
-/// d]`; with a further source the softmax also hands each head's max on.
+/// d]`, o scaled by 2^-`shift` ([`o_shift`]); with a further source the softmax also hands
+/// each head's max on.
 pub(super) fn kernels(
     p: &Plan,
     [head_tile, kv_tile, d_tile]: [usize; 3],
     with_further: bool,
+    shift: usize,
 ) -> [Kernel; 4] {
     let m = &p.model;
     let (heads, hd, window) = (m.heads, m.head_dim, p.attention.window);
     let seq = p.shape.decode_seq;
     let union = union_rows(window, seq);
-    let shift = o_shift(window, with_further);
     let u32 = |v: usize| Value::U32(v as u32);
     let cube_tag = format!(
         "h{heads}_d{hd}_w{window}_s{seq}_bs{}_ht{head_tile}_kv{kv_tile}_dk{d_tile}",
@@ -507,6 +502,7 @@ pub(super) fn fused(
     head_tile: usize,
     scores: &Kernel,
     with_further: bool,
+    shift: usize,
 ) -> Option<Kernel> {
     if !head_tile.is_multiple_of(16) {
         return None;
@@ -515,7 +511,6 @@ pub(super) fn fused(
     let (heads, window, seq) = (m.heads, p.attention.window, p.shape.decode_seq);
     let union = union_rows(window, seq);
     let half = head_tile / 2;
-    let shift = o_shift(window, with_further);
     let softmax = Kernel {
         name: format!(
             "attn_window_softmax_h{heads}_w{window}_s{seq}_ht{half}{}",
