@@ -122,13 +122,18 @@ impl Split {
         };
         let blocks = |rows: usize| p.chip.aiv_cores.min(p.shape.local_t * heads / rows) as u32;
         let bind = ["attn_max", self.part, self.stats, "attn_o", "attn_denom"];
-        let finish = window::finish_part(p, head_tile, shift);
-        if !p.fuse || !window::fits_beside(p, &kernel, &finish) {
+        let finish = window::finish_tiles(head_tile)
+            .map(|tile| window::finish_part(p, tile, shift))
+            .find(|finish| window::fits_beside(p, &kernel, finish));
+        let Some(finish) = finish.filter(|_| p.fuse) else {
             b.launch(kernel, blocks(VH), &bind);
             return false;
-        }
+        };
+        let tile = finish
+            .u32_param("HEAD_TILE")
+            .expect("the finish has a HEAD_TILE");
         let name = format!(
-            "{}_ht{head_tile}{}",
+            "{}_ht{tile}{}",
             kernel
                 .name
                 .replacen("attn_combine_", "attn_combine_finish_", 1),
@@ -137,7 +142,7 @@ impl Split {
         let fused = window::finishing(kernel, finish, name, &window::finish_args(p));
         b.launch(
             fused,
-            blocks(head_tile),
+            blocks(tile),
             &[&bind[..], &window::finish_binds(p)].concat(),
         );
         true

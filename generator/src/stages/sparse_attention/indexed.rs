@@ -258,7 +258,14 @@ fn vector_buffers(
         ],
         running_stats(stats, 8, SLABS, states),
         vec![
-            row("o", Ub, F32, stats * hd + VH * part_row / 2, states, Some(VH * hd)),
+            row(
+                "o",
+                Ub,
+                F32,
+                stats * hd + VH * part_row / 2,
+                states,
+                Some(VH * hd),
+            ),
             row("part", Ub, F16, VH * part_row, 2, Some(VH * part_row)),
             row("part_chunk", Ub, F32, VH * 64, 1, None),
             row("spread", Ub, F32, VH * 8, 1, None),

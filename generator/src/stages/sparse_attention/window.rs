@@ -353,7 +353,12 @@ pub(super) fn kernels(
         buffers: cube_buffers,
         parts: Vec::new(),
     };
-    [scores, softmax, values, finish(p, head_tile, shift)]
+    // the finish on the largest tile of heads that fits UB (the query tile's, or a half)
+    let finish = finish_tiles(head_tile)
+        .map(|tile| finish(p, tile, shift))
+        .find(|k| k.bytes_in(Mem::Ub, p.chip) <= p.chip.capacity(Mem::Ub))
+        .unwrap_or_else(|| finish(p, head_tile, shift));
+    [scores, softmax, values, finish]
 }
 
 /// Whether a kernel [`fused`] made finishes the heads.
@@ -368,6 +373,14 @@ pub(super) fn finish_part(p: &Plan, head_tile: usize, shift: usize) -> Kernel {
         args: Vec::new(),
         ..finish(p, head_tile, shift)
     }
+}
+
+/// The finish's tiles of heads for query tiles of `head_tile`, largest first: the query
+/// tile and its halves while they are whole 8-head blocks (per-head f32 scales in whole
+/// 32-byte blocks; each divides the heads as the query tile does). The finish only
+/// streams its tile's rows, so a smaller one costs little where the larger does not fit UB.
+pub(super) fn finish_tiles(head_tile: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some(head_tile), |t| Some(t / 2)).take_while(|t| *t > 0 && t % 8 == 0)
 }
 
 /// Whether `finish` fits in UB beside `kernel` on one TPipe (a block of
