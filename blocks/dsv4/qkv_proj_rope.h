@@ -348,16 +348,18 @@ private:
                 }
                 Cast(x, a, RoundMode::CAST_NONE, W);
                 in_.FreeTensor(a);
-                Muls(x, x, tokScale, W);
                 Mul(x, x, ws, W);
+                // the token's scale t rides on each head's: rsqrt(mean((t y)^2) + eps) =
+                // rsqrt(t^2 mean(y^2) + eps), and t y * that is y * (t * that)
+                const float invN = P::INV_HD * tokScale * tokScale;
                 float inv[P::HG];
                 if constexpr (BLOCK_SUMS) {
-                    RmsInvBlocks(x, P::HG, work, tmp, HD, P::INV_HD, P::EPS, inv);
+                    RmsInvBlocks(x, P::HG, work, tmp, HD, invN, P::EPS, inv);
                 } else {
-                    RmsInvRows(x, P::HG, work, slot, tmp, HD, P::INV_HD, P::EPS, inv);
+                    RmsInvRows(x, P::HG, work, slot, tmp, HD, invN, P::EPS, inv);
                 }
                 for (uint32_t h = 0; h < P::HG; ++h) {
-                    Muls(x[h * HD], x[h * HD], inv[h], HD);
+                    Muls(x[h * HD], x[h * HD], inv[h] * tokScale, HD);
                 }
                 if constexpr (HEADS_AT_ONCE) {
                     ropeHeads_.Apply(rope_, x[NOPE]);
