@@ -278,7 +278,7 @@ private:
     __aicore__ inline static Share Requests(RequestMeta& meta, uint32_t b, uint32_t parts)
     {
         constexpr uint64_t Q = uint64_t(ROWS) * HD * sizeof(bfloat16_t);
-        constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * HD * sizeof(float);
+        constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * Parts::HALVES * sizeof(half);
         constexpr uint64_t PER_LANE = ROWS * 2 * (sizeof(float) + sizeof(bfloat16_t)) + HD * sizeof(bfloat16_t);
         return WeightedShare(b * parts, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
             const uint32_t rows = static_cast<uint32_t>(CompressedRows<P>::Bound(meta.lens.Get(u / parts)));
