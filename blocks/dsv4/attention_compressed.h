@@ -56,7 +56,7 @@ namespace dsv4 {
 // reads overlaps its misses instead of queueing them (a group reading 64 requests' 36 lines
 // one by one started the launch 31 µs late in the modeled trace).
 struct RequestMeta {
-    ScalarStream<int32_t, 4> positions, lens;
+    ScalarStream<int32_t> positions, lens;
 
     __aicore__ inline void Init(GM_ADDR p, GM_ADDR kvSeqLens, uint32_t requests, uint32_t seq)
     {

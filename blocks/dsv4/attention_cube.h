@@ -136,7 +136,7 @@ private:
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> cL0_;
     AscendC::GlobalTensor<bfloat16_t> kv_;
-    ScalarStream<int32_t, 4> indices_;
+    ScalarStream<int32_t> indices_;
     AscendC::GlobalTensor<int32_t> lens_;
 };
 

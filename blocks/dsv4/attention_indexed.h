@@ -160,7 +160,7 @@ private:
     // CSA shows (~15 against ~3 µs), so groups of short contexts take more tokens.
     __aicore__ inline static Share Tokens(GM_ADDR positions, uint32_t t)
     {
-        ScalarStream<int32_t, 4> p;
+        ScalarStream<int32_t> p;
         p.Init(positions, t);
         p.Warm(0);
         return WeightedShare(t, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
@@ -727,7 +727,7 @@ private:
     AscendC::GlobalTensor<float> scores_, splitSlots_, stats_, denom_, rowMax_;
     Parts oRows_;            // the window's o, as its cube left it
     Parts partRows_[SLABS];  // the group's parts, a slab's each
-    ScalarStream<int32_t, 4> slots_;  // the AIC's reads of the top-k lists, in token order
+    ScalarStream<int32_t> slots_;  // the AIC's reads of the top-k lists, in token order
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
     uint32_t state_ = 0;              // the AIV's state buffer of the current item
     bool split_ = false;              // whether the current item is a split (its o unscaled)

@@ -45,7 +45,7 @@ struct WindowUnion {
 
     // Asks for the first lines of request `b`'s lanes in swa_indices, before ReadLens: they
     // arrive while its reads wait for the lengths' line.
-    __aicore__ inline static void AskRows(ScalarStream<int32_t, 4>& swaIndices, uint32_t b)
+    __aicore__ inline static void AskRows(ScalarStream<int32_t>& swaIndices, uint32_t b)
     {
         const uint64_t first = static_cast<uint64_t>(b) * P::SEQ * P::WINDOW;
         swaIndices.Ask(first);
@@ -55,7 +55,7 @@ struct WindowUnion {
     // Reads the union rows of request `b` (after AskRows and ReadLens) and checks each is a
     // row of the pool of `poolBlocks` pages, so no gather can leave kv_cache. Token 0's lanes
     // stream in order; the later tokens' last lanes are asked for while they do.
-    __aicore__ inline void ReadRows(ScalarStream<int32_t, 4>& swaIndices, uint32_t b, uint32_t poolBlocks)
+    __aicore__ inline void ReadRows(ScalarStream<int32_t>& swaIndices, uint32_t b, uint32_t poolBlocks)
     {
         const uint32_t t0 = b * P::SEQ;
         const uint32_t n0 = static_cast<uint32_t>(lens[0]);

@@ -418,8 +418,8 @@ private:
     AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
     AscendC::GlobalTensor<int32_t> table_;
     // Per-token metadata, read in token order (the overlay scans the state slots from token 0).
-    ScalarStream<int32_t, 4> positions_;
-    ScalarStream<int64_t, 4> stateSlots_, cmpSlots_;
+    ScalarStream<int32_t> positions_;
+    ScalarStream<int64_t> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
 

@@ -130,8 +130,8 @@ private:
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> kfIn_, rounded_, work_, half_, slot_, tmp_, keyOut_, scaleOut_;
     AscendC::GlobalTensor<float> kf_, scales_;
-    ScalarStream<int32_t, 4> positions_;
-    ScalarStream<int64_t, 4> slots_;
+    ScalarStream<int32_t> positions_;
+    ScalarStream<int64_t> slots_;
     AscendC::GlobalTensor<int8_t> keys_;
 };
 

@@ -1,21 +1,27 @@
 // Scalar reads of a GM array of metadata (page tables, top-k lists, window indices) that go
 // through it in ascending order (with gaps, or not). A scalar read stalls the core for a GM
-// round trip the first time it touches a 64-byte line of its data cache; `ScalarStream` asks
-// for the line AHEAD lines further whenever a read enters a line (DataCachePreload, docs
-// 缓存控制: one line per call), so once a stream is under way its reads hit. `Warm` asks for
-// the first lines of a stream that starts cold. Callers keep at most 4 calls in a row, as the
-// docs advise (a read between them breaks the row).
+// round trip the first time it touches a 64-byte line of its data cache; `ScalarStream` keeps
+// the lines up to AHEAD lines past the one being read asked for (DataCachePreload, docs
+// 缓存控制: one line per call), so once a stream is under way its reads hit: a round trip
+// (1400 cycles) is longer than the scalar work on 4 lines of a top-k list, so a stream that
+// a core reads line after line wants more than 4 ahead. Entering a line asks for at most two
+// more (the frontier catches up after a start or a jump), `Warm` for the first two: the
+// docs advise at most 4 calls in a row (a read between them breaks the row). Eight lines
+// ahead (512 bytes a stream) is our choice, not a documented figure: enough to cover a round
+// trip of the top-k lists' reads in the model, a small share of any scalar data cache.
 #pragma once
 
 #include "kernel_operator.h"
 
 namespace dsv4 {
 
-// T: the element type; AHEAD: how many lines ahead of a read the stream asks for (1..4).
-template <typename T, uint32_t AHEAD>
+// T: the element type.
+template <typename T>
 class ScalarStream {
     static constexpr uint64_t LINE = 64;  // bytes of a data-cache line
-    static_assert(AHEAD >= 1 && AHEAD <= 4, "at most 4 preloads in a row");
+    static constexpr uint32_t AHEAD = 8;  // lines kept asked for ahead of a read
+    static constexpr uint32_t PER_LINE = 2;  // preloads at most per line entered
+    static constexpr uint32_t WARM = 2;      // lines Warm asks for (then a Get's two: 4 in a row)
     static_assert(LINE % sizeof(T) == 0, "elements do not straddle lines");
 
 public:
@@ -32,8 +38,15 @@ public:
     {
         const int64_t line = LineOf(i);
         if (line != last_) {
-            AskLine(line + static_cast<int64_t>(AHEAD * LINE));
             last_ = line;
+            if (asked_ < line) {
+                asked_ = line;  // a jump past the frontier: it restarts here
+            }
+            const int64_t want = line + static_cast<int64_t>(AHEAD * LINE);
+            for (uint32_t n = 0; n < PER_LINE && asked_ < want; ++n) {
+                asked_ += static_cast<int64_t>(LINE);
+                AskLine(asked_);
+            }
         }
         return values_.GetValue(i);
     }
@@ -41,14 +54,15 @@ public:
     // Asks for the line holding element i (a read out of order, known ahead).
     __aicore__ inline void Ask(uint64_t i) { AskLine(LineOf(i)); }
 
-    // Asks for the AHEAD - 1 lines after element i's: a stream starting cold at i (its own
-    // line would arrive no sooner than its read; the first Get asks for the AHEAD-th, so
-    // with it at most AHEAD calls run in a row).
+    // Asks for the lines after element i's: a stream starting cold at i (its own line would
+    // arrive no sooner than its read; the reads then take the frontier further).
     __aicore__ inline void Warm(uint64_t i)
     {
-        for (uint32_t l = 1; l < AHEAD; ++l) {
-            AskLine(LineOf(i) + static_cast<int64_t>(l * LINE));
+        const int64_t line = LineOf(i);
+        for (uint32_t l = 1; l <= WARM; ++l) {
+            AskLine(line + static_cast<int64_t>(l * LINE));
         }
+        asked_ = line + static_cast<int64_t>(WARM * LINE);
     }
 
 private:
@@ -72,7 +86,8 @@ private:
     AscendC::GlobalTensor<uint64_t> lines_;
     uint64_t head_ = 0;   // base's offset into its line
     uint64_t bytes_ = 0;  // the array's bytes
-    int64_t last_ = -1 - static_cast<int64_t>(LINE);  // the line of the last Get
+    int64_t last_ = -1 - static_cast<int64_t>(LINE);   // the line of the last Get
+    int64_t asked_ = -1 - static_cast<int64_t>(LINE);  // the furthest line asked for in order
 };
 
 }  // namespace dsv4

@@ -19,7 +19,7 @@ template <uint32_t PAGES, uint32_t BS>
 class StateOverlay {
 public:
     // Scans the state slots of tokens [0, tokens) - requests 0..b - for rows of `pages`.
-    __aicore__ inline void Build(ScalarStream<int64_t, 4>& stateSlots, uint32_t tokens, const int32_t* pages)
+    __aicore__ inline void Build(ScalarStream<int64_t>& stateSlots, uint32_t tokens, const int32_t* pages)
     {
         for (uint32_t i = 0; i < PAGES * BS; ++i) {
             writer_[i] = -1;
