@@ -593,7 +593,7 @@ pub(super) fn fused(
 
 #[cfg(test)]
 mod tests {
-    use super::{exp_rows_scratch, lanes_shift};
+    use super::{exp_rows_scratch, finish_tiles, lanes_shift, o_shift};
 
     #[test]
     fn products_scale_by_the_least_power_of_two_reaching_their_lanes() {
@@ -601,6 +601,17 @@ mod tests {
         assert_eq!(lanes_shift(128), 7);
         assert_eq!(lanes_shift(129), 8);
         assert_eq!(lanes_shift(352), 9);
+        // o shares one scale with the further source's parts: the larger product's
+        assert_eq!(o_shift(128, 0), 7);
+        assert_eq!(o_shift(128, 352), 9);
+        assert_eq!(o_shift(256, 128), 8);
+    }
+
+    #[test]
+    fn the_finish_halves_its_tile_down_to_whole_blocks() {
+        assert_eq!(finish_tiles(32).collect::<Vec<_>>(), [32, 16, 8]);
+        assert_eq!(finish_tiles(24).collect::<Vec<_>>(), [24]);
+        assert_eq!(finish_tiles(8).collect::<Vec<_>>(), [8]);
     }
 
     #[test]
