@@ -103,8 +103,9 @@ struct CompressedRows {
 };
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, MAX_ROWS, HEAD_TILE, KV_TILE, D_TILE, CHUNK,
-// GROUPS, SCALE, O_SHIFT and O_HALF_COLS (the parts' rows), and the sizes the plan decided
-// (`*_BYTES`, each at least what its use below needs): the AIC's L1 and L0, the AIV's UB.
+// GROUPS, SCALE, O_SHIFT and O_HALF_COLS (the parts' rows, and the window's o), and the
+// sizes the plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1
+// and L0, the AIV's UB.
 // PF: the finish's parameters, or NoFinish.
 template <class P, class PF = NoFinish>
 class AttentionCompressed {

@@ -51,9 +51,9 @@ namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
 // ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: two load one
-// item's under the previous), O_SHIFT and O_HALF_COLS (the parts' rows), and the sizes the
-// plan decided (`*_BYTES`, each at least what its use below needs): the AIC's L1 and L0, the
-// AIV's UB.
+// item's under the previous), O_SHIFT and O_HALF_COLS (the parts' rows, and the window's o),
+// and the sizes the plan decided (`*_BYTES`, each at least what its use below needs): the
+// AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionIndexed {
     static constexpr uint32_t FRACTAL = 16;
