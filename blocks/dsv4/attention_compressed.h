@@ -272,14 +272,17 @@ private:
 
     // With S = 1 the group's contiguous run of the requests' `parts` head pieces, of about
     // equal GM traffic: a piece weighs what its request does (the pieces are equal), in KiB
-    // its query, each chunk's round trips of o and part, and per lane its scores and
-    // probabilities both ways and its row; one more for its metadata reads, so the requests
-    // without compressed rows spread too. Its rows are taken at their bound by its length
-    // (its tokens' positions, eight times the lines, are read by its group only).
+    // its query, each chunk's round trips of o and part (at f32 rows, though both move in
+    // half but the rope columns: a chunk's hand-offs cost about alike whatever its bytes, and
+    // weighed at their half rows the deployment's 16 pieces dealt two of a short request's to
+    // one group and left another idle), and per lane its scores and probabilities both ways
+    // and its row; one more for its metadata reads, so the requests without compressed rows
+    // spread too. Its rows are taken at their bound by its length (its tokens' positions,
+    // eight times the lines, are read by its group only).
     __aicore__ inline static Share Requests(RequestMeta& meta, uint32_t b, uint32_t parts)
     {
         constexpr uint64_t Q = uint64_t(ROWS) * HD * sizeof(bfloat16_t);
-        constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * Parts::HALVES * sizeof(half);
+        constexpr uint64_t PER_CHUNK = 4 * uint64_t(ROWS) * HD * sizeof(float);
         constexpr uint64_t PER_LANE = ROWS * 2 * (sizeof(float) + sizeof(bfloat16_t)) + HD * sizeof(bfloat16_t);
         return WeightedShare(b * parts, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
             const uint32_t rows = static_cast<uint32_t>(CompressedRows<P>::Bound(meta.lens.Get(u / parts)));
