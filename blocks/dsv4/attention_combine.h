@@ -211,7 +211,7 @@ private:
         Handshake<AscendC::HardEvent::MTE3_MTE2>();
         AscendC::DataCopy(maxes, rowMax_[head], VH);
         AscendC::DataCopy(denoms, denom_[head], VH);
-        AscendC::DataCopy(rows, o_.lead[head * Rows::HALVES], VH * Rows::HALVES);
+        AscendC::DataCopy(rows, o_.From(head), VH * Rows::HALVES);
         for (uint32_t s = 0; s < splits; ++s) {
             const uint32_t item = unit * splits + s;
             AscendC::DataCopy(maxes[(s + 1) * VH], stats_[Slots::SplitMax(item) + r0], VH);
@@ -266,7 +266,7 @@ private:
         }
         Rows::Narrow(rows, acc, VH, HD_BLOCKS);
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(o_.lead[head * Rows::HALVES], rows, VH * Rows::HALVES);
+        AscendC::DataCopy(o_.From(head), rows, VH * Rows::HALVES);
         AscendC::DataCopy(denom_[head], denoms, VH);
     }
 

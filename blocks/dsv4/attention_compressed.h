@@ -776,8 +776,7 @@ private:
             Parts::Narrow(out, sum, VH, HD_BLOCKS);
             oOut_.EnQue(out);
             out = oOut_.DeQue<half>();
-            AscendC::DataCopy(oRows_.lead[(static_cast<uint64_t>(m.b) * ROWS + row) * Parts::HALVES], out,
-                              VH * Parts::HALVES);
+            AscendC::DataCopy(oRows_.From(static_cast<uint64_t>(m.b) * ROWS + row), out, VH * Parts::HALVES);
             oOut_.FreeTensor(out);
         }
         // The next merge's loads of these rows wait for their stores.
@@ -803,12 +802,11 @@ private:
             oIn_.EnQue(oIn);
         } else {
             AscendC::LocalTensor<half> oIn = oIn_.AllocTensor<half>();
-            AscendC::DataCopy(oIn, oRows_.lead[(static_cast<uint64_t>(m.b) * ROWS + row) * Parts::HALVES],
-                              VH * Parts::HALVES);
+            AscendC::DataCopy(oIn, oRows_.From(static_cast<uint64_t>(m.b) * ROWS + row), VH * Parts::HALVES);
             oIn_.EnQue(oIn);
         }
         AscendC::LocalTensor<half> part = partIn_.AllocTensor<half>();
-        AscendC::DataCopy(part, partRows_[m.slab].lead[row * Parts::HALVES], VH * Parts::HALVES);
+        AscendC::DataCopy(part, partRows_[m.slab].From(row), VH * Parts::HALVES);
         partIn_.EnQue(part);
     }
 

@@ -590,7 +590,7 @@ private:
             const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
             AscendC::DataCopy(den[i * VH], denom_[head], VH);
-            AscendC::DataCopy(o[(i + 1) * VH * HD].template ReinterpretCast<half>(), oRows_.lead[head * Parts::HALVES],
+            AscendC::DataCopy(o[(i + 1) * VH * HD].template ReinterpretCast<half>(), oRows_.From(head),
                               VH * Parts::HALVES);
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
@@ -627,7 +627,7 @@ private:
             } else {
                 const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + h;
                 AscendC::DataCopy(denom_[head], den[i * VH], VH);
-                AscendC::DataCopy(oRows_.lead[head * Parts::HALVES], narrowed(i), VH * Parts::HALVES);
+                AscendC::DataCopy(oRows_.From(head), narrowed(i), VH * Parts::HALVES);
             }
         }
     }
@@ -652,8 +652,7 @@ private:
     __aicore__ inline void LoadPart(uint32_t g, uint32_t slab)
     {
         AscendC::LocalTensor<half> part = partQ_.AllocTensor<half>();
-        const uint64_t at = static_cast<uint64_t>(g) * VH * Parts::HALVES;
-        AscendC::DataCopy(part, partRows_[slab].lead[at], VH * Parts::HALVES);
+        AscendC::DataCopy(part, partRows_[slab].From(static_cast<uint64_t>(g) * VH), VH * Parts::HALVES);
         partQ_.EnQue(part);
     }
 

@@ -54,6 +54,10 @@ struct OutRows {
         rest.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(o + P::O_HALF_COLS * sizeof(half)));
     }
 
+    // Rows from `row` as they are kept, for the vector side to load or store whole (halves,
+    // HALVES a row).
+    __aicore__ inline AscendC::GlobalTensor<half> From(uint64_t row) const { return lead[row * HALVES]; }
+
     // On the vector side, rows loaded as they are (`src`, halves, BLOCKS apart): dst's f32 rows
     // (dstRow blocks apart) = their columns [c0, c0 + cols) in f32, each row times its
     // factor in `spread` (a block per row), a row per repeat.

@@ -80,8 +80,7 @@ impl Split {
         let p = b.plan;
         let u32 = |v: usize| Value::U32(v as u32);
         let sources = (self.max_splits.min(self.groups) + 1) * VH;
-        let half_cols = window::o_half_cols(&p.model, shift);
-        let o_row = window::o_row(&p.model, half_cols).0;
+        let (half_cols, o_row) = window::part_rows(&p.model, shift);
         let kernel = Kernel {
             name: format!(
                 "attn_combine_{}_h{heads}_d{head_dim}_u{}_g{}_s{}{}",

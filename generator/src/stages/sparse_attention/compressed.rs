@@ -6,8 +6,8 @@ use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
 use super::window::{
-    self, cube_buffers, exp_rows_scratch, further_params, o_half_cols, o_row, per_token,
-    running_stats, union_rows,
+    self, cube_buffers, exp_rows_scratch, further_params, part_rows, per_token, running_stats,
+    union_rows,
 };
 use crate::budget::{Buffer, row};
 use crate::chip::{Chip, Mem};
@@ -65,8 +65,7 @@ pub(super) fn launch(
     };
     // parts (and the window's o) leave the cube with their nope columns in half, the
     // probabilities scaled
-    let half_cols = o_half_cols(m, shift);
-    let part_row = o_row(m, half_cols).0;
+    let (half_cols, part_row) = part_rows(m, shift);
     // The kernel's buffers with `slots` slots of scores and probabilities (`SCORE_BUFFERS`).
     let buffers = |slots| {
         [

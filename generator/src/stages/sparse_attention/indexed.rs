@@ -6,7 +6,7 @@ use abi::{DType, Dim};
 
 use super::combine::{Split, VH};
 use super::window::{
-    exp_rows_scratch, further_params, head_tile_l0, o_half_cols, o_row, per_token, running_stats,
+    exp_rows_scratch, further_params, head_tile_l0, part_rows, per_token, running_stats,
 };
 use crate::budget::{self, Buffer, row};
 use crate::chip::{Chip, Mem};
@@ -62,8 +62,7 @@ pub(super) fn launch(
     let l1 = CubeL1::new(heads, hd, head_tile, kv_tile);
     // parts (and the window's o) leave the cube with their nope columns in half, the
     // probabilities scaled
-    let half_cols = o_half_cols(m, shift);
-    let part_row = o_row(m, half_cols).0;
+    let (half_cols, part_row) = part_rows(m, shift);
     let (vector, states) = vector_ub(heads, hd, part_row, topk, kv_tile, p.chip);
     let row_buffers = l1.row_buffers(p.chip.l1_bytes);
     let kernel = Kernel {

@@ -217,6 +217,13 @@ pub(super) fn o_shift(window: usize, further_lanes: usize) -> usize {
     lanes_shift(window.max(further_lanes))
 }
 
+/// A further source's rows (its parts, and the o it continues) for [`o_shift`] `shift`: the
+/// half columns and a row in halves.
+pub(super) fn part_rows(m: &ModelDims, shift: usize) -> (usize, usize) {
+    let half_cols = o_half_cols(m, shift);
+    (half_cols, o_row(m, half_cols).0)
+}
+
 /// The least `s` with `2^s >= lanes`: a values product over at most `lanes` probabilities
 /// <= 1, scaled by 2^-s, is at most max |v| (half's range holds it).
 pub(super) fn lanes_shift(lanes: usize) -> usize {
