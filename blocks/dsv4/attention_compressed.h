@@ -758,19 +758,12 @@ private:
                 oOut_.FreeTensor(out);
                 continue;
             }
-            constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
             AscendC::LocalTensor<float> sum = wide_.Get<float>();
-            AscendC::LocalTensor<float> chunk = chunkF32_.Get<float>();
             Parts::Widen(sum, part, spread, VH, 0, HD, HD_BLOCKS);
             partIn_.FreeTensor(part);
             AscendC::Brcb(spread, alpha, 1, AscendC::BrcbRepeatParams(1, 8));
             AscendC::LocalTensor<half> oIn = oIn_.DeQue<half>();
-            for (uint32_t c = 0; c < HD; c += F32_REPEAT) {
-                const uint32_t n = Min(F32_REPEAT, HD - c);
-                Parts::Widen(chunk, oIn, spread, VH, c, n, CHUNK_BLOCKS);
-                AscendC::Add(sum[c], sum[c], chunk, n, VH,
-                             AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
-            }
+            Parts::AddWidened(sum, oIn, spread, VH, HD_BLOCKS, chunkF32_.Get<float>());
             oIn_.FreeTensor(oIn);
             AscendC::LocalTensor<half> out = oOut_.AllocTensor<half>();
             Parts::Narrow(out, sum, VH, HD_BLOCKS);

@@ -683,9 +683,7 @@ private:
     // widened, times the head's beta (times 2^O_SHIFT into a split's unscaled o) and added.
     __aicore__ inline void Merge(uint32_t i, uint32_t slab)
     {
-        constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
         AscendC::LocalTensor<half> part = partQ_.DeQue<half>();
-        AscendC::LocalTensor<float> chunk = partChunk_.Get<float>();
         AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE + i * VH * HD];
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS + i * VH];
         AscendC::LocalTensor<float> beta = spread_.Get<float>();
@@ -696,12 +694,7 @@ private:
         for (uint32_t h = 0; h < VH; ++h) {
             AscendC::Muls(o[h * HD], o[h * HD], alpha.GetValue(h), HD);
         }
-        for (uint32_t c = 0; c < HD; c += F32_REPEAT) {
-            const uint32_t n = Min(F32_REPEAT, HD - c);
-            Parts::Widen(chunk, part, beta, VH, c, n, CHUNK_BLOCKS);
-            AscendC::Add(o[c], o[c], chunk, n, VH,
-                         AscendC::BinaryRepeatParams(1, 1, 1, HD_BLOCKS, HD_BLOCKS, CHUNK_BLOCKS));
-        }
+        Parts::AddWidened(o, part, beta, VH, HD_BLOCKS, partChunk_.Get<float>());
         partQ_.FreeTensor(part);
     }
 

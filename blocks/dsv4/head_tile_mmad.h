@@ -78,6 +78,23 @@ struct OutRows {
         }
     }
 
+    // dst's f32 rows (dstRow blocks apart) += the rows `src` (as loaded) widened, each times
+    // its factor in `spread`, a repeat of columns at a time through `chunk` (rows x F32_REPEAT
+    // f32): the merge of a part (or of o) into f32 rows.
+    __aicore__ static inline void AddWidened(const AscendC::LocalTensor<float>& dst,
+                                             const AscendC::LocalTensor<half>& src,
+                                             const AscendC::LocalTensor<float>& spread, uint32_t rows, uint32_t dstRow,
+                                             const AscendC::LocalTensor<float>& chunk)
+    {
+        constexpr uint32_t CHUNK_BLOCKS = BlocksOf<float>(F32_REPEAT);
+        for (uint32_t c = 0; c < P::HEAD_DIM; c += F32_REPEAT) {
+            const uint32_t n = Min(F32_REPEAT, P::HEAD_DIM - c);
+            Widen(chunk, src, spread, rows, c, n, CHUNK_BLOCKS);
+            AscendC::Add(dst[c], dst[c], chunk, n, rows,
+                         AscendC::BinaryRepeatParams(1, 1, 1, dstRow, dstRow, CHUNK_BLOCKS));
+        }
+    }
+
     // Widen's whole rows with no factor: dst's f32 rows (dstRow blocks apart) = src's.
     __aicore__ static inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<half>& src,
                                         uint32_t rows, uint32_t dstRow)
