@@ -22,8 +22,9 @@
 // works while the other does. The next tiles' gathers queue behind a tile's probability
 // loads (MTE2 runs in order). A group's items are one stream: the AIC gathers the next
 // item's tiles under this item's last products (its q loads once this item's last scores
-// are out), and with two state buffers the AIV loads the next item's state while the cube
-// makes this item's last part and stores this item's under the next one's work.
+// are out), and the AIV writes the next item's first probabilities before it merges this
+// item's last part (with two state buffers its state loads while the cube makes that part),
+// then stores this item's state under the next one's work.
 // `denom` arrives from the window softmax as l + exp(sink - m) and rescales with l (as in
 // attention_compressed.h), so the finish kernel's o / denom is the reference's output. The
 // window's o (kept in UB over the token's tiles, f32) and denom are updated in place; the
@@ -50,8 +51,8 @@
 namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
-// ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: two load one
-// item's under the previous), O_SHIFT and O_HALF_COLS (the parts' rows, and the window's o),
+// ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: with two an
+// item starts before the previous one is settled), O_SHIFT and O_HALF_COLS (the parts' rows, and the window's o),
 // and the sizes the plan decided (`*_BYTES`, each at least what its use below needs): the
 // AIC's L1 and L0, the AIV's UB.
 template <class P>
@@ -110,7 +111,7 @@ class AttentionIndexed {
                   "a value per head of the AIV (alpha and beta: per slab)");
     using Parts = OutRows<P>;  // the parts' rows (and the window's o): half columns, then f32 ones
     // a state buffer's o: the AIV's heads of a token in f32, and a group's rows as the cube
-    // leaves them (the window's rows load a group ahead: LoadState)
+    // leaves them (the window's rows load a group ahead: LoadO)
     static_assert(P::O_BYTES >= STATS * HD * sizeof(float) + VH * Parts::HALVES * sizeof(half),
                   "o holds the AIV's heads of a token and a group's rows more");
     static_assert(P::STATE_BUFFERS == 1 || P::STATE_BUFFERS == 2, "one or two items' state (o, max, denominators)");
@@ -154,10 +155,12 @@ public:
 
 private:
     // With whole tokens (S = 1) the group's contiguous run of about equal work: a token
-    // weighs four per tile its min(TOPK, (p_t + 1) / RATIO) selectable slots fill (a gather
-    // and two products with their hand-offs) and one for its own work (query, slots, state
-    // loaded and stored under its neighbours' tiles): the ratio the modeled trace of FLASH
-    // CSA shows (~15 against ~3 µs), so groups of short contexts take more tokens.
+    // weighs per tile its min(TOPK, (p_t + 1) / RATIO) selectable slots fill 8 (a gather and
+    // two products with their hand-offs), 10 where it selects among more rows than TOPK (its
+    // rows scattered: about a DMA per row, where a token that keeps all its rows copies runs
+    // of a page), and 1 for its own work (query, slots and state, mostly under its
+    // neighbours' tiles): the weights that even the groups' ends in the modeled trace of
+    // FLASH CSA at 512 tokens (busiest group 330 µs against 370 with 4 per tile and 1).
     __aicore__ inline static Share Tokens(GM_ADDR positions, uint32_t t)
     {
         ScalarStream<int32_t> p;
@@ -165,8 +168,9 @@ private:
         p.Warm(0);
         return WeightedShare(t, GroupIdx(), static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
             const int64_t next = static_cast<int64_t>(p.Get(u)) + 1;
-            const uint32_t slots = next > 0 ? Min(P::TOPK, static_cast<uint32_t>(next / P::RATIO)) : 0;
-            return 4 * uint64_t(CeilDiv(slots, TILE)) + 1;
+            const int64_t rows = next > 0 ? next / P::RATIO : 0;
+            const uint32_t slots = static_cast<uint32_t>(rows < P::TOPK ? rows : P::TOPK);
+            return (rows > P::TOPK ? 10 : 8) * uint64_t(CeilDiv(slots, TILE)) + 1;
         });
     }
 
@@ -472,31 +476,31 @@ private:
         pipe_.InitBuffer(spread_, P::SPREAD_BYTES);
     }
 
-    // The share's items in order. With two state buffers (items alternate) an item's state
-    // loads while the previous item's last part is still on the cube, and its store runs
-    // under the next item's work.
+    // The share's items in order, as one stream of kept tiles (the cube's): tile i's
+    // probabilities go out before tile i - 1's part merges, across items too. An item starts
+    // from its max and denominators alone (its slots, its first probabilities); its o loads
+    // once those are out, under the previous item's last merge and store, so the cube makes
+    // the item's first part while the AIV settles the previous item. With two state buffers
+    // the items worked on alternate between them; with one the previous item is settled
+    // before the next one's state loads.
     __aicore__ inline void VectorItems(const Share& share, uint32_t splits, uint32_t sub)
     {
         const uint32_t mine = GROUPS > sub ? CeilDiv(GROUPS - sub, 2) : 0;  // 8-head groups sub, sub + 2, ...
         const uint32_t heads = mine * VH;
-        bool loaded = false;  // the item's state was loaded ahead
+        uint32_t state = 0;  // the item's state buffer
+        Open last{Item(share.begin, splits), 0, 0, false, false};
         for (uint32_t i = share.begin; i < share.end; ++i) {
             const Item it(i, splits);
-            state_ = (i - share.begin) % P::STATE_BUFFERS;
             bool kept[TILES];
             const bool any = Slots(it.t, it, kept);
             if (!any && !it.split) {
-                loaded = false;
                 continue;  // the window's state stands
             }
-            if (!loaded) {
-                LoadState(it, sub, mine, state_);
+            if (P::STATE_BUFFERS == 1 || !any) {
+                Settle(last, mine, sub);
             }
-            split_ = it.split;
-            // Tile i's probabilities go out before tile i - 1's part merges (the cube's
-            // order). The slabs alternate over the share's kept tiles, across items (as the
-            // cube's).
-            bool pending = false;  // a tile's part still to merge, in slab `slab_ ^ 1`
+            LoadStats(it, sub, mine, state);
+            bool first = true;
             for (uint32_t j = it.first; j < it.end; ++j) {
                 if (!kept[j]) {
                     continue;
@@ -506,26 +510,51 @@ private:
                     Softmax(sub + 2 * g, g, j, slab_);
                 }
                 if (heads > 0) {
-                    OnlineRescale(runMax_.Get<float>()[state_ * MAX_STRIDE],
-                                  runDenom_.Get<float>()[state_ * DENOM_STRIDE], tileMax_.Get<float>(),
+                    OnlineRescale(runMax_.Get<float>()[state * MAX_STRIDE],
+                                  runDenom_.Get<float>()[state * DENOM_STRIDE], tileMax_.Get<float>(),
                                   tileSum_.Get<float>(), alpha_.Get<float>()[slab_ * STATS],
                                   beta_.Get<float>()[slab_ * STATS], heads);
                 }
                 AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(PROBS_READY);
-                if (pending) {
-                    MergeTile(mine, sub, slab_ ^ 1);
+                if (first) {
+                    LoadO(it, sub, mine, state);
+                    Settle(last, mine, sub);
+                    WidenO(it, mine, state);
+                    first = false;
+                } else {
+                    MergeTile(mine, sub, last);
                 }
-                pending = true;
+                last = {it, state, slab_, true, true};
                 slab_ ^= 1;
             }
-            loaded = P::STATE_BUFFERS > 1 && i + 1 < share.end;
-            if (loaded) {  // while the cube makes the last part
-                LoadState(Item(i + 1, splits), sub, mine, state_ ^ 1);
+            if (!any) {  // a split without a kept tile: its empty state
+                LoadO(it, sub, mine, state);
+                last = {it, state, 0, false, true};
+                Settle(last, mine, sub);
             }
-            if (pending) {
-                MergeTile(mine, sub, slab_ ^ 1);
-            }
-            StoreState(it, sub, mine);
+            state = (state + 1) % P::STATE_BUFFERS;
+        }
+        Settle(last, mine, sub);
+    }
+
+    // The item the AIV worked on last: its state buffer, and the slab of its last part while
+    // that part is still to merge; open until its state is stored.
+    struct Open {
+        Item it;
+        uint32_t state, slab;
+        bool part, open;
+    };
+
+    // The open item's last part merged and its state stored.
+    __aicore__ inline void Settle(Open& last, uint32_t mine, uint32_t sub)
+    {
+        if (last.part) {
+            MergeTile(mine, sub, last);
+            last.part = false;
+        }
+        if (last.open) {
+            StoreState(last.it, sub, mine, last.state);
+            last.open = false;
         }
     }
 
@@ -566,22 +595,18 @@ private:
         return any;
     }
 
-    // The state this AIV's heads of the item start from, into state buffer k once the
-    // store of the buffer's previous item has read it: the window's max, denominators and
-    // o, or for a split nothing (m = -1e20, denom 0, o 0). The window's rows of group i load
-    // into the place of group i + 1 (the buffer holds a group's rows more) and widen in
-    // order, each into its own place once the one before has left it.
-    __aicore__ inline void LoadState(const Item& it, uint32_t sub, uint32_t mine, uint32_t k)
+    // The max and denominators this AIV's heads of the item start from, into state buffer k
+    // once the store of the buffer's previous item has read them: the window's, or for a
+    // split nothing (m = -1e20, denom 0).
+    __aicore__ inline void LoadStats(const Item& it, uint32_t sub, uint32_t mine, uint32_t k)
     {
         AscendC::LocalTensor<float> m = runMax_.Get<float>()[k * MAX_STRIDE];
         AscendC::LocalTensor<float> den = runDenom_.Get<float>()[k * DENOM_STRIDE];
-        AscendC::LocalTensor<float> o = o1_.Get<float>()[k * O_STRIDE];
         if (it.split) {
             Handshake<AscendC::HardEvent::MTE3_V>();
             if (mine > 0) {
                 AscendC::Duplicate(m, -MASK, mine * VH);
                 AscendC::Duplicate(den, 0.0f, mine * VH);
-                AscendC::Duplicate(o, 0.0f, mine * VH * HD);
             }
             return;
         }
@@ -590,9 +615,40 @@ private:
             const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(m[i * VH], rowMax_[head], VH);
             AscendC::DataCopy(den[i * VH], denom_[head], VH);
+        }
+        Handshake<AscendC::HardEvent::MTE2_V>();
+    }
+
+    // The o this AIV's heads of the item start from, into state buffer k once the store of
+    // the buffer's previous item has read it: the window's rows (group i's into the place of
+    // group i + 1, the buffer holds a group's rows more; WidenO puts them in their own), or
+    // for a split zero.
+    __aicore__ inline void LoadO(const Item& it, uint32_t sub, uint32_t mine, uint32_t k)
+    {
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[k * O_STRIDE];
+        if (it.split) {
+            Handshake<AscendC::HardEvent::MTE3_V>();
+            if (mine > 0) {
+                AscendC::Duplicate(o, 0.0f, mine * VH * HD);
+            }
+            return;
+        }
+        Handshake<AscendC::HardEvent::MTE3_MTE2>();
+        for (uint32_t i = 0; i < mine; ++i) {
+            const uint64_t head = static_cast<uint64_t>(it.t) * P::HEADS + (sub + 2 * i) * VH;
             AscendC::DataCopy(o[(i + 1) * VH * HD].template ReinterpretCast<half>(), oRows_.From(head),
                               VH * Parts::HALVES);
         }
+    }
+
+    // The window's rows LoadO brought into state buffer k, widened in order, each into its
+    // own place once the one before has left it.
+    __aicore__ inline void WidenO(const Item& it, uint32_t mine, uint32_t k)
+    {
+        if (it.split) {
+            return;
+        }
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[k * O_STRIDE];
         Handshake<AscendC::HardEvent::MTE2_V>();
         for (uint32_t i = 0; i < mine; ++i) {
             Parts::Widen(o[i * VH * HD], o[(i + 1) * VH * HD].template ReinterpretCast<half>(), VH, HD_BLOCKS);
@@ -603,11 +659,11 @@ private:
     // and denominators to its slot; the next load into the buffer waits for them. The
     // window's rows leave as the cube left them, group i narrowed into the place of group
     // i - 1 (group 0's into the buffer's spare place).
-    __aicore__ inline void StoreState(const Item& it, uint32_t sub, uint32_t mine)
+    __aicore__ inline void StoreState(const Item& it, uint32_t sub, uint32_t mine, uint32_t state)
     {
-        AscendC::LocalTensor<float> m = runMax_.Get<float>()[state_ * MAX_STRIDE];
-        AscendC::LocalTensor<float> den = runDenom_.Get<float>()[state_ * DENOM_STRIDE];
-        AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE];
+        AscendC::LocalTensor<float> m = runMax_.Get<float>()[state * MAX_STRIDE];
+        AscendC::LocalTensor<float> den = runDenom_.Get<float>()[state * DENOM_STRIDE];
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[state * O_STRIDE];
         const auto narrowed = [&](uint32_t i) {
             return o[(i > 0 ? i - 1 : mine) * VH * HD].template ReinterpretCast<half>();
         };
@@ -632,19 +688,19 @@ private:
         }
     }
 
-    // The part of the tile in `slab`, once the cube has it, into o: a group's rows load while
-    // the previous group's merge.
-    __aicore__ inline void MergeTile(uint32_t mine, uint32_t sub, uint32_t slab)
+    // The open item's last part, once the cube has it, into its o: a group's rows load
+    // while the previous group's merge.
+    __aicore__ inline void MergeTile(uint32_t mine, uint32_t sub, const Open& last)
     {
         AscendC::CrossCoreWaitFlag(PART_READY);
         if (mine > 0) {
-            LoadPart(sub, slab);
+            LoadPart(sub, last.slab);
         }
         for (uint32_t i = 0; i < mine; ++i) {
             if (i + 1 < mine) {
-                LoadPart(sub + 2 * (i + 1), slab);
+                LoadPart(sub + 2 * (i + 1), last.slab);
             }
-            Merge(i, slab);
+            Merge(i, last);
         }
     }
 
@@ -678,17 +734,19 @@ private:
         probsQ_.FreeTensor(p);
     }
 
-    // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded),
-    // scales of `slab`: o by the head's alpha, then the part a repeat of columns at a time,
-    // widened, times the head's beta (times 2^O_SHIFT into a split's unscaled o) and added.
-    __aicore__ inline void Merge(uint32_t i, uint32_t slab)
+    // o = alpha * o + beta * part for the AIV's group of local index i (its part loaded) of
+    // the open item, scales of its part's slab: o by the head's alpha, then the part a repeat
+    // of columns at a time, widened, times the head's beta (times 2^O_SHIFT into a split's
+    // unscaled o) and added.
+    __aicore__ inline void Merge(uint32_t i, const Open& last)
     {
+        const uint32_t slab = last.slab;
         AscendC::LocalTensor<half> part = partQ_.DeQue<half>();
-        AscendC::LocalTensor<float> o = o1_.Get<float>()[state_ * O_STRIDE + i * VH * HD];
+        AscendC::LocalTensor<float> o = o1_.Get<float>()[last.state * O_STRIDE + i * VH * HD];
         AscendC::LocalTensor<float> alpha = alpha_.Get<float>()[slab * STATS + i * VH];
         AscendC::LocalTensor<float> beta = spread_.Get<float>();
         AscendC::Brcb(beta, beta_.Get<float>()[slab * STATS + i * VH], 1, AscendC::BrcbRepeatParams(1, 8));
-        if (split_) {
+        if (last.it.split) {
             AscendC::Muls(beta, beta, static_cast<float>(1u << P::O_SHIFT), VH * SLOT);
         }
         for (uint32_t h = 0; h < VH; ++h) {
@@ -721,8 +779,6 @@ private:
     Parts partRows_[SLABS];  // the group's parts, a slab's each
     ScalarStream<int32_t> slots_;  // the AIC's reads of the top-k lists, in token order
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
-    uint32_t state_ = 0;              // the AIV's state buffer of the current item
-    bool split_ = false;              // whether the current item is a split (its o unscaled)
 };
 
 }  // namespace dsv4
