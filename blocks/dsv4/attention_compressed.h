@@ -333,8 +333,9 @@ private:
     };
 
     // The group's steps in order. Where the next step's rows fit the chunk buffer beside this
-    // one's, its gather and scores run before this step's values, so the cube works while the
-    // vector cores run this step's softmax (and they then find the next scores waiting).
+    // one's, its gather and scores run with this step's values (Together), so the cube works
+    // while the vector cores run this step's softmax (and they then find the next scores
+    // waiting).
     __aicore__ inline void CubeSteps(const Share& share, uint32_t splits, uint32_t parts, const TilingData& td)
     {
         Step cur{share.begin, 0, 0, Item(share.begin, splits, parts, meta_)};
@@ -357,9 +358,10 @@ private:
                 ahead = true;
             }
             if (ahead) {
-                Scores(next, step + 1, td);
+                Together(next, step + 1, cur, step, td);
+            } else {
+                Values(cur, step);
             }
-            Values(cur, step);
             if (!more) {
                 return;
             }
@@ -389,23 +391,22 @@ private:
         return true;
     }
 
+    // The (token, HEAD_TILE heads) query tiles of a step, in order: the item's heads of each token.
+    __aicore__ inline static uint32_t HeadTiles(const Item& it) { return P::SEQ * ((it.h1 - it.h0) / P::HEAD_TILE); }
+
+    // The first query row of head tile i of the item.
+    __aicore__ inline static uint32_t TileRow(const Item& it, uint32_t i)
+    {
+        const uint32_t perToken = (it.h1 - it.h0) / P::HEAD_TILE;
+        return i / perToken * P::HEADS + it.h0 + i % perToken * P::HEAD_TILE;
+    }
+
     // Step `step`'s chunk gathered at its rows and its scores out (slab step % SLABS).
     __aicore__ inline void Scores(const Step& s, uint32_t step, const TilingData& td)
     {
-        const Item& it = s.it;
-        const uint64_t row0 = static_cast<uint64_t>(it.b) * ROWS;
-        // scores and probs rows of this chunk are `lanes` wide
-        const uint32_t lanes = it.rows.Lanes(s.j);
-        const AscendC::GlobalTensor<float>& scores = scores_[step % SLABS];
-        LoadChunk(it.b, s.j, static_cast<uint32_t>(it.rows.rows), lanes, s.at, td);
-        for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {  // the item's heads of each token
-            for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(row0 + m0) * HD], HD);
-                for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
-                    ScoresTile(a, s.at, n0, Min(TILE, lanes - n0), scores[m0 * lanes + n0], lanes);
-                }
-                aTile_.FreeTensor(a);
-            }
+        LoadChunk(s.it.b, s.j, static_cast<uint32_t>(s.it.rows.rows), s.it.rows.Lanes(s.j), s.at, td);
+        for (uint32_t i = 0; i < HeadTiles(s.it); ++i) {
+            ScoresTile(s, step, i);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
     }
@@ -413,34 +414,88 @@ private:
     // Step `step`'s values, once its probabilities are out: its part (a split's first: its o).
     __aicore__ inline void Values(const Step& s, uint32_t step)
     {
-        const Item& it = s.it;
-        const uint32_t lanes = it.rows.Lanes(s.j);
         AscendC::CrossCoreWaitFlag(PROBS_READY);
-        const Parts& out = partRows_[step % SLABS];
-        const AscendC::GlobalTensor<float> o = SplitO(s.item);
-        const bool isO = it.split && s.j == it.first;
-        const AscendC::GlobalTensor<bfloat16_t>& probs = probs_[step % SLABS];
-        for (uint32_t t0 = 0; t0 < ROWS; t0 += P::HEADS) {
-            for (uint32_t m0 = t0 + it.h0; m0 < t0 + it.h1; m0 += P::HEAD_TILE) {
-                AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[m0 * lanes], lanes);
-                for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
-                    // k = chunk lanes, B = chunk (fractals transposed to L0B)
-                    HeadTileMmadTo<P::HEAD_TILE, TILE, CHUNK_BLOCKS, true>(
-                        aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[s.at * FRACTAL], lanes, n0, P::D_TILE,
-                        [&](const AscendC::LocalTensor<float>& c) {
-                            if (isO) {
-                                FixpipeColumns<P::HEAD_TILE>(o[m0 * HD + n0], c, 0, P::D_TILE, HD);
-                            } else {
-                                out.template Write<P::HEAD_TILE>(c, m0, n0, P::D_TILE);
-                            }
-                        });
-                }
-                aTile_.FreeTensor(a);
-            }
+        for (uint32_t i = 0; i < HeadTiles(s.it); ++i) {
+            ValuesTile(s, step, i);
         }
         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
         // The chunk's rows may be overwritten once every load from them has been issued.
         Handshake<AscendC::HardEvent::MTE1_MTE2>();
+    }
+
+    // Step `next`'s gather and scores with step `cur`'s values: the first half of the scores'
+    // query tiles while the vector cores turn cur's scores into probabilities, then a values
+    // tile and a scores tile in turn, so the query loads (MTE2) run under the parts' stores
+    // (FIX) instead of before them (in-order MTE2 would otherwise hold the probabilities'
+    // loads behind every query tile).
+    __aicore__ inline void Together(const Step& next, uint32_t nextStep, const Step& cur, uint32_t step,
+                                    const TilingData& td)
+    {
+        LoadChunk(next.it.b, next.j, static_cast<uint32_t>(next.it.rows.rows), next.it.rows.Lanes(next.j), next.at,
+                  td);
+        const uint32_t n = HeadTiles(next.it), c = HeadTiles(cur.it);
+        uint32_t i = 0;
+        for (; i < n / 2; ++i) {
+            ScoresTile(next, nextStep, i);
+        }
+        AscendC::CrossCoreWaitFlag(PROBS_READY);
+        for (uint32_t k = 0; k < c || i < n; ++k) {
+            if (k < c) {
+                ValuesTile(cur, step, k);
+                if (k + 1 == c) {
+                    AscendC::CrossCoreSetFlag<2, PIPE_FIX>(PART_READY);
+                }
+            }
+            if (i < n) {
+                ScoresTile(next, nextStep, i);
+                if (++i == n) {
+                    AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
+                }
+            }
+        }
+        Handshake<AscendC::HardEvent::MTE1_MTE2>();
+    }
+
+    // Head tile i of step `step`'s scores: q rows · chunkᵀ, KV_TILE lanes at a time.
+    __aicore__ inline void ScoresTile(const Step& s, uint32_t step, uint32_t i)
+    {
+        const Item& it = s.it;
+        const uint32_t lanes = it.rows.Lanes(s.j);  // scores and probs rows of this chunk are `lanes` wide
+        const uint32_t m0 = TileRow(it, i);
+        AscendC::LocalTensor<bfloat16_t> a = LoadRows(q_[(static_cast<uint64_t>(it.b) * ROWS + m0) * HD], HD);
+        for (uint32_t n0 = 0; n0 < lanes; n0 += TILE) {
+            // k = head dims, B = chunkᵀ from the step's rows (its fractals are already L0B's)
+            HeadTileMmad<P::HEAD_TILE, P::D_TILE, CHUNK_BLOCKS, false>(
+                aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[s.at * FRACTAL], HD, n0, Min(TILE, lanes - n0),
+                scores_[step % SLABS][m0 * lanes + n0], lanes);
+        }
+        aTile_.FreeTensor(a);
+    }
+
+    // Head tile i of step `step`'s values: probs rows · chunk, into the part (a split's first
+    // chunk: its o).
+    __aicore__ inline void ValuesTile(const Step& s, uint32_t step, uint32_t i)
+    {
+        const Item& it = s.it;
+        const uint32_t lanes = it.rows.Lanes(s.j);
+        const uint32_t m0 = TileRow(it, i);
+        const Parts& out = partRows_[step % SLABS];
+        const AscendC::GlobalTensor<float> o = SplitO(s.item);
+        const bool isO = it.split && s.j == it.first;
+        AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs_[step % SLABS][m0 * lanes], lanes);
+        for (uint32_t n0 = 0; n0 < HD; n0 += P::D_TILE) {
+            // k = chunk lanes, B = chunk (fractals transposed to L0B)
+            HeadTileMmadTo<P::HEAD_TILE, TILE, CHUNK_BLOCKS, true>(
+                aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[s.at * FRACTAL], lanes, n0, P::D_TILE,
+                [&](const AscendC::LocalTensor<float>& c) {
+                    if (isO) {
+                        FixpipeColumns<P::HEAD_TILE>(o[m0 * HD + n0], c, 0, P::D_TILE, HD);
+                    } else {
+                        out.template Write<P::HEAD_TILE>(c, m0, n0, P::D_TILE);
+                    }
+                });
+        }
+        aTile_.FreeTensor(a);
     }
 
     // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into rows [at, at + lanes) of
@@ -482,15 +537,6 @@ private:
         AscendC::DataCopy(a, src, AscendC::Nd2NzParams(1, P::HEAD_TILE, cols, 0, cols, M_PAD, 1, 0));
         aTile_.EnQue(a);
         return aTile_.DeQue<bfloat16_t>();
-    }
-
-    // dst[HEAD_TILE, nLen] = a · chunkᵀ[:, n0 : n0 + nLen] over the head dims, the chunk's rows
-    // from row `at` of its buffer (its fractals are already L0B's).
-    __aicore__ inline void ScoresTile(const AscendC::LocalTensor<bfloat16_t>& a, uint32_t at, uint32_t n0,
-                                      uint32_t nLen, const AscendC::GlobalTensor<float>& dst, uint32_t dstStride)
-    {
-        HeadTileMmad<P::HEAD_TILE, P::D_TILE, CHUNK_BLOCKS, false>(
-            aL0_, bL0_, cL0_, a, tile_.Get<bfloat16_t>()[at * FRACTAL], HD, n0, nLen, dst, dstStride);
     }
 
     // ---- AIV ----
