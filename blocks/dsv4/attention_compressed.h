@@ -423,11 +423,12 @@ private:
         Handshake<AscendC::HardEvent::MTE1_MTE2>();
     }
 
-    // Step `next`'s gather and scores with step `cur`'s values: the first half of the scores'
+    // Step `next`'s gather and scores with step `cur`'s values: a quarter of the scores'
     // query tiles while the vector cores turn cur's scores into probabilities, then a values
     // tile and a scores tile in turn, so the query loads (MTE2) run under the parts' stores
     // (FIX) instead of before them (in-order MTE2 would otherwise hold the probabilities'
-    // loads behind every query tile).
+    // loads behind every query tile). A quarter: FLASH HCA at 512 tokens modeled 132.5 µs
+    // with none ahead, 123.8 with a quarter, 129.7 with half, 136.6 with three quarters.
     __aicore__ inline void Together(const Step& next, uint32_t nextStep, const Step& cur, uint32_t step,
                                     const TilingData& td)
     {
@@ -435,7 +436,7 @@ private:
                   td);
         const uint32_t n = HeadTiles(next.it), c = HeadTiles(cur.it);
         uint32_t i = 0;
-        for (; i < n / 2; ++i) {
+        for (; i < n / 4; ++i) {
             ScoresTile(next, nextStep, i);
         }
         AscendC::CrossCoreWaitFlag(PROBS_READY);
