@@ -52,9 +52,9 @@ namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, SEQ, BLOCK_SIZE, RATIO, TOPK, HEAD_TILE, KV_TILE, D_TILE, GROUPS, SCALE,
 // ROW_BUFFERS (tiles of rows in flight), STATE_BUFFERS (the AIV's items' state: with two an
-// item starts before the previous one is settled), O_SHIFT and O_HALF_COLS (the parts' rows, and the window's o),
-// and the sizes the plan decided (`*_BYTES`, each at least what its use below needs): the
-// AIC's L1 and L0, the AIV's UB.
+// item starts before the previous one is settled), O_SHIFT and O_HALF_COLS (the parts' rows,
+// and the window's o), and the sizes the plan decided (`*_BYTES`, each at least what its use
+// below needs): the AIC's L1 and L0, the AIV's UB.
 template <class P>
 class AttentionIndexed {
     static constexpr uint32_t FRACTAL = 16;
