@@ -301,3 +301,15 @@ fn csa_ref_tp1_whole_tokens_alternate_their_tiles() {
     assert!(case.base.t > support::knob("csa_ref_tp1", "attn_indexed_h", "GROUPS") as usize);
     check("csa_ref_tp1", &case);
 }
+
+/// V4-Pro's 128 heads leave UB room for one token's state (`STATE_BUFFERS` 1): with more
+/// tokens than core groups (whole tokens) each token's last part merges and its state is
+/// stored before the next token's state loads.
+#[test]
+fn pro_csa_one_state_buffer_settles_each_token_before_the_next() {
+    let name = "pro_csa_flash_tp4";
+    assert_eq!(support::knob(name, "attn_indexed_h", "STATE_BUFFERS"), 1);
+    let case = Case::new(name, &[2040, 16000, 5000, 700], true);
+    assert!(case.base.t > support::knob(name, "attn_indexed_h", "GROUPS") as usize);
+    check(name, &case);
+}
