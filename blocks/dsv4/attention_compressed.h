@@ -404,7 +404,7 @@ private:
     // Step `step`'s chunk gathered at its rows and its scores out (slab step % SLABS).
     __aicore__ inline void Scores(const Step& s, uint32_t step, const TilingData& td)
     {
-        LoadChunk(s.it.b, s.j, static_cast<uint32_t>(s.it.rows.rows), s.it.rows.Lanes(s.j), s.at, td);
+        LoadChunk(s, td);
         for (uint32_t i = 0; i < HeadTiles(s.it); ++i) {
             ScoresTile(s, step, i);
         }
@@ -432,8 +432,7 @@ private:
     __aicore__ inline void Together(const Step& next, uint32_t nextStep, const Step& cur, uint32_t step,
                                     const TilingData& td)
     {
-        LoadChunk(next.it.b, next.j, static_cast<uint32_t>(next.it.rows.rows), next.it.rows.Lanes(next.j), next.at,
-                  td);
+        LoadChunk(next, td);
         const uint32_t n = HeadTiles(next.it), c = HeadTiles(cur.it);
         uint32_t i = 0;
         for (; i < n / 4; ++i) {
@@ -454,6 +453,7 @@ private:
                 }
             }
         }
+        // cur's rows may be overwritten once every load from them has been issued
         Handshake<AscendC::HardEvent::MTE1_MTE2>();
     }
 
@@ -499,14 +499,15 @@ private:
         aTile_.FreeTensor(a);
     }
 
-    // Compressed rows [j*CHUNK, j*CHUNK + lanes) of request b into rows [at, at + lanes) of
-    // the NZ chunk buffer [CHUNK, HD], one page run per DMA; rows >= C_max are zero. Every
-    // page covering a visible row must be a page of the pool (hca_csa.md §11.5): a violation
-    // stops the launch.
-    __aicore__ inline void LoadChunk(uint32_t b, uint32_t j, uint32_t rows, uint32_t lanes, uint32_t at,
-                                     const TilingData& td)
+    // Step s's chunk j of request b, compressed rows [j*CHUNK, j*CHUNK + lanes), into rows
+    // [at, at + lanes) of the NZ chunk buffer [CHUNK, HD], one page run per DMA; rows >= C_max
+    // are zero. Every page covering a visible row must be a page of the pool (hca_csa.md
+    // §11.5): a violation stops the launch.
+    __aicore__ inline void LoadChunk(const Step& s, const TilingData& td)
     {
-        AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>()[at * FRACTAL];
+        const uint32_t b = s.it.b, j = s.j, lanes = s.it.rows.Lanes(j);
+        const uint32_t rows = static_cast<uint32_t>(s.it.rows.rows);
+        AscendC::LocalTensor<bfloat16_t> u = tile_.Get<bfloat16_t>()[s.at * FRACTAL];
         const uint32_t r0 = j * CHUNK;
         const uint32_t n = Min(CHUNK, rows - r0);
         if (n < lanes) {
