@@ -5,12 +5,13 @@
 // s [GROUPS, ROWS]; f32 throughout, then either rounded once to bf16 (TP 1: attn_out [t, N]) or
 // kept f32 (TP > 1: the rank's partial [ROWS, N]). Rows ≥ group_t are neither read nor written.
 //
-// Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16, and the UB sizes the plan
-// decided (PRODUCTS, SCALES, OUT, WO_B_SCALE, ACC, TERM `_BYTES`, each at least what its use
-// below needs). A tile is one row × TILE_N columns, so a group's scale is one scalar and
-// every vector instruction spans the tile. The tiles are ordered column by column over the
-// blocks, so a block's consecutive tiles share their wo_b_scale slice (loaded again only
-// when the column changes); a tile streams its GROUPS product rows double buffered.
+// Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16, PRODUCT_BUFFERS, and the UB
+// sizes the plan decided (PRODUCTS, SCALES, SCALE_BLOCKS, OUT, WO_B_SCALE, ACC, TERM
+// `_BYTES`, each at least what its use below needs). A tile is one row × TILE_N columns, so
+// a group's scale is one value and every vector instruction spans the tile. The tiles are
+// ordered column by column over the blocks, so a block's consecutive tiles share their
+// wo_b_scale slice (loaded again only when the column changes); a tile streams its GROUPS
+// product rows PRODUCT_BUFFERS deep.
 #pragma once
 
 #include "kernel_operator.h"
@@ -22,9 +23,11 @@ namespace dsv4 {
 using namespace AscendC;
 
 // Σ_{g ascending} f32(p[g, row + r, col + c]) · s[g, row + r] for R rows × COLS columns into
-// acc (f32, R × COLS row-major), exact products cast once per group. P: GROUPS, ROWS, N and
-// the UB sizes PRODUCTS, SCALES, TERM `_BYTES`. A caller loads the rows' scales
-// (LoadScales) first, so their GM latency passes while it issues its other loads.
+// acc (f32, R × COLS row-major), exact products cast once per group. P: GROUPS, ROWS, N,
+// PRODUCT_BUFFERS and the UB sizes PRODUCTS, SCALES, SCALE_BLOCKS, TERM `_BYTES`. A caller loads the rows' scales
+// (LoadScales) first, so their GM latency passes while it issues its other loads. The vector
+// unit reads the scales, each spread over a block (Brcb), not the scalar unit: a scalar read
+// would wait for every load issued before it to land, the caller's large ones too.
 template <class P, uint32_t R, uint32_t COLS>
 class GroupSum {
     static constexpr uint32_t GROUPS = P::GROUPS;
@@ -38,14 +41,21 @@ class GroupSum {
     static_assert(P::PRODUCTS_BYTES >= R * COLS * sizeof(int32_t), "products holds a group's tile");
     static_assert(P::SCALES_BYTES >= GROUPS * SCALE_STRIDE * sizeof(float), "scales holds a block run per group");
     static_assert(P::TERM_BYTES >= R * COLS * sizeof(float), "term holds a group's tile in f32");
+    static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
+    // group products in flight (each holds a V_MTE2 event id while free: 8 per TPipe)
+    static constexpr uint32_t BUFS = P::PRODUCT_BUFFERS;
+    static_assert(BUFS >= 2 && BUFS <= 6, "products double buffered at least, event ids left for the rest");
+    static_assert(P::SCALE_BLOCKS_BYTES >= GROUPS * SCALE_STRIDE * BLOCK_BYTES, "a block per scale");
+    static_assert(GROUPS * SCALE_STRIDE / LANES <= 255 && COLS / (8 * LANES) <= 255, "one repeat call each");
 
 public:
     __aicore__ inline void Init(TPipe& pipe, GM_ADDR p, GM_ADDR scale)
     {
         pGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(p), uint64_t(GROUPS) * P::ROWS * N);
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), uint64_t(GROUPS) * P::ROWS);
-        pipe.InitBuffer(pQ_, 2, P::PRODUCTS_BYTES);
+        pipe.InitBuffer(pQ_, BUFS, P::PRODUCTS_BYTES);
         pipe.InitBuffer(scaleQ_, 1, P::SCALES_BYTES);
+        pipe.InitBuffer(scaleBlocks_, P::SCALE_BLOCKS_BYTES);
         pipe.InitBuffer(term_, P::TERM_BYTES);
     }
 
@@ -61,34 +71,49 @@ public:
 
     __aicore__ inline void Sum(uint32_t row, uint32_t col, const LocalTensor<float>& acc)
     {
+        for (uint32_t g = 0; g + 1 < BUFS && g < GROUPS; ++g) {
+            LoadProducts(g, row, col);
+        }
         LocalTensor<float> s = scaleQ_.DeQue<float>();
-        // The scales are read by the scalar unit.
-        Handshake<HardEvent::MTE2_S>();
+        LocalTensor<float> blocks = scaleBlocks_.Get<float>();
+        Brcb(blocks, s, GROUPS * SCALE_STRIDE / LANES, BrcbRepeatParams(1, 8));
+        scaleQ_.FreeTensor(s);
         LocalTensor<float> term = term_.Get<float>();
-        LoadProducts(0, row, col);
         for (uint32_t g = 0; g < GROUPS; ++g) {
-            if (g + 1 < GROUPS) {
-                LoadProducts(g + 1, row, col);
+            if (g + BUFS - 1 < GROUPS) {
+                LoadProducts(g + BUFS - 1, row, col);
             }
-            LocalTensor<int32_t> p = pQ_.DeQue<int32_t>();
+            LocalTensor<int32_t> p = pQ_.template DeQue<int32_t>();
             LocalTensor<float> f = g == 0 ? acc : term;
             // Exact: |p| ≤ K · 127² < 2^24.
             Cast(f, p, RoundMode::CAST_NONE, R * COLS);
             pQ_.FreeTensor(p);
             for (uint32_t r = 0; r < R; ++r) {
-                Muls(f[r * COLS], f[r * COLS], s.GetValue(g * SCALE_STRIDE + r), COLS);
+                Scale(f[r * COLS], blocks[(g * SCALE_STRIDE + r) * LANES]);
             }
             if (g > 0) {
                 Add(acc, acc, term, R * COLS);
             }
         }
-        scaleQ_.FreeTensor(s);
     }
 
 private:
+    // row *= the block's value: whole repeats of 64 lanes, then the rest.
+    __aicore__ inline void Scale(const LocalTensor<float>& row, const LocalTensor<float>& block)
+    {
+        constexpr uint32_t REPEAT = 8 * LANES;
+        const BinaryRepeatParams broadcast(1, 1, 0, 8, 8, 0);
+        if constexpr (COLS >= REPEAT) {
+            Mul(row, row, block, REPEAT, COLS / REPEAT, broadcast);
+        }
+        if constexpr (COLS % REPEAT != 0) {
+            Mul(row[COLS / REPEAT * REPEAT], row[COLS / REPEAT * REPEAT], block, COLS % REPEAT, 1, broadcast);
+        }
+    }
+
     __aicore__ inline void LoadProducts(uint32_t g, uint32_t row, uint32_t col)
     {
-        LocalTensor<int32_t> p = pQ_.AllocTensor<int32_t>();
+        LocalTensor<int32_t> p = pQ_.template AllocTensor<int32_t>();
         const GlobalTensor<int32_t> src = pGm_[(uint64_t(g) * P::ROWS + row) * N + col];
         if constexpr (R == 1) {
             DataCopy(p, src, COLS);
@@ -98,9 +123,9 @@ private:
         pQ_.EnQue(p);
     }
 
-    TQue<TPosition::VECIN, 2> pQ_;
+    TQue<TPosition::VECIN, BUFS> pQ_;
     TQue<TPosition::VECIN, 1> scaleQ_;
-    TBuf<TPosition::VECCALC> term_;
+    TBuf<TPosition::VECCALC> scaleBlocks_, term_;
     GlobalTensor<int32_t> pGm_;
     GlobalTensor<float> scaleGm_;
 };

@@ -4,10 +4,12 @@
 // widened back to f32 as hc_post.h reads it, then mixed into the HC streams. attn_out never
 // crosses GM, and x_out's bits are those of the two kernels run in turn.
 //
-// Params: GroupSum's (GROUPS, ROWS, N, PRODUCTS, SCALES, TERM) and HcStreams's (HC, HIDDEN = N,
-// TOKENS, COLS, X_HC, X_OUT, PRODUCT, WEIGHTS), and the UB sizes WO_B_SCALE, ACC, ATTN_OUT (the
-// rounded bf16 rows), ATTN_F32 `_BYTES`. Items are hc_post.h's (ForEachHcItem); an item loads
-// its wo_b_scale slice double buffered, as its column changes from item to item.
+// Params: GroupSum's (GROUPS, ROWS, N, PRODUCT_BUFFERS, PRODUCTS, SCALES, SCALE_BLOCKS,
+// TERM) and HcStreams's (HC, HIDDEN = N, TOKENS, COLS, X_HC, X_OUT, PRODUCT, WEIGHTS), and the
+// UB sizes WO_B_SCALE (the whole row), ACC, ATTN_OUT (the rounded bf16 rows), ATTN_F32
+// `_BYTES`. Items are hc_post.h's (ForEachHcItem). wo_b_scale loads once, whole (an item's
+// column changes from item to item), which leaves the TPipe's V_MTE2 event ids to the group
+// products.
 #pragma once
 
 #include "dsv4/group_combine.h"
@@ -21,7 +23,7 @@ class GroupCombineHcPost {
     static constexpr uint32_t COLS = P::COLS;
     static constexpr uint32_t D = P::HIDDEN;
     static_assert(P::N == D, "the combined rows are the hidden rows hc_post reads");
-    static_assert(P::WO_B_SCALE_BYTES >= COLS * sizeof(float), "wo_b_scale holds an item's slice");
+    static_assert(P::WO_B_SCALE_BYTES >= D * sizeof(float), "wo_b_scale holds the whole row");
     static_assert(P::ACC_BYTES >= T * COLS * sizeof(float) && P::ATTN_F32_BYTES >= T * COLS * sizeof(float),
                   "f32 rows of an item");
     static_assert(P::ATTN_OUT_BYTES >= T * COLS * sizeof(bfloat16_t), "the item's rows rounded to bf16");
@@ -46,31 +48,28 @@ private:
                                 GM_ADDR xOut)
     {
         sum_.Init(pipe_, p, scale);
-        woBScaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(woBScale), D);
-        pipe_.InitBuffer(woBScaleQ_, 2, P::WO_B_SCALE_BYTES);
+        pipe_.InitBuffer(woBScale_, P::WO_B_SCALE_BYTES);
+        AscendC::GlobalTensor<float> w;
+        w.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(woBScale), D);
+        DataCopy(woBScale_.Get<float>(), w, D);
+        Handshake<HardEvent::MTE2_V>();
         streams_.Init(pipe_, xHc, post, comb, xOut);
         pipe_.InitBuffer(acc_, P::ACC_BYTES);
         pipe_.InitBuffer(attn_, P::ATTN_OUT_BYTES);
         pipe_.InitBuffer(attnF_, P::ATTN_F32_BYTES);
     }
 
-    // Tokens [t0, t0 + T), columns [c0, c0 + COLS). The x_hc rows and wo_b_scale load with
-    // the scales, which the sum waits for (the scalar unit reads them): their GM latency
-    // passes once, not again after the products.
+    // Tokens [t0, t0 + T), columns [c0, c0 + COLS). The x_hc rows load with the scales.
     __aicore__ inline void Item(uint32_t t0, uint32_t c0)
     {
         streams_.LoadX(t0, c0);
-        LocalTensor<float> w = woBScaleQ_.AllocTensor<float>();
-        DataCopy(w, woBScaleGm_[c0], COLS);
-        woBScaleQ_.EnQue(w);
         sum_.LoadScales(t0);
         LocalTensor<float> acc = acc_.Get<float>();
         sum_.Sum(t0, c0, acc);
-        w = woBScaleQ_.DeQue<float>();
+        const LocalTensor<float> w = woBScale_.Get<float>()[c0];
         for (uint32_t r = 0; r < T; ++r) {
             Mul(acc[r * COLS], acc[r * COLS], w, COLS);
         }
-        woBScaleQ_.FreeTensor(w);
         LocalTensor<bfloat16_t> rounded = attn_.Get<bfloat16_t>();
         LocalTensor<float> af = attnF_.Get<float>();
         Cast(rounded, acc, RoundMode::CAST_RINT, T * COLS);
@@ -80,10 +79,8 @@ private:
 
     TPipe pipe_;
     GroupSum<P, T, COLS> sum_;
-    TQue<TPosition::VECIN, 1> woBScaleQ_;
     HcStreams<P> streams_;
-    TBuf<TPosition::VECCALC> acc_, attn_, attnF_;
-    GlobalTensor<float> woBScaleGm_;
+    TBuf<TPosition::VECCALC> woBScale_, acc_, attn_, attnF_;
 };
 
 }  // namespace dsv4

@@ -131,7 +131,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group4_bf16_k2048_n256x512x512x512_90743eb2c0cd", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "group_quant_g2_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_k_slice_sum_n256_s2_r128__k_slice_sum_n512_s2_r128__k_slice_sum_n512_s2_r128__k_slice_sum_n512_s2_r128", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out", "p2_parts", "p2_out", "p3_parts", "p3_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql256_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32__compressor_r128_hd512_s8_bs8_tw131072_c32_rd64_eps1em6", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_norm_w", "p2_cos", "p2_sin", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_cmp_kv"] },
     Kernel { name: "in_turn_qkv_q_heads_h32_hd512_rd64_g8_d7_eps1em6__compressor_commit_r128_hd512_s8", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state"] },
@@ -154,7 +154,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1408x128_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c128", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.

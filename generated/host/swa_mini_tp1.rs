@@ -107,7 +107,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2__kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "group_combine_g4_r128_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g4_r128_hc_post_hc4_d512_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql128_t8_eps1em6__qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
 
@@ -128,7 +128,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_hc_post_hc4_d512_t8_c128", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.

@@ -110,7 +110,7 @@ fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Opt
         .filter(|&c| c % 16 == 0 && hidden.is_multiple_of(c))
         .map(|c| {
             let part = kernel(hc, hidden, tokens, c);
-            let mut buffers = combined_buffers(groups, tokens, c);
+            let mut buffers = combined_buffers(groups, tokens, c, hidden);
             let shared = |b: &&Buffer| b.name != "attn_out" && b.name != "attn_f32";
             buffers.extend(part.buffers.iter().filter(shared).cloned());
             (part, buffers)
@@ -121,6 +121,7 @@ fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Opt
         ("GROUPS", Value::u32(groups)),
         ("ROWS", Value::u32(rows)),
         ("N", Value::u32(hidden)),
+        ("PRODUCT_BUFFERS", Value::u32(PRODUCT_BUFFERS)),
     ];
     params.extend(part.params.iter().copied());
     let fused = Kernel {
@@ -143,18 +144,24 @@ fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Opt
     })
 }
 
-/// The group sum's UB in group_combine_hc_post.h for items of `tokens` × `cols`: a group's
-/// products (i32, double buffered), the rows' scales (a 32-byte block run per group), one
-/// group's term and the sum (f32), the wo_b_scale slice (double buffered), the sum rounded
-/// to bf16 and widened back.
-fn combined_buffers(groups: usize, tokens: usize, cols: usize) -> Vec<Buffer> {
+/// Group products group_combine_hc_post.h keeps in flight: as many as the TPipe's V_MTE2
+/// event ids allow beside the scales' queue and the x_hc rows' two (8 in all), so the next
+/// item's products load while the vector unit mixes this one.
+const PRODUCT_BUFFERS: usize = 5;
+
+/// The group sum's UB in group_combine_hc_post.h for items of `tokens` × `cols`: the
+/// groups' products (i32, [`PRODUCT_BUFFERS`]), the rows' scales (a 32-byte block run per
+/// group, then each spread over a block), one group's term and the sum (f32), wo_b_scale
+/// whole, the sum rounded to bf16 and widened back.
+fn combined_buffers(groups: usize, tokens: usize, cols: usize, hidden: usize) -> Vec<Buffer> {
     use DType::*;
     let (t, c) = (tokens, cols);
     vec![
-        row("products", Ub, I32, t * c, 2, Some(c)),
+        row("products", Ub, I32, t * c, PRODUCT_BUFFERS, Some(c)),
         row("scales", Ub, F32, groups * t.next_multiple_of(8), 1, None),
+        row("scale_blocks", Ub, F32, groups * t.next_multiple_of(8) * 8, 1, None),
         row("term", Ub, F32, t * c, 1, None),
-        row("wo_b_scale", Ub, F32, c, 2, Some(c)),
+        row("wo_b_scale", Ub, F32, hidden, 1, None),
         row("acc", Ub, F32, t * c, 1, None),
         row("attn_out", Ub, Bf16, t * c, 1, None),
         row("attn_f32", Ub, F32, t * c, 1, None),

@@ -153,13 +153,15 @@ impl Kind for OProj {
 }
 
 /// Columns of group_combine.h's one-row tiles: the widest divisor of `hidden` (whole
-/// 32-byte blocks in bf16) whose buffers (7 rows of 4-byte values, one 32-byte block of
-/// scales per group) fit `room` bytes of UB and whose tiles over `rows` rows still give each
+/// 32-byte blocks in bf16) whose buffers ([`combine_buffers`]: 5 rows of 4-byte values and
+/// the products', a 32-byte block of scales per group and 8 more it is spread over) fit
+/// `room` bytes of UB and whose tiles over `rows` rows still give each
 /// of `cores` vector cores one; the widest that fits if none does, 16 if none fits (the
 /// budget check then reports the overflow). Wide rows keep the vector instructions long
 /// and few; a decode step's few rows need narrower ones to reach every core.
 fn combine_cols(hidden: usize, groups: usize, room: usize, rows: usize, cores: usize) -> usize {
-    let fits = |c: &usize| hidden.is_multiple_of(*c) && 7 * 4 * c + 32 * groups <= room;
+    let row_bytes = (5 + COMBINE_PRODUCT_BUFFERS) * 4;
+    let fits = |c: &usize| hidden.is_multiple_of(*c) && row_bytes * c + 9 * 32 * groups <= room;
     let widest = |enough: &dyn Fn(&usize) -> bool| {
         (16..=hidden)
             .step_by(16)
@@ -255,6 +257,10 @@ fn with_slice_sum(sum: &Kernel, plain: &Kernel, block_dim: u32, chip: &Chip) -> 
     })
 }
 
+/// Group products group_combine.h keeps in flight: the vector unit's sum of one tile then
+/// runs under the next tile's loads.
+const COMBINE_PRODUCT_BUFFERS: usize = 4;
+
 /// `dsv4/group_combine.h`: Σ_g f32(p_g) · s_g, times wo_b_scale, to bf16 or f32, in
 /// one-row tiles of `cols` columns.
 fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Kernel {
@@ -271,6 +277,7 @@ fn combine(groups: usize, rows: usize, n: usize, cols: usize, bf16: bool) -> Ker
             ("N", Value::U32(n as u32)),
             ("TILE_N", Value::U32(cols as u32)),
             ("OUT_BF16", Value::Bool(bf16)),
+            ("PRODUCT_BUFFERS", Value::u32(COMBINE_PRODUCT_BUFFERS)),
         ],
         args: vec!["p", "scale", "wo_b_scale", "out"],
         buffers: combine_buffers(groups, cols, bf16),
@@ -299,14 +306,16 @@ fn quant_buffers(k: usize, tile_rows: usize) -> Vec<Buffer> {
 }
 
 /// group_combine.h's UB for one-row tiles of `cols` columns: each group's products (i32)
-/// in turn, the groups' scales (one 32-byte block each, moved with DataCopyPad), the tile
-/// out (bf16 at TP 1, else f32), its wo_b_scale slice, the sum and one group's term (f32).
+/// in turn, the groups' scales (one 32-byte block each, moved with DataCopyPad, then each
+/// spread over a block), the tile out (bf16 at TP 1, else f32), its wo_b_scale slice, the
+/// sum and one group's term (f32).
 fn combine_buffers(groups: usize, cols: usize, bf16: bool) -> Vec<Buffer> {
     use DType::*;
     let c = cols;
     vec![
-        row("products", Ub, I32, c, 2, Some(c)),
+        row("products", Ub, I32, c, COMBINE_PRODUCT_BUFFERS, Some(c)),
         row("scales", Ub, F32, groups * 8, 1, None),
+        row("scale_blocks", Ub, F32, groups * 8 * 8, 1, None),
         row("out", Ub, if bf16 { Bf16 } else { F32 }, c, 2, Some(c)),
         row("wo_b_scale", Ub, F32, c, 1, Some(c)),
         row("acc", Ub, F32, c, 1, None),
