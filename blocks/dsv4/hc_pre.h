@@ -1,4 +1,5 @@
-// hc_pre (swa.md §3.1) in two launches that hand off through a GM partials workspace.
+// hc_pre (swa.md §3.1) in two launches that hand off through a GM partials workspace, or
+// both in one mixed launch (HcPreFused).
 //
 // HcPreProjection (AIC, split-K): block b owns the columns [b * SPAN, (b + 1) * SPAN) of the
 // flattened token rows x_flat (K = HC * HIDDEN columns) and of hc_attn_fn. Its fn slice stays
@@ -19,6 +20,9 @@
 // x_mixed = bf16((x0 * pre0 + x1 * pre1) + (x2 * pre2 + x3 * pre3)) in COLS-wide chunks.
 // Work items are (group, chunk) pairs split over the blocks in contiguous runs; a run that
 // enters a group recomputes its gates, and the run holding chunk 0 writes post and comb.
+//
+// HcPreFused: the two as one mixed launch, the mix of a tile's tokens under the projection
+// of the next tiles (below).
 #pragma once
 
 #include "dsv4/tiling_data.h"
@@ -68,23 +72,25 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const uint32_t part = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        const uint32_t k0 = part * SPAN;
-        if (k0 >= S::K) {
+        HcPreProjection op;
+        if (!op.Init(xHc, fn, partials)) {
             return;
         }
-        HcPreProjection op;
-        op.Init(xHc, fn, partials, k0, Min(SPAN, S::K - k0));
-        for (uint32_t t0 = 0; t0 < td.t; t0 += P::M_TILE) {
-            op.Tile(part, t0, Min(P::M_TILE, td.t - t0));
+        for (uint32_t i = 0; i < op.Tiles(td.t); ++i) {
+            op.Tile(i, td.t);
         }
     }
 
-private:
-    __aicore__ inline void Init(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, uint32_t k0, uint32_t span)
+    // This block's columns, its fn slice loading; false if it has none (more blocks than
+    // K_CHUNK spans).
+    __aicore__ inline bool Init(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials)
     {
-        k0_ = k0;
-        span_ = span;
+        part_ = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        k0_ = part_ * SPAN;
+        if (k0_ >= S::K) {
+            return false;
+        }
+        span_ = Min(SPAN, S::K - k0_);
         x_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
         partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
         AscendC::GlobalTensor<float> w;
@@ -98,19 +104,43 @@ private:
         pipe_.InitBuffer(logits_, 1, P::LOGITS_L0C_BYTES);
         pipe_.InitBuffer(squares_, 1, P::SQUARES_L0C_BYTES);
         // fn [MIX, K] rows are B^T: in NZ they already have L0B's (k, n) fractal order.
-        AscendC::DataCopy(fnL1_.Get<float>(), w[k0], AscendC::Nd2NzParams(1, S::MIX, span, 0, S::K, MIX_PAD, 1, 0));
+        AscendC::DataCopy(fnL1_.Get<float>(), w[k0_], AscendC::Nd2NzParams(1, S::MIX, span_, 0, S::K, MIX_PAD, 1, 0));
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
+        return true;
+    }
+
+    __aicore__ inline static uint32_t Tiles(uint32_t t) { return (t + P::M_TILE - 1) / P::M_TILE; }
+
+    // Tile i of t tokens: its x_hc columns load (and tile i + 1's, ahead), its partials out.
+    __aicore__ inline void Tile(uint32_t i, uint32_t t)
+    {
+        if (i == 0) {
+            Load(0, t);
+        }
+        if (i + 1 < Tiles(t)) {
+            Load(i + 1, t);
+        }
+        Compute(i * P::M_TILE, Min(P::M_TILE, t - i * P::M_TILE));
+    }
+
+private:
+    // Tile i's x_hc rows over this block's columns into L1.
+    __aicore__ inline void Load(uint32_t i, uint32_t t)
+    {
+        const uint32_t t0 = i * P::M_TILE;
+        const uint32_t m = Min(P::M_TILE, t - t0);
+        AscendC::LocalTensor<float> x = xL1_.AllocTensor<float>();
+        AscendC::DataCopy(x, x_[uint64_t(t0) * S::K + k0_],
+                          AscendC::Nd2NzParams(1, m, span_, 0, S::K, AlignUp(m, 16), 1, 0));
+        xL1_.EnQue(x);
     }
 
     // Tokens [t0, t0 + m) over this block's columns; m <= M_TILE (a multiple of 8).
-    __aicore__ inline void Tile(uint32_t part, uint32_t t0, uint32_t m)
+    __aicore__ inline void Compute(uint32_t t0, uint32_t m)
     {
         const uint32_t mPad = AlignUp(m, 16);
         const uint32_t mF = mPad / 16;
-        AscendC::LocalTensor<float> x = xL1_.AllocTensor<float>();
-        AscendC::DataCopy(x, x_[uint64_t(t0) * S::K + k0_], AscendC::Nd2NzParams(1, m, span_, 0, S::K, mPad, 1, 0));
-        xL1_.EnQue(x);
-        x = xL1_.DeQue<float>();
+        AscendC::LocalTensor<float> x = xL1_.DeQue<float>();
         AscendC::LocalTensor<float> logits = logits_.AllocTensor<float>();
         AscendC::LocalTensor<float> squares = squares_.AllocTensor<float>();
         const AscendC::LocalTensor<float> fn = fnL1_.Get<float>();
@@ -144,7 +174,7 @@ private:
         squares_.EnQue(squares);
         logits = logits_.DeQue<float>();
         squares = squares_.DeQue<float>();
-        const uint64_t at = uint64_t(t0) * S::ROW + part * S::PART;
+        const uint64_t at = uint64_t(t0) * S::ROW + part_ * S::PART;
         AscendC::Fixpipe(partials_[at], squares, AscendC::FixpipeParamsV220(m, m, mPad, S::ROW, false));
         AscendC::Fixpipe(partials_[at + P::M_TILE], logits, AscendC::FixpipeParamsV220(S::MIX, m, mPad, S::ROW, false));
         logits_.FreeTensor(logits);
@@ -153,11 +183,12 @@ private:
 
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::B1> fnL1_;
-    AscendC::TQue<AscendC::TPosition::A1, 1> xL1_;
+    AscendC::TQue<AscendC::TPosition::A1, 2> xL1_;
     AscendC::TQue<AscendC::TPosition::A2, 1> a_;
     AscendC::TQue<AscendC::TPosition::B2, 1> b_;
     AscendC::TQue<AscendC::TPosition::CO1, 1> logits_, squares_;
     AscendC::GlobalTensor<float> x_, partials_;
+    uint32_t part_ = 0;
     uint32_t k0_ = 0;
     uint32_t span_ = 0;
 };
@@ -218,15 +249,30 @@ public:
         op.Init(xHc, scale, base, partials, xMixed, post, comb);
         uint32_t group = ~0u;
         for (uint32_t item = share.begin; item < share.end; ++item) {
-            if (item / CHUNKS != group) {
-                group = item / CHUNKS;
-                op.Gates(group * G, item % CHUNKS == 0);
-            }
-            op.Mix(group * G, (item % CHUNKS) * COLS);
+            const bool enters = item / CHUNKS != group;
+            group = item / CHUNKS;
+            op.Item(group * G, (item % CHUNKS) * COLS, enters, item % CHUNKS == 0);
         }
     }
 
-private:
+    // x_mixed of tokens [t0, t0 + G), columns [c0, c0 + COLS), after the group's gates where
+    // `gates` (writing post and comb where `write`): the partials load first, then the
+    // first two tokens' x_hc rows, which land while the gates run.
+    __aicore__ inline void Item(uint32_t t0, uint32_t c0, bool gates, bool write)
+    {
+        if (gates) {
+            AscendC::LocalTensor<float> parts = partsQ_.AllocTensor<float>();
+            AscendC::DataCopy(parts, partials_[uint64_t(t0) * S::ROW], G * S::ROW);
+            partsQ_.EnQue(parts);
+        }
+        LoadX(t0, c0);
+        LoadX(t0 + 1, c0);
+        if (gates) {
+            Gates(t0, write);
+        }
+        Mix(t0, c0);
+    }
+
     __aicore__ inline void Init(GM_ADDR xHc, GM_ADDR scale, GM_ADDR base, GM_ADDR partials, GM_ADDR xMixed,
                                 GM_ADDR post, GM_ADDR comb)
     {
@@ -289,13 +335,12 @@ private:
         ScalarToVector();
     }
 
-    // The gates of tokens [t0, t0 + G): table rows, post/comb (if `write`), and pre_.
+private:
+    // The gates of tokens [t0, t0 + G) from their partials (loaded): table rows, post/comb
+    // (if `write`), and pre_.
     __aicore__ inline void Gates(uint32_t t0, bool write)
     {
-        AscendC::LocalTensor<float> parts = partsQ_.AllocTensor<float>();
-        AscendC::DataCopy(parts, partials_[uint64_t(t0) * S::ROW], G * S::ROW);
-        partsQ_.EnQue(parts);
-        parts = partsQ_.DeQue<float>();
+        AscendC::LocalTensor<float> parts = partsQ_.DeQue<float>();
 
         AscendC::LocalTensor<float> table = table_.Get<float>();
         AscendC::LocalTensor<float> part = gathered_.Get<float>();
@@ -415,16 +460,22 @@ private:
         AscendC::Div(c, c, sums, HC * G, HC, AscendC::BinaryRepeatParams(1, 1, 1, HC, HC, 0));
     }
 
-    // x_mixed of tokens [t0, t0 + G), columns [c0, c0 + COLS).
+    // Token t's x_hc rows, columns [c0, c0 + COLS) of every stream.
+    __aicore__ inline void LoadX(uint64_t t, uint32_t c0)
+    {
+        AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
+        AscendC::DataCopy(x, x_[t * HC * D + c0],
+                          AscendC::DataCopyParams(HC, BlocksOf<float>(COLS), BlocksOf<float>(D - COLS), 0));
+        xQ_.EnQue(x);
+    }
+
+    // x_mixed of tokens [t0, t0 + G), columns [c0, c0 + COLS), the first two tokens' rows
+    // loaded (Item), each later token's as soon as a buffer frees.
     __aicore__ inline void Mix(uint32_t t0, uint32_t c0)
     {
         for (uint32_t g = 0; g < G; ++g) {
             const uint64_t t = t0 + g;
-            AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
-            AscendC::DataCopy(x, x_[t * HC * D + c0],
-                              AscendC::DataCopyParams(HC, BlocksOf<float>(COLS), BlocksOf<float>(D - COLS), 0));
-            xQ_.EnQue(x);
-            x = xQ_.DeQue<float>();
+            AscendC::LocalTensor<float> x = xQ_.DeQue<float>();
             for (uint32_t h = 0; h < HC; ++h) {
                 AscendC::Muls(x[h * COLS], x[h * COLS], pre_[g][h], COLS);
             }
@@ -434,6 +485,9 @@ private:
             AscendC::LocalTensor<bfloat16_t> y = yQ_.AllocTensor<bfloat16_t>();
             AscendC::Cast(y, x, AscendC::RoundMode::CAST_RINT, COLS);
             xQ_.FreeTensor(x);
+            if (g + 2 < G) {
+                LoadX(t + 2, c0);
+            }
             yQ_.EnQue(y);
             y = yQ_.DeQue<bfloat16_t>();
             AscendC::DataCopy(xMixed_[t * D + c0], y, COLS);
@@ -442,7 +496,8 @@ private:
     }
 
     AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> partsQ_, xQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 1> partsQ_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> xQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> yQ_, outQ_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> table_, gathered_, inOffsets_, diagOffsets_, outOffsets_, baseRows_,
         weights_, ones_, pairs_, sums_;
@@ -450,6 +505,66 @@ private:
     AscendC::GlobalTensor<bfloat16_t> xMixed_;
     float scale_[3];
     float pre_[G][HC];
+};
+
+// Both in one mixed launch (`fuse`): the cube cores project tile after tile; after every
+// EVERY tiles (so that no AIV's flag counter, at most 15 sets, can overflow) they meet
+// (mode 0) and each tells its vector cores (mode 2) that those tiles' partials are all out.
+// Each vector core takes every (2 · blocks)-th (group, chunk) item, waits for its tile and
+// mixes it (gates, then x_mixed) while the cube projects the next tiles: the mix runs under
+// the projection instead of after it, and reads x_hc from L2, where the cube left it.
+// PC: HcPreProjection's parameters, PV: HcPreMix's.
+template <class PC, class PV>
+class HcPreFused {
+    static constexpr uint32_t G = TOKEN_GROUP;
+    static constexpr uint32_t CHUNKS = PV::HIDDEN / PV::COLS;
+    static constexpr uint32_t MOST_SETS = 15;
+    static constexpr uint16_t PARTS_OUT = 0;    // mode 0: every cube core's partials of the tiles
+    static constexpr uint16_t TILES_READY = 1;  // mode 2: to a group's vector cores
+    static_assert(PC::M_TILE == PV::M_TILE && PC::PARTS == PV::PARTS && PC::HIDDEN == PV::HIDDEN,
+                  "both halves agree on the partials");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR fn, GM_ADDR scale, GM_ADDR base, GM_ADDR partials,
+                                      GM_ADDR xMixed, GM_ADDR post, GM_ADDR comb, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        const uint32_t tiles = HcPreProjection<PC>::Tiles(td.t);
+        const uint32_t every = (tiles + MOST_SETS - 1) / MOST_SETS;
+        if ASCEND_IS_AIC {
+            HcPreProjection<PC> op;
+            const bool projects = op.Init(xHc, fn, partials);
+            for (uint32_t i = 0; i < tiles; ++i) {
+                if (projects) {
+                    op.Tile(i, td.t);
+                }
+                if ((i + 1) % every == 0 || i + 1 == tiles) {
+                    AscendC::CrossCoreSetFlag<0, PIPE_FIX>(PARTS_OUT);
+                    AscendC::CrossCoreWaitFlag(PARTS_OUT);
+                    AscendC::CrossCoreSetFlag<2, PIPE_FIX>(TILES_READY);
+                }
+            }
+        }
+        if ASCEND_IS_AIV {
+            HcPreMix<PV> op;
+            op.Init(xHc, scale, base, partials, xMixed, post, comb);
+            const uint32_t sets = (tiles + every - 1) / every;
+            const uint32_t vectors = 2 * static_cast<uint32_t>(AscendC::GetBlockNum());
+            uint32_t seen = 0;
+            for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < td.t / G * CHUNKS;
+                 item += vectors) {
+                const uint32_t t0 = item / CHUNKS * G;
+                for (; seen <= t0 / PC::M_TILE / every; ++seen) {
+                    AscendC::CrossCoreWaitFlag(TILES_READY);
+                }
+                op.Item(t0, item % CHUNKS * PV::COLS, true, item % CHUNKS == 0);
+            }
+            for (; seen < sets; ++seen) {
+                AscendC::CrossCoreWaitFlag(TILES_READY);
+            }
+        }
+    }
 };
 
 }  // namespace dsv4

@@ -129,3 +129,16 @@ fn swa_mini_tp1_matches_the_golden() {
 fn swa_mini_tp4_matches_the_golden() {
     run_variant::<Inputs>("swa_mini_tp4", SEED);
 }
+
+#[test]
+fn swa_small_unfused_tp1_matches_the_golden() {
+    run_variant::<Inputs>("swa_small_unfused_tp1", SEED);
+}
+
+/// FLASH at 512 tokens: 32 projection tiles, and a vector core's flag counter holds 15 sets,
+/// so the fused launch's cube cores signal every third tile; a vector core that waits for
+/// the wrong number of sets reads partials before they land (the hazard checker traps).
+#[test]
+fn swa_tp1_signals_every_third_tile_and_matches_the_golden() {
+    run_variant::<Inputs>("swa_tp1", SEED);
+}

@@ -159,7 +159,14 @@ fn combined_buffers(groups: usize, tokens: usize, cols: usize, hidden: usize) ->
     vec![
         row("products", Ub, I32, t * c, PRODUCT_BUFFERS, Some(c)),
         row("scales", Ub, F32, groups * t.next_multiple_of(8), 1, None),
-        row("scale_blocks", Ub, F32, groups * t.next_multiple_of(8) * 8, 1, None),
+        row(
+            "scale_blocks",
+            Ub,
+            F32,
+            groups * t.next_multiple_of(8) * 8,
+            1,
+            None,
+        ),
         row("term", Ub, F32, t * c, 1, None),
         row("wo_b_scale", Ub, F32, hidden, 1, None),
         row("acc", Ub, F32, t * c, 1, None),

@@ -5,6 +5,10 @@
 //! 2. a vector kernel (AIV) that adds the parts in ascending order, applies the
 //!    RMS scale, the gates and Sinkhorn over 8-token lane groups, writes `post`
 //!    and `comb`, and mixes the streams into `x_mixed`.
+//!
+//! With `fuse` (the default) the two are one mixed launch (`HcPreFused`): the vector cores
+//! mix a tile's tokens as soon as every cube core has projected it, under the projection
+//! of the next tiles.
 
 use abi::{DType, Dim};
 
@@ -89,14 +93,19 @@ impl Kind for HcPre {
         b.workspace("post", per_token(md.hc_mult), DType::F32);
         b.workspace("comb", per_token(md.hc_mult * md.hc_mult), DType::F32);
 
+        let (projection, mix) = (projection(md, m, k, split), mix(md, m, split.blocks, cols));
+        if p.fuse {
+            b.launch(fused(projection, mix), split.blocks as u32, &FUSED_ARGS);
+            return;
+        }
         b.launch(
-            projection(md, m, k, split),
+            projection,
             split.blocks as u32,
             &["x_hc", "hc_attn_fn", "hc_partials"],
         );
         let items = p.shape.local_t / GROUP * (md.hidden / cols);
         b.launch(
-            mix(md, m, split.blocks, cols),
+            mix,
             p.chip.aiv_cores.min(items) as u32,
             &[
                 "x_hc",
@@ -108,6 +117,44 @@ impl Kind for HcPre {
                 "comb",
             ],
         );
+    }
+}
+
+/// The fused launch's arguments, in `HcPreFused::Run`'s order.
+const FUSED_ARGS: [&str; 8] = [
+    "x_hc",
+    "hc_attn_fn",
+    "hc_attn_scale",
+    "hc_attn_base",
+    "hc_partials",
+    "x_mixed",
+    "post",
+    "comb",
+];
+
+/// The projection and the mix as one mixed launch on the projection's blocks, each block's
+/// two vector cores mixing items of the tiles already projected (`HcPreFused`).
+fn fused(projection: Kernel, mix: Kernel) -> Kernel {
+    // the projection's knobs, then the mix's own (those the projection's name lacks)
+    let knobs = projection.name.trim_start_matches("hc_pre_proj_");
+    let own: Vec<&str> = (mix.name.trim_start_matches("hc_pre_mix_").split('_'))
+        .filter(|knob| !knobs.split('_').any(|k| k == *knob))
+        .collect();
+    Kernel {
+        name: format!("hc_pre_{knobs}_{}", own.join("_")),
+        doc: "hc_pre in one mixed launch: the split-K projection on the cube, each tile's gates, Sinkhorn and stream mixing on the vector cores under the next tiles".into(),
+        block: "hc_pre.h",
+        class: "HcPreFused",
+        cores: Cores::Mix,
+        params: Vec::new(),
+        args: FUSED_ARGS.to_vec(),
+        buffers: Vec::new(),
+        parts: [projection, mix]
+            .map(|k| Kernel {
+                args: Vec::new(),
+                ..k
+            })
+            .into(),
     }
 }
 
