@@ -445,8 +445,10 @@ private:
     static_assert(P::WORK_BYTES >= HD * sizeof(float), "a row's scratch");
     static_assert(P::SLOT_BYTES >= 8 * sizeof(float), "one block of scalars");
     static_assert(P::REDUCE_TMP_BYTES >= ReduceTmpElems(HD) * sizeof(float), "ReduceSum scratch of a row");
+    static_assert(Rope<P>::SLOTS >= 2 * TR, "rope rows of this tile and the next");
 
-    // The rows go to `out`: kv, or (INSERT) the pool at `slots`.
+    // The rows go to `out`: kv, or (INSERT) the pool at `slots`. A tile's rope rows are
+    // fetched while the tile before works, so their GM latency passes under it.
     template <bool POSITIONS>
     __aicore__ inline void Process(GM_ADDR latent, GM_ADDR gamma, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
                                    GM_ADDR out, GM_ADDR slots, const TilingData& td)
@@ -487,10 +489,22 @@ private:
         Handshake<HardEvent::MTE2_V>();
         Cast(g, gIn, RoundMode::CAST_NONE, HD);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
-        for (uint32_t row = run.first; row < run.end; row += TR) {
+        auto fetch = [&](uint32_t row0, uint32_t side) {
+            for (uint32_t r = 0; r < TR; ++r) {
+                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), side * TR + r);
+            }
+        };
+        fetch(run.first, 0);
+        uint32_t side = 0;
+        for (uint32_t row = run.first; row < run.end; row += TR, side ^= 1) {
             LocalTensor<float> x = in_.AllocTensor<float>();
             DataCopy(x, gLatent[row * HD], TR * HD);
             in_.EnQue(x);
+            // this tile's rope rows (fetched before) have landed; the next tile's go out
+            Handshake<HardEvent::MTE2_V>();
+            if (row + TR < run.end) {
+                fetch(row + TR, side ^ 1);
+            }
             // the slots' scalar reads wait their GM latency while the rows load
             [[maybe_unused]] int64_t to[TR];
             if constexpr (INSERT) {
@@ -503,7 +517,7 @@ private:
                 LocalTensor<float> xr = x[r * HD];
                 Muls(xr, xr, RmsInv(xr, work, slot, tmp, HD, P::INV_HD, P::EPS), HD);
                 Mul(xr, xr, g, HD);
-                rope_.Load(gCos, gSin, RopeRow<POSITIONS>(gPos, row + r));
+                rope_.Build(side * TR + r);
                 rope_.Apply(xr[NOPE]);
             }
             LocalTensor<bfloat16_t> o = out_.AllocTensor<bfloat16_t>();

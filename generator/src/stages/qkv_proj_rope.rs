@@ -405,7 +405,7 @@ pub fn head_group_buffers(acc: DType, hd: usize, per_item: usize, blocks: usize)
 
 /// KvFinish's UB: tiles of `tile_rows` kv latent rows in (f32) and out (bf16), gamma_ckv
 /// as read and widened, a row's scratch, a block of scalars, the ReduceSum scratch and
-/// rope.h's buffers.
+/// rope.h's buffers for two tiles' rows (this tile's and the next's, fetched ahead).
 fn kv_finish_buffers(hd: usize, rd: usize, tile_rows: usize) -> Vec<Buffer> {
     use DType::*;
     let t = tile_rows;
@@ -418,7 +418,7 @@ fn kv_finish_buffers(hd: usize, rd: usize, tile_rows: usize) -> Vec<Buffer> {
         row("slot", Ub, F32, 8, 1, None),
         row("reduce_tmp", Ub, F32, reduce_tmp(hd), 1, None),
     ];
-    v.extend(rope_buffers(rd, 1));
+    v.extend(rope_buffers(rd, 2 * t));
     v
 }
 
