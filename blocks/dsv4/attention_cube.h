@@ -9,6 +9,9 @@
 //   o      [SEQ*HEADS, HEAD_DIM]   = probs_request · union     (AttentionValues)
 // Each is the product for all SEQ*HEADS query rows of the request against all union rows;
 // the softmax kernel masks each token's lanes. Both kernels allocate the same buffers.
+// With UNION_BUFFERS 2 (the fused launch, where L1 holds two) the next item's union
+// gathers into the other buffer while this item's tiles run (BeginUnion, FillUnion a run
+// at a time, UseUnion), so the cube does not wait for it at the item boundary.
 #pragma once
 
 #include "dsv4/attention_window.h"
@@ -19,8 +22,9 @@ namespace dsv4 {
 
 // P: HEADS, HEAD_DIM, WINDOW, SEQ, BLOCK_SIZE, UNION_ROWS (union entries rounded up to
 // 16), HEAD_TILE (query rows per cube tile), KV_TILE (union rows per tile), D_TILE
-// (head-dim columns per tile), O_HALF_COLS (OutRows; the values product's only), and the L1
-// and L0 sizes the plan decided (`*_BYTES`, each at least what its use below needs).
+// (head-dim columns per tile), UNION_BUFFERS (1 or 2), O_HALF_COLS (OutRows; the values
+// product's only), and the L1 and L0 sizes the plan decided (`*_BYTES`, each at least what
+// its use below needs).
 template <class P>
 class AttentionCube {
 public:
@@ -38,7 +42,10 @@ public:
     static_assert(P::HEADS % P::HEAD_TILE == 0, "HEAD_TILE divides HEADS");
     static_assert(P::HEAD_DIM <= 65535 && P::UNION_ROWS <= 16384 && M_PAD <= 16384,
                   "ND2NZ: a 16-bit source row, at most 16384 rows and NZ row stride");
-    static_assert(P::UNION_BYTES >= P::UNION_ROWS * P::HEAD_DIM * sizeof(bfloat16_t), "union holds the union rows");
+    static constexpr uint32_t UNIONS = P::UNION_BUFFERS;
+    static constexpr uint32_t UNION_ELEMS = P::UNION_ROWS * P::HEAD_DIM;
+    static_assert(UNIONS == 1 || UNIONS == 2, "one union, or this item's and the next's");
+    static_assert(P::UNION_BYTES >= UNIONS * UNION_ELEMS * sizeof(bfloat16_t), "union holds the union rows");
     static_assert(P::A_TILE_BYTES >= M_PAD * A_COLS * sizeof(bfloat16_t), "a_tile holds a tile of q or probs rows");
     static_assert(P::A_L0_BYTES >= M_PAD * L0_K * sizeof(bfloat16_t) &&
                       P::B_L0_BYTES >= P::D_TILE * P::KV_TILE * sizeof(bfloat16_t) &&
@@ -61,22 +68,42 @@ public:
     // matrix [UNION_ROWS, HEAD_DIM] (16-column blocks of UNION_ROWS rows).
     __aicore__ inline void LoadUnion(uint32_t b, uint32_t poolBlocks)
     {
-        WindowUnion<P> w;
+        BeginUnion(b, poolBlocks);
+        UseUnion();
+    }
+
+    // Starts gathering request b's union into the next buffer: its rows read and checked,
+    // the rows past it zeroed (they take part in whole fractals, so 0 x garbage cannot
+    // occur); its row runs go out with FillUnion and UseUnion.
+    __aicore__ inline void BeginUnion(uint32_t b, uint32_t poolBlocks)
+    {
+        fill_ = (fill_ + 1) % UNIONS;
         WindowUnion<P>::AskRows(indices_, b);
-        w.ReadLens(lens_, b);
-        w.ReadRows(indices_, b, poolBlocks);
-        AscendC::LocalTensor<bfloat16_t> u = union_.Get<bfloat16_t>();
-        // Rows past the union take part in whole fractals: zeros, so 0 x garbage cannot occur.
-        AscendC::Fill(u[w.count * FRACTAL],
-                      AscendC::InitConstValueParams<bfloat16_t>(P::HEAD_DIM / FRACTAL, P::UNION_ROWS - w.count, w.count,
-                                                                bfloat16_t(0.0f)));
-        for (uint32_t k = 0; k < w.count;) {
-            const uint32_t run = w.RunAt(k);
-            AscendC::DataCopy(u[k * FRACTAL], kv_[static_cast<uint64_t>(w.rows[k]) * P::HEAD_DIM],
+        next_.ReadLens(lens_, b);
+        next_.ReadRows(indices_, b, poolBlocks);
+        AscendC::Fill(Union(fill_)[next_.count * FRACTAL],
+                      AscendC::InitConstValueParams<bfloat16_t>(P::HEAD_DIM / FRACTAL, P::UNION_ROWS - next_.count,
+                                                                next_.count, bfloat16_t(0.0f)));
+        at_ = 0;
+    }
+
+    // Issues up to `runs` more row runs of the union BeginUnion started.
+    __aicore__ inline void FillUnion(uint32_t runs)
+    {
+        for (; runs > 0 && at_ < next_.count; --runs) {
+            const uint32_t run = next_.RunAt(at_);
+            AscendC::DataCopy(Union(fill_)[at_ * FRACTAL], kv_[static_cast<uint64_t>(next_.rows[at_]) * P::HEAD_DIM],
                               AscendC::Nd2NzParams(1, run, P::HEAD_DIM, 0, P::HEAD_DIM, P::UNION_ROWS, 1, 0));
-            k += run;
+            at_ += run;
         }
+    }
+
+    // The union BeginUnion started, all its runs issued, becomes the tiles' B operand.
+    __aicore__ inline void UseUnion()
+    {
+        FillUnion(P::UNION_ROWS);
         Handshake<AscendC::HardEvent::MTE2_MTE1>();
+        use_ = fill_;
     }
 
     // The union may be overwritten once every load from it has been issued.
@@ -107,7 +134,7 @@ public:
         // fractals are already L0B's)
         for (uint32_t n0 = 0; n0 < P::UNION_ROWS; n0 += P::KV_TILE) {
             HeadTileMmad<P::HEAD_TILE, P::D_TILE, UNION_BLOCKS, false>(
-                aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), P::HEAD_DIM, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
+                aL0_, bL0_, cL0_, a, Union(use_), P::HEAD_DIM, n0, Min(P::KV_TILE, P::UNION_ROWS - n0),
                 scores[row * P::UNION_ROWS + n0], P::UNION_ROWS);
         }
         FreeRows(a);
@@ -122,15 +149,20 @@ public:
         AscendC::LocalTensor<bfloat16_t> a = LoadRows(probs[row * P::UNION_ROWS], P::UNION_ROWS);
         for (uint32_t n0 = 0; n0 < P::HEAD_DIM; n0 += P::D_TILE) {
             HeadTileMmadTo<P::HEAD_TILE, P::KV_TILE, UNION_BLOCKS, true>(
-                aL0_, bL0_, cL0_, a, union_.Get<bfloat16_t>(), K, n0, P::D_TILE,
+                aL0_, bL0_, cL0_, a, Union(use_), K, n0, P::D_TILE,
                 [&](const AscendC::LocalTensor<float>& c) { o.template Write<P::HEAD_TILE>(c, row, n0, P::D_TILE); });
         }
         FreeRows(a);
     }
 
 private:
+    __aicore__ inline AscendC::LocalTensor<bfloat16_t> Union(uint32_t i) { return union_.Get<bfloat16_t>()[i * UNION_ELEMS]; }
+
     AscendC::TPipe pipe_;
     AscendC::TBuf<AscendC::TPosition::B1> union_;
+    WindowUnion<P> next_;  // the union being gathered
+    uint32_t at_ = 0;      // its first union entry not yet issued
+    uint32_t fill_ = UNIONS - 1, use_ = 0;
     AscendC::TQue<AscendC::TPosition::A1, 1> aTile_;
     AscendC::TQue<AscendC::TPosition::A2, 1> aL0_;
     AscendC::TQue<AscendC::TPosition::B2, 1> bL0_;

@@ -104,10 +104,16 @@ private:
             oG.Init(o);
             Cube cube;
             cube.Init(kvCache, swaIndices, swaLens, td.t);
-            for (UnitParts it(td.b, Cube::TILES, GroupIdx(), groups); it.Next();) {
-                const Share tiles = it.Range(Cube::TILES);
+            UnitParts it(td.b, Cube::TILES, GroupIdx(), groups);
+            bool more = it.Next();
+            if (more) {
                 cube.LoadUnion(it.unit, td.nb);
+            }
+            while (more) {
+                const Share tiles = it.Range(Cube::TILES);
                 const uint64_t first = static_cast<uint64_t>(it.unit) * Cube::ROWS;
+                UnitParts next = it;
+                more = next.Next();
                 // each tile's scores, then SCORES_READY; tile i + 1's go ahead of tile i's values
                 cube.ScoresTile(qG, scoresG, first + tiles.begin * PC::HEAD_TILE);
                 AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
@@ -116,6 +122,13 @@ private:
                         cube.ScoresTile(qG, scoresG, first + (i + 1) * PC::HEAD_TILE);
                         AscendC::CrossCoreSetFlag<2, PIPE_FIX>(SCORES_READY);
                     }
+                    // with two union buffers the next item's union gathers a run per tile
+                    if (Cube::UNIONS == 2 && more) {
+                        if (i == tiles.begin) {
+                            cube.BeginUnion(next.unit, td.nb);
+                        }
+                        cube.FillUnion(1);
+                    }
                     AscendC::CrossCoreWaitFlag(PROBS_READY);
                     cube.ValuesTile(probsG, oG, first + i * PC::HEAD_TILE);
                     if constexpr (FINISH) {
@@ -123,6 +136,13 @@ private:
                     }
                 }
                 cube.ReleaseUnion();
+                if (more) {
+                    if (Cube::UNIONS == 1) {
+                        cube.BeginUnion(next.unit, td.nb);
+                    }
+                    cube.UseUnion();
+                }
+                it = next;
             }
         }
         if ASCEND_IS_AIV {

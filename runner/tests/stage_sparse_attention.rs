@@ -337,3 +337,12 @@ fn the_fused_window_kernel_stops_on_the_same_violations() {
         assert!(m.contains(part), "`{part}` missing from: {m}");
     }
 }
+
+/// FLASH at 512 tokens: 64 requests on 24 core groups, so each group's cube gathers its next
+/// request's union into the second union buffer while the current request's tiles run.
+#[test]
+fn swa_flash_gathers_the_next_union_under_the_tiles() {
+    let p = plan("swa_tp1");
+    let case = Case::new(p, &StartPositions::Default, p.shape.b);
+    check("swa_tp1", &case);
+}

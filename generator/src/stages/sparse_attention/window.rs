@@ -5,8 +5,8 @@
 
 use abi::{DType, Dim};
 
-use crate::budget::{Buffer, row};
-use crate::chip::Mem;
+use crate::budget::{self, Buffer, row};
+use crate::chip::{Chip, Mem};
 use crate::kernel_plan::{Cores, Kernel, Value, unmet};
 use crate::plan::{ModelDims, Plan};
 use crate::spec::RopeTable;
@@ -303,6 +303,7 @@ pub(super) fn kernels(
         ("HEAD_TILE", u32(head_tile)),
         ("KV_TILE", u32(kv_tile)),
         ("D_TILE", u32(d_tile)),
+        ("UNION_BUFFERS", u32(1)),
     ];
     let cube_args = vec!["kv_cache", "swa_indices", "swa_lens"];
     let cube_buffers = cube_buffers(("union", union), hd, head_tile, kv_tile, d_tile);
@@ -567,11 +568,14 @@ pub(super) fn fused(
         o_tag(shift)
     );
     let mut parts = vec![
-        Kernel {
-            args: Vec::new(),
-            params: with_o_rows(scores.params.clone(), m, shift),
-            ..scores.clone()
-        },
+        with_two_unions(
+            Kernel {
+                args: Vec::new(),
+                params: with_o_rows(scores.params.clone(), m, shift),
+                ..scores.clone()
+            },
+            p.chip,
+        ),
         softmax,
     ];
     let (mut name, mut doc) = (
@@ -596,6 +600,25 @@ pub(super) fn fused(
         buffers: Vec::new(),
         parts,
     })
+}
+
+/// The fused launch's cube part with a second union buffer where L1 holds it: the next
+/// item's union then gathers while this item's tiles run (`BeginUnion` in
+/// `dsv4/attention_cube.h`).
+fn with_two_unions(mut cube: Kernel, chip: &Chip) -> Kernel {
+    let mut two = cube.buffers.clone();
+    for b in two.iter_mut().filter(|b| b.name == "union") {
+        b.elems *= 2;
+    }
+    if budget::bytes_in(&two, Mem::L1, chip) <= chip.capacity(Mem::L1) {
+        cube.buffers = two;
+        for (name, v) in cube.params.iter_mut() {
+            if *name == "UNION_BUFFERS" {
+                *v = Value::U32(2);
+            }
+        }
+    }
+    cube
 }
 
 #[cfg(test)]
