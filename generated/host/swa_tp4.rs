@@ -104,7 +104,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_combine_g2_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "rank_sum_tp4_n4096_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
     Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
-    Kernel { name: "matmul_group2_bf16_k4096_n1024x512_1d0d6060d6d2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group2_bf16_k4096_n1024x512_f7596c1b415f", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_quant_g2_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "beside_k_slice_sum_n1024_s2_r128_on16__k_slice_sum_n512_s2_r128_on16", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
@@ -115,7 +115,7 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s11_p24_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k4096_n1024x512_1d0d6060d6d2", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k4096_n1024x512_f7596c1b415f", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_k_slice_sum_n1024_s2_r128_on16__k_slice_sum_n512_s2_r128_on16", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_q_latent", "q_latent", "k_partials_kv_latent", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n32768_k1024_half_tile64x64x512_split128x1024x1408_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),

@@ -45,6 +45,12 @@ impl Rate {
     /// GM read latency, cycles (hicann/pypto `arch/PipeSimulatorFast.cpp` `rGmLatency`, as
     /// the timing model has it): what a load's data waits before it arrives.
     pub(super) const GM_LATENCY: f64 = 1400.0;
+    /// `Load`'s head `h`, cycles.
+    pub(super) const LOAD_HEAD: f64 = 27.01;
+    /// L1 → L0B (MTE1): bytes per cycle and head, cycles (hicann/pypto
+    /// `arch/A2A3/PostSimulatorA2A3.h` `L1_TO_L0B`, 2.05893 µs per 10⁶ B and 0.012 µs, at
+    /// its 2000 cycles per µs).
+    pub(super) const L1_TO_L0B: (f64, f64) = (1e6 / (2.05893 * 2000.0), 0.012 * 2000.0);
     /// `Duplicate` f32, `Add` f32.
     pub(super) const DUPLICATE: (f64, f64) = (0.0156, 17.00);
     pub(super) const ADD: (f64, f64) = (0.0206, 23.22);

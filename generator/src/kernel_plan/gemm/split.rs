@@ -28,9 +28,24 @@ pub(super) struct Room {
     /// The chip's L0A and L0B, which a deeper tile's must fit.
     chip_l0a: usize,
     l0b: usize,
+    /// The cube cores, whose shared load rate times a B tile ([`Room::b_tiles_in_flight`]).
+    cores: usize,
 }
 
 impl Room {
+    /// B tiles of `bytes` the panel leaves L1 for: enough that loads back to back never
+    /// wait for a buffer. Tile j + b reuses tile j's buffer once MTE1 has moved tile j to
+    /// L0B, which starts a GM read latency after tile j's transfer, so b tiles cover
+    /// (transfer + latency + MTE1) / transfer of them (hicann/ge `Load`, hicann/pypto
+    /// `rGmLatency` and `L1_TO_L0B`); at least two, at most four. Small tiles need three:
+    /// CSA's `x_normed` group at 512 tokens loaded 8 KB tiles every 0.66 µs for 0.45 µs of
+    /// transfer in two.
+    fn b_tiles_in_flight(&self, bytes: usize) -> usize {
+        let transfer = bytes as f64 / Rate::load(self.cores) + Rate::LOAD_HEAD;
+        let mte1 = bytes as f64 / Rate::L1_TO_L0B.0 + Rate::L1_TO_L0B.1;
+        (((transfer + Rate::GM_LATENCY + mte1) / transfer).ceil() as usize).clamp(2, 4)
+    }
+
     pub(super) fn for_tiles(m: usize, n: usize, k: usize, chip: &Chip) -> Room {
         let (bf16, f32) = (DType::Bf16.size(), DType::F32.size());
         let pair =
@@ -47,6 +62,7 @@ impl Room {
             chip_l0c: chip.l0c_bytes,
             chip_l0a: chip.l0a_bytes,
             l0b: chip.l0b_bytes,
+            cores: chip.aic_cores,
         }
     }
 }
@@ -590,7 +606,10 @@ fn cover(mm: &Matmul, room: &Room, t: Tiles, parts: usize, slices: Option<usize>
     let c0 = 32 / e;
     let strip_rows = room.l0c / (t.m * t.n * 4) * t.m;
     let range_m = mm.max_rows.div_ceil(parts).next_multiple_of(16);
-    let panel_bytes = room.l1.saturating_sub(2 * t.k * t.n * e);
+    let b_tile = t.k * t.n * e;
+    let panel_bytes = room
+        .l1
+        .saturating_sub(room.b_tiles_in_flight(b_tile) * b_tile);
     let tail_bytes = room.l0a.saturating_sub(2 * t.m * t.k * e);
     let panel_k = panel_bytes / (range_m * e) / c0 * c0;
     if range_m > strip_rows || panel_k == 0 {
@@ -1361,5 +1380,35 @@ mod tests {
                 }
             ]
         );
+    }
+
+    /// A B tile's GM read latency (1400 cycles) outlasts an 8 KB tile's transfer at 24
+    /// cores' load rate, so the panel leaves room for three; 16 KB and larger tiles
+    /// cover it with two, and the smallest take the most (four).
+    #[test]
+    fn small_b_tiles_keep_more_in_flight() {
+        let chip = chip::find("910b").unwrap();
+        let room = Room::for_tiles(256, 64, 64, chip);
+        assert_eq!(room.b_tiles_in_flight(8 * 1024), 3);
+        assert_eq!(room.b_tiles_in_flight(16 * 1024), 2);
+        assert_eq!(room.b_tiles_in_flight(32 * 1024), 2);
+        assert_eq!(room.b_tiles_in_flight(2 * 1024), 4);
+        // FLASH wq_a at 512 tokens in 64 × 64 tiles: the panel shrinks to leave three B
+        // tiles (its k slices moving a k block more into L0A)
+        let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, 1024, 4096);
+        let split = cover(
+            &mm,
+            &room,
+            Tiles {
+                m: 256,
+                n: 64,
+                k: 64,
+            },
+            2,
+            None,
+        )
+        .expect("a covering");
+        let panel = split.range_m * (split.slice_k - split.tail_k) * 2;
+        assert!(panel + 3 * 64 * 64 * 2 <= chip.l1_bytes, "{split:?}");
     }
 }
