@@ -8,8 +8,10 @@
 //! The split is planned for the row capacity so that GM traffic stays near the minimum
 //! (A, B and C each moved once). A work item keeps an A panel (a range of rows × a slice
 //! of K) on chip and streams B once; so A is read once per N range, B once per row range
-//! and C written once per K slice. The panel lives in L1 beside the double-buffered B
-//! tiles, and its last columns (at most one Mmad k step) may live in L0A beside the
+//! and C written once per K slice. The panel lives in L1 beside the B tiles in flight
+//! (two, or three or four where a tile's transfer is shorter than the GM read latency it
+//! must cover: FLASH's `x_normed` groups at 512 tokens, 8 KB tiles, CSA's 246 → 221 µs
+//! modeled), and its last columns (at most one Mmad k step) may live in L0A beside the
 //! double-buffered A tiles: a 512-row int8 panel of K = 1024 (512 KiB) fits only that
 //! way. C accumulates in L0C, one strip of all the range's rows × one tile of columns,
 //! so the rows per range are bounded by L0C / (4 · tile n). With the row capacity × K
