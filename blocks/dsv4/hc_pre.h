@@ -507,8 +507,8 @@ private:
     float pre_[G][HC];
 };
 
-// Both in one mixed launch (`fuse`): the cube cores project tile after tile; after every
-// EVERY tiles (so that no AIV's flag counter, at most 15 sets, can overflow) they meet
+// Both in one mixed launch (`fuse`): the cube cores project tile after tile; every `every`
+// tiles (at most 15 signals in all, so no AIV's flag counter can overflow) they meet
 // (mode 0) and each tells its vector cores (mode 2) that those tiles' partials are all out.
 // Each vector core takes every (2 · blocks)-th (group, chunk) item, waits for its tile and
 // mixes it (gates, then x_mixed) while the cube projects the next tiles: the mix runs under
@@ -531,7 +531,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         const uint32_t tiles = HcPreProjection<PC>::Tiles(td.t);
-        const uint32_t every = (tiles + MOST_SETS - 1) / MOST_SETS;
+        const uint32_t every = tiles > MOST_SETS ? CeilDiv(tiles, MOST_SETS) : 1;
         if ASCEND_IS_AIC {
             HcPreProjection<PC> op;
             const bool projects = op.Init(xHc, fn, partials);
@@ -549,7 +549,7 @@ public:
         if ASCEND_IS_AIV {
             HcPreMix<PV> op;
             op.Init(xHc, scale, base, partials, xMixed, post, comb);
-            const uint32_t sets = (tiles + every - 1) / every;
+            const uint32_t sets = CeilDiv(tiles, every);
             const uint32_t vectors = 2 * static_cast<uint32_t>(AscendC::GetBlockNum());
             uint32_t seen = 0;
             for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < td.t / G * CHUNKS;
