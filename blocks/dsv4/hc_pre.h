@@ -525,7 +525,7 @@ class HcPreFused {
                   "both halves agree on the partials");
 
 public:
-    __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR fn, GM_ADDR scale, GM_ADDR base, GM_ADDR partials,
+    __aicore__ inline static void Run(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, GM_ADDR scale, GM_ADDR base,
                                       GM_ADDR xMixed, GM_ADDR post, GM_ADDR comb, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;

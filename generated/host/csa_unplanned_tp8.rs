@@ -144,7 +144,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d512_m16_k128_s1_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d512_m16_k128_s1_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n2048_k128_half_tile32x64x128_split32x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_kn_n64_k64_tile32x64x64_split32x64x64_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -167,7 +167,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d512_m16_k128_s1_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d512_m16_k128_s1_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group6_bf16_k512_n256x256x128x128x128x128_730e2ddc38ea", cores: plan::Cores::Aic, block_dim: 10, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "wq_a", "q_latent", "wkv", "kv_latent"], also: &["compressor", "index_compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside4_0970e826df66", cores: plan::Cores::Aiv, block_dim: 44, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_kv", "inner_kv", "inner_score", "inner_ape", "inner_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "position_ids", "inner_state_slot_mapping", "idx_slot_mapping", "inner_compress_state_block_table", "inner_compress_state", "idx_rows"], also: &["cache_insert", "compressor", "index_compressor"] }),

@@ -5,25 +5,12 @@
 
 mod common;
 
-use common::{check, hca, replace};
+use common::{hca, replace, tp1_launches};
 
 /// The sparse_attention kernels of the spec's TP 1 plan, in launch order.
 fn attention_launches(text: &str) -> Vec<String> {
-    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
-    let v = variants
-        .iter()
-        .find(|v| v.plan.shape.tp == 1)
-        .expect("a TP 1 variant");
-    v.kernels
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            abi::plan::Step::Launch(l) if l.stage == "sparse_attention" => {
-                Some(l.kernel.to_string())
-            }
-            _ => None,
-        })
-        .collect()
+    let launches = tp1_launches(text, "sparse_attention");
+    launches.into_iter().map(|(kernel, _)| kernel).collect()
 }
 
 fn has(launches: &[String], prefix: &str) -> bool {

@@ -94,47 +94,27 @@ impl Kind for HcPre {
         b.workspace("comb", per_token(md.hc_mult * md.hc_mult), DType::F32);
 
         let (projection, mix) = (projection(md, m, k, split), mix(md, m, split.blocks, cols));
+        // each kernel's arguments are the tensors its launch binds
         if p.fuse {
-            b.launch(fused(projection, mix), split.blocks as u32, &FUSED_ARGS);
+            let fused = fused(projection, mix);
+            let args = fused.args.clone();
+            b.launch(fused, split.blocks as u32, &args);
             return;
         }
-        b.launch(
-            projection,
-            split.blocks as u32,
-            &["x_hc", "hc_attn_fn", "hc_partials"],
-        );
+        let args = projection.args.clone();
+        b.launch(projection, split.blocks as u32, &args);
         let items = p.shape.local_t / GROUP * (md.hidden / cols);
-        b.launch(
-            mix,
-            p.chip.aiv_cores.min(items) as u32,
-            &[
-                "x_hc",
-                "hc_attn_scale",
-                "hc_attn_base",
-                "hc_partials",
-                "x_mixed",
-                "post",
-                "comb",
-            ],
-        );
+        let args = mix.args.clone();
+        b.launch(mix, p.chip.aiv_cores.min(items) as u32, &args);
     }
 }
 
-/// The fused launch's arguments, in `HcPreFused::Run`'s order.
-const FUSED_ARGS: [&str; 8] = [
-    "x_hc",
-    "hc_attn_fn",
-    "hc_attn_scale",
-    "hc_attn_base",
-    "hc_partials",
-    "x_mixed",
-    "post",
-    "comb",
-];
-
 /// The projection and the mix as one mixed launch on the projection's blocks, each block's
-/// two vector cores mixing items of the tiles already projected (`HcPreFused`).
+/// two vector cores mixing items of the tiles already projected (`HcPreFused`): the
+/// projection's arguments, then the mix's others, in `HcPreFused::Run`'s order.
 fn fused(projection: Kernel, mix: Kernel) -> Kernel {
+    let mut args = projection.args.clone();
+    args.extend(mix.args.iter().filter(|a| !projection.args.contains(a)));
     // the projection's knobs, then the mix's own (those the projection's name lacks)
     let knobs = projection.name.trim_start_matches("hc_pre_proj_");
     let own: Vec<&str> = (mix.name.trim_start_matches("hc_pre_mix_").split('_'))
@@ -147,7 +127,7 @@ fn fused(projection: Kernel, mix: Kernel) -> Kernel {
         class: "HcPreFused",
         cores: Cores::Mix,
         params: Vec::new(),
-        args: FUSED_ARGS.to_vec(),
+        args,
         buffers: Vec::new(),
         parts: [projection, mix]
             .map(|k| Kernel {

@@ -140,6 +140,25 @@ pub fn check(text: &str) -> Result<Vec<Variant>, Vec<SpecError>> {
     variant::build(&spec)
 }
 
+/// The launches of `stage` in the spec's TP 1 plan, in launch order: (kernel, blocks).
+pub fn tp1_launches(text: &str, stage: &str) -> Vec<(String, u32)> {
+    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
+    let v = variants
+        .iter()
+        .find(|v| v.plan.shape.tp == 1)
+        .expect("a TP 1 variant");
+    v.kernels
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            abi::plan::Step::Launch(l) if l.stage == stage => {
+                Some((l.kernel.to_string(), l.block_dim))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// 1-based (line, column) of `token` inside the only line containing `line_needle`.
 pub fn locate(text: &str, line_needle: &str, token: &str) -> (u64, u64) {
     let hits: Vec<(usize, &str)> = text
