@@ -98,7 +98,9 @@ public:
     }
 
 private:
-    // row *= the block's value: whole repeats of 64 lanes, then the rest.
+    // row *= the block's value: whole repeats of 64 lanes along the row, then the rest (one
+    // call per row: vec_common.h's MulRows takes a repeat per row, a call per 64 columns,
+    // which for these few wide rows would be many short calls).
     __aicore__ inline void Scale(const LocalTensor<float>& row, const LocalTensor<float>& block)
     {
         constexpr uint32_t REPEAT = 8 * LANES;

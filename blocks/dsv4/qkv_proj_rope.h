@@ -319,9 +319,7 @@ private:
         // the next block's are in flight while this one computes, one GM latency for all 8.
         auto fetchBlock = [&](uint32_t row0, uint32_t side) {
             DataCopy(ts[side * 8], gTokScale[row0], 8);
-            for (uint32_t r = 0; r < 8; ++r) {
-                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), side * 8 + r);
-            }
+            rope_.template FetchTokens<POSITIONS>(gCos, gSin, gPos, row0, 8, side * 8);
         };
         // The first loads go out before the scalar writes of the gather offsets.
         DataCopy(ws, gWScale[col], W);
@@ -489,12 +487,7 @@ private:
         Handshake<HardEvent::MTE2_V>();
         Cast(g, gIn, RoundMode::CAST_NONE, HD);
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
-        auto fetch = [&](uint32_t row0, uint32_t side) {
-            for (uint32_t r = 0; r < TR; ++r) {
-                rope_.Fetch(gCos, gSin, RopeRow<POSITIONS>(gPos, row0 + r), side * TR + r);
-            }
-        };
-        fetch(run.first, 0);
+        rope_.template FetchTokens<POSITIONS>(gCos, gSin, gPos, run.first, TR, 0);
         uint32_t side = 0;
         for (uint32_t row = run.first; row < run.end; row += TR, side ^= 1) {
             LocalTensor<float> x = in_.AllocTensor<float>();
@@ -503,7 +496,7 @@ private:
             // this tile's rope rows (fetched before) have landed; the next tile's go out
             Handshake<HardEvent::MTE2_V>();
             if (row + TR < run.end) {
-                fetch(row + TR, side ^ 1);
+                rope_.template FetchTokens<POSITIONS>(gCos, gSin, gPos, row + TR, TR, (side ^ 1) * TR);
             }
             // the slots' scalar reads wait their GM latency while the rows load
             [[maybe_unused]] int64_t to[TR];

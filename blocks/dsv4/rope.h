@@ -172,6 +172,19 @@ public:
         AscendC::DataCopy(rows[RD], sin[uint64_t(row) * RD], RD);
     }
 
+    // Fetch for tokens [t0, t0 + n) (their RopeRow) into slots [slot0, slot0 + n): a block
+    // of tokens ahead, while the block before works.
+    template <bool POSITIONS>
+    __aicore__ inline void FetchTokens(const AscendC::GlobalTensor<bfloat16_t>& cos,
+                                       const AscendC::GlobalTensor<bfloat16_t>& sin,
+                                       AscendC::GlobalTensor<int32_t>& positions, uint32_t t0, uint32_t n,
+                                       uint32_t slot0)
+    {
+        for (uint32_t i = 0; i < n; ++i) {
+            Fetch(cos, sin, RopeRow<POSITIONS>(positions, t0 + i), slot0 + i);
+        }
+    }
+
     // Builds the tables from the rows fetched into `slot`, once the caller has made V wait
     // for the Fetch (an MTE2 → V flag).
     __aicore__ inline void Build(uint32_t slot)
