@@ -1,13 +1,14 @@
 // The ratio-R compressors (hca_csa.md §4.1–4.5), vector side: HCA's (ratio 128, no overlap)
 // and CSA's overlapping ones (ratio 4, COFF = 2 projection streams). The projections
 // kvp = x·wkvᵀ and sc = x·wgateᵀ (OUT = COFF·HD columns each) come from the cube matmul
-// (f32). Two launches, so that every request sees the state as the requests before it left
-// it (dsv4/state_overlay.h):
-//  Compressor (one request per work item, blocks over requests): at the request's first
-//     token with (p+1) mod R == 0 (position e; only the first boundary of a step is pooled,
-//     §4.2, §11.1; with P::RING every boundary, see below), if its cmp_slot_mapping entry is
-//     >= 0, pool the COFF·R state rows of
-//     positions e−COFF·R+1 .. e, read through the state block table (whole pages; a
+// (f32). Three kernels: the pooling, then (in a later launch, so that every request sees the
+// state as the requests before it left it, dsv4/state_overlay.h) the state commit, and the
+// pooled rows' finish:
+//  CompressorPool (work items: (pooled row, channel tile), blocks over items, so a row
+//     spreads over cores): at the request's first token with (p+1) mod R == 0 (position e;
+//     only the first boundary of a step is pooled, §4.2, §11.1; with P::RING every boundary,
+//     see below), if its cmp_slot_mapping entry is >= 0 (PooledRows), pool the COFF·R state
+//     rows of positions e−COFF·R+1 .. e, read through the state block table (whole pages; a
 //     negative page or a position before 0 reads as kv 0, score FP32_NEG_INF) - or, for a
 //     row a token t' of requests 0..b writes this step, its new row
 //     [kvp[t'] | sc[t'] + ape[p_t' mod R]]. A state row is [kv | score], each OUT wide; with
@@ -15,14 +16,17 @@
 //     (e−7 .. e−4 at R = 4) contribute their front halves, the current window's their back
 //     halves (§4.4). Per channel c, over those entries q:
 //        pooled_c = Σ_q kv_q,c · exp(s_q,c − max_q s_q,c) / Σ_q exp(s_q,c − max_q s_q,c)
-//     in CH-channel tiles (max, exp, products and both sums as halving trees over the
-//     entries), then RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the forward
-//     interleaved rotation of the last RD dims (CompressedRope), bf16 RNE into cmp_kv row
-//     cmp_slot_mapping[boundary token]. A −1 cmp slot discards the pooled row, so it is not
-//     computed. The state is only read. CompressorToToken (the index-key compressor, §4.5
-//     end) writes the bf16 row instead to row b·SEQ (the request's first token) of a
-//     [t, HD] workspace, for the Hadamard product that follows on the cube; the slot
-//     mapping (idx_slot_mapping) still decides whether there is a row.
+//     one CH-channel tile per item (max, exp, products and both sums as halving trees over
+//     the entries), into the boundary token's f32 row of a [t, HD] workspace. The state is
+//     only read.
+//  CompressorFinish (one pooled row per work item; it needs the whole row): RMSNorm with
+//     norm_w, the forward interleaved rotation of the last RD dims (CompressedRope), bf16
+//     RNE into cmp_kv row cmp_slot_mapping[boundary token]. CompressorFinishToToken (the
+//     index-key compressor, §4.5 end) writes the bf16 row instead to row b·SEQ (the
+//     request's first token) of a [t, HD] workspace, for the Hadamard product that follows
+//     on the cube; the slot mapping (idx_slot_mapping) still decides whether there is a row.
+//  CompressorPoolFinish (one pooled row per work item): both, the row in UB; the plan's
+//     choice where a row is one tile (nothing to spread).
 //  CompressorCommit (one request's SEQ tokens per work item): sc[t] += ape[p_t mod R]; if
 //     state_slot_mapping[t] >= 0 the state row of that slot := [kvp[t] | sc[t]] (f32).
 // P::RING (CSA at 1M, pypto-lib PR #1013; csa_1m.md §4): the state is a ring of TABLE_W
@@ -30,7 +34,7 @@
 // of the step is pooled, a position before the request's first one p0 from the ring as the
 // previous step left it, one from p0 on from this request's own token of that position
 // (StateOverlay::BuildOwn); the RoPE row is the boundary token's (CMP_ROPE_TOKEN) and
-// CompressorToToken writes to the boundary token's own row. The commit is the same.
+// CompressorFinishToToken writes to the boundary token's own row. The commit is the same.
 #pragma once
 
 #include "dsv4/rope.h"
@@ -132,186 +136,156 @@ private:
     uint32_t row_ = 0;
 };
 
-// P: HD (pooled width), COFF (projection streams: 2 with overlap, else 1), RATIO, SEQ
-// (tokens per request), STATE_BS (rows per state page), TABLE_W (state block-table width),
-// RING (the state is a ring of TABLE_W pages per request), CH (channels per pooling tile),
-// RD (rope dims), EPS, INV_HD, CMP_ROPE (and ROPE_ALIGN for CMP_ROPE_POSITION;
-// CompressedRope), and the UB sizes the plan decided (`*_BYTES`, each at least what its use
-// below needs). TO_TOKEN: the row goes to row b·SEQ (with RING: the boundary token's row)
-// of `cmpKv` (a [t, HD] workspace) rather than to the slot's row. Its blocks: OwnBlocks<P>
-// (optional BLOCK_BASE, BLOCKS: a range of the launch's, dsv4/together.h).
-template <class P, bool TO_TOKEN = false>
-class Compressor {
+// The rows a step pools, in token order: request b's first boundary token (position p with
+// (p + 1) mod RATIO == 0; only the first of a step, §4.2, §11.1) if its cmp slot is >= 0
+// (a -1 slot discards the row, so it is not computed); with P::RING every boundary token
+// whose cmp slot is >= 0. Both launches of a compressor walk the same list, so a row's
+// place in it names the row: Count, then Restart and Next over the rows in order.
+template <class P>
+class PooledRows {
+public:
+    __aicore__ inline void Init(const UbTable<int32_t>& positions, const UbTable<int64_t>& cmpSlots, uint32_t requests)
+    {
+        positions_ = &positions;
+        cmpSlots_ = &cmpSlots;
+        requests_ = requests;
+    }
+
+    __aicore__ inline uint32_t Count()
+    {
+        uint32_t n = 0;
+        for (Restart(); Next();) {
+            ++n;
+        }
+        return n;
+    }
+
+    __aicore__ inline void Restart()
+    {
+        b = 0;
+        s_ = 0;
+    }
+
+    // The next row: request b, its first position p0, the boundary token tok, its cmp slot.
+    __aicore__ inline bool Next()
+    {
+        for (; b < requests_; ++b, s_ = 0) {
+            const uint32_t tok0 = b * P::SEQ;
+            if (s_ == 0) {
+                p0 = static_cast<uint32_t>(positions_->Get(tok0));
+            }
+            while (s_ < P::SEQ) {
+                const uint32_t s = s_++;
+                const uint32_t p = static_cast<uint32_t>(positions_->Get(tok0 + s));
+                if ((p + 1) % P::RATIO != 0) {
+                    continue;
+                }
+                if (!P::RING) {
+                    s_ = P::SEQ;  // only the first boundary
+                }
+                slot = cmpSlots_->Get(tok0 + s);
+                if (slot >= 0) {
+                    tok = tok0 + s;
+                    pos = p;
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    uint32_t b = 0, p0 = 0, tok = 0, pos = 0;
+    int64_t slot = -1;
+
+private:
+    const UbTable<int32_t>* positions_ = nullptr;
+    const UbTable<int64_t>* cmpSlots_ = nullptr;
+    uint32_t requests_ = 0, s_ = 0;
+};
+
+// The pooling of one row's window (PooledRows), a CH-channel tile at a time. P: HD (pooled
+// width), COFF (projection streams: 2 with overlap, else 1), RATIO, SEQ (tokens per
+// request), STATE_BS (rows per state page), TABLE_W (state block-table width), RING (the
+// state is a ring of TABLE_W pages per request), CH (channels per pooling tile), and the UB
+// sizes the plan decided (`*_BYTES`, each at least what its use below needs).
+template <class P>
+class WindowPool {
     static constexpr uint32_t HD = P::HD;
     static constexpr uint32_t COFF = P::COFF;
     static constexpr uint32_t R = P::RATIO;
     static constexpr uint32_t SEQ = P::SEQ;
     static constexpr uint32_t BS = P::STATE_BS;
     static constexpr uint32_t CH = P::CH;
-    static constexpr uint32_t RD = P::RD;
     static constexpr uint32_t OUT = COFF * HD;       // a projected row
     static constexpr uint32_t WIDTH = 2 * OUT;       // a state row: kv then score
     static constexpr uint32_t ENTRIES = COFF * R;    // pooled positions
     static constexpr uint32_t PAGES = ENTRIES / BS;  // whole state pages of the window
     static constexpr uint32_t FRONT_PAGES = (COFF - 1) * (R / BS);  // the previous window's
     static constexpr uint32_t TILE = ENTRIES * CH;   // one pooling tile
-    static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
     static constexpr uint32_t REPEAT = 64;           // f32 lanes of one vector repeat
     static constexpr float NEG = -3.4028234663852886e38f;  // FP32_NEG_INF
     static_assert(COFF == 1 || COFF == 2, "one projection stream, or front and back");
     static_assert((ENTRIES & (ENTRIES - 1)) == 0 && ENTRIES <= 255, "halving trees over the entries; a repeat each");
     static_assert(R % BS == 0, "a window is whole state pages");
-    static_assert(!P::RING || (P::TABLE_W * BS == ENTRIES && SEQ <= ENTRIES && P::CMP_ROPE == CMP_ROPE_TOKEN),
-                  "a ring holds one window (2·RATIO rows), a step's tokens, and rotates at the boundary token's row");
+    static_assert(!P::RING || (P::TABLE_W * BS == ENTRIES && SEQ <= ENTRIES),
+                  "a ring holds one window (2·RATIO rows) and a step's tokens");
     static_assert(BS <= 4095 && (WIDTH - CH) * sizeof(float) / BLOCK_BYTES <= 65535,
                   "a DataCopy of a state page's channels: at most 4095 rows, a 16-bit gap in blocks");
-    static_assert(CH % LANES == 0 && CH / LANES <= 255 && (CH <= REPEAT || CH % REPEAT == 0) && HD % CH == 0,
-                  "tiles of whole blocks, in whole repeats");
-    static_assert(RD / 2 % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
-    static_assert(HD % 16 == 0, "bf16 output rows in whole blocks");
+    static_assert(CH % (BLOCK_BYTES / sizeof(float)) == 0 && CH / (BLOCK_BYTES / sizeof(float)) <= 255 &&
+                      (CH <= REPEAT || CH % REPEAT == 0) && HD % CH == 0,
+                  "tiles of whole blocks, in whole repeats, dividing HD");
     static_assert(P::POOL_KV_BYTES >= TILE * sizeof(float) && P::POOL_SCORE_BYTES >= TILE * sizeof(float) &&
                       P::POOL_APE_BYTES >= TILE * sizeof(float),
                   "a pooling tile of kv, score and APE");
     static_assert(P::POOL_MAX_BYTES >= TILE / 2 * sizeof(float), "the column-max tree's first level");
-    static_assert(P::POOLED_BYTES >= HD * sizeof(float) && P::SQUARES_BYTES >= HD * sizeof(float),
-                  "the pooled row and its squares");
-    static_assert(P::REDUCE_TMP_BYTES >= AlignUp(CeilDiv(HD, 64), LANES) * sizeof(float), "ReduceSum scratch of a row");
-    static_assert(P::NORM_W_BYTES >= HD * sizeof(float) && P::NORM_W_IN_BYTES >= HD * sizeof(bfloat16_t),
-                  "norm_w widened, and as read");
-    static_assert(P::CMP_OUT_BYTES >= HD * sizeof(bfloat16_t), "the bf16 row out");
-    static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
 
 public:
-    __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos,
-                                      GM_ADDR sin, GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots,
-                                      GM_ADDR stateTable, GM_ADDR state, GM_ADDR cmpKv, GM_ADDR workspace,
-                                      GM_ADDR tiling)
-    {
-        (void)workspace;
-        const TilingData td = LoadTiling(tiling);
-        const Share share = OwnBlocks<P>::Of(td.b);
-        if (share.begin >= share.end) {
-            return;
-        }
-        Compressor op;
-        op.Init(kvp, score, ape, normW, cos, sin, positions, stateSlots, cmpSlots, stateTable, state, cmpKv, td.t);
-        for (uint32_t b = share.begin; b < share.end; ++b) {
-            op.Request(b);
-        }
-    }
+    static constexpr uint32_t TILES = HD / CH;  // pooling tiles of a row
 
-private:
-    __aicore__ inline void Init(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR normW, GM_ADDR cos, GM_ADDR sin,
-                                GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots, GM_ADDR stateTable,
-                                GM_ADDR state, GM_ADDR cmpKv, uint32_t tokens)
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR stateTable,
+                                GM_ADDR state)
     {
         kvp_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(kvp));
         score_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(score));
         ape_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ape));
-        positions_.Init(positions, tokens);
-        stateSlots_.Init(stateSlots, tokens);
-        cmpSlots_.Init(cmpSlots, tokens);
         table_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(stateTable));
         state_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(state));
-        cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
-        pipe_.InitBuffer(poolKv_, P::POOL_KV_BYTES);
-        pipe_.InitBuffer(poolScore_, P::POOL_SCORE_BYTES);
-        pipe_.InitBuffer(poolApe_, P::POOL_APE_BYTES);
-        pipe_.InitBuffer(colMax_, P::POOL_MAX_BYTES);
-        pipe_.InitBuffer(pooled_, P::POOLED_BYTES);
-        pipe_.InitBuffer(work_, P::SQUARES_BYTES);
-        pipe_.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
-        pipe_.InitBuffer(normW_, P::NORM_W_BYTES);
-        pipe_.InitBuffer(normWIn_, P::NORM_W_IN_BYTES);
-        pipe_.InitBuffer(out_, P::CMP_OUT_BYTES);
-        pipe_.InitBuffer(scalar_, P::SCALARS_BYTES);
-        rope_.Init(pipe_, cos, sin);
-
-        // norm_w widened once.
-        AscendC::GlobalTensor<bfloat16_t> w;
-        w.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(normW));
-        AscendC::LocalTensor<bfloat16_t> wIn = normWIn_.Get<bfloat16_t>();
-        AscendC::DataCopy(wIn, w, HD);
-        Handshake<AscendC::HardEvent::MTE2_V>();
-        AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
-        AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
-        // The rotation's gather offsets (rope_.Init) before its first tables.
-        ScalarToVector();
+        pipe.InitBuffer(poolKv_, P::POOL_KV_BYTES);
+        pipe.InitBuffer(poolScore_, P::POOL_SCORE_BYTES);
+        pipe.InitBuffer(poolApe_, P::POOL_APE_BYTES);
+        pipe.InitBuffer(colMax_, P::POOL_MAX_BYTES);
     }
 
-    __aicore__ inline void Request(uint32_t b)
+    // The state pages of `row`'s window and the step's writers of their rows (the state
+    // slots of requests 0..b: `stateSlots`).
+    __aicore__ inline void Window(const PooledRows<P>& row, const UbTable<int64_t>& stateSlots)
     {
+        const uint32_t b = row.b, tok0 = b * SEQ;
         if constexpr (P::RING) {
-            RingRequest(b);
-            return;
-        }
-        const uint32_t tok0 = b * SEQ;
-        int32_t boundary = -1, pos = 0;
-        for (uint32_t s = 0; s < SEQ && boundary < 0; ++s) {
-            pos = positions_.Get(tok0 + s);
-            if ((static_cast<uint32_t>(pos) + 1) % R == 0) {
-                boundary = static_cast<int32_t>(s);
-            }
-        }
-        if (boundary < 0) {
-            return;
-        }
-        const int64_t cmpSlot = cmpSlots_.Get(tok0 + boundary);
-        if (cmpSlot < 0) {
-            return;
-        }
-        // The window's first page; pages before position 0 are absent.
-        const int64_t first = int64_t((static_cast<uint32_t>(pos) + 1) / BS) - PAGES;
-        int32_t pages[PAGES];
-        for (uint32_t p = 0; p < PAGES; ++p) {
-            const int64_t page = first + p;
-            pages[p] = page < 0 ? -1 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(page));
-        }
-        overlay_.Build(stateSlots_, tok0 + SEQ, pages);
-        for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
-            PoolTile(pages, c0);
-        }
-        const uint64_t row = TO_TOKEN ? uint64_t(tok0) : static_cast<uint64_t>(cmpSlot);
-        Finish(b, static_cast<uint32_t>(positions_.Get(tok0)), tok0 + boundary, row);
-    }
-
-    // Every boundary e of request b's step (P::RING): the window e − ENTRIES + 1 .. e from
-    // the ring pages of its positions, the positions from p0 on from this step's tokens.
-    __aicore__ inline void RingRequest(uint32_t b)
-    {
-        const uint32_t tok0 = b * SEQ;
-        const int64_t p0 = positions_.Get(tok0);
-        for (uint32_t s = 0; s < SEQ; ++s) {
-            const int64_t e = p0 + s;
-            if ((e + 1) % R != 0) {
-                continue;
-            }
-            const int64_t cmpSlot = cmpSlots_.Get(tok0 + s);
-            if (cmpSlot < 0) {
-                continue;
-            }
-            const int64_t first = e + 1 - ENTRIES;  // a multiple of BS: R % BS == 0
-            int32_t pages[PAGES];
+            // The window e − ENTRIES + 1 .. e from the ring pages of its positions, the
+            // positions from p0 on from this step's tokens.
+            const int64_t first = int64_t(row.pos) + 1 - ENTRIES;  // a multiple of BS: R % BS == 0
             for (uint32_t p = 0; p < PAGES; ++p) {
                 const int64_t q = first + int64_t(p * BS);
-                pages[p] = q < 0 ? -1
-                                 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(q % (P::TABLE_W * BS)) / BS);
+                pages_[p] = q < 0 ? -1
+                                  : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(q % (P::TABLE_W * BS)) / BS);
             }
-            overlay_.BuildOwn(first, p0, tok0);
-            for (uint32_t c0 = 0; c0 < HD; c0 += CH) {
-                PoolTile(pages, c0);
+            overlay_.BuildOwn(first, row.p0, tok0);
+        } else {
+            // The window's first page; pages before position 0 are absent.
+            const int64_t first = int64_t((row.pos + 1) / BS) - PAGES;
+            for (uint32_t p = 0; p < PAGES; ++p) {
+                const int64_t page = first + p;
+                pages_[p] = page < 0 ? -1 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(page));
             }
-            const uint64_t row = TO_TOKEN ? uint64_t(tok0 + s) : static_cast<uint64_t>(cmpSlot);
-            Finish(b, static_cast<uint32_t>(p0), tok0 + s, row);
+            overlay_.Build(stateSlots, tok0 + SEQ, pages_);
         }
     }
 
-    // The column of page p's entries within a projected row: front halves for the
-    // previous window's pages, back halves for the current window's.
-    __aicore__ inline static uint32_t Half(uint32_t p) { return p < FRONT_PAGES ? 0 : OUT - HD; }
-
-    // Channels [c0, c0 + CH) of the window: pooled_[c0 ..] = Σ kv·e / Σ e.
-    __aicore__ inline void PoolTile(const int32_t* pages, uint32_t c0)
+    // Channels [c0, c0 + CH) of the window: Σ kv·e / Σ e into `out` (CH f32), after the
+    // caller's work on `out` before it (the vector unit's order). The writers' APE rows by
+    // their `positions`.
+    __aicore__ inline void Tile(uint32_t c0, const UbTable<int32_t>& positions, const AscendC::LocalTensor<float>& out)
     {
         AscendC::LocalTensor<float> kv = poolKv_.Get<float>();
         AscendC::LocalTensor<float> sc = poolScore_.Get<float>();
@@ -320,13 +294,13 @@ private:
         // step's requests 0..b write comes from the writer's projections and APE row.
         const AscendC::DataCopyParams rows(BS, BlocksOf<float>(CH), BlocksOf<float>(WIDTH - CH), 0);
         for (uint32_t p = 0; p < PAGES; ++p) {
-            if (pages[p] < 0) {
+            if (pages_[p] < 0) {
                 AscendC::Duplicate(kv[p * BS * CH], 0.0f, BS * CH);
                 AscendC::Duplicate(sc[p * BS * CH], NEG, BS * CH);
                 continue;
             }
             const uint32_t col = Half(p) + c0;
-            const uint64_t base = uint64_t(static_cast<uint32_t>(pages[p])) * BS * WIDTH + col;
+            const uint64_t base = uint64_t(static_cast<uint32_t>(pages_[p])) * BS * WIDTH + col;
             if (!overlay_.Touched(p)) {
                 AscendC::DataCopy(kv[p * BS * CH], state_[base], rows);
                 AscendC::DataCopy(sc[p * BS * CH], state_[base + OUT], rows);
@@ -340,7 +314,7 @@ private:
                     AscendC::DataCopy(sc[at], state_[base + r * WIDTH + OUT], CH);
                     continue;
                 }
-                const uint32_t apeRow = static_cast<uint32_t>(positions_.Get(w)) % R;
+                const uint32_t apeRow = static_cast<uint32_t>(positions.Get(w)) % R;
                 AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(sc[at], score_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * OUT + col], CH);
@@ -348,7 +322,7 @@ private:
         }
         Handshake<AscendC::HardEvent::MTE2_V>();
         for (uint32_t p = 0; p < PAGES; ++p) {
-            if (pages[p] < 0 || !overlay_.Touched(p)) {
+            if (pages_[p] < 0 || !overlay_.Touched(p)) {
                 continue;
             }
             for (uint32_t r = 0; r < BS; ++r) {
@@ -377,19 +351,78 @@ private:
             AscendC::Add(kv, kv, kv[n / 2], n / 2);
             AscendC::Add(sc, sc, sc[n / 2], n / 2);
         }
-        AscendC::Div(pooled_.Get<float>()[c0], kv, sc, CH);
+        AscendC::Div(out, kv, sc, CH);
         // The next tile's loads overwrite kv and sc.
         Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
-    // RMSNorm, rotation of the rope dims (request b, first position p0, boundary token
-    // tok), bf16 row out to row `row` of cmpKv.
-    __aicore__ inline void Finish(uint32_t b, uint32_t p0, uint32_t tok, uint64_t row)
+private:
+    // The column of page p's entries within a projected row: front halves for the
+    // previous window's pages, back halves for the current window's.
+    __aicore__ inline static uint32_t Half(uint32_t p) { return p < FRONT_PAGES ? 0 : OUT - HD; }
+
+    AscendC::TBuf<AscendC::TPosition::VECCALC> poolKv_, poolScore_, poolApe_, colMax_;
+    StateOverlay<PAGES, BS> overlay_;
+    int32_t pages_[PAGES];
+    AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
+    AscendC::GlobalTensor<int32_t> table_;
+};
+
+// The finish of one pooled row: RMSNorm with norm_w (x · 1/sqrt(Σx²/HD + EPS), then · w), the
+// forward interleaved rotation of the last RD dims (CompressedRope), bf16 RNE into cmp_kv
+// row cmp_slot_mapping[boundary token]. TO_TOKEN (the index-key compressor, §4.5 end): the
+// row goes to row b·SEQ (the request's first token; with RING the boundary token's row) of
+// `cmpKv`, a [t, HD] workspace, for the Hadamard product that follows on the cube; the slot
+// mapping (idx_slot_mapping) still decides whether there is a row. P: HD, SEQ, RING (as
+// WindowPool), RD (rope dims), EPS, INV_HD, CMP_ROPE (and ROPE_ALIGN for
+// CMP_ROPE_POSITION; CompressedRope), and the UB sizes the plan decided.
+template <class P, bool TO_TOKEN>
+class RowFinish {
+    static constexpr uint32_t HD = P::HD;
+    static constexpr uint32_t RD = P::RD;
+    static constexpr uint32_t LANES = BLOCK_BYTES / sizeof(float);
+    static_assert(!P::RING || P::CMP_ROPE == CMP_ROPE_TOKEN, "the ring rotates at the boundary token's row");
+    static_assert(RD / 2 % LANES == 0 && (HD - RD) % LANES == 0, "rope rows and slice in whole blocks");
+    static_assert(HD % 16 == 0, "bf16 output rows in whole blocks");
+    static_assert(P::SQUARES_BYTES >= HD * sizeof(float), "the row's squares");
+    static_assert(P::REDUCE_TMP_BYTES >= AlignUp(CeilDiv(HD, 64), LANES) * sizeof(float), "ReduceSum scratch of a row");
+    static_assert(P::NORM_W_BYTES >= HD * sizeof(float) && P::NORM_W_IN_BYTES >= HD * sizeof(bfloat16_t),
+                  "norm_w widened, and as read");
+    static_assert(P::CMP_OUT_BYTES >= HD * sizeof(bfloat16_t), "the bf16 row out");
+    static_assert(P::SCALARS_BYTES >= 2 * LANES * sizeof(float), "inv and a block of ones");
+
+public:
+    // Its buffers; norm_w widened once.
+    __aicore__ inline void Init(AscendC::TPipe& pipe, GM_ADDR normW, GM_ADDR cos, GM_ADDR sin, GM_ADDR cmpKv)
     {
-        AscendC::LocalTensor<float> x = pooled_.Get<float>();
+        cmpKv_.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(cmpKv));
+        pipe.InitBuffer(work_, P::SQUARES_BYTES);
+        pipe.InitBuffer(reduceTmp_, P::REDUCE_TMP_BYTES);
+        pipe.InitBuffer(normW_, P::NORM_W_BYTES);
+        pipe.InitBuffer(normWIn_, P::NORM_W_IN_BYTES);
+        pipe.InitBuffer(out_, P::CMP_OUT_BYTES);
+        pipe.InitBuffer(scalar_, P::SCALARS_BYTES);
+        rope_.Init(pipe, cos, sin);
+        AscendC::GlobalTensor<bfloat16_t> w;
+        w.SetGlobalBuffer(reinterpret_cast<__gm__ bfloat16_t*>(normW));
+        AscendC::LocalTensor<bfloat16_t> wIn = normWIn_.Get<bfloat16_t>();
+        AscendC::DataCopy(wIn, w, HD);
+        Handshake<AscendC::HardEvent::MTE2_V>();
+        AscendC::Cast(normW_.Get<float>(), wIn, AscendC::RoundMode::CAST_NONE, HD);
+        AscendC::Duplicate(scalar_.Get<float>()[LANES], 1.0f, LANES);
+        // The rotation's gather offsets (rope_.Init) before its first tables.
+        ScalarToVector();
+    }
+
+    // Starts `row`'s rope loads.
+    __aicore__ inline void Fetch(const PooledRows<P>& row) { rope_.Fetch(row.b, row.p0, row.tok); }
+
+    // `row` (x: its HD f32 in UB, the vector unit's to read): normalised, rotated, bf16 out.
+    __aicore__ inline void Row(const PooledRows<P>& row, const AscendC::LocalTensor<float>& x)
+    {
+        const uint64_t dest = !TO_TOKEN ? static_cast<uint64_t>(row.slot) : P::RING ? row.tok : row.b * P::SEQ;
         AscendC::LocalTensor<float> sq = work_.Get<float>();
         AscendC::LocalTensor<float> inv = scalar_.Get<float>();
-        rope_.Fetch(b, p0, tok);
         AscendC::Mul(sq, x, x, HD);
         AscendC::ReduceSum(inv, sq, reduceTmp_.Get<float>(), HD);
         AscendC::Muls(inv, inv, P::INV_HD, 1);
@@ -404,31 +437,210 @@ private:
         AscendC::LocalTensor<bfloat16_t> out = out_.Get<bfloat16_t>();
         AscendC::Cast(out, x, AscendC::RoundMode::CAST_RINT, HD);
         Handshake<AscendC::HardEvent::V_MTE3>();
-        AscendC::DataCopy(cmpKv_[row * HD], out, HD);
-        // The next request's trig loads and vector work reuse these buffers.
+        AscendC::DataCopy(cmpKv_[dest * HD], out, HD);
+        // The next row's loads and vector work reuse these buffers.
         Handshake<AscendC::HardEvent::MTE3_V>();
         Handshake<AscendC::HardEvent::V_MTE2>();
     }
 
-    AscendC::TPipe pipe_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> poolKv_, poolScore_, poolApe_, colMax_, pooled_, work_, reduceTmp_,
-        normW_, normWIn_, out_, scalar_;
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> work_, reduceTmp_, normW_, normWIn_, out_, scalar_;
     CompressedRope<P> rope_;
-    StateOverlay<PAGES, BS> overlay_;
-    AscendC::GlobalTensor<float> kvp_, score_, ape_, state_;
-    AscendC::GlobalTensor<int32_t> table_;
-    // Per-token metadata, read in token order (the overlay scans the state slots from token 0).
-    ScalarStream<int32_t> positions_;
-    ScalarStream<int64_t> stateSlots_, cmpSlots_;
     AscendC::GlobalTensor<bfloat16_t> cmpKv_;
 };
 
-// The index-key compressor's pooling: Compressor with its rows at the requests' first tokens.
+// The pooling launch: work items are (pooled row, CH-channel tile) pairs, dealt to the
+// blocks in contiguous runs, so one row's tiles pool on several cores; each tile goes to
+// its row's HD f32 columns of `pooled` (a [t, HD] workspace row per boundary token) for
+// CompressorFinish. P: WindowPool's, and the UB sizes of the token tables and the tile out.
+// Its blocks: OwnBlocks<P> (optional BLOCK_BASE, BLOCKS: a range of the launch's,
+// dsv4/together.h).
 template <class P>
-using CompressorToToken = Compressor<P, true>;
+class CompressorPool {
+    static constexpr uint32_t TILES = WindowPool<P>::TILES;
+    static_assert(P::POOLED_BYTES >= P::CH * sizeof(float), "a tile of the pooled row");
 
-// P: HD, COFF, RATIO, SEQ (as Compressor), and the UB sizes the plan decided (`*_BYTES`, each
-// at least what its use below needs); its blocks as Compressor's.
+public:
+    __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions,
+                                      GM_ADDR stateSlots, GM_ADDR cmpSlots, GM_ADDR stateTable, GM_ADDR state,
+                                      GM_ADDR pooled, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        CompressorPool op;
+        op.Tables(positions, stateSlots, cmpSlots, td);
+        const Share share = OwnBlocks<P>::Of(op.rows_.Count() * TILES);
+        if (share.begin >= share.end) {
+            return;
+        }
+        op.pool_.Init(op.pipe_, kvp, score, ape, stateTable, state);
+        op.pipe_.InitBuffer(op.tileOut_, P::POOLED_BYTES);
+        op.pooled_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(pooled));
+        op.Items(share);
+    }
+
+private:
+    __aicore__ inline void Tables(GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots, const TilingData& td)
+    {
+        positions_.Init(pipe_, P::POSITIONS_BYTES);
+        stateSlots_.Init(pipe_, P::STATE_SLOTS_BYTES);
+        cmpSlots_.Init(pipe_, P::CMP_SLOTS_BYTES);
+        positions_.Load(positions, td.t);
+        stateSlots_.Load(stateSlots, td.t);
+        cmpSlots_.Load(cmpSlots, td.t);
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        rows_.Init(positions_, cmpSlots_, td.b);
+    }
+
+    // Items [share.begin, share.end): a row's window once per row.
+    __aicore__ inline void Items(const Share& share)
+    {
+        AscendC::LocalTensor<float> out = tileOut_.Get<float>();
+        uint32_t row = 0;
+        for (rows_.Restart(); rows_.Next() && row * TILES < share.end; ++row) {
+            const uint32_t first = share.begin > row * TILES ? share.begin : row * TILES;
+            const uint32_t last = Min(share.end, (row + 1) * TILES);
+            if (first >= last) {
+                continue;
+            }
+            pool_.Window(rows_, stateSlots_);
+            for (uint32_t i = first; i < last; ++i) {
+                const uint32_t c0 = (i - row * TILES) * P::CH;
+                // The tile before is out before this one takes its buffer.
+                Handshake<AscendC::HardEvent::MTE3_V>();
+                pool_.Tile(c0, positions_, out);
+                Handshake<AscendC::HardEvent::V_MTE3>();
+                AscendC::DataCopy(pooled_[uint64_t(rows_.tok) * P::HD + c0], out, P::CH);
+            }
+        }
+    }
+
+    AscendC::TPipe pipe_;
+    UbTable<int32_t> positions_;
+    UbTable<int64_t> stateSlots_, cmpSlots_;
+    PooledRows<P> rows_;
+    WindowPool<P> pool_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> tileOut_;
+    AscendC::GlobalTensor<float> pooled_;
+};
+
+// The finish launch: one pooled row per work item (it needs the whole row), dealt to the
+// blocks in contiguous runs, read from `pooled` and finished (RowFinish). P: RowFinish's,
+// and the UB sizes of the token tables and the row. Its blocks: OwnBlocks<P>.
+template <class P, bool TO_TOKEN = false>
+class CompressorFinish {
+    static_assert(P::POOLED_BYTES >= P::HD * sizeof(float), "the pooled row");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR pooled, GM_ADDR normW, GM_ADDR cos, GM_ADDR sin, GM_ADDR positions,
+                                      GM_ADDR cmpSlots, GM_ADDR cmpKv, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        CompressorFinish op;
+        op.positions_.Init(op.pipe_, P::POSITIONS_BYTES);
+        op.cmpSlots_.Init(op.pipe_, P::CMP_SLOTS_BYTES);
+        op.positions_.Load(positions, td.t);
+        op.cmpSlots_.Load(cmpSlots, td.t);
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        op.rows_.Init(op.positions_, op.cmpSlots_, td.b);
+        const Share share = OwnBlocks<P>::Of(op.rows_.Count());
+        if (share.begin >= share.end) {
+            return;
+        }
+        op.finish_.Init(op.pipe_, normW, cos, sin, cmpKv);
+        op.pipe_.InitBuffer(op.pooledRow_, P::POOLED_BYTES);
+        AscendC::GlobalTensor<float> rows;
+        rows.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(pooled));
+        AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
+        uint32_t row = 0;
+        for (op.rows_.Restart(); op.rows_.Next() && row < share.end; ++row) {
+            if (row < share.begin) {
+                continue;
+            }
+            op.finish_.Fetch(op.rows_);
+            AscendC::DataCopy(x, rows[uint64_t(op.rows_.tok) * P::HD], P::HD);
+            Handshake<AscendC::HardEvent::MTE2_V>();
+            op.finish_.Row(op.rows_, x);
+        }
+    }
+
+private:
+    AscendC::TPipe pipe_;
+    UbTable<int32_t> positions_;
+    UbTable<int64_t> cmpSlots_;
+    PooledRows<P> rows_;
+    RowFinish<P, TO_TOKEN> finish_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> pooledRow_;
+};
+
+// The index-key compressor's finish: its rows at the requests' first tokens.
+template <class P>
+using CompressorFinishToToken = CompressorFinish<P, true>;
+
+// Both in one launch (the finish taking the pooling as its prologue, where a row is one
+// tile and spreading tiles gains nothing): one pooled row per work item, pooled into UB and
+// finished there. P: WindowPool's and RowFinish's, and the UB sizes of the token tables and
+// the row. Its blocks: OwnBlocks<P>.
+template <class P, bool TO_TOKEN = false>
+class CompressorPoolFinish {
+    static constexpr uint32_t TILES = WindowPool<P>::TILES;
+    static_assert(P::POOLED_BYTES >= P::HD * sizeof(float), "the pooled row");
+
+public:
+    __aicore__ inline static void Run(GM_ADDR kvp, GM_ADDR score, GM_ADDR ape, GM_ADDR positions,
+                                      GM_ADDR stateSlots, GM_ADDR cmpSlots, GM_ADDR stateTable, GM_ADDR state,
+                                      GM_ADDR normW, GM_ADDR cos, GM_ADDR sin, GM_ADDR cmpKv, GM_ADDR workspace,
+                                      GM_ADDR tiling)
+    {
+        (void)workspace;
+        const TilingData td = LoadTiling(tiling);
+        CompressorPoolFinish op;
+        op.positions_.Init(op.pipe_, P::POSITIONS_BYTES);
+        op.stateSlots_.Init(op.pipe_, P::STATE_SLOTS_BYTES);
+        op.cmpSlots_.Init(op.pipe_, P::CMP_SLOTS_BYTES);
+        op.positions_.Load(positions, td.t);
+        op.stateSlots_.Load(stateSlots, td.t);
+        op.cmpSlots_.Load(cmpSlots, td.t);
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        op.rows_.Init(op.positions_, op.cmpSlots_, td.b);
+        const Share share = OwnBlocks<P>::Of(op.rows_.Count());
+        if (share.begin >= share.end) {
+            return;
+        }
+        op.pool_.Init(op.pipe_, kvp, score, ape, stateTable, state);
+        op.finish_.Init(op.pipe_, normW, cos, sin, cmpKv);
+        op.pipe_.InitBuffer(op.pooledRow_, P::POOLED_BYTES);
+        AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
+        uint32_t row = 0;
+        for (op.rows_.Restart(); op.rows_.Next() && row < share.end; ++row) {
+            if (row < share.begin) {
+                continue;
+            }
+            op.finish_.Fetch(op.rows_);
+            op.pool_.Window(op.rows_, op.stateSlots_);
+            for (uint32_t c = 0; c < TILES; ++c) {
+                op.pool_.Tile(c * P::CH, op.positions_, x[c * P::CH]);
+            }
+            op.finish_.Row(op.rows_, x);
+        }
+    }
+
+private:
+    AscendC::TPipe pipe_;
+    UbTable<int32_t> positions_;
+    UbTable<int64_t> stateSlots_, cmpSlots_;
+    PooledRows<P> rows_;
+    WindowPool<P> pool_;
+    RowFinish<P, TO_TOKEN> finish_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> pooledRow_;
+};
+
+template <class P>
+using CompressorPoolFinishToToken = CompressorPoolFinish<P, true>;
+
+// P: HD, COFF, RATIO, SEQ (as CompressorPool), and the UB sizes the plan decided (`*_BYTES`, each
+// at least what its use below needs); its blocks as CompressorPool's.
 template <class P>
 class CompressorCommit {
     static constexpr uint32_t OUT = P::COFF * P::HD;  // a projected row

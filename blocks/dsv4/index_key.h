@@ -1,5 +1,5 @@
 // The index-key compressor's cache write (hca_csa.md §5.3), after its pooling
-// (dsv4/compressor.h CompressorToToken: the normalised, rotated bf16 row at row b·SEQ) and
+// (dsv4/compressor.h CompressorFinishToToken: the normalised, rotated bf16 row at row b·SEQ) and
 // the Hadamard product on the cube (kf = row · hadamard_idx, f32 [t, HD]). Per request, at
 // its first boundary token s* (the first with (p+1) mod RATIO == 0) whose idx_slot_mapping
 // entry is >= 0: v = f32(bf16_RNE(kf[b·SEQ])), quantised per row to int8 (dsv4/quant.h:

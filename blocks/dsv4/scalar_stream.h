@@ -90,4 +90,31 @@ private:
     int64_t asked_ = -1 - static_cast<int64_t>(LINE);  // the furthest line asked for in order
 };
 
+// A small GM array of metadata that every core reads whole, some of it several times (a
+// compressor's per-token positions and slots): staged in UB by one copy, so the scalar reads
+// cost one round trip in all instead of one per line a stream outruns. `Load` starts the
+// copy; reads wait for it (`Handshake<MTE2_S>` once after the loads).
+template <typename T>
+class UbTable {
+public:
+    // Room for `bytes` in `pipe` (at least the count Load copies).
+    __aicore__ inline void Init(AscendC::TPipe& pipe, uint32_t bytes) { pipe.InitBuffer(buf_, bytes); }
+
+    // The first `count` elements of the array at `base`.
+    __aicore__ inline void Load(GM_ADDR base, uint32_t count)
+    {
+        AscendC::GlobalTensor<T> src;
+        src.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(base), count);
+        values_ = buf_.Get<T>();
+        AscendC::DataCopyPad(values_, src, AscendC::DataCopyExtParams(1, count * sizeof(T), 0, 0, 0),
+                             AscendC::DataCopyPadExtParams<T>(false, 0, 0, T(0)));
+    }
+
+    __aicore__ inline T Get(uint32_t i) const { return values_.GetValue(i); }
+
+private:
+    AscendC::TBuf<AscendC::TPosition::VECCALC> buf_;
+    AscendC::LocalTensor<T> values_;
+};
+
 }  // namespace dsv4

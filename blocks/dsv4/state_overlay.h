@@ -9,7 +9,7 @@
 // result is exactly the sequential one.
 #pragma once
 
-#include "dsv4/scalar_stream.h"
+#include "kernel_operator.h"
 
 namespace dsv4 {
 
@@ -18,8 +18,10 @@ namespace dsv4 {
 template <uint32_t PAGES, uint32_t BS>
 class StateOverlay {
 public:
-    // Scans the state slots of tokens [0, tokens) - requests 0..b - for rows of `pages`.
-    __aicore__ inline void Build(ScalarStream<int64_t>& stateSlots, uint32_t tokens, const int32_t* pages)
+    // Scans the state slots of tokens [0, tokens) - requests 0..b - for rows of `pages`
+    // (`Slots`: a ScalarStream or UbTable of int64).
+    template <class Slots>
+    __aicore__ inline void Build(Slots& stateSlots, uint32_t tokens, const int32_t* pages)
     {
         for (uint32_t i = 0; i < PAGES * BS; ++i) {
             writer_[i] = -1;

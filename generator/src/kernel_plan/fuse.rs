@@ -133,13 +133,13 @@ fn prologues(mut plan: KernelPlan, decisions: &mut Vec<Decision>) -> KernelPlan 
         }
         let first = before.expect("a launch of the producer precedes it");
         let second = launch_of(&plan.steps[at], &consumer).expect("the consumer's launch");
-        let args: Vec<&str> = first
-            .args
-            .iter()
-            .chain(second.args.iter())
-            .copied()
-            .filter(|a| *a != input)
-            .collect();
+        // each tensor once: the consumer's arguments the producer binds too are its own
+        let mut args: Vec<&str> = Vec::new();
+        for a in first.args.iter().chain(second.args.iter()) {
+            if *a != input && !args.contains(a) {
+                args.push(a);
+            }
+        }
         let launch = Launch {
             stage: first.stage,
             kernel: super::intern(&fused.name),
@@ -563,7 +563,8 @@ mod tests {
     }
 
     /// A producer directly before its consumer becomes one launch of the fused kernel: the
-    /// producer's arguments but the hand-over, then the consumer's; the producer's stage,
+    /// producer's arguments but the hand-over, then the consumer's others (`s`, which both
+    /// bind, once); the producer's stage,
     /// serving the consumer's too; the hand-over's workspace and both old kernels gone.
     #[test]
     fn a_prologue_directly_before_its_consumer_is_taken() {
@@ -572,7 +573,7 @@ mod tests {
             &[&sum, &post],
             vec![
                 launch("o_proj", &sum, 4, &["p", "s", "h"]),
-                launch("hc_post", &post, 3, &["h", "x", "y"]),
+                launch("hc_post", &post, 3, &["h", "x", "s", "y"]),
             ],
         );
         p.workspaces.push(hand_over());

@@ -272,7 +272,7 @@ pub struct Prologue {
     /// The fused launch's blocks.
     pub block_dim: u32,
     /// Both in one kernel, its GM arguments the producer's but `input`, then the consumer's
-    /// but `input`.
+    /// but `input` and those the producer binds too (each tensor once).
     pub fused: Kernel,
 }
 

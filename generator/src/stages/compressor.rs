@@ -1,14 +1,17 @@
 //! Stage compressor (hca_csa.md §4.1–4.7): HCA's ratio 128 without overlap and CSA's
 //! overlapping ratio 4 (front and back projection halves pooled over 2·ratio positions).
-//! The two projections on the cube (`gemm`), then two vector kernels
-//! (`dsv4/compressor.h`): per request at its first boundary, pool the window as the
-//! requests before it left the state (`dsv4/state_overlay.h`), normalise, rotate and
-//! write the cmp_kv row; then, once every request has pooled, add the APE rows and write
-//! this step's state rows.
+//! The two projections on the cube (`gemm`), then vector kernels (`dsv4/compressor.h`):
+//! at each request's first boundary, pool the window as the requests before it left the
+//! state (`dsv4/state_overlay.h`), a channel tile per work item so that one row spreads
+//! over cores, into a workspace row; normalise, rotate and write each pooled row to
+//! cmp_kv (the finish needs the whole row, so it is a later launch); once every request
+//! has pooled, add the APE rows and write this step's state rows. Where a row is one tile
+//! the finish takes the pooling as its prologue (one kernel, the row in UB).
 //!
 //! ```text
 //! x_normed ·cmp_wkvᵀ  → compress_kv f32  ─┐
-//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─Compressor→ cmp_kv ─CompressorCommit→ compress_state
+//! x_normed ·cmp_wgateᵀ→ compress_score f32┴─CompressorPool→ compress_pooled f32
+//!     ─CompressorFinish→ cmp_kv;  then CompressorCommit→ compress_state
 //! ```
 //!
 //! The RoPE angles are the host's per-request rows (`cmp_freqs_*`, `rope.table:
@@ -29,7 +32,7 @@ use crate::budget::{Buffer, row};
 use crate::chip::Mem;
 use crate::diag::{Diagnostics, Loc};
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernel_plan::{Builder, Cores, Kernel, Value, float_tag, unmet};
+use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value, float_tag, unmet};
 use crate::plan::{CompressorPlan, Pools};
 use crate::spec::range::{positive, positive_large};
 use crate::spec::{Int, LayerKind, PadPolicy, RopeTable, Sp, StateLayout};
@@ -156,6 +159,7 @@ impl Kind for Compressor {
                 "compress_state",
             ],
             rows: ["cmp_slot_mapping", "cmp_kv"],
+            pooled: "compress_pooled",
             to_token: false,
             per_token_rope: ["cmp_freqs_cos", "cmp_freqs_sin"],
             rope_align: c.ratio,
@@ -180,6 +184,9 @@ pub struct Instance<'a> {
     /// The row goes to row b·SEQ (the request's first token) of a `[t, head_dim]` bf16
     /// workspace, declared here, rather than to the slot's row of a pool.
     pub to_token: bool,
+    /// Workspace `[t, head_dim]` f32: each pooled row at its boundary token's row, between
+    /// the pooling and the finish.
+    pub pooled: &'static str,
     /// The host's RoPE rows with `rope.table: per_token`: f32 per request (HCA), or, with
     /// the ring state, bf16 per token (`cmp_freqs_*`, the row at p − 3 of boundary tokens).
     pub per_token_rope: [&'static str; 2],
@@ -261,9 +268,11 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     let [wkv, wgate, ape, norm_w] = inst.weights;
     let [state_slots, state_table, state] = inst.state;
     let [row_slots, rows] = inst.rows;
+    let pooled = inst.pooled;
     let t_rows = || Dim::Var("t");
     b.workspace(kv, vec![t_rows(), Dim::Const(out)], DType::F32);
     b.workspace(score, vec![t_rows(), Dim::Const(out)], DType::F32);
+    b.workspace(pooled, vec![t_rows(), Dim::Const(hd)], DType::F32);
     if inst.to_token {
         b.workspace(rows, vec![t_rows(), Dim::Const(hd)], DType::Bf16);
     }
@@ -282,29 +291,26 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     }
     // Named after what they are specialised on; HCA's names predate overlap and tables.
     let ov = if c.overlap { "_ov" } else { "" };
-    let (class, dest, out_arg) = if inst.to_token {
-        (
-            "CompressorToToken",
-            "to the request's first token row",
-            "rows",
-        )
-    } else {
-        ("Compressor", "into cmp_kv", "cmp_kv")
-    };
-    let mut kernel = Kernel {
+    let ring_tag = if ring { "_ring" } else { "" };
+    // Both stage the step's per-token metadata: tokens up to the capacity.
+    let cap = p.shape.local_t;
+    let channel_tiles = hd / channels;
+    let pool = Kernel {
         name: format!(
-            "compressor_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_rd{rd}_eps{}",
-            c.ratio,
-            c.state_block_size,
-            c.state_table_width,
-            float_tag(m.rms_eps)
+            "compressor_pool_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_cap{cap}{ring_tag}",
+            c.ratio, c.state_block_size, c.state_table_width,
         ),
         doc: format!(
-            "at a boundary softmax pooling of the window as the earlier requests left the \
-             state, RMSNorm, RoPE, bf16 row {dest}"
+            "softmax pooling of {} window as the earlier requests left the state, a \
+             {channels}-channel tile per item, into the boundary token's f32 row of a workspace",
+            if ring {
+                "every boundary's"
+            } else {
+                "each request's first boundary's"
+            }
         ),
         block: "compressor.h",
-        class,
+        class: "CompressorPool",
         cores: Cores::Aiv,
         params: vec![
             ("HD", Value::u32(hd)),
@@ -314,45 +320,97 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
             ("STATE_BS", Value::u32(c.state_block_size)),
             ("TABLE_W", Value::u32(c.state_table_width)),
             ("CH", Value::u32(channels)),
-            ("RD", Value::u32(rd)),
-            ("EPS", Value::F32(m.rms_eps)),
-            ("INV_HD", Value::F32(1.0 / hd as f32)),
             ("RING", Value::Bool(ring)),
-            ("CMP_ROPE", Value::u32(cmp_rope)),
         ],
         args: vec![
             "kvp",
             "score",
             "ape",
-            "norm_w",
-            "cos",
-            "sin",
             "positions",
             "state_slots",
             "cmp_slots",
             "state_table",
             "state",
+            "pooled",
+        ],
+        buffers: pool_buffers(cap, c.pool_entries, channels),
+        parts: Vec::new(),
+    };
+    let rows_per_request = if ring { seq.div_ceil(c.ratio) } else { 1 };
+    let rows_in_step = p.shape.b * rows_per_request;
+    let pool_kernel = pool.clone();
+    // The fewest blocks that take the items in as few rounds as every vector core would,
+    // so that the launch leaves cores to a part beside it (`kernel_plan::together`).
+    let fewest_blocks =
+        |items: usize, cores: usize| items.div_ceil(items.div_ceil(cores).max(1)) as u32;
+    b.launch_spreading(
+        pool,
+        fewest_blocks(rows_in_step * channel_tiles, p.chip.aiv_cores),
+        &[
+            kv,
+            score,
+            ape,
+            "position_ids",
+            state_slots,
+            row_slots,
+            state_table,
+            state,
+            pooled,
+        ],
+    );
+    let (class, dest, out_arg) = if inst.to_token {
+        (
+            "CompressorFinishToToken",
+            "to the request's first token row",
+            "rows",
+        )
+    } else {
+        ("CompressorFinish", "into cmp_kv", "cmp_kv")
+    };
+    let finish_head = format!("compressor_finish_r{}{ov}_hd{hd}_s{seq}", c.ratio);
+    let mut finish = Kernel {
+        name: format!(
+            "{finish_head}_rd{rd}_eps{}_cap{cap}{ring_tag}",
+            float_tag(m.rms_eps)
+        ),
+        doc: format!("RMSNorm and RoPE of each pooled row, bf16 row {dest}"),
+        block: "compressor.h",
+        class,
+        cores: Cores::Aiv,
+        params: vec![
+            ("HD", Value::u32(hd)),
+            ("RATIO", Value::u32(c.ratio)),
+            ("SEQ", Value::u32(seq)),
+            ("RING", Value::Bool(ring)),
+            ("RD", Value::u32(rd)),
+            ("EPS", Value::F32(m.rms_eps)),
+            ("INV_HD", Value::F32(1.0 / hd as f32)),
+            ("CMP_ROPE", Value::u32(cmp_rope)),
+        ],
+        args: vec![
+            "pooled",
+            "norm_w",
+            "cos",
+            "sin",
+            "positions",
+            "cmp_slots",
             out_arg,
         ],
-        buffers: pool_buffers(hd, c.pool_entries, channels, rd, cmp_rope != 0),
+        buffers: finish_buffers(cap, hd, rd, cmp_rope != 0),
         parts: Vec::new(),
     };
     let rope = if ring {
-        kernel.name.push_str("_ring");
-        kernel.doc = format!(
-            "at every boundary softmax pooling of the window from the ring and the request's \
-             own rows, RMSNorm, RoPE with the boundary token's row, bf16 row {dest}"
-        );
+        finish.doc.push_str(", RoPE with the boundary token's row");
         inst.per_token_rope
     } else if positions {
-        kernel.name.push_str("_positions");
+        finish.name.push_str("_positions");
         if inst.rope_align != c.ratio {
-            kernel.name.push_str(&format!("_a{}", inst.rope_align));
+            finish.name.push_str(&format!("_a{}", inst.rope_align));
         }
-        kernel
+        finish
             .doc
             .push_str(", RoPE row gathered from the position table");
-        kernel
+        finish
             .params
             .push(("ROPE_ALIGN", Value::u32(inst.rope_align)));
         ["freqs_cos", "freqs_sin"]
@@ -360,27 +418,38 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         inst.per_token_rope
     };
     if inst.to_token {
-        kernel.name.push_str("_to_token");
+        finish.name.push_str("_to_token");
     }
-    let blocks = p.chip.aiv_cores.min(p.shape.b) as u32;
+    // A row of one tile pools on one core anyway: the finish then takes the pooling as its
+    // prologue, the row staying in UB.
+    let in_place = (p.fuse && channel_tiles == 1).then(|| {
+        let name = format!(
+            "compressor_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}{}",
+            c.ratio,
+            c.state_block_size,
+            c.state_table_width,
+            &finish.name[finish_head.len()..]
+        );
+        let blocks = p.chip.aiv_cores.min(rows_in_step) as u32;
+        pooled_in_place(&pool_kernel, &finish, (name, pooled), blocks)
+    });
     b.launch_spreading(
-        kernel,
-        blocks,
+        finish,
+        p.chip.aiv_cores.min(rows_in_step) as u32,
         &[
-            kv,
-            score,
-            ape,
+            pooled,
             norm_w,
             rope[0],
             rope[1],
             "position_ids",
-            state_slots,
             row_slots,
-            state_table,
-            state,
             rows,
         ],
     );
+    if let Some(offer) = in_place {
+        b.spreads(&offer.fused.name);
+        b.prologue(offer);
+    }
     // A later launch: every request has pooled the state it must see before it changes.
     let commit = Kernel {
         name: format!("compressor_commit_r{}{ov}_hd{hd}_s{seq}", c.ratio),
@@ -400,35 +469,119 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     };
     b.launch_spreading(
         commit,
-        blocks,
+        p.chip.aiv_cores.min(p.shape.b) as u32,
         &[kv, score, ape, "position_ids", state_slots, state],
     );
     true
 }
 
-/// Compressor's UB (`dsv4/compressor.h`): a pooling tile of `entries` rows × `channels`
-/// of kv, score and the APE of rows this step writes, its column-max tree; the pooled
-/// row and its RMSNorm scratch (squares, ReduceSum's), norm_w widened and as read, the
-/// bf16 row out, inv beside a block of ones; the rope's angles (cos | sin | −sin of the
-/// host's f32 row, or rope.h's bf16 rows and their f32 widening with `positions`), gather
-/// offsets, interleaved tables and swapped row.
-fn pool_buffers(
-    hd: usize,
-    entries: usize,
-    channels: usize,
-    rd: usize,
-    bf16_rows: bool,
-) -> Vec<Buffer> {
+/// The fewest blocks that take `items` in as few rounds as `cores` would, so that the launch
+/// leaves cores to a part beside it (`kernel_plan::together`).
+fn fewest_blocks(items: usize, cores: usize) -> u32 {
+    items.div_ceil(items.div_ceil(cores).max(1)) as u32
+}
+
+/// `dsv4/compressor.h` CompressorPoolFinish, `name`d: `pool`'s rows pooled into UB and
+/// finished there as `finish` would (one row per item, on `blocks`), so the workspace
+/// `pooled` they hand over is not needed: the pooling's arguments but `pooled`, then the
+/// finish's others; both kernels' parameters and buffers, the row in place of the pooled
+/// tile.
+fn pooled_in_place(
+    pool: &Kernel,
+    finish: &Kernel,
+    (name, pooled): (String, &'static str),
+    blocks: u32,
+) -> Prologue {
+    let mut params = pool.params.clone();
+    let mut args: Vec<&'static str> = Vec::new();
+    let mut buffers: Vec<Buffer> = Vec::new();
+    for (n, v) in &finish.params {
+        if !params.iter().any(|(m, _)| m == n) {
+            params.push((n, v.clone()));
+        }
+    }
+    for a in pool.args.iter().chain(&finish.args) {
+        if *a != "pooled" && !args.contains(a) {
+            args.push(a);
+        }
+    }
+    for buf in pool
+        .buffers
+        .iter()
+        .filter(|b| b.name != "pooled")
+        .chain(&finish.buffers)
+    {
+        if !buffers.iter().any(|b| b.name == buf.name) {
+            buffers.push(buf.clone());
+        }
+    }
+    Prologue {
+        producer: pool.name.clone(),
+        consumer: finish.name.clone(),
+        input: pooled,
+        block_dim: blocks,
+        fused: Kernel {
+            name,
+            doc: format!(
+                "{}, each row whole on one core; then {}",
+                pool.doc, finish.doc
+            ),
+            class: if finish.class.ends_with("ToToken") {
+                "CompressorPoolFinishToToken"
+            } else {
+                "CompressorPoolFinish"
+            },
+            params,
+            args,
+            buffers,
+            ..finish.clone()
+        },
+    }
+}
+
+/// The per-token metadata both kernels stage in UB for `tokens` (`UbTable` in
+/// `dsv4/scalar_stream.h`): positions and cmp slots.
+fn token_tables(tokens: usize) -> [Buffer; 2] {
     use DType::*;
     use Mem::Ub;
-    let (tile, half) = (entries * channels, rd / 2);
-    // ReduceSum's scratch for a row: one f32 per 64-lane repeat, in whole blocks.
-    let reduce_sum_tmp = hd.div_ceil(64).next_multiple_of(8);
-    let mut v = vec![
+    [
+        row("positions", Ub, I32, tokens, 1, Some(tokens)),
+        row("cmp_slots", Ub, I64, tokens, 1, Some(tokens)),
+    ]
+}
+
+/// CompressorPool's UB (`dsv4/compressor.h`): the token tables and the state slots of
+/// `tokens`, a pooling tile of `entries` rows × `channels` of kv, score and the APE of rows
+/// this step writes, its column-max tree, the pooled tile out.
+fn pool_buffers(tokens: usize, entries: usize, channels: usize) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let tile = entries * channels;
+    let mut v = token_tables(tokens).to_vec();
+    v.extend([
+        row("state_slots", Ub, I64, tokens, 1, Some(tokens)),
         row("pool_kv", Ub, F32, tile, 1, Some(channels)),
         row("pool_score", Ub, F32, tile, 1, Some(channels)),
         row("pool_ape", Ub, F32, tile, 1, Some(channels)),
         row("pool_max", Ub, F32, tile / 2, 1, None),
+        row("pooled", Ub, F32, channels, 1, None),
+    ]);
+    v
+}
+
+/// CompressorFinish's UB: the token tables of `tokens`, the pooled row and its RMSNorm
+/// scratch (squares, ReduceSum's), norm_w widened and as read, the bf16 row out, inv beside
+/// a block of ones; the rope's angles (cos | sin | −sin of the host's f32 row, or rope.h's
+/// bf16 rows and their f32 widening with `positions`), gather offsets, interleaved tables
+/// and swapped row.
+fn finish_buffers(tokens: usize, hd: usize, rd: usize, bf16_rows: bool) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let half = rd / 2;
+    // ReduceSum's scratch for a row: one f32 per 64-lane repeat, in whole blocks.
+    let reduce_sum_tmp = hd.div_ceil(64).next_multiple_of(8);
+    let mut v = token_tables(tokens).to_vec();
+    v.extend([
         row("pooled", Ub, F32, hd, 1, None),
         row("squares", Ub, F32, hd, 1, None),
         row("reduce_tmp", Ub, F32, reduce_sum_tmp, 1, None),
@@ -436,7 +589,7 @@ fn pool_buffers(
         row("norm_w_in", Ub, Bf16, hd, 1, Some(hd)),
         row("cmp_out", Ub, Bf16, hd, 1, Some(hd)),
         row("scalars", Ub, F32, 16, 1, None),
-    ];
+    ]);
     let [rows, trig, rotation @ ..] = rope_buffers(rd, 1);
     if bf16_rows {
         v.extend([rows, trig]);

@@ -7,13 +7,13 @@
 //!
 //! ```text
 //! x_normed ·inner_wkvᵀ  → inner_kv f32   ─┐
-//! x_normed ·inner_wgateᵀ→ inner_score f32 ┴─CompressorToToken→ idx_rows bf16 (row b·SEQ;
-//!                                                       ring: every boundary token's row)
-//!     ─CompressorCommit→ inner_compress_state
+//! x_normed ·inner_wgateᵀ→ inner_score f32 ┴─CompressorPool→ inner_pooled f32
+//!     ─CompressorFinishToToken→ idx_rows bf16 (row b·SEQ; ring: every boundary token's row)
+//!     (one tile a row: CompressorPoolFinishToToken);  then CompressorCommit→ inner_compress_state
 //! idx_rows ·hadamard_idx→ idx_kf f32 ─IndexKeyWrite→ idx_kv_cache i8, idx_kv_scale f32
 //! ```
 //!
-//! The pooling and the commit are the main compressor's (`compressor::plan_instance`);
+//! The pooling, finish and commit are the main compressor's (`compressor::plan_instance`);
 //! the pooled row of request b goes to workspace row b·SEQ, so the Hadamard product is
 //! one token-row matmul whose other rows are never written nor read. `IndexKeyWrite`
 //! (`dsv4/index_key.h`) rounds kf to bf16 and quantises it into the cache row of the
@@ -72,6 +72,7 @@ impl Kind for IndexCompressor {
                 "inner_compress_state",
             ],
             rows: ["idx_slot_mapping", "idx_rows"],
+            pooled: "inner_pooled",
             to_token: true,
             // The ring layer's: the main compressor's rows at e − 3 (csa_1m.md §1.4).
             per_token_rope: ["cmp_freqs_cos", "cmp_freqs_sin"],
