@@ -339,10 +339,6 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     let rows_per_request = if ring { seq.div_ceil(c.ratio) } else { 1 };
     let rows_in_step = p.shape.b * rows_per_request;
     let pool_kernel = pool.clone();
-    // The fewest blocks that take the items in as few rounds as every vector core would,
-    // so that the launch leaves cores to a part beside it (`kernel_plan::together`).
-    let fewest_blocks =
-        |items: usize, cores: usize| items.div_ceil(items.div_ceil(cores).max(1)) as u32;
     b.launch_spreading(
         pool,
         fewest_blocks(rows_in_step * channel_tiles, p.chip.aiv_cores),
