@@ -140,15 +140,30 @@ private:
 // (p + 1) mod RATIO == 0; only the first of a step, §4.2, §11.1) if its cmp slot is >= 0
 // (a -1 slot discards the row, so it is not computed); with P::RING every boundary token
 // whose cmp slot is >= 0. Both launches of a compressor walk the same list, so a row's
-// place in it names the row: Count, then Restart and Next over the rows in order.
+// place in it names the row: Load, Count, then Restart and Next over the rows in order.
+// The step's per-token metadata, which every core walks and each row's overlay scans from
+// token 0, is staged in UB (UbTable): P::POSITIONS_BYTES, CMP_SLOTS_BYTES and, for the
+// pooling, STATE_SLOTS_BYTES.
 template <class P>
 class PooledRows {
 public:
-    __aicore__ inline void Init(const UbTable<int32_t>& positions, const UbTable<int64_t>& cmpSlots, uint32_t requests)
+    // The tables, from `pipe`; STATE_SLOTS: the state slots too (the pooling's overlay).
+    template <bool STATE_SLOTS>
+    __aicore__ inline void Load(AscendC::TPipe& pipe, GM_ADDR positionsGm, GM_ADDR cmpSlotsGm,
+                                GM_ADDR stateSlotsGm, const TilingData& td)
     {
-        positions_ = &positions;
-        cmpSlots_ = &cmpSlots;
-        requests_ = requests;
+        positions.Init(pipe, P::POSITIONS_BYTES);
+        cmpSlots.Init(pipe, P::CMP_SLOTS_BYTES);
+        positions.Load(positionsGm, td.t);
+        cmpSlots.Load(cmpSlotsGm, td.t);
+        if constexpr (STATE_SLOTS) {
+            stateSlots.Init(pipe, P::STATE_SLOTS_BYTES);
+            stateSlots.Load(stateSlotsGm, td.t);
+        } else {
+            (void)stateSlotsGm;
+        }
+        Handshake<AscendC::HardEvent::MTE2_S>();
+        requests_ = td.b;
     }
 
     __aicore__ inline uint32_t Count()
@@ -166,24 +181,38 @@ public:
         s_ = 0;
     }
 
-    // The next row: request b, its first position p0, the boundary token tok, its cmp slot.
+    // Restarts at row `first` of the list (false if there is none): Next then takes the
+    // rows after it.
+    __aicore__ inline bool Seek(uint32_t first)
+    {
+        Restart();
+        for (uint32_t row = 0; row <= first; ++row) {
+            if (!Next()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // The next row: request b, its first position p0, the boundary token tok at position
+    // pos, its cmp slot.
     __aicore__ inline bool Next()
     {
         for (; b < requests_; ++b, s_ = 0) {
             const uint32_t tok0 = b * P::SEQ;
             if (s_ == 0) {
-                p0 = static_cast<uint32_t>(positions_->Get(tok0));
+                p0 = static_cast<uint32_t>(positions.Get(tok0));
             }
             while (s_ < P::SEQ) {
                 const uint32_t s = s_++;
-                const uint32_t p = static_cast<uint32_t>(positions_->Get(tok0 + s));
+                const uint32_t p = static_cast<uint32_t>(positions.Get(tok0 + s));
                 if ((p + 1) % P::RATIO != 0) {
                     continue;
                 }
                 if (!P::RING) {
                     s_ = P::SEQ;  // only the first boundary
                 }
-                slot = cmpSlots_->Get(tok0 + s);
+                slot = cmpSlots.Get(tok0 + s);
                 if (slot >= 0) {
                     tok = tok0 + s;
                     pos = p;
@@ -194,12 +223,12 @@ public:
         return false;
     }
 
+    UbTable<int32_t> positions;
+    UbTable<int64_t> cmpSlots, stateSlots;
     uint32_t b = 0, p0 = 0, tok = 0, pos = 0;
     int64_t slot = -1;
 
 private:
-    const UbTable<int32_t>* positions_ = nullptr;
-    const UbTable<int64_t>* cmpSlots_ = nullptr;
     uint32_t requests_ = 0, s_ = 0;
 };
 
@@ -256,9 +285,9 @@ public:
         pipe.InitBuffer(colMax_, P::POOL_MAX_BYTES);
     }
 
-    // The state pages of `row`'s window and the step's writers of their rows (the state
-    // slots of requests 0..b: `stateSlots`).
-    __aicore__ inline void Window(const PooledRows<P>& row, const UbTable<int64_t>& stateSlots)
+    // The state pages of `row`'s window and the step's writers of their rows (its state
+    // slots of requests 0..b).
+    __aicore__ inline void Window(PooledRows<P>& row)
     {
         const uint32_t b = row.b, tok0 = b * SEQ;
         if constexpr (P::RING) {
@@ -278,14 +307,13 @@ public:
                 const int64_t page = first + p;
                 pages_[p] = page < 0 ? -1 : table_.GetValue(uint64_t(b) * P::TABLE_W + uint64_t(page));
             }
-            overlay_.Build(stateSlots, tok0 + SEQ, pages_);
+            overlay_.Build(row.stateSlots, tok0 + SEQ, pages_);
         }
     }
 
-    // Channels [c0, c0 + CH) of the window: Σ kv·e / Σ e into `out` (CH f32), after the
-    // caller's work on `out` before it (the vector unit's order). The writers' APE rows by
-    // their `positions`.
-    __aicore__ inline void Tile(uint32_t c0, const UbTable<int32_t>& positions, const AscendC::LocalTensor<float>& out)
+    // Channels [c0, c0 + CH) of `row`'s window (Window): Σ kv·e / Σ e into `out` (CH f32),
+    // after the caller's work on `out` before it (the vector unit's order).
+    __aicore__ inline void Tile(const PooledRows<P>& row, uint32_t c0, const AscendC::LocalTensor<float>& out)
     {
         AscendC::LocalTensor<float> kv = poolKv_.Get<float>();
         AscendC::LocalTensor<float> sc = poolScore_.Get<float>();
@@ -314,7 +342,7 @@ public:
                     AscendC::DataCopy(sc[at], state_[base + r * WIDTH + OUT], CH);
                     continue;
                 }
-                const uint32_t apeRow = static_cast<uint32_t>(positions.Get(w)) % R;
+                const uint32_t apeRow = static_cast<uint32_t>(row.positions.Get(w)) % R;
                 AscendC::DataCopy(kv[at], kvp_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(sc[at], score_[uint64_t(w) * OUT + col], CH);
                 AscendC::DataCopy(ape[at], ape_[uint64_t(apeRow) * OUT + col], CH);
@@ -468,7 +496,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         CompressorPool op;
-        op.Tables(positions, stateSlots, cmpSlots, td);
+        op.rows_.template Load<true>(op.pipe_, positions, cmpSlots, stateSlots, td);
         const Share share = OwnBlocks<P>::Of(op.rows_.Count() * TILES);
         if (share.begin >= share.end) {
             return;
@@ -480,35 +508,20 @@ public:
     }
 
 private:
-    __aicore__ inline void Tables(GM_ADDR positions, GM_ADDR stateSlots, GM_ADDR cmpSlots, const TilingData& td)
-    {
-        positions_.Init(pipe_, P::POSITIONS_BYTES);
-        stateSlots_.Init(pipe_, P::STATE_SLOTS_BYTES);
-        cmpSlots_.Init(pipe_, P::CMP_SLOTS_BYTES);
-        positions_.Load(positions, td.t);
-        stateSlots_.Load(stateSlots, td.t);
-        cmpSlots_.Load(cmpSlots, td.t);
-        Handshake<AscendC::HardEvent::MTE2_S>();
-        rows_.Init(positions_, cmpSlots_, td.b);
-    }
-
     // Items [share.begin, share.end): a row's window once per row.
     __aicore__ inline void Items(const Share& share)
     {
         AscendC::LocalTensor<float> out = tileOut_.Get<float>();
-        uint32_t row = 0;
-        for (rows_.Restart(); rows_.Next() && row * TILES < share.end; ++row) {
+        uint32_t row = share.begin / TILES;
+        for (bool more = rows_.Seek(row); more && row * TILES < share.end; more = rows_.Next(), ++row) {
             const uint32_t first = share.begin > row * TILES ? share.begin : row * TILES;
             const uint32_t last = Min(share.end, (row + 1) * TILES);
-            if (first >= last) {
-                continue;
-            }
-            pool_.Window(rows_, stateSlots_);
+            pool_.Window(rows_);
             for (uint32_t i = first; i < last; ++i) {
                 const uint32_t c0 = (i - row * TILES) * P::CH;
                 // The tile before is out before this one takes its buffer.
                 Handshake<AscendC::HardEvent::MTE3_V>();
-                pool_.Tile(c0, positions_, out);
+                pool_.Tile(rows_, c0, out);
                 Handshake<AscendC::HardEvent::V_MTE3>();
                 AscendC::DataCopy(pooled_[uint64_t(rows_.tok) * P::HD + c0], out, P::CH);
             }
@@ -516,8 +529,6 @@ private:
     }
 
     AscendC::TPipe pipe_;
-    UbTable<int32_t> positions_;
-    UbTable<int64_t> stateSlots_, cmpSlots_;
     PooledRows<P> rows_;
     WindowPool<P> pool_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> tileOut_;
@@ -538,12 +549,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         CompressorFinish op;
-        op.positions_.Init(op.pipe_, P::POSITIONS_BYTES);
-        op.cmpSlots_.Init(op.pipe_, P::CMP_SLOTS_BYTES);
-        op.positions_.Load(positions, td.t);
-        op.cmpSlots_.Load(cmpSlots, td.t);
-        Handshake<AscendC::HardEvent::MTE2_S>();
-        op.rows_.Init(op.positions_, op.cmpSlots_, td.b);
+        op.rows_.template Load<false>(op.pipe_, positions, cmpSlots, nullptr, td);
         const Share share = OwnBlocks<P>::Of(op.rows_.Count());
         if (share.begin >= share.end) {
             return;
@@ -553,11 +559,8 @@ public:
         AscendC::GlobalTensor<float> rows;
         rows.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(pooled));
         AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
-        uint32_t row = 0;
-        for (op.rows_.Restart(); op.rows_.Next() && row < share.end; ++row) {
-            if (row < share.begin) {
-                continue;
-            }
+        uint32_t row = share.begin;
+        for (bool more = op.rows_.Seek(share.begin); more && row < share.end; more = op.rows_.Next(), ++row) {
             op.finish_.Fetch(op.rows_);
             AscendC::DataCopy(x, rows[uint64_t(op.rows_.tok) * P::HD], P::HD);
             Handshake<AscendC::HardEvent::MTE2_V>();
@@ -567,8 +570,6 @@ public:
 
 private:
     AscendC::TPipe pipe_;
-    UbTable<int32_t> positions_;
-    UbTable<int64_t> cmpSlots_;
     PooledRows<P> rows_;
     RowFinish<P, TO_TOKEN> finish_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> pooledRow_;
@@ -596,14 +597,7 @@ public:
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
         CompressorPoolFinish op;
-        op.positions_.Init(op.pipe_, P::POSITIONS_BYTES);
-        op.stateSlots_.Init(op.pipe_, P::STATE_SLOTS_BYTES);
-        op.cmpSlots_.Init(op.pipe_, P::CMP_SLOTS_BYTES);
-        op.positions_.Load(positions, td.t);
-        op.stateSlots_.Load(stateSlots, td.t);
-        op.cmpSlots_.Load(cmpSlots, td.t);
-        Handshake<AscendC::HardEvent::MTE2_S>();
-        op.rows_.Init(op.positions_, op.cmpSlots_, td.b);
+        op.rows_.template Load<true>(op.pipe_, positions, cmpSlots, stateSlots, td);
         const Share share = OwnBlocks<P>::Of(op.rows_.Count());
         if (share.begin >= share.end) {
             return;
@@ -612,15 +606,12 @@ public:
         op.finish_.Init(op.pipe_, normW, cos, sin, cmpKv);
         op.pipe_.InitBuffer(op.pooledRow_, P::POOLED_BYTES);
         AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
-        uint32_t row = 0;
-        for (op.rows_.Restart(); op.rows_.Next() && row < share.end; ++row) {
-            if (row < share.begin) {
-                continue;
-            }
+        uint32_t row = share.begin;
+        for (bool more = op.rows_.Seek(share.begin); more && row < share.end; more = op.rows_.Next(), ++row) {
             op.finish_.Fetch(op.rows_);
-            op.pool_.Window(op.rows_, op.stateSlots_);
+            op.pool_.Window(op.rows_);
             for (uint32_t c = 0; c < TILES; ++c) {
-                op.pool_.Tile(c * P::CH, op.positions_, x[c * P::CH]);
+                op.pool_.Tile(op.rows_, c * P::CH, x[c * P::CH]);
             }
             op.finish_.Row(op.rows_, x);
         }
@@ -628,8 +619,6 @@ public:
 
 private:
     AscendC::TPipe pipe_;
-    UbTable<int32_t> positions_;
-    UbTable<int64_t> stateSlots_, cmpSlots_;
     PooledRows<P> rows_;
     WindowPool<P> pool_;
     RowFinish<P, TO_TOKEN> finish_;

@@ -6,17 +6,13 @@
 
 mod common;
 
-use common::{check, hca, replace};
+use common::{hca, replace, tp1};
 
 /// The building-block classes of the spec's TP 1 plan, the parts of merged launches
 /// included.
 fn classes(text: &str) -> Vec<&'static str> {
-    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
-    let v = variants
-        .iter()
-        .find(|v| v.plan.shape.tp == 1)
-        .expect("a TP 1 variant");
-    v.kernels
+    tp1(text)
+        .kernels
         .kernels
         .iter()
         .flat_map(|k| std::iter::once(k).chain(&k.parts))

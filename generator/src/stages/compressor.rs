@@ -295,6 +295,13 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     // Both stage the step's per-token metadata: tokens up to the capacity.
     let cap = p.shape.local_t;
     let channel_tiles = hd / channels;
+    // What the pooling and the commit are specialised on alike.
+    let shape = [
+        ("HD", Value::u32(hd)),
+        ("COFF", Value::u32(c.coff)),
+        ("RATIO", Value::u32(c.ratio)),
+        ("SEQ", Value::u32(seq)),
+    ];
     let pool = Kernel {
         name: format!(
             "compressor_pool_r{}{ov}_hd{hd}_s{seq}_bs{}_tw{}_c{channels}_cap{cap}{ring_tag}",
@@ -312,16 +319,16 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         block: "compressor.h",
         class: "CompressorPool",
         cores: Cores::Aiv,
-        params: vec![
-            ("HD", Value::u32(hd)),
-            ("COFF", Value::u32(c.coff)),
-            ("RATIO", Value::u32(c.ratio)),
-            ("SEQ", Value::u32(seq)),
-            ("STATE_BS", Value::u32(c.state_block_size)),
-            ("TABLE_W", Value::u32(c.state_table_width)),
-            ("CH", Value::u32(channels)),
-            ("RING", Value::Bool(ring)),
-        ],
+        params: [
+            &shape[..],
+            &[
+                ("STATE_BS", Value::u32(c.state_block_size)),
+                ("TABLE_W", Value::u32(c.state_table_width)),
+                ("CH", Value::u32(channels)),
+                ("RING", Value::Bool(ring)),
+            ],
+        ]
+        .concat(),
         args: vec![
             "kvp",
             "score",
@@ -453,12 +460,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
         block: "compressor.h",
         class: "CompressorCommit",
         cores: Cores::Aiv,
-        params: vec![
-            ("HD", Value::u32(hd)),
-            ("COFF", Value::u32(c.coff)),
-            ("RATIO", Value::u32(c.ratio)),
-            ("SEQ", Value::u32(seq)),
-        ],
+        params: shape.to_vec(),
         args: vec!["kvp", "score", "ape", "positions", "state_slots", "state"],
         buffers: commit_buffers(seq, out),
         parts: Vec::new(),
@@ -493,7 +495,7 @@ fn pooled_in_place(
     let mut buffers: Vec<Buffer> = Vec::new();
     for (n, v) in &finish.params {
         if !params.iter().any(|(m, _)| m == n) {
-            params.push((n, v.clone()));
+            params.push((n, *v));
         }
     }
     for a in pool.args.iter().chain(&finish.args) {

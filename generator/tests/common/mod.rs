@@ -140,14 +140,19 @@ pub fn check(text: &str) -> Result<Vec<Variant>, Vec<SpecError>> {
     variant::build(&spec)
 }
 
+/// The spec's TP 1 variant.
+pub fn tp1(text: &str) -> Variant {
+    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
+    variants
+        .into_iter()
+        .find(|v| v.plan.shape.tp == 1)
+        .expect("a TP 1 variant")
+}
+
 /// The launches of `stage` in the spec's TP 1 plan, in launch order: (kernel, blocks).
 pub fn tp1_launches(text: &str, stage: &str) -> Vec<(String, u32)> {
-    let variants = check(text).unwrap_or_else(|e| panic!("{}", e[0]));
-    let v = variants
-        .iter()
-        .find(|v| v.plan.shape.tp == 1)
-        .expect("a TP 1 variant");
-    v.kernels
+    tp1(text)
+        .kernels
         .steps
         .iter()
         .filter_map(|s| match s {
