@@ -140,7 +140,7 @@ private:
 // (p + 1) mod RATIO == 0; only the first of a step, §4.2, §11.1) if its cmp slot is >= 0
 // (a -1 slot discards the row, so it is not computed); with P::RING every boundary token
 // whose cmp slot is >= 0. Both launches of a compressor walk the same list, so a row's
-// place in it names the row: Load, Count, then Restart and Next over the rows in order.
+// place in it names the row: Load, Count, then Each over a block's share of them.
 // The step's per-token metadata, which every core walks and each row's overlay scans from
 // token 0, is staged in UB (UbTable): P::POSITIONS_BYTES, CMP_SLOTS_BYTES and, for the
 // pooling, STATE_SLOTS_BYTES.
@@ -181,17 +181,16 @@ public:
         s_ = 0;
     }
 
-    // Restarts at row `first` of the list (false if there is none): Next then takes the
-    // rows after it.
-    __aicore__ inline bool Seek(uint32_t first)
+    // f(row) at each row of [first, end) of the list, in order, with Next's fields set.
+    template <class F>
+    __aicore__ inline void Each(uint32_t first, uint32_t end, const F& f)
     {
         Restart();
-        for (uint32_t row = 0; row <= first; ++row) {
-            if (!Next()) {
-                return false;
+        for (uint32_t row = 0; row < end && Next(); ++row) {
+            if (row >= first) {
+                f(row);
             }
         }
-        return true;
     }
 
     // The next row: request b, its first position p0, the boundary token tok at position
@@ -512,8 +511,7 @@ private:
     __aicore__ inline void Items(const Share& share)
     {
         AscendC::LocalTensor<float> out = tileOut_.Get<float>();
-        uint32_t row = share.begin / TILES;
-        for (bool more = rows_.Seek(row); more && row * TILES < share.end; more = rows_.Next(), ++row) {
+        rows_.Each(share.begin / TILES, CeilDiv(share.end, TILES), [&](uint32_t row) {
             const uint32_t first = share.begin > row * TILES ? share.begin : row * TILES;
             const uint32_t last = Min(share.end, (row + 1) * TILES);
             pool_.Window(rows_);
@@ -525,7 +523,7 @@ private:
                 Handshake<AscendC::HardEvent::V_MTE3>();
                 AscendC::DataCopy(pooled_[uint64_t(rows_.tok) * P::HD + c0], out, P::CH);
             }
-        }
+        });
     }
 
     AscendC::TPipe pipe_;
@@ -559,13 +557,12 @@ public:
         AscendC::GlobalTensor<float> rows;
         rows.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(pooled));
         AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
-        uint32_t row = share.begin;
-        for (bool more = op.rows_.Seek(share.begin); more && row < share.end; more = op.rows_.Next(), ++row) {
+        op.rows_.Each(share.begin, share.end, [&](uint32_t) {
             op.finish_.Fetch(op.rows_);
             AscendC::DataCopy(x, rows[uint64_t(op.rows_.tok) * P::HD], P::HD);
             Handshake<AscendC::HardEvent::MTE2_V>();
             op.finish_.Row(op.rows_, x);
-        }
+        });
     }
 
 private:
@@ -606,15 +603,14 @@ public:
         op.finish_.Init(op.pipe_, normW, cos, sin, cmpKv);
         op.pipe_.InitBuffer(op.pooledRow_, P::POOLED_BYTES);
         AscendC::LocalTensor<float> x = op.pooledRow_.Get<float>();
-        uint32_t row = share.begin;
-        for (bool more = op.rows_.Seek(share.begin); more && row < share.end; more = op.rows_.Next(), ++row) {
+        op.rows_.Each(share.begin, share.end, [&](uint32_t) {
             op.finish_.Fetch(op.rows_);
             op.pool_.Window(op.rows_);
             for (uint32_t c = 0; c < TILES; ++c) {
                 op.pool_.Tile(op.rows_, c * P::CH, x[c * P::CH]);
             }
             op.finish_.Row(op.rows_, x);
-        }
+        });
     }
 
 private:

@@ -423,6 +423,7 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
     if inst.to_token {
         finish.name.push_str("_to_token");
     }
+    let finish_blocks = p.chip.aiv_cores.min(rows_in_step) as u32;
     // A row of one tile pools on one core anyway: the finish then takes the pooling as its
     // prologue, the row staying in UB.
     let in_place = (p.fuse && channel_tiles == 1).then(|| {
@@ -433,12 +434,11 @@ pub fn plan_instance(b: &mut Builder, inst: &Instance, t: &Tiling<Tile>) -> bool
             c.state_table_width,
             &finish.name[finish_head.len()..]
         );
-        let blocks = p.chip.aiv_cores.min(rows_in_step) as u32;
-        pooled_in_place(&pool_kernel, &finish, (name, pooled), blocks)
+        pooled_in_place(&pool_kernel, &finish, (name, pooled), finish_blocks)
     });
     b.launch_spreading(
         finish,
-        p.chip.aiv_cores.min(rows_in_step) as u32,
+        finish_blocks,
         &[
             pooled,
             norm_w,
