@@ -223,11 +223,13 @@ private:
     TBuf<TPosition::VECCALC> gammaIn_, gamma_, work_, half_, slot_, tmp_;
 };
 
-// Params: H, HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, POSITIONS (only in
+// Params: H (heads of a row), HEAD0 and HEADS (the heads this kernel finishes: all, or a
+// column range of the product a cube launch still writes the rest of, dsv4/matmul_beside.h),
+// HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, POSITIONS (only in
 // kernels that take position_ids), and the UB sizes ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE,
 // WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks (OwnBlocks<P>: optional BLOCK_BASE, BLOCKS, a
-// range of the launch's, dsv4/together.h) form a grid of H/HG head groups x token ranges
-// (blocks / (H/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
+// range of the launch's, dsv4/together.h) form a grid of HEADS/HG head groups x token ranges
+// (blocks / (HEADS/HG) of them, in 8-row units); a block loads its heads' wq_b_scale once and
 // walks its tokens one at a time, the next token's row loading while this one computes.
 template <typename P>
 class QHeads {
@@ -253,7 +255,8 @@ public:
 
 private:
     static constexpr uint32_t HD = P::HD, W = P::HG * P::HD, ROW = P::H * P::HD;
-    static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::H / P::HG;
+    static constexpr uint32_t NOPE = P::HD - P::RD, GROUPS = P::HEADS / P::HG;
+    static_assert(P::HEADS % P::HG == 0 && P::HEAD0 + P::HEADS <= P::H, "whole head groups of the row");
     // The group's rope slices in one rotation where each is one f32 repeat (rope.h).
     static constexpr bool HEADS_AT_ONCE = P::RD <= 64;
     // A head of 8^L values sums its squares in block sums, all heads of a row at once.
@@ -312,7 +315,7 @@ private:
         pipe_.InitBuffer(slot_, P::SLOT_BYTES);
         pipe_.InitBuffer(tmp_, P::REDUCE_TMP_BYTES);
         rope_.Carve(pipe_);
-        const uint32_t col = group * W;
+        const uint32_t col = P::HEAD0 * HD + group * W;
         LocalTensor<float> ws = wScale_.Get<float>(), x = x_.Get<float>(), ts = tokScale_.Get<float>();
         LocalTensor<float> work = work_.Get<float>(), slot = slot_.Get<float>(), tmp = tmp_.Get<float>();
         // An 8-row block's qr_scale and rope rows into half `side` of ts and of the rope slots:

@@ -29,6 +29,11 @@ use crate::plan::{Plan, TensorPlan};
 /// The building block that runs independent kernels in one launch (`together`).
 pub const TOGETHER: &str = "together.h";
 
+/// The building blocks that run other blocks' kernels as their parts, each part's parameter
+/// struct naming its class: independent kernels together, and a product's column range beside
+/// a vector kernel (`gemm::overlap`).
+pub const PARTS_NAME_THEIR_CLASS: &[&str] = &[TOGETHER, "matmul_beside.h"];
+
 /// The building blocks whose parts run at once, a block holding all of them: the cube's and
 /// the vector cores' of a mixed launch, and the attention's last step and its finish beside
 /// each other on the vector cores' TPipe.
@@ -36,6 +41,7 @@ pub const PARTS_AT_ONCE: &[&str] = &[
     "attention_combine.h",
     "attention_compressed.h",
     "attention_window_fused.h",
+    "matmul_beside.h",
     "matmul_shared.h",
 ];
 
@@ -116,16 +122,17 @@ impl Kernel {
         }
     }
 
-    /// Whether this kernel runs independent kernels together ([`TOGETHER`]): each part's
-    /// parameter struct then names its class.
-    pub fn runs_together(&self) -> bool {
-        self.block == TOGETHER
+    /// Whether this kernel's parts are other blocks' kernels ([`PARTS_NAME_THEIR_CLASS`]):
+    /// each part's parameter struct then names its class.
+    pub fn parts_name_their_class(&self) -> bool {
+        PARTS_NAME_THEIR_CLASS.contains(&self.block)
     }
 
-    /// The building blocks its file includes: its own, and a together kernel's parts'.
+    /// The building blocks its file includes: its own, and those of parts that name their
+    /// class.
     pub fn includes(&self) -> Vec<&'static str> {
         let mut headers = vec![self.block];
-        if self.runs_together() {
+        if self.parts_name_their_class() {
             for p in &self.parts {
                 if !headers.contains(&p.block) {
                     headers.push(p.block);

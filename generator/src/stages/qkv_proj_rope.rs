@@ -84,7 +84,6 @@ impl Kind for QkvProjRope {
             b.missing(why);
             return;
         }
-        let (heads_per_item, q_blocks) = head_grid(m.heads, hd, t_cap, p.chip.aiv_cores);
         let t = || Dim::Var("t");
         // q_acc as half: QHeads dequantises each element on its own (half the bytes of i32)
         let wq_b = Matmul {
@@ -144,29 +143,43 @@ impl Kind for QkvProjRope {
         );
         // At a few rows the vector cores may share wq_b's columns; it then runs apart from
         // the indexer's projection of qr, which beats the pair on the cube cores alone (CSA
-        // deployment: 102 µs grouped, 60 + 24 µs shared apart). More rows: it groups.
-        if gemm::launch_alone(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"]).is_none() {
-            return;
-        }
+        // deployment: 102 µs grouped, 60 + 24 µs shared apart). At many, QHeads (which
+        // finishes q head by head) runs beside wq_b's later heads where each half of the
+        // product still fills the cube cores (gemm::overlap; FLASH at 512 tokens: 147 + 68 →
+        // 74 + 69 + 38 µs, CSA's grouping with the indexer's projection given up for it);
+        // else wq_b may group with that projection.
         let rope_args: &[&str] = if positions {
             &["freqs_cos", "freqs_sin", "position_ids"]
         } else {
             &["freqs_cos", "freqs_sin"]
         };
         let q_args = [&["q_acc", "qr_scale", "wq_b_scale"], rope_args, &["q"]].concat();
-        b.launch_spreading(
-            q_heads(
-                m.heads,
+        let heads_of = |first: usize, cols: usize| {
+            let (head0, heads) = (first / hd, cols / hd);
+            let (per_item, blocks) = head_grid(heads, hd, t_cap, aiv);
+            let k = q_heads(
+                QHeadRange {
+                    heads: m.heads,
+                    head0,
+                    count: heads,
+                },
                 hd,
                 rd,
-                heads_per_item,
+                per_item,
                 eps,
                 positions,
                 wq_b.c_shift(),
-            ),
-            q_blocks as u32,
-            &q_args,
-        );
+            );
+            (k, blocks as u32)
+        };
+        let consumer = gemm::Consumer {
+            unit: hd,
+            args: &q_args,
+            kernel: &heads_of,
+        };
+        if gemm::launch_overlapped(b, tiles, &wq_b, ["qr", "wq_b", "q_acc"], &consumer).is_none() {
+            return;
+        }
         let wkv = Matmul::new(
             Operands::Bf16,
             BLayout::Kn,
@@ -240,9 +253,17 @@ fn q_latent_quant(ql: usize, tile_rows: usize, eps: f32) -> Kernel {
     }
 }
 
-/// QHeads over the int8 product written as half · 2^-`deq_shift` (`Matmul::c_shift`).
-fn q_heads(
+/// The heads of q a QHeads kernel finishes: `count` from `head0`, of a row's `heads`.
+struct QHeadRange {
     heads: usize,
+    head0: usize,
+    count: usize,
+}
+
+/// QHeads over the int8 product written as half · 2^-`deq_shift` (`Matmul::c_shift`), for the
+/// heads of `range`.
+fn q_heads(
+    range: QHeadRange,
     hd: usize,
     rd: usize,
     per_item: usize,
@@ -250,9 +271,19 @@ fn q_heads(
     positions: bool,
     deq_shift: u32,
 ) -> Kernel {
+    let QHeadRange {
+        heads,
+        head0,
+        count,
+    } = range;
+    // a range of the heads names where it starts and how many it takes
+    let part = match count == heads {
+        true => String::new(),
+        false => format!("_from{head0}x{count}"),
+    };
     let mut k = Kernel {
         name: format!(
-            "qkv_q_heads_h{heads}_hd{hd}_rd{rd}_g{per_item}_d{deq_shift}_eps{}",
+            "qkv_q_heads_h{heads}{part}_hd{hd}_rd{rd}_g{per_item}_d{deq_shift}_eps{}",
             float_tag(eps)
         ),
         doc: "dequant of the int8 q product, per-head RMSNorm, RoPE on the rope dims, bf16 q"
@@ -262,6 +293,8 @@ fn q_heads(
         cores: Cores::Aiv,
         params: vec![
             ("H", Value::u32(heads)),
+            ("HEAD0", Value::u32(head0)),
+            ("HEADS", Value::u32(count)),
             ("HD", Value::u32(hd)),
             ("RD", Value::u32(rd)),
             ("HG", Value::u32(per_item)),

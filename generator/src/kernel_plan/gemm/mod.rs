@@ -82,12 +82,14 @@
 pub(crate) mod group;
 mod kernels;
 mod matmul;
+mod overlap;
 mod rate;
 mod share;
 mod split;
 
 pub use kernels::{buffers, slice_sum_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows, deq_shift};
+pub use overlap::{Consumer, launch_overlapped};
 pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
