@@ -456,4 +456,22 @@ private:
     uint32_t m_ = 0;
 };
 
+// Matmul on the columns [COL0, COL0 + N) of a wider product (LDB and LDC the product's): B
+// [K, N] from its column COL0, B [N, K] from its row COL0, C from its column COL0. A column
+// range of a product in a launch of its own, the cube part of a mixed launch beside the
+// vector kernel consuming the range before (dsv4/together.h; generator gemm::overlap).
+template <typename P>
+class MatmulAt {
+    using In = typename CubeTypes<P::INT8>::In;
+    using Out = typename CubeOut<P>::T;
+    static_assert(P::COL0 % (32 / sizeof(Out)) == 0, "the range's C columns start on a 32-byte block");
+
+public:
+    __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
+    {
+        const uint64_t bAt = uint64_t(P::COL0) * (P::B_NK ? P::LDB : 1) * sizeof(In);
+        Matmul<P>::Run(a, b + bAt, c + uint64_t(P::COL0) * sizeof(Out), workspace, tiling);
+    }
+};
+
 }  // namespace dsv4

@@ -135,7 +135,8 @@ fn pro_dims_at_tp_8_validate_and_render() {
     assert!(
         kernels.kernels.iter().any(|k| {
             k.name.starts_with("matmul_i8_kn_n65536_k1536")
-                || k.name.starts_with("matmul_i8_kn_n32768_k1536_half_ldb65536")
+                || k.name
+                    .starts_with("matmul_i8_kn_n32768_k1536_half_ldb65536")
         }),
         "wq_b's matmul is planned"
     );

@@ -392,32 +392,34 @@ fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
 }
 
 /// At 512 tokens FLASH's wq_b runs in two column ranges and QHeads finishes the first beside
-/// the cube cores' second in one mixed launch (`dsv4/matmul_beside.h`), the second after it;
-/// at runtime token counts below the capacity q_acc is still the exact product and q the
-/// golden's.
+/// the cube cores' second in one mixed launch (`dsv4/together.h` led by `MatmulAt`), the
+/// second after it; at runtime token counts below the capacity q_acc is still the exact
+/// product and q the golden's.
 #[test]
 fn swa_tp1_runs_q_heads_beside_wq_b() {
     let variant = "swa_tp1";
     let p = plan(variant);
-    let launches: Vec<&Launch> = (support::host(variant).steps.iter())
+    let kernels = &support::planned(variant).kernels.kernels;
+    // each launch and its kernel's parts' classes
+    let launches: Vec<(&Launch, Vec<&str>)> = (support::host(variant).steps.iter())
         .filter_map(|s| match s {
-            Step::Launch(l) => Some(l),
+            Step::Launch(l) => {
+                let k = kernels.iter().find(|k| k.name == l.kernel)?;
+                Some((l, k.parts.iter().map(|p| p.class).collect()))
+            }
             _ => None,
         })
         .collect();
-    let at = |part: &str| launches.iter().position(|l| l.kernel.contains(part));
-    let beside = at("__beside__qkv_q_heads").expect("QHeads beside wq_b");
-    assert_eq!(
-        launches[beside].cores,
-        Cores::Mix,
-        "{variant}: one mixed launch"
-    );
+    let beside = (launches.iter())
+        .position(|(l, parts)| l.cores == Cores::Mix && parts[..] == ["MatmulAt", "QHeads"])
+        .expect("QHeads beside wq_b's second range");
+    let (first, (next, next_parts)) = (launches[beside - 1].0, &launches[beside + 1]);
     assert!(
-        at("matmul_i8_kn") < Some(beside),
+        first.kernel.starts_with("matmul_i8_kn") && first.args == ["qr", "wq_b", "q_acc"],
         "{variant}: wq_b's first range before it"
     );
     assert!(
-        launches[beside + 1].kernel.starts_with("qkv_q_heads"),
+        next.kernel.starts_with("qkv_q_heads") || next_parts.contains(&"QHeads"),
         "{variant}: the last range's QHeads after it"
     );
     let rt = support::stages(variant, STAGE);
@@ -518,7 +520,7 @@ fn only_position_tables_pass_position_ids() {
                 .iter()
                 .find(|k| k.name == l.kernel)
                 .unwrap();
-            if !k.parts_name_their_class() {
+            if !k.runs_together() {
                 kernels.push((l.kernel, l.args));
                 continue;
             }

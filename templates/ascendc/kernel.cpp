@@ -26,7 +26,7 @@ struct P{{ loop.index0 }} {
 {%- for b in p.buffers %}
     static constexpr uint32_t {{ b.knob() }} = {{ b.bytes() }};
 {%- endfor %}
-{%- if k.parts_name_their_class() %}
+{%- if k.runs_together() %}
     using Block = dsv4::{{ p.class }}<P{{ loop.index0 }}>;
 {%- endif %}
 };

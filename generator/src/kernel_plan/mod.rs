@@ -29,11 +29,6 @@ use crate::plan::{Plan, TensorPlan};
 /// The building block that runs independent kernels in one launch (`together`).
 pub const TOGETHER: &str = "together.h";
 
-/// The building blocks that run other blocks' kernels as their parts, each part's parameter
-/// struct naming its class: independent kernels together, and a product's column range beside
-/// a vector kernel (`gemm::overlap`).
-pub const PARTS_NAME_THEIR_CLASS: &[&str] = &[TOGETHER, "matmul_beside.h"];
-
 /// The building blocks whose parts run at once, a block holding all of them: the cube's and
 /// the vector cores' of a mixed launch, and the attention's last step and its finish beside
 /// each other on the vector cores' TPipe.
@@ -41,7 +36,6 @@ pub const PARTS_AT_ONCE: &[&str] = &[
     "attention_combine.h",
     "attention_compressed.h",
     "attention_window_fused.h",
-    "matmul_beside.h",
     "matmul_shared.h",
 ];
 
@@ -122,17 +116,16 @@ impl Kernel {
         }
     }
 
-    /// Whether this kernel's parts are other blocks' kernels ([`PARTS_NAME_THEIR_CLASS`]):
-    /// each part's parameter struct then names its class.
-    pub fn parts_name_their_class(&self) -> bool {
-        PARTS_NAME_THEIR_CLASS.contains(&self.block)
+    /// Whether this kernel runs independent kernels together ([`TOGETHER`]): each part's
+    /// parameter struct then names its class.
+    pub fn runs_together(&self) -> bool {
+        self.block == TOGETHER
     }
 
-    /// The building blocks its file includes: its own, and those of parts that name their
-    /// class.
+    /// The building blocks its file includes: its own, and a together kernel's parts'.
     pub fn includes(&self) -> Vec<&'static str> {
         let mut headers = vec![self.block];
-        if self.parts_name_their_class() {
+        if self.runs_together() {
             for p in &self.parts {
                 if !headers.contains(&p.block) {
                     headers.push(p.block);

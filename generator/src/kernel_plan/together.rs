@@ -10,6 +10,9 @@
 //! own launch had (the launch takes as long as its longest part); otherwise they run in
 //! turn on the most blocks any part had. The launch serves every part's stage and binds
 //! the parts' arguments in order.
+//!
+//! The same kernel may lead with a cube part ([`kernel`]: a product's column range beside
+//! the vector kernel consuming the range before, `gemm::overlap`).
 
 use sha2::{Digest, Sha256};
 
@@ -141,9 +144,8 @@ fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelP
             .iter()
             .map(|&m| spreading(&plan, m).expect("members are spreading launches"))
             .collect();
-        let blocks: Vec<u32> = parts.iter().map(|(l, _)| l.block_dim).collect();
-        let beside = blocks.iter().sum::<u32>() <= chip.aiv_cores as u32;
-        let kernel = kernel(&parts, beside);
+        let on: Vec<(&Kernel, u32)> = parts.iter().map(|(l, k)| (*k, l.block_dim)).collect();
+        let kernel = kernel(&on, chip);
         let stage = parts[0].0.stage;
         let mut also: Vec<&str> = Vec::new();
         for (l, _) in &parts {
@@ -161,10 +163,9 @@ fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelP
             stage,
             kernel: intern(&kernel.name),
             cores: Cores::Aiv,
-            block_dim: if beside {
-                blocks.iter().sum()
-            } else {
-                blocks.iter().copied().max().unwrap_or(1)
+            block_dim: match side_by_side(&on, chip) {
+                true => on.iter().map(|(_, b)| b).sum(),
+                false => on.iter().map(|(_, b)| *b).max().unwrap_or(1),
             },
             args: intern_list(&args),
             also: intern_list(&also),
@@ -176,16 +177,32 @@ fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelP
     plan.with_merged(vec![merged])
 }
 
-/// The kernel of `parts` together, side by side (`beside`, each on its launch's count of
-/// blocks) or in turn: each part's kernel with its argument count (and its blocks), its GM
-/// arguments named after their part.
-fn kernel(parts: &[(&Launch, &Kernel)], beside: bool) -> Kernel {
-    let names: Vec<&str> = parts.iter().map(|(_, k)| k.name.as_str()).collect();
+/// Whether the vector parts of `parts` (kernels and their blocks) fit the vector cores side
+/// by side.
+fn side_by_side(parts: &[(&Kernel, u32)], chip: &Chip) -> bool {
+    let vector: u32 = (parts.iter().filter(|(k, _)| k.cores == Cores::Aiv))
+        .map(|(_, b)| b)
+        .sum();
+    vector <= chip.aiv_cores as u32
+}
+
+/// The kernel of `parts` (each kernel on its count of blocks) together, the vector parts
+/// side by side or in turn ([`side_by_side`]), or, led by a cube part (a mixed launch of the
+/// cube cores' blocks), side by side on its vector cores; each part's kernel with its argument
+/// count (and its blocks, or that it is the cube's), its GM arguments named after their part.
+pub(super) fn kernel(parts: &[(&Kernel, u32)], chip: &Chip) -> Kernel {
+    let beside = side_by_side(parts, chip);
+    let mixed = parts[0].0.cores == Cores::Aic;
+    assert!(
+        !mixed || (beside && parts[1..].iter().all(|(k, _)| k.cores == Cores::Aiv)),
+        "a cube part leads vector parts side by side"
+    );
+    let names: Vec<&str> = parts.iter().map(|(k, _)| k.name.as_str()).collect();
     // side by side, a part's blocks are part of what the kernel is specialised on
     let named: Vec<String> = parts
         .iter()
-        .map(|(l, k)| match beside {
-            true => format!("{}_on{}", k.name, l.block_dim),
+        .map(|(k, blocks)| match beside {
+            true => format!("{}_on{blocks}", k.name),
             false => k.name.clone(),
         })
         .collect();
@@ -208,35 +225,38 @@ fn kernel(parts: &[(&Launch, &Kernel)], beside: bool) -> Kernel {
     let args = parts
         .iter()
         .enumerate()
-        .flat_map(|(i, (_, k))| k.args.iter().map(move |a| intern(&format!("p{i}_{a}"))))
+        .flat_map(|(i, (k, _))| k.args.iter().map(move |a| intern(&format!("p{i}_{a}"))))
         .collect();
     Kernel {
         name,
         doc: format!(
-            "{} independent vector kernels {}: {}",
+            "{} independent {}: {}",
             parts.len(),
-            if beside {
-                "side by side, each on blocks of its own"
-            } else {
-                "in turn on every block"
+            match (mixed, beside) {
+                (true, _) =>
+                    "kernels at once, the first on the cube cores, the others side by side on the vector cores",
+                (false, true) => "vector kernels side by side, each on blocks of its own",
+                (false, false) => "vector kernels in turn on every block",
             },
             names.join(", ")
         ),
         block: TOGETHER,
         class: "Together",
-        cores: Cores::Aiv,
+        cores: if mixed { Cores::Mix } else { Cores::Aiv },
         params: Vec::new(),
         args,
         buffers: Vec::new(),
         parts: parts
             .iter()
-            .scan(0, |base, (l, k)| {
+            .scan(0, |base, (k, blocks)| {
                 let mut part = (*k).clone();
                 part.params.push(("ARGS", Value::u32(k.args.len())));
-                if beside {
+                if k.cores == Cores::Aic {
+                    part.params.push(("ON_CUBE", Value::Bool(true)));
+                } else if beside {
                     part.params.push(("BLOCK_BASE", Value::U32(*base)));
-                    part.params.push(("BLOCKS", Value::U32(l.block_dim)));
-                    *base += l.block_dim;
+                    part.params.push(("BLOCKS", Value::U32(*blocks)));
+                    *base += blocks;
                 }
                 Some(part)
             })
@@ -472,5 +492,31 @@ mod tests {
             }]
         );
         assert_eq!(p.steps.len(), 2);
+    }
+
+    /// A cube part leads a mixed kernel: it runs on the cube cores (`ON_CUBE`), the vector
+    /// parts side by side on the vector cores from block 0.
+    #[test]
+    fn a_cube_part_leads_its_vector_parts_in_a_mixed_kernel() {
+        let mut cube = vector("mm", &["a", "b", "c"]);
+        (cube.cores, cube.block) = (Cores::Aic, "matmul.h");
+        let heads = vector("heads", &["c", "cos", "q"]);
+        let k = kernel(&[(&cube, 24), (&heads, 44)], chip());
+        assert_eq!(
+            (k.cores, k.block, k.name.as_str()),
+            (Cores::Mix, TOGETHER, "beside_mm_on24__heads_on44")
+        );
+        let u = |v| Some(Value::U32(v));
+        assert_eq!(param(&k.parts[0], "ON_CUBE"), Some(Value::Bool(true)));
+        assert_eq!(param(&k.parts[0], "BLOCKS"), None);
+        assert_eq!(
+            (
+                param(&k.parts[1], "BLOCK_BASE"),
+                param(&k.parts[1], "BLOCKS")
+            ),
+            (u(0), u(44))
+        );
+        assert_eq!(k.args, ["p0_a", "p0_b", "p0_c", "p1_c", "p1_cos", "p1_q"]);
+        assert_eq!(k.includes(), ["together.h", "matmul.h", "compressor.h"]);
     }
 }

@@ -69,16 +69,16 @@ pub fn peaks(st: &LaunchStats) -> [(Mem, u64); 5] {
 
 /// Every launch's peak use of each on-chip memory is exactly its kernel's budget: the
 /// kernel allocates what the plan passed it, no more and nothing besides. A kernel that runs
-/// other kernels as its parts (`together.h`, `matmul_beside.h`) stays within its budget: a
-/// stage run hands parts of other stages poisoned inputs, with which they may set up only
-/// some of their buffers.
+/// other stages' kernels together with this one's (`together.h`) stays within its budget: a
+/// stage run hands those parts poisoned inputs, with which they may set up only some of
+/// their buffers.
 pub fn check_peaks(name: &str, stats: &[(String, LaunchStats)]) {
     for (kernel, st) in stats {
         let together = planned(name)
             .kernels
             .kernels
             .iter()
-            .any(|k| k.name == *kernel && k.parts_name_their_class());
+            .any(|k| k.name == *kernel && k.runs_together());
         for (mem, peak) in peaks(st) {
             let budget = budget(name, kernel, mem) as u64;
             let what =

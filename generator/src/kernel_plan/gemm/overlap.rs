@@ -1,6 +1,7 @@
-//! A product overlapped with its consumer (`dsv4/matmul_beside.h`): where a vector kernel
-//! reads C range by range of its columns (QHeads: head by head), the product runs in column
-//! ranges and each range's consumer runs beside the next range's product, one mixed launch:
+//! A product overlapped with its consumer: where a vector kernel reads C range by range of
+//! its columns (QHeads: head by head), the product runs in column ranges (`MatmulAt` in
+//! `dsv4/matmul.h`) and each range's consumer runs beside the next range's product, one
+//! mixed launch (`dsv4/together.h` with a cube part):
 //!
 //! ```text
 //! cube:    C[0]        C[1]         …  C[R-1]
@@ -15,7 +16,8 @@
 use super::kernels::kernel;
 use super::split::{Room, Split, Tiles, plan_split, unfit, with_runs};
 use super::{Matmul, share};
-use crate::kernel_plan::{Builder, Cores, Kernel, Value, intern};
+use crate::kernel_plan::together;
+use crate::kernel_plan::{Builder, Kernel, Value};
 
 /// A vector kernel reading C column range by column range: `kernel(first, cols)` finishes
 /// columns `[first, first + cols)` (a multiple of `unit` each), on the blocks it returns;
@@ -26,24 +28,35 @@ pub struct Consumer<'a> {
     pub kernel: &'a dyn Fn(usize, usize) -> (Kernel, u32),
 }
 
-/// Column ranges a product runs in (1: not overlapped). Ranges overlap where the fusion
-/// pass may fuse (`fuse`), the product alone leaves the vector cores free (no share of its
-/// columns, `shared`), and C cuts into `RANGES` ranges of whole consumer units whose product
-/// still gives every cube core an item (`items` of a range, per `ranges`).
+/// What [`ranges`] weighs of a product and its chip.
+pub(crate) struct Product {
+    /// The fusion pass may fuse (`fuse: false` in a spec turns every overlap off).
+    pub fuse: bool,
+    /// Alone, the product gives the vector cores a share of its columns (they are busy).
+    pub shared: bool,
+    /// C's columns, and the consumer's unit they cut in.
+    pub n: usize,
+    pub unit: usize,
+    pub cube_cores: usize,
+    pub vector_cores: usize,
+}
+
+/// Column ranges a product runs in (1: not overlapped). Ranges overlap where the fusion pass
+/// may fuse, the product alone leaves the vector cores free, C cuts into `RANGES` ranges of
+/// whole consumer units, each range's product still gives every cube core an item (`items`
+/// of a range's product, at `r` ranges; else a range's cube side takes as long as the whole
+/// product's) and a range's consumer fits the mixed launch's vector cores (`blocks`).
 pub(crate) fn ranges(
-    fuse: bool,
-    shared: bool,
-    n: usize,
-    unit: usize,
-    cube_cores: usize,
+    p: &Product,
     items: impl Fn(usize) -> Option<usize>,
+    blocks: impl Fn(usize) -> u32,
 ) -> usize {
-    let whole = n.is_multiple_of(RANGES * unit);
-    if !fuse || shared || !whole {
+    let whole = p.n.is_multiple_of(RANGES * p.unit);
+    if !p.fuse || p.shared || !whole || blocks(RANGES) > p.vector_cores as u32 {
         return 1;
     }
     match items(RANGES) {
-        Some(i) if i >= cube_cores => RANGES,
+        Some(i) if i >= p.cube_cores => RANGES,
         _ => 1,
     }
 }
@@ -68,19 +81,20 @@ pub fn launch_overlapped(
         n: mm.n / r,
         ..mm.clone()
     };
-    let shared = share::plan(mm, tiles, &whole, chip).is_some();
-    let n = ranges(
-        plan.fuse,
-        shared,
-        mm.n,
-        consumer.unit,
-        chip.aic_cores,
-        |r| {
-            let part = range(r);
-            plan_split(&part, &room, Tiles::spec(&part, tiles), chip)
-                .map(|s| s.items(&part, part.max_rows))
-        },
-    );
+    let product = Product {
+        fuse: plan.fuse,
+        shared: share::plan(mm, tiles, &whole, chip).is_some(),
+        n: mm.n,
+        unit: consumer.unit,
+        cube_cores: chip.aic_cores,
+        vector_cores: chip.aiv_cores,
+    };
+    let items = |r: usize| {
+        let part = range(r);
+        plan_split(&part, &room, Tiles::spec(&part, tiles), chip)
+            .map(|s| s.items(&part, part.max_rows))
+    };
+    let n = ranges(&product, items, |r| (consumer.kernel)(0, mm.n / r).1);
     if n == 1 {
         let split = super::launch_alone(b, tiles, mm, args)?;
         let (k, blocks) = (consumer.kernel)(0, mm.n);
@@ -102,11 +116,9 @@ pub fn launch_overlapped(
     for r in 1..n {
         let (vector, blocks) = (consumer.kernel)((r - 1) * w, w);
         let cube = at_column(kernel(&part, &split), r * w);
-        b.launch(
-            beside(cube, vector, blocks),
-            chip.aic_cores as u32,
-            &launch_args,
-        );
+        let cores = chip.aic_cores as u32;
+        let mixed = together::kernel(&[(&cube, cores), (&vector, blocks)], chip);
+        b.launch(mixed, cores, &launch_args);
     }
     let (last, blocks) = (consumer.kernel)((n - 1) * w, w);
     b.launch_spreading(last, blocks, consumer.args);
@@ -129,40 +141,13 @@ fn cube_split(b: &mut Builder, [m, n, k]: [usize; 3], mm: &Matmul, weights: &str
     split
 }
 
-/// `cube` (a matmul kernel of a range's columns) at the product's column `col0`.
+/// `cube` (a matmul kernel of a range's columns) at the product's column `col0`
+/// (`MatmulAt`).
 fn at_column(mut cube: Kernel, col0: usize) -> Kernel {
     cube.name = format!("{}_col{col0}", cube.name);
+    cube.class = "MatmulAt";
     cube.params.push(("COL0", Value::u32(col0)));
     cube
-}
-
-/// `dsv4/matmul_beside.h`: `cube` on the cube cores beside `vector` on `blocks` of the vector
-/// cores, one mixed launch; the vector kernel's arguments follow a, b, c, renamed apart.
-fn beside(cube: Kernel, mut vector: Kernel, blocks: u32) -> Kernel {
-    let name = format!("{}__beside__{}_on{blocks}", cube.name, vector.name);
-    vector.params.extend([
-        ("ARGS", Value::u32(vector.args.len())),
-        ("BLOCK_BASE", Value::U32(0)),
-        ("BLOCKS", Value::U32(blocks)),
-    ]);
-    let args = ["a", "b", "c"]
-        .into_iter()
-        .chain(vector.args.iter().map(|a| intern(&format!("v_{a}"))))
-        .collect();
-    Kernel {
-        doc: format!(
-            "{} on the cube cores beside {} on {blocks} vector cores",
-            cube.name, vector.name
-        ),
-        name,
-        block: "matmul_beside.h",
-        class: "MatmulBeside",
-        cores: Cores::Mix,
-        params: Vec::new(),
-        args,
-        buffers: Vec::new(),
-        parts: vec![cube, vector],
-    }
 }
 
 #[cfg(test)]
@@ -170,23 +155,38 @@ mod tests {
     use super::*;
 
     /// Overlapped only where fusion is on, the vector cores are free, C cuts into whole
-    /// consumer units and each range still gives every cube core an item.
+    /// consumer units, each range still gives every cube core an item and a range's consumer
+    /// fits the vector cores.
     #[test]
     fn a_product_overlaps_its_consumer_where_the_ranges_fill_the_cube() {
-        let enough = |_: usize| Some(24);
-        assert_eq!(ranges(true, false, 32768, 512, 24, enough), RANGES);
+        let flash = Product {
+            fuse: true,
+            shared: false,
+            n: 32768,
+            unit: 512,
+            cube_cores: 24,
+            vector_cores: 48,
+        };
+        let (enough, fits) = (|_: usize| Some(24), |_: usize| 44);
+        assert_eq!(ranges(&flash, enough, fits), RANGES);
+        let unfused = Product {
+            fuse: false,
+            ..flash
+        };
+        assert_eq!(ranges(&unfused, enough, fits), 1, "fuse: false");
+        let shared = Product {
+            shared: true,
+            ..flash
+        };
+        assert_eq!(ranges(&shared, enough, fits), 1, "shared");
+        let one_unit = Product { n: 512, ..flash };
+        assert_eq!(ranges(&one_unit, enough, fits), 1, "one unit");
+        assert_eq!(ranges(&flash, |_| Some(12), fits), 1, "few items");
+        assert_eq!(ranges(&flash, |_| None, fits), 1, "no split");
         assert_eq!(
-            ranges(false, false, 32768, 512, 24, enough),
+            ranges(&flash, enough, |_| 64),
             1,
-            "fuse: false"
+            "more blocks than vector cores"
         );
-        assert_eq!(ranges(true, true, 32768, 512, 24, enough), 1, "shared");
-        assert_eq!(ranges(true, false, 512, 512, 24, enough), 1, "one unit");
-        assert_eq!(
-            ranges(true, false, 32768, 512, 24, |_| Some(12)),
-            1,
-            "few items"
-        );
-        assert_eq!(ranges(true, false, 32768, 512, 24, |_| None), 1, "no split");
     }
 }
