@@ -118,14 +118,16 @@ pub fn launch_alone(
     launch_with(b, tiles, mm, args, true)
 }
 
-fn launch_with(
+/// `mm`'s least-traffic split on the stage's spec tiles `[m, n, k]`, with the on-chip room
+/// and the tiles it was planned in; or the stage marked missing, saying why (`w`: the
+/// weights the message names).
+fn planned(
     b: &mut Builder,
     tiles: [usize; 3],
     mm: &Matmul,
-    [a, w, c]: [&str; 3],
-    alone: bool,
-) -> Option<Split> {
-    let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
+    w: &str,
+) -> Option<(Split, Room, Tiles)> {
+    let chip = b.plan.chip;
     let spec = Tiles::spec(mm, tiles);
     if let Some(why) = unfit(mm, &spec) {
         b.missing(format!("{w}: {why}"));
@@ -143,6 +145,18 @@ fn launch_with(
         ));
         return None;
     };
+    Some((split, room, spec))
+}
+
+fn launch_with(
+    b: &mut Builder,
+    tiles: [usize; 3],
+    mm: &Matmul,
+    [a, w, c]: [&str; 3],
+    alone: bool,
+) -> Option<Split> {
+    let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
+    let (split, room, spec) = planned(b, tiles, mm, w)?;
     // Alone, the vector cores may take a share of the columns; or else its items may run
     // in runs per core (a group of such products is dealt anew, `group::kernel`).
     let vector_share = match split.sum {

@@ -14,8 +14,8 @@
 //! the consumer waits for all of it.
 
 use super::kernels::kernel;
-use super::split::{Room, Split, Tiles, plan_split, unfit, with_runs};
-use super::{Matmul, share};
+use super::split::{Tiles, plan_split, with_runs};
+use super::{Matmul, planned, share};
 use crate::kernel_plan::together;
 use crate::kernel_plan::{Builder, Kernel, Value};
 
@@ -61,22 +61,23 @@ pub(crate) fn ranges(
     }
 }
 
-/// How many column ranges an overlapped product runs in.
+/// How many column ranges an overlapped product runs in (FLASH `wq_b` at 512 tokens: two
+/// 185 µs with its QHeads, four 205 µs, each range's items reading A again).
 const RANGES: usize = 2;
 
 /// Launches `mm` ([a, b, c]) and its `consumer`, overlapped in column ranges where
 /// [`ranges`] says so, else the product alone (`super::launch_alone`) and the consumer
-/// after it on all its columns. Returns the product's split (of the whole product).
+/// after it on all its columns; None where the product cannot run (the stage is then marked
+/// missing, saying why).
 pub fn launch_overlapped(
     b: &mut Builder,
     tiles: [usize; 3],
     mm: &Matmul,
     args: [&str; 3],
     consumer: &Consumer,
-) -> Option<Split> {
-    let (plan, [m, tn, tk]) = (b.plan, tiles);
-    let (chip, room) = (plan.chip, Room::for_tiles(m, tn, tk, plan.chip));
-    let whole = cube_split(b, tiles, mm, args[1])?;
+) -> Option<()> {
+    let (plan, chip) = (b.plan, b.plan.chip);
+    let (whole, room, _) = planned(b, tiles, mm, args[1])?;
     let range = |r: usize| Matmul {
         n: mm.n / r,
         ..mm.clone()
@@ -96,19 +97,14 @@ pub fn launch_overlapped(
     };
     let n = ranges(&product, items, |r| (consumer.kernel)(0, mm.n / r).1);
     if n == 1 {
-        let split = super::launch_alone(b, tiles, mm, args)?;
+        super::launch_alone(b, tiles, mm, args)?;
         let (k, blocks) = (consumer.kernel)(0, mm.n);
         b.launch_spreading(k, blocks, consumer.args);
-        return Some(split);
+        return Some(());
     }
     let part = range(n);
-    let split = with_runs(
-        cube_split(b, tiles, &part, args[1])?,
-        &part,
-        &room,
-        Tiles::spec(&part, tiles),
-        chip,
-    );
+    let (split, room, spec) = planned(b, tiles, &part, args[1])?;
+    let split = with_runs(split, &part, &room, spec, chip);
     let w = part.n;
     let cube_blocks = chip.aic_cores.min(split.items(&part, part.max_rows)) as u32;
     b.launch(kernel(&part, &split), cube_blocks, &args);
@@ -122,23 +118,7 @@ pub fn launch_overlapped(
     }
     let (last, blocks) = (consumer.kernel)((n - 1) * w, w);
     b.launch_spreading(last, blocks, consumer.args);
-    Some(whole)
-}
-
-/// The least-traffic split of `mm` on the cube cores, or the stage marked missing, saying
-/// why.
-fn cube_split(b: &mut Builder, [m, n, k]: [usize; 3], mm: &Matmul, weights: &str) -> Option<Split> {
-    let chip = b.plan.chip;
-    let spec = Tiles::spec(mm, [m, n, k]);
-    if let Some(why) = unfit(mm, &spec) {
-        b.missing(format!("{weights}: {why}"));
-        return None;
-    }
-    let split = plan_split(mm, &Room::for_tiles(m, n, k, chip), spec, chip);
-    if split.is_none() {
-        b.missing(format!("{weights}: no Mmad tile's C strip of 16 rows fits"));
-    }
-    split
+    Some(())
 }
 
 /// `cube` (a matmul kernel of a range's columns) at the product's column `col0`
