@@ -187,9 +187,10 @@ fn side_by_side(parts: &[(&Kernel, u32)], chip: &Chip) -> bool {
 }
 
 /// The kernel of `parts` (each kernel on its count of blocks) together, the vector parts
-/// side by side or in turn ([`side_by_side`]), or, led by a cube part (a mixed launch of the
-/// cube cores' blocks), side by side on its vector cores; each part's kernel with its argument
-/// count (and its blocks, or that it is the cube's), its GM arguments named after their part.
+/// side by side or in turn ([`side_by_side`]), or, led by a cube part (`CubeBeside`: a mixed
+/// launch of the cube cores' blocks), side by side on its vector cores; each part's kernel
+/// with its argument count (and a vector part's blocks), its GM arguments named after their
+/// part.
 pub(super) fn kernel(parts: &[(&Kernel, u32)], chip: &Chip) -> Kernel {
     let beside = side_by_side(parts, chip);
     let mixed = parts[0].0.cores == Cores::Aic;
@@ -241,7 +242,7 @@ pub(super) fn kernel(parts: &[(&Kernel, u32)], chip: &Chip) -> Kernel {
             names.join(", ")
         ),
         block: TOGETHER,
-        class: "Together",
+        class: if mixed { "CubeBeside" } else { "Together" },
         cores: if mixed { Cores::Mix } else { Cores::Aiv },
         params: Vec::new(),
         args,
@@ -251,9 +252,7 @@ pub(super) fn kernel(parts: &[(&Kernel, u32)], chip: &Chip) -> Kernel {
             .scan(0, |base, (k, blocks)| {
                 let mut part = (*k).clone();
                 part.params.push(("ARGS", Value::u32(k.args.len())));
-                if k.cores == Cores::Aic {
-                    part.params.push(("ON_CUBE", Value::Bool(true)));
-                } else if beside {
+                if beside && k.cores == Cores::Aiv {
                     part.params.push(("BLOCK_BASE", Value::U32(*base)));
                     part.params.push(("BLOCKS", Value::U32(*blocks)));
                     *base += blocks;
@@ -494,7 +493,7 @@ mod tests {
         assert_eq!(p.steps.len(), 2);
     }
 
-    /// A cube part leads a mixed kernel: it runs on the cube cores (`ON_CUBE`), the vector
+    /// A cube part leads a mixed kernel (`CubeBeside`): it runs on the cube cores, the vector
     /// parts side by side on the vector cores from block 0.
     #[test]
     fn a_cube_part_leads_its_vector_parts_in_a_mixed_kernel() {
@@ -507,7 +506,7 @@ mod tests {
             (Cores::Mix, TOGETHER, "beside_mm_on24__heads_on44")
         );
         let u = |v| Some(Value::U32(v));
-        assert_eq!(param(&k.parts[0], "ON_CUBE"), Some(Value::Bool(true)));
+        assert_eq!(k.class, "CubeBeside");
         assert_eq!(param(&k.parts[0], "BLOCKS"), None);
         assert_eq!(
             (
