@@ -89,7 +89,7 @@ mod split;
 
 pub use kernels::{buffers, slice_sum_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows, deq_shift};
-pub use overlap::{Consumer, launch_overlapped};
+pub use overlap::Consumer;
 pub use split::{KSum, Split, Tiles, traffic};
 
 use abi::DType;
@@ -146,6 +146,60 @@ fn planned(
         return None;
     };
     Some((split, room, spec))
+}
+
+/// Launches `mm` ([a, b, c]) and its `consumer`, overlapped in column ranges where
+/// `overlap::ranges` says so, else the product alone ([`launch_alone`]) and the consumer
+/// after it on all its columns; None where the product cannot run (the stage is then marked
+/// missing, saying why).
+pub fn launch_overlapped(
+    b: &mut Builder,
+    tiles: [usize; 3],
+    mm: &Matmul,
+    args: [&str; 3],
+    consumer: &Consumer,
+) -> Option<()> {
+    let (plan, chip) = (b.plan, b.plan.chip);
+    let (whole, room, _) = planned(b, tiles, mm, args[1])?;
+    let range = |r: usize| Matmul {
+        n: mm.n / r,
+        ..mm.clone()
+    };
+    let product = overlap::Product {
+        fuse: plan.fuse,
+        shared: share::plan(mm, tiles, &whole, chip).is_some(),
+        n: mm.n,
+        unit: consumer.unit,
+        cube_cores: chip.aic_cores,
+        vector_cores: chip.aiv_cores,
+    };
+    let items = |r: usize| {
+        let part = range(r);
+        plan_split(&part, &room, Tiles::spec(&part, tiles), chip)
+            .map(|s| s.items(&part, part.max_rows))
+    };
+    let n = overlap::ranges(&product, items, |r| (consumer.kernel)(0, mm.n / r).1);
+    if n == 1 {
+        launch_alone(b, tiles, mm, args)?;
+        let (k, blocks) = (consumer.kernel)(0, mm.n);
+        b.launch_spreading(k, blocks, consumer.args);
+        return Some(());
+    }
+    let part = range(n);
+    let (split, room, spec) = planned(b, tiles, &part, args[1])?;
+    let split = with_runs(split, &part, &room, spec, chip);
+    let w = part.n;
+    let cube_blocks = chip.aic_cores.min(split.items(&part, part.max_rows)) as u32;
+    b.launch(kernel(&part, &split), cube_blocks, &args);
+    let launch_args: Vec<&str> = args.iter().chain(consumer.args).copied().collect();
+    for r in 1..n {
+        let (vector, blocks) = (consumer.kernel)((r - 1) * w, w);
+        let mixed = overlap::beside(kernel(&part, &split), r * w, &vector, blocks, chip);
+        b.launch(mixed, chip.aic_cores as u32, &launch_args);
+    }
+    let (last, blocks) = (consumer.kernel)((n - 1) * w, w);
+    b.launch_spreading(last, blocks, consumer.args);
+    Some(())
 }
 
 fn launch_with(

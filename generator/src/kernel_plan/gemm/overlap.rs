@@ -13,11 +13,9 @@
 //! share of HBM (hicann/ge's Load fit, 457 GB/s), its C written back at the same rate, while
 //! the consumer waits for all of it.
 
-use super::kernels::kernel;
-use super::split::{Tiles, plan_split, with_runs};
-use super::{Matmul, planned, share};
+use crate::chip::Chip;
 use crate::kernel_plan::together;
-use crate::kernel_plan::{Builder, Kernel, Value};
+use crate::kernel_plan::{Kernel, Value};
 
 /// A vector kernel reading C column range by column range: `kernel(first, cols)` finishes
 /// columns `[first, first + cols)` (a multiple of `unit` each), on the blocks it returns;
@@ -65,69 +63,19 @@ pub(crate) fn ranges(
 /// 185 µs with its QHeads, four 205 µs, each range's items reading A again).
 const RANGES: usize = 2;
 
-/// Launches `mm` ([a, b, c]) and its `consumer`, overlapped in column ranges where
-/// [`ranges`] says so, else the product alone (`super::launch_alone`) and the consumer
-/// after it on all its columns; None where the product cannot run (the stage is then marked
-/// missing, saying why).
-pub fn launch_overlapped(
-    b: &mut Builder,
-    tiles: [usize; 3],
-    mm: &Matmul,
-    args: [&str; 3],
-    consumer: &Consumer,
-) -> Option<()> {
-    let (plan, chip) = (b.plan, b.plan.chip);
-    let (whole, room, _) = planned(b, tiles, mm, args[1])?;
-    let range = |r: usize| Matmul {
-        n: mm.n / r,
-        ..mm.clone()
-    };
-    let product = Product {
-        fuse: plan.fuse,
-        shared: share::plan(mm, tiles, &whole, chip).is_some(),
-        n: mm.n,
-        unit: consumer.unit,
-        cube_cores: chip.aic_cores,
-        vector_cores: chip.aiv_cores,
-    };
-    let items = |r: usize| {
-        let part = range(r);
-        plan_split(&part, &room, Tiles::spec(&part, tiles), chip)
-            .map(|s| s.items(&part, part.max_rows))
-    };
-    let n = ranges(&product, items, |r| (consumer.kernel)(0, mm.n / r).1);
-    if n == 1 {
-        super::launch_alone(b, tiles, mm, args)?;
-        let (k, blocks) = (consumer.kernel)(0, mm.n);
-        b.launch_spreading(k, blocks, consumer.args);
-        return Some(());
-    }
-    let part = range(n);
-    let (split, room, spec) = planned(b, tiles, &part, args[1])?;
-    let split = with_runs(split, &part, &room, spec, chip);
-    let w = part.n;
-    let cube_blocks = chip.aic_cores.min(split.items(&part, part.max_rows)) as u32;
-    b.launch(kernel(&part, &split), cube_blocks, &args);
-    let launch_args: Vec<&str> = args.iter().chain(consumer.args).copied().collect();
-    for r in 1..n {
-        let (vector, blocks) = (consumer.kernel)((r - 1) * w, w);
-        let cube = at_column(kernel(&part, &split), r * w);
-        let cores = chip.aic_cores as u32;
-        let mixed = together::kernel(&[(&cube, cores), (&vector, blocks)], chip);
-        b.launch(mixed, cores, &launch_args);
-    }
-    let (last, blocks) = (consumer.kernel)((n - 1) * w, w);
-    b.launch_spreading(last, blocks, consumer.args);
-    Some(())
-}
-
-/// `cube` (a matmul kernel of a range's columns) at the product's column `col0`
-/// (`MatmulAt`).
-fn at_column(mut cube: Kernel, col0: usize) -> Kernel {
+/// The mixed launch's kernel: `cube` (a matmul kernel of a range's columns) at the product's
+/// column `col0` (`MatmulAt`) on the cube cores, beside `vector` on `blocks` vector cores.
+pub(super) fn beside(
+    mut cube: Kernel,
+    col0: usize,
+    vector: &Kernel,
+    blocks: u32,
+    chip: &Chip,
+) -> Kernel {
     cube.name = format!("{}_col{col0}", cube.name);
     cube.class = "MatmulAt";
     cube.params.push(("COL0", Value::u32(col0)));
-    cube
+    together::kernel(&[(&cube, chip.aic_cores as u32), (vector, blocks)], chip)
 }
 
 #[cfg(test)]
