@@ -149,7 +149,7 @@ fn planned(
 }
 
 /// Launches `mm` ([a, b, c]) and its `consumer`, overlapped in column ranges where
-/// `overlap::ranges` says so, else the product alone ([`launch_alone`]) and the consumer
+/// `overlap::overlaps` says so, else the product alone ([`launch_alone`]) and the consumer
 /// after it on all its columns; None where the product cannot run (the stage is then marked
 /// missing, saying why).
 pub fn launch_overlapped(
@@ -161,43 +161,40 @@ pub fn launch_overlapped(
 ) -> Option<()> {
     let (plan, chip) = (b.plan, b.plan.chip);
     let (whole, room, _) = planned(b, tiles, mm, args[1])?;
-    let range = |r: usize| Matmul {
-        n: mm.n / r,
+    // a range's product, planned as it would launch (alone, so perhaps in runs)
+    let part = Matmul {
+        n: mm.n / overlap::RANGES,
         ..mm.clone()
     };
+    let spec = Tiles::spec(&part, tiles);
+    let part_split = (overlap::cuts(mm.n, consumer.unit) && unfit(&part, &spec).is_none())
+        .then(|| plan_split(&part, &room, spec, chip))
+        .flatten()
+        .map(|s| with_runs(s, &part, &room, spec, chip));
     let product = overlap::Product {
         fuse: plan.fuse,
         shared: share::plan(mm, tiles, &whole, chip).is_some(),
-        n: mm.n,
-        unit: consumer.unit,
+        range_items: part_split.map(|s| s.items(&part, part.max_rows)),
+        consumer_blocks: (consumer.kernel)(0, part.n).1,
         cube_cores: chip.aic_cores,
         vector_cores: chip.aiv_cores,
     };
-    let items = |r: usize| {
-        let part = range(r);
-        plan_split(&part, &room, Tiles::spec(&part, tiles), chip)
-            .map(|s| s.items(&part, part.max_rows))
-    };
-    let n = overlap::ranges(&product, items, |r| (consumer.kernel)(0, mm.n / r).1);
-    if n == 1 {
+    let Some(split) = part_split.filter(|_| overlap::overlaps(&product)) else {
         launch_alone(b, tiles, mm, args)?;
         let (k, blocks) = (consumer.kernel)(0, mm.n);
         b.launch_spreading(k, blocks, consumer.args);
         return Some(());
-    }
-    let part = range(n);
-    let (split, room, spec) = planned(b, tiles, &part, args[1])?;
-    let split = with_runs(split, &part, &room, spec, chip);
+    };
     let w = part.n;
     let cube_blocks = chip.aic_cores.min(split.items(&part, part.max_rows)) as u32;
     b.launch(kernel(&part, &split), cube_blocks, &args);
     let launch_args: Vec<&str> = args.iter().chain(consumer.args).copied().collect();
-    for r in 1..n {
+    for r in 1..overlap::RANGES {
         let (vector, blocks) = (consumer.kernel)((r - 1) * w, w);
         let mixed = overlap::beside(kernel(&part, &split), r * w, &vector, blocks, chip);
         b.launch(mixed, chip.aic_cores as u32, &launch_args);
     }
-    let (last, blocks) = (consumer.kernel)((n - 1) * w, w);
+    let (last, blocks) = (consumer.kernel)((overlap::RANGES - 1) * w, w);
     b.launch_spreading(last, blocks, consumer.args);
     Some(())
 }

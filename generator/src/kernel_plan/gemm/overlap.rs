@@ -26,42 +26,38 @@ pub struct Consumer<'a> {
     pub kernel: &'a dyn Fn(usize, usize) -> (Kernel, u32),
 }
 
-/// What [`ranges`] weighs of a product and its chip.
+/// How many column ranges an overlapped product runs in (FLASH `wq_b` at 512 tokens: two
+/// 185 µs with its QHeads, four 205 µs, each range's items reading A again).
+pub(super) const RANGES: usize = 2;
+
+/// Whether C's `n` columns cut into [`RANGES`] ranges of whole consumer units.
+pub(super) fn cuts(n: usize, unit: usize) -> bool {
+    n.is_multiple_of(RANGES * unit)
+}
+
+/// What [`overlaps`] weighs of a product, its ranges and its chip.
 pub(crate) struct Product {
     /// The fusion pass may fuse (`fuse: false` in a spec turns every overlap off).
     pub fuse: bool,
     /// Alone, the product gives the vector cores a share of its columns (they are busy).
     pub shared: bool,
-    /// C's columns, and the consumer's unit they cut in.
-    pub n: usize,
-    pub unit: usize,
+    /// Items of a range's product as launched (None: C does not [`cuts`] or a range cannot
+    /// be planned), and blocks of a range's consumer.
+    pub range_items: Option<usize>,
+    pub consumer_blocks: u32,
     pub cube_cores: usize,
     pub vector_cores: usize,
 }
 
-/// Column ranges a product runs in (1: not overlapped). Ranges overlap where the fusion pass
-/// may fuse, the product alone leaves the vector cores free, C cuts into `RANGES` ranges of
-/// whole consumer units, each range's product still gives every cube core an item (`items`
-/// of a range's product, at `r` ranges; else a range's cube side takes as long as the whole
-/// product's) and a range's consumer fits the mixed launch's vector cores (`blocks`).
-pub(crate) fn ranges(
-    p: &Product,
-    items: impl Fn(usize) -> Option<usize>,
-    blocks: impl Fn(usize) -> u32,
-) -> usize {
-    let whole = p.n.is_multiple_of(RANGES * p.unit);
-    if !p.fuse || p.shared || !whole || blocks(RANGES) > p.vector_cores as u32 {
-        return 1;
-    }
-    match items(RANGES) {
-        Some(i) if i >= p.cube_cores => RANGES,
-        _ => 1,
-    }
+/// Whether a product runs in [`RANGES`] column ranges rather than whole: where the fusion
+/// pass may fuse, the product alone leaves the vector cores free, C cuts into ranges of
+/// whole consumer units, each range's product still gives every cube core an item (else a
+/// range's cube side takes as long as the whole product's) and a range's consumer fits the
+/// mixed launch's vector cores.
+pub(crate) fn overlaps(p: &Product) -> bool {
+    let fills = p.range_items.is_some_and(|i| i >= p.cube_cores);
+    p.fuse && !p.shared && fills && p.consumer_blocks <= p.vector_cores as u32
 }
-
-/// How many column ranges an overlapped product runs in (FLASH `wq_b` at 512 tokens: two
-/// 185 µs with its QHeads, four 205 µs, each range's items reading A again).
-const RANGES: usize = 2;
 
 /// The mixed launch's kernel: `cube` (a matmul kernel of a range's columns) at the product's
 /// column `col0` (`MatmulAt`) on the cube cores, beside `vector` on `blocks` vector cores.
@@ -90,31 +86,48 @@ mod tests {
         let flash = Product {
             fuse: true,
             shared: false,
-            n: 32768,
-            unit: 512,
+            range_items: Some(24),
+            consumer_blocks: 44,
             cube_cores: 24,
             vector_cores: 48,
         };
-        let (enough, fits) = (|_: usize| Some(24), |_: usize| 44);
-        assert_eq!(ranges(&flash, enough, fits), RANGES);
-        let unfused = Product {
-            fuse: false,
-            ..flash
-        };
-        assert_eq!(ranges(&unfused, enough, fits), 1, "fuse: false");
-        let shared = Product {
-            shared: true,
-            ..flash
-        };
-        assert_eq!(ranges(&shared, enough, fits), 1, "shared");
-        let one_unit = Product { n: 512, ..flash };
-        assert_eq!(ranges(&one_unit, enough, fits), 1, "one unit");
-        assert_eq!(ranges(&flash, |_| Some(12), fits), 1, "few items");
-        assert_eq!(ranges(&flash, |_| None, fits), 1, "no split");
-        assert_eq!(
-            ranges(&flash, enough, |_| 64),
-            1,
-            "more blocks than vector cores"
+        assert!(overlaps(&flash));
+        let not = |p: Product, why: &str| assert!(!overlaps(&p), "{why}");
+        not(
+            Product {
+                fuse: false,
+                ..flash
+            },
+            "fuse: false",
         );
+        not(
+            Product {
+                shared: true,
+                ..flash
+            },
+            "shared",
+        );
+        not(
+            Product {
+                range_items: Some(12),
+                ..flash
+            },
+            "few items",
+        );
+        not(
+            Product {
+                range_items: None,
+                ..flash
+            },
+            "no ranges",
+        );
+        not(
+            Product {
+                consumer_blocks: 64,
+                ..flash
+            },
+            "more blocks than vector cores",
+        );
+        assert!(cuts(32768, 512) && !cuts(512, 512) && !cuts(1536, 512));
     }
 }
