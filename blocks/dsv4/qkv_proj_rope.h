@@ -224,7 +224,8 @@ private:
 };
 
 // Params: H (heads of a row), HEAD0 and HEADS (the heads this kernel finishes: all, or a
-// column range of the product a cube launch still writes the rest of, dsv4/matmul_beside.h),
+// column range of the product a cube launch still writes the rest of: CubeBeside in
+// dsv4/together.h),
 // HD, RD, HG (heads per work item), EPS, INV_HD = 1/HD, POSITIONS (only in
 // kernels that take position_ids), and the UB sizes ACC_IN, Q_OUT, X, WQ_B_SCALE, QR_SCALE,
 // WORK, SLOT, REDUCE_TMP (`*_BYTES`). Blocks (OwnBlocks<P>: optional BLOCK_BASE, BLOCKS, a
