@@ -1,8 +1,9 @@
 //! `cost`: what each kernel launch of one sim run costs — FLOPs by input type and vector
-//! element-ops, GM bytes moved against the minimum (the distinct bytes it touched: inputs
-//! read once, outputs written once), scalar GM accesses, its roofline time on the plan's
-//! chip profile (max of cube, vector and HBM time) — and its modeled device time (the sim's
-//! timeline, [`crate::modeled`]) with what bounds it; the layer's modeled time is the chain.
+//! element-ops, GM bytes moved against the minimum (inputs read once, outputs written once,
+//! a hand-off through GM once per value: `LaunchStats::gm_min_bytes`), scalar GM accesses,
+//! its roofline time on the plan's chip profile (max of cube, vector and HBM time) — and its
+//! modeled device time (the sim's timeline, [`crate::modeled`]) with what bounds it; the
+//! layer's modeled time is the chain.
 
 use std::path::Path;
 use std::time::Duration;
@@ -33,7 +34,7 @@ pub struct LaunchCost {
     pub f32_flop: f64,
     pub vec_ops: f64,
     pub moved: u64,
-    /// Distinct GM bytes read plus distinct bytes written.
+    /// Every value read once and written once (`LaunchStats::gm_min_bytes`).
     pub min: u64,
     pub scalar_reads: u64,
     pub scalar_writes: u64,
@@ -85,7 +86,7 @@ impl LaunchCost {
             f32_flop,
             vec_ops,
             moved,
-            min: c.gm_distinct_bytes(),
+            min: c.gm_min_bytes(),
             scalar_reads: c.scalar_gm_reads,
             scalar_writes: c.scalar_gm_writes,
             roofline: Duration::from_secs_f64(secs),
@@ -352,8 +353,8 @@ mod tests {
                 mac_bf16: 1_000_000_000,
                 gm_read_bytes: 750_000,
                 gm_write_bytes: 250_000,
-                gm_distinct_read_bytes: 250_000,
-                gm_distinct_write_bytes: 250_000,
+                gm_min_read_bytes: 250_000,
+                gm_min_write_bytes: 250_000,
                 ..Default::default()
             }),
             &CHIP,
@@ -368,7 +369,7 @@ mod tests {
             &step(LaunchStats {
                 mac_i8: 1_000_000,
                 gm_read_bytes: 1_000_000,
-                gm_distinct_read_bytes: 1_000_000,
+                gm_min_read_bytes: 1_000_000,
                 ..Default::default()
             }),
             &CHIP,

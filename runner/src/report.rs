@@ -112,6 +112,8 @@ fn counters_json(c: &LaunchCounters) -> Value {
         "gm_write_bytes": s.gm_write_bytes,
         "gm_distinct_read_bytes": s.gm_distinct_read_bytes,
         "gm_distinct_write_bytes": s.gm_distinct_write_bytes,
+        "gm_min_read_bytes": s.gm_min_read_bytes,
+        "gm_min_write_bytes": s.gm_min_write_bytes,
         "scalar_gm_reads": s.scalar_gm_reads,
         "scalar_gm_writes": s.scalar_gm_writes,
         "mac_bf16": s.mac_bf16,
@@ -130,6 +132,8 @@ fn counters_json(c: &LaunchCounters) -> Value {
             "write_bytes": a.write_bytes,
             "distinct_read_bytes": a.distinct_read_bytes,
             "distinct_write_bytes": a.distinct_write_bytes,
+            "min_read_bytes": a.min_read_bytes,
+            "min_write_bytes": a.min_write_bytes,
         })).collect::<Vec<_>>(),
     })
 }

@@ -252,9 +252,9 @@ fn check(variant_name: &str, case: &Case) {
     );
     for (kernel, s) in &launches {
         println!(
-            "  {kernel}: GM {} B (distinct {} B), scalar GM reads {}",
+            "  {kernel}: GM {} B (minimum {} B), scalar GM reads {}",
             s.gm_bytes(),
-            s.gm_distinct_bytes(),
+            s.gm_min_bytes(),
             s.scalar_gm_reads
         );
     }

@@ -268,9 +268,9 @@ fn check(name: &str, case: &Case, exact: bool) {
     );
     for (kernel, s) in &stats {
         println!(
-            "  {kernel}: GM {} B moved, {} B distinct; {} scalar GM reads",
+            "  {kernel}: GM {} B moved, {} B minimum; {} scalar GM reads",
             s.gm_bytes(),
-            s.gm_distinct_bytes(),
+            s.gm_min_bytes(),
             s.scalar_gm_reads
         );
     }

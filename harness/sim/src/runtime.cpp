@@ -31,25 +31,36 @@ thread_local TPipe* tlsPipe = nullptr;
 constexpr int kFlags = 16;
 constexpr uint16_t kFlagMax = 15; // the hardware flag counters are 4 bits wide
 
-// DMA traffic of one GM buffer during a launch: bytes moved each way, and one bit per
-// byte touched each way (so re-reads are told apart from first reads). The bitmaps are
-// calloc'ed: pages of a buffer region nobody touches are never materialised.
+// DMA traffic of one GM buffer during a launch: bytes moved each way; one bit per byte
+// touched each way (so re-reads are told apart from first reads); and the launch's minimum:
+// each value a byte holds read once and written once. A read counts toward it unless the
+// byte was already read since it was last written, a write unless the byte was already
+// written since it was last read, so a hand-off through a reused buffer (the cube's scores
+// to the vector cores and back, A2 has no other path) counts every value it carries while
+// a re-read or an overwrite nobody read does not. The bitmaps are calloc'ed: pages of a
+// buffer region nobody touches are never materialised.
 struct GmTraffic {
     std::atomic<uint64_t> readBytes{0};
     std::atomic<uint64_t> writeBytes{0};
+    std::atomic<uint64_t> minReadBytes{0};
+    std::atomic<uint64_t> minWriteBytes{0};
     uint64_t* readBits = nullptr;
     uint64_t* writeBits = nullptr;
+    uint64_t* readSinceWrite = nullptr;
+    uint64_t* writtenSinceRead = nullptr;
     uint64_t words = 0;
 
     explicit GmTraffic(uint64_t len) : words((len + 63) / 64)
     {
-        readBits = static_cast<uint64_t*>(std::calloc(words ? words : 1, sizeof(uint64_t)));
-        writeBits = static_cast<uint64_t*>(std::calloc(words ? words : 1, sizeof(uint64_t)));
+        for (uint64_t** bits : {&readBits, &writeBits, &readSinceWrite, &writtenSinceRead}) {
+            *bits = static_cast<uint64_t*>(std::calloc(words ? words : 1, sizeof(uint64_t)));
+        }
     }
     ~GmTraffic()
     {
-        std::free(readBits);
-        std::free(writeBits);
+        for (uint64_t* bits : {readBits, writeBits, readSinceWrite, writtenSinceRead}) {
+            std::free(bits);
+        }
     }
     GmTraffic(const GmTraffic&) = delete;
     GmTraffic& operator=(const GmTraffic&) = delete;
@@ -70,6 +81,23 @@ struct GmTraffic {
             off += n;
         }
         return fresh;
+    }
+    // One pass of [off, off+len) one way (`mine`: reads since the last write, or writes since
+    // the last read) that ends the other way's run (`theirs`); returns the bytes that start a
+    // run: those the minimum counts.
+    static uint64_t Pass(uint64_t* mine, uint64_t* theirs, uint64_t off, uint64_t len)
+    {
+        uint64_t end = off + len, counted = 0;
+        while (off < end) {
+            uint64_t w = off / 64, b = off % 64;
+            uint64_t n = std::min<uint64_t>(64 - b, end - off);
+            uint64_t mask = n == 64 ? ~0ull : ((1ull << n) - 1) << b;
+            uint64_t before = __atomic_fetch_or(&mine[w], mask, __ATOMIC_RELAXED);
+            __atomic_fetch_and(&theirs[w], ~mask, __ATOMIC_RELAXED);
+            counted += static_cast<uint64_t>(__builtin_popcountll(mask & ~before));
+            off += n;
+        }
+        return counted;
     }
     static uint64_t Count(const uint64_t* bits, uint64_t words)
     {
@@ -228,6 +256,10 @@ void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
     GmTraffic& t = *L.traffic[gm];
     uint64_t off = static_cast<uint64_t>(p - L.gm[gm].base);
     (write ? t.writeBytes : t.readBytes).fetch_add(len, std::memory_order_relaxed);
+    (write ? t.minWriteBytes : t.minReadBytes)
+        .fetch_add(write ? GmTraffic::Pass(t.writtenSinceRead, t.readSinceWrite, off, len)
+                         : GmTraffic::Pass(t.readSinceWrite, t.writtenSinceRead, off, len),
+                   std::memory_order_relaxed);
     uint64_t fresh = write ? GmTraffic::Mark(t.writeBits, t.readBits, off, len)
                            : GmTraffic::Mark(t.readBits, t.writeBits, off, len);
     WorkGm(p, len, write, L.gm[gm].warm ? 0 : fresh);
@@ -626,6 +658,8 @@ struct SimStats {
     uint64_t peak_l0c;
     uint64_t gm_distinct_read_bytes;
     uint64_t gm_distinct_write_bytes;
+    uint64_t gm_min_read_bytes;
+    uint64_t gm_min_write_bytes;
 };
 
 // DMA traffic of one GM argument of a launch.
@@ -634,6 +668,8 @@ struct SimArgTraffic {
     uint64_t write_bytes;
     uint64_t distinct_read_bytes;
     uint64_t distinct_write_bytes;
+    uint64_t min_read_bytes;
+    uint64_t min_write_bytes;
 };
 
 // The modeled time of one core of a launch (sim/timing.h), in cycles from the launch start.
@@ -814,6 +850,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
         for (auto& t : L.traffic) {
             s.gm_distinct_read_bytes += GmTraffic::Count(t->readBits, t->words);
             s.gm_distinct_write_bytes += GmTraffic::Count(t->writeBits, t->words);
+            s.gm_min_read_bytes += t->minReadBytes.load();
+            s.gm_min_write_bytes += t->minWriteBytes.load();
         }
         *stats = s;
     }
@@ -821,7 +859,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
         for (uint32_t i = 0; i < nargs; ++i) {
             const GmTraffic& t = *L.traffic[i];
             traffic[i] = SimArgTraffic{t.readBytes.load(), t.writeBytes.load(), GmTraffic::Count(t.readBits, t.words),
-                                       GmTraffic::Count(t.writeBits, t.words)};
+                                       GmTraffic::Count(t.writeBits, t.words), t.minReadBytes.load(),
+                                       t.minWriteBytes.load()};
         }
     }
     if (!L.error.empty()) {

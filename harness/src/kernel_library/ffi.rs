@@ -38,6 +38,8 @@ pub(crate) struct SimStats {
     pub peak_l0c: u64,
     pub gm_distinct_read_bytes: u64,
     pub gm_distinct_write_bytes: u64,
+    pub gm_min_read_bytes: u64,
+    pub gm_min_write_bytes: u64,
 }
 
 #[repr(C)]
@@ -47,6 +49,8 @@ pub(crate) struct SimArgTraffic {
     pub write_bytes: u64,
     pub distinct_read_bytes: u64,
     pub distinct_write_bytes: u64,
+    pub min_read_bytes: u64,
+    pub min_write_bytes: u64,
 }
 
 #[repr(C)]

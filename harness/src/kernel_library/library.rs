@@ -109,10 +109,17 @@ pub struct LaunchStats {
     pub gm_read_bytes: u64,
     pub gm_write_bytes: u64,
     /// Distinct GM bytes those transfers touched (each byte counted once per direction
-    /// and buffer): what a kernel that reads every input once and writes every output
-    /// once would move. `gm_bytes() / gm_distinct_bytes()` > 1 means re-reads.
+    /// and buffer): how much of each buffer the launch warms in L2.
     pub gm_distinct_read_bytes: u64,
     pub gm_distinct_write_bytes: u64,
+    /// The launch's minimum: every value a GM byte holds read once and written once (a
+    /// read counts unless the byte was read since it was last written, a write unless it
+    /// was written since it was last read). Inputs read once and outputs written once, and
+    /// a hand-off through GM (a mixed kernel's cube and vector parts meet only there on
+    /// A2) once per value it carries, even through a reused buffer.
+    /// `gm_bytes() / gm_min_bytes()` > 1 means re-reads or overwrites nobody read.
+    pub gm_min_read_bytes: u64,
+    pub gm_min_write_bytes: u64,
     /// Scalar GlobalTensor::GetValue / SetValue calls.
     pub scalar_gm_reads: u64,
     pub scalar_gm_writes: u64,
@@ -138,6 +145,9 @@ impl LaunchStats {
     pub fn gm_distinct_bytes(&self) -> u64 {
         self.gm_distinct_read_bytes + self.gm_distinct_write_bytes
     }
+    pub fn gm_min_bytes(&self) -> u64 {
+        self.gm_min_read_bytes + self.gm_min_write_bytes
+    }
     pub fn macs(&self) -> u64 {
         self.mac_bf16 + self.mac_f16 + self.mac_f32 + self.mac_i8
     }
@@ -152,6 +162,9 @@ pub struct ArgTraffic {
     pub write_bytes: u64,
     pub distinct_read_bytes: u64,
     pub distinct_write_bytes: u64,
+    /// As [`LaunchStats::gm_min_read_bytes`], for this argument.
+    pub min_read_bytes: u64,
+    pub min_write_bytes: u64,
 }
 
 /// What the sim checks beyond values, bounds, alignment, capacities and protocol (those
@@ -406,6 +419,8 @@ impl SimLibrary {
                     gm_write_bytes: stats.gm_write_bytes,
                     gm_distinct_read_bytes: stats.gm_distinct_read_bytes,
                     gm_distinct_write_bytes: stats.gm_distinct_write_bytes,
+                    gm_min_read_bytes: stats.gm_min_read_bytes,
+                    gm_min_write_bytes: stats.gm_min_write_bytes,
                     scalar_gm_reads: stats.scalar_gm_reads,
                     scalar_gm_writes: stats.scalar_gm_writes,
                     mac_bf16: stats.mac_bf16,
@@ -428,6 +443,8 @@ impl SimLibrary {
                         write_bytes: t.write_bytes,
                         distinct_read_bytes: t.distinct_read_bytes,
                         distinct_write_bytes: t.distinct_write_bytes,
+                        min_read_bytes: t.min_read_bytes,
+                        min_write_bytes: t.min_write_bytes,
                     })
                     .collect(),
                 time: timed.then(|| KernelTime {

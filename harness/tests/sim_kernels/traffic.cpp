@@ -1,5 +1,6 @@
 // Kernels for the per-argument DMA traffic counters: one reads its input twice, one
-// reads every other row of a strided matrix, one writes half of its output twice.
+// reads every other row of a strided matrix, one writes half of its output twice, one
+// hands rows off through a reused scratch row.
 #include "kernel_operator.h"
 #include "handshake.h"
 
@@ -46,4 +47,39 @@ extern "C" __global__ __aicore__ void sim_traffic_strided(GM_ADDR x, GM_ADDR y)
     DataCopy(gy, la, 4 * 64);
     PipeBarrier<PIPE_MTE3>(); // the two writes of row 0 stay in order
     DataCopy(gy, la, 64);
+}
+
+// x (4 rows of 64 floats) reaches y through one reused row of scratch s: each row is
+// written to s and read back (row 0 read back twice), then the last row is written to s
+// twice more with no read between.
+extern "C" __global__ __aicore__ void sim_traffic_handoff(GM_ADDR x, GM_ADDR s, GM_ADDR y)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a, b;
+    pipe.InitBuffer(a, 64 * sizeof(float));
+    pipe.InitBuffer(b, 4 * 64 * sizeof(float));
+    GlobalTensor<float> gx, gs, gy;
+    gx.SetGlobalBuffer((__gm__ float*)x, 4 * 64);
+    gs.SetGlobalBuffer((__gm__ float*)s, 64);
+    gy.SetGlobalBuffer((__gm__ float*)y, 4 * 64);
+    LocalTensor<float> la = a.Get<float>();
+    LocalTensor<float> lb = b.Get<float>();
+    for (uint32_t r = 0; r < 4; ++r) {
+        DataCopy(la, gx[r * 64], 64);
+        Sync<HardEvent::MTE2_MTE3>();
+        DataCopy(gs, la, 64);
+        Sync<HardEvent::MTE3_MTE2>();
+        DataCopy(lb[r * 64], gs, 64);
+        if (r == 0) {
+            PipeBarrier<PIPE_MTE2>();
+            DataCopy(lb[r * 64], gs, 64);
+        }
+        Sync<HardEvent::MTE2_MTE3>();
+        Sync<HardEvent::MTE3_MTE2>(); // s and la are free for the next row
+    }
+    DataCopy(gy, lb, 4 * 64);
+    DataCopy(gs, la, 64);
+    PipeBarrier<PIPE_MTE3>();
+    DataCopy(gs, la, 64);
 }

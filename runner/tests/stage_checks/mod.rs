@@ -136,16 +136,16 @@ pub fn valid_rows(name: &str, t: &Tensor, rows: usize) -> Tensor {
 }
 
 /// Peak on-chip use of every launch exactly its kernel's budget; GM traffic printed
-/// as bytes moved against distinct bytes touched (reads and writes of each byte once).
+/// as bytes moved against the minimum (each value read once and written once).
 pub fn check_launches(p: &Plan, stats: &[(String, LaunchStats)]) {
     support::check_peaks(&p.variant, stats);
     for (kernel, st) in stats {
         println!(
-            "{} {kernel}: GM {} B moved, {} B distinct (ratio {:.3}); {} scalar GM reads",
+            "{} {kernel}: GM {} B moved, {} B minimum (ratio {:.3}); {} scalar GM reads",
             p.variant,
             st.gm_bytes(),
-            st.gm_distinct_bytes(),
-            st.gm_bytes() as f64 / st.gm_distinct_bytes().max(1) as f64,
+            st.gm_min_bytes(),
+            st.gm_bytes() as f64 / st.gm_min_bytes().max(1) as f64,
             st.scalar_gm_reads,
         );
     }
