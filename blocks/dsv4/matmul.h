@@ -15,8 +15,11 @@
 // CHAIN all k slices of (batch, m range, n range) one after another; items are dealt over
 // the blocks back and forth (`BackAndForth`) or, with RUNS, in runs of consecutive items
 // (`Runs`) ordered with the m range innermost, so a block's items that read the same B
-// columns follow each other and the later ones find them in L2:
-//   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident;
+// columns follow each other and the later ones find them in L2, or with COLUMNS_INNER
+// too the n range innermost, so a block's items of one A panel follow each other and
+// share one copy of it:
+//   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident
+//     (with COLUMNS_INNER, over the block's consecutive items of that panel);
 //     with TAIL_K > 0 its last TAIL_K columns (one Mmad k step) stay in L0A instead, beside
 //     the Mmad A tiles, so a panel one L1 cannot hold with the B tiles still fits on chip
 //     (the tail is staged through the panel's L1 buffer before the panel arrives);
@@ -129,6 +132,8 @@ class Matmul {
                   "C rows, batches and k slices start on 32-byte blocks");
     static_assert(P::B_NK || !P::INT8 || (P::N % 32 == 0 && P::TILE_N % 32 == 0),
                   "int8 B stored [K, N] is transposed in whole 32x32 squares");
+    static_assert(!P::COLUMNS_INNER || (P::RUNS && !P::CHAIN),
+                  "columns innermost: runs of items, each panel's k slice an item of its own");
     static_assert(P::SLICE_K >= P::K || (!P::INT8 && int(P::CHAIN) + int(P::SLICE_STRIDE_C > 0) == 1),
                   "bf16 k slices chain on one core or write their partial products apart; int8 is one slice");
     static_assert(P::A_PANEL_BYTES >= RANGE_M_PAD * PANEL_K * sizeof(In), "a_panel holds the item's A panel");
@@ -205,6 +210,25 @@ private:
         const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
         const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
         const uint32_t items = Items(m_);
+        if constexpr (P::COLUMNS_INNER) {
+            // (batch, slice, m range, n range): the block's n ranges of each panel (a run's
+            // items are consecutive, so they are too) under one copy of it
+            for (uint32_t first = 0; first < items; first += nRanges) {
+                uint32_t nr = 0;
+                while (nr < nRanges && !deal.Mine(before + first + nr)) {
+                    ++nr;
+                }
+                uint32_t end = nr;
+                while (end < nRanges && deal.Mine(before + first + end)) {
+                    ++end;
+                }
+                if (nr < end) {
+                    const uint32_t panel = first / nRanges;
+                    Slice(panel / mRanges / kSlices, panel % mRanges, nr, end, panel / mRanges % kSlices);
+                }
+            }
+            return;
+        }
         for (uint32_t item = 0; item < items; ++item) {
             if (!deal.Mine(before + item)) {
                 continue;
@@ -227,13 +251,13 @@ private:
             const uint32_t batch = rest;
             const uint32_t kEnd = P::CHAIN ? kSlices : slice + 1;
             for (uint32_t ks = P::CHAIN ? 0 : slice; ks < kEnd; ++ks) {
-                Slice(batch, mr, nr, ks);
+                Slice(batch, mr, nr, nr + 1, ks);
             }
         }
     }
 
-    // k slice ks of the work item (batch, m range mr, n range nr).
-    __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t ks)
+    // k slice ks of the work items (batch, m range mr, n ranges nr .. nrEnd).
+    __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t nrEnd, uint32_t ks)
     {
         Item it;
         it.m0 = mr * P::RANGE_M;
@@ -250,7 +274,7 @@ private:
             AscendC::PipeBarrier<PIPE_FIX>();
         }
         const uint32_t n0 = nr * P::RANGE_N;
-        const uint32_t nEnd = Min(P::N, n0 + P::RANGE_N);
+        const uint32_t nEnd = Min(P::N, nrEnd * P::RANGE_N);
         AscendC::LocalTensor<In> tail;
         if (HasTail(it)) {
             tail = LoadTail(it);

@@ -3,7 +3,8 @@
 // (dsv4/matmul.h), one sequence over the parts in order (part i's item j is item j plus
 // the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, or
 // in `Runs` where the parts' RUNS say so (all alike: each part's items then have the row
-// range innermost, so a block's row ranges of one B slice follow each other), so a part
+// range innermost, so a block's row ranges of one B slice follow each other, or with
+// COLUMNS_INNER the column range, so a block's items of one A panel share it), so a part
 // of few items shares its cores with the others instead of holding some alone, and A rows
 // are read by every item as before. The plan lists the parts with the heaviest
 // items first. A block runs its items of each part in part order, each part on a TPipe of

@@ -36,7 +36,7 @@ use harness::backend::{KernelSources, poison};
 use harness::kernel_library::LaunchStats;
 use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use kernelgen::budget;
-use kernelgen::kernel_plan::gemm::{self, BLayout, Operands, Rows};
+use kernelgen::kernel_plan::gemm::{self, BLayout, Deal, Operands, Rows};
 use kernelgen::kernel_plan::{Cores, Kernel, Value};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -74,9 +74,9 @@ struct Case {
     /// bf16 k slices chained on each core (the first writes C, the later ones add to it
     /// in order) instead of summed by a launch after.
     chain: bool,
-    /// Items dealt in runs of consecutive ones per block, the row range innermost,
-    /// instead of back and forth.
-    runs: bool,
+    /// Items dealt back and forth, or in runs of consecutive ones per block with the row
+    /// range or the column range innermost.
+    deal: Deal,
     /// int8: C written as half · 2^-deq_shift(K) (`Matmul::c_half`) instead of i32.
     c_half: bool,
 }
@@ -162,7 +162,7 @@ impl Case {
             },
             b_buffers: self.buffers[0],
             c_buffers: self.buffers[1],
-            runs: self.runs,
+            deal: self.deal,
         };
         Kernel {
             name: format!("test_mm_{}", self.name),
@@ -196,7 +196,11 @@ impl Case {
                 ("B_L1_BUFFERS", u(self.buffers[0])),
                 ("C_STRIP_BUFFERS", u(self.buffers[1])),
                 ("CHAIN", Value::Bool(self.chained())),
-                ("RUNS", Value::Bool(self.runs)),
+                ("RUNS", Value::Bool(self.deal != Deal::BackAndForth)),
+                (
+                    "COLUMNS_INNER",
+                    Value::Bool(self.deal == Deal::ColumnsInner),
+                ),
                 ("SLICE_STRIDE_C", u(slice_stride)),
             ],
             args: vec!["a", "b", "c"],
@@ -274,7 +278,7 @@ const I8_KN_WIDE_LDB: Case = Case {
     tail: 0,
     buffers: [2, 1],
     chain: false,
-    runs: false,
+    deal: Deal::BackAndForth,
     c_half: false,
 };
 
@@ -299,7 +303,7 @@ const BF16_KN_SPLIT: Case = Case {
     tail: 0,
     buffers: [4, 2],
     chain: false,
-    runs: false,
+    deal: Deal::BackAndForth,
     c_half: false,
 };
 
@@ -324,7 +328,7 @@ const I8_NK_TAIL: Case = Case {
     tail: 64,
     buffers: [2, 1],
     chain: false,
-    runs: false,
+    deal: Deal::BackAndForth,
     c_half: true,
 };
 
@@ -349,7 +353,7 @@ const I8_KN_TOKEN_ROWS: Case = Case {
     tail: 0,
     buffers: [3, 2],
     chain: false,
-    runs: false,
+    deal: Deal::BackAndForth,
     c_half: true,
 };
 
@@ -365,13 +369,20 @@ const CASES: &[Case] = &[
     // one after the other; and chained (6 items, two per block).
     Case {
         name: "bf16_kn_split_runs",
-        runs: true,
+        deal: Deal::RowsInner,
         ..BF16_KN_SPLIT
     },
     Case {
         name: "bf16_kn_chain_runs",
         chain: true,
-        runs: true,
+        deal: Deal::RowsInner,
+        ..BF16_KN_SPLIT
+    },
+    // And with the column range innermost: 12 items on 3 blocks, each block two panels
+    // and each panel's two column ranges under one copy of it.
+    Case {
+        name: "bf16_kn_split_cols",
+        deal: Deal::ColumnsInner,
         ..BF16_KN_SPLIT
     },
     // bf16, B [N, K] (weights out x in), three batches, A and C inside wider rows.
@@ -394,7 +405,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: false,
     },
     // int8, B [K, N] through LoadDataWithTranspose; B is a column block of a wider matrix;
@@ -418,7 +429,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: true,
     },
     // int8, B [N, K], two batches.
@@ -441,7 +452,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: false,
     },
     // int8, B [K, N], K = 1536: sums past 2^24 (see `operands`) stay exact in int32 until
@@ -465,7 +476,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: true,
     },
     // int8 and bf16, B [K, N] a column block of a matrix 65,600 wide (Pro's wq_b is
@@ -529,7 +540,7 @@ const CASES: &[Case] = &[
         tail: 64,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: false,
     },
     // bf16, B [K, N] shared by 5 rows per token (the index queries' Hadamard product: a
@@ -554,7 +565,7 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: false,
     },
     // bf16, B [N, K], 3 rows per token: two k slices whose partials the slice sum adds
@@ -578,14 +589,23 @@ const CASES: &[Case] = &[
         tail: 0,
         buffers: [2, 1],
         chain: false,
-        runs: false,
+        deal: Deal::BackAndForth,
         c_half: false,
     },
     I8_KN_TOKEN_ROWS,
     // The same dealt in runs: a block's run takes a column range's row ranges in turn.
     Case {
         name: "i8_kn_token_rows_runs",
-        runs: true,
+        deal: Deal::RowsInner,
+        ..I8_KN_TOKEN_ROWS
+    },
+    // The same in two 32-column ranges, the column range innermost: 4 items on 3 blocks
+    // (2 at t = 4), so one panel's ranges go to two blocks and another's to one.
+    Case {
+        name: "i8_kn_token_rows_cols",
+        tile: [32, 32, 64],
+        split: [48, 256, 32],
+        deal: Deal::ColumnsInner,
         ..I8_KN_TOKEN_ROWS
     },
 ];
@@ -1106,7 +1126,11 @@ fn planned_qkv_matmuls_match_the_reference() {
                 tail: param(k, "TAIL_K"),
                 buffers: [param(k, "B_L1_BUFFERS"), param(k, "C_STRIP_BUFFERS")],
                 chain: param(k, "CHAIN") == 1,
-                runs: param(k, "RUNS") == 1,
+                deal: match (param(k, "RUNS"), param(k, "COLUMNS_INNER")) {
+                    (0, _) => Deal::BackAndForth,
+                    (_, 0) => Deal::RowsInner,
+                    _ => Deal::ColumnsInner,
+                },
                 c_half: param(k, "DEQ_SHIFT") > 0,
             };
             products.push(Product { case, launches });
@@ -1152,34 +1176,47 @@ fn planned_qkv_matmuls_match_the_reference() {
 }
 
 /// Two products of one A as one `matmul_group.h` launch whose parts deal their items in
-/// runs (each part's row ranges innermost, consecutive items per block; 12 + 6 items on 3
-/// blocks): each part's C against the reference, the split-K part's slice sum after the
+/// runs (consecutive items per block; 12 + 6 items on 3 blocks), each part's row ranges
+/// innermost: each part's C against the reference, the split-K part's slice sum after the
 /// group, at capacity and capacity − 8.
 #[test]
 fn a_group_dealt_in_runs_matches_the_reference() {
+    group_dealt_in_runs(Deal::RowsInner, ["group_runs0", "group_runs1"], 3);
+}
+
+/// The same group with each part's column ranges innermost on 4 blocks: a block's items of
+/// one A panel share one copy of it, and runs of 4, 5, 4 and 5 items split a panel of each
+/// part between two blocks.
+#[test]
+fn a_group_dealt_in_runs_of_columns_matches_the_reference() {
+    group_dealt_in_runs(Deal::ColumnsInner, ["group_cols0", "group_cols1"], 4);
+}
+
+fn group_dealt_in_runs(deal: Deal, names: [&'static str; 2], blocks: u32) {
     let parts = [
         // two row ranges × three k slices apart × two N ranges
         Case {
-            name: "group_runs0",
-            runs: true,
+            name: names[0],
+            deal,
             ..BF16_KN_SPLIT
         },
         // three row ranges × one slice × two N ranges, of the same A
         Case {
-            name: "group_runs1",
+            name: names[1],
             n: 64,
             ldb: 64,
             ldc: 64,
             tile: [32, 32, 64],
             split: [32, 320, 32],
             buffers: [2, 1],
-            runs: true,
+            deal,
             ..BF16_KN_SPLIT
         },
     ];
     assert!(parts[0].partials() && !parts[1].partials());
+    let group_name = format!("test_mm_{}", names[0]).leak() as &'static str;
     let group = Kernel {
-        name: "test_mm_group_runs".into(),
+        name: group_name.into(),
         doc: "two matmuls of one A dealt in runs".into(),
         block: "matmul_group.h",
         class: "MatmulGroup",
@@ -1195,10 +1232,10 @@ fn a_group_dealt_in_runs_matches_the_reference() {
         .map(|c| Product {
             case: *c,
             launches: Launches {
-                matmul: ("test_mm_group_runs", 3),
+                matmul: (group_name, blocks),
                 sum: c
                     .partials()
-                    .then(|| (c.sum_kernel().name.leak() as &'static str, 3)),
+                    .then(|| (c.sum_kernel().name.leak() as &'static str, blocks)),
             },
         })
         .collect();
@@ -1210,27 +1247,28 @@ fn a_group_dealt_in_runs_matches_the_reference() {
             stage,
             kernel,
             cores,
-            block_dim: 3,
+            block_dim: blocks,
             args: args.leak(),
             also: &[],
         })
     };
     let steps = vec![
         launch(
-            "test_mm_group_runs",
+            group_name,
             Cores::Aic,
-            vec![
-                "group_runs0.a",
-                "group_runs0.b",
-                "group_runs0.parts",
-                "group_runs1.b",
-                "group_runs1.c",
-            ],
+            ["a", "b", "parts"]
+                .map(|arg| format!("{}.{arg}", names[0]))
+                .into_iter()
+                .chain(["b", "c"].map(|arg| format!("{}.{arg}", names[1])))
+                .map(|arg| arg.leak() as &'static str)
+                .collect(),
         ),
         launch(
             products[0].launches.sum.expect("a slice sum").0,
             Cores::Aiv,
-            vec!["group_runs0.parts", "group_runs0.c"],
+            ["parts", "c"]
+                .map(|arg| format!("{}.{arg}", names[0]).leak() as &'static str)
+                .to_vec(),
         ),
     ];
     let plan: &'static VariantPlan = Box::leak(Box::new(VariantPlan {
@@ -1244,7 +1282,7 @@ fn a_group_dealt_in_runs_matches_the_reference() {
         let (a, b0) = operands(c0, rows, 601);
         let (_, b1) = operands(&parts[1], rows, 602);
         let mut given = TensorMap::new();
-        given.insert(String::from("group_runs0.a"), input(c0, &a));
+        given.insert(format!("{}.a", names[0]), input(c0, &a));
         for (c, b) in parts.iter().zip([&b0, &b1]) {
             given.insert(format!("{}.b", c.name), input(c, b));
         }

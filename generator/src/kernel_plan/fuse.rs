@@ -283,6 +283,7 @@ mod tests {
                 ("SLICE_K", Value::U32(slice_k)),
                 ("CHAIN", Value::Bool(false)),
                 ("RUNS", Value::Bool(false)),
+                ("COLUMNS_INNER", Value::Bool(false)),
                 ("RANGE_N", Value::U32(64)),
             ],
             args: vec!["a", "b", "c"],

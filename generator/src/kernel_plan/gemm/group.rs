@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::kernels::{kernel as cube_kernel, vector};
 use super::matmul::{BLayout, Matmul, Operands, Rows};
 use super::share;
-use super::split::{KSum, Split, Tiles, group_runs, respread};
+use super::split::{Deal, KSum, Split, Tiles, group_runs, respread};
 use crate::chip::Chip;
 use crate::kernel_plan::{Cores, Kernel, MatmulOrigin, Value};
 
@@ -67,7 +67,11 @@ fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 
         },
         b_buffers: p("B_L1_BUFFERS"),
         c_buffers: p("C_STRIP_BUFFERS"),
-        runs: p("RUNS") == 1,
+        deal: match (p("RUNS") == 1, p("COLUMNS_INNER") == 1) {
+            (false, _) => Deal::BackAndForth,
+            (true, false) => Deal::RowsInner,
+            (true, true) => Deal::ColumnsInner,
+        },
     };
     (mm, split, origin.tiles)
 }

@@ -5,7 +5,7 @@ use abi::DType;
 
 use super::matmul::{BLayout, Matmul, Operands};
 use super::share::{self, VectorShare};
-use super::split::{KSum, Split};
+use super::split::{Deal, KSum, Split};
 use crate::budget::{self, Buffer, row};
 use crate::chip::Mem;
 use crate::kernel_plan::{Cores, Kernel, Value};
@@ -62,8 +62,10 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
         KSum::Partials => name.push_str(&format!("_parts_r{}", mm.max_rows)),
         KSum::Chained => name.push_str("_chain"),
     }
-    if split.runs {
-        name.push_str("_runs");
+    match split.deal {
+        Deal::BackAndForth => {}
+        Deal::RowsInner => name.push_str("_runs"),
+        Deal::ColumnsInner => name.push_str("_runs_cols"),
     }
     Kernel {
         name,
@@ -85,10 +87,10 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 KSum::Partials => ", k slices' partial products apart",
                 KSum::Chained => ", k slices added in order on one core",
             },
-            if split.runs {
-                ", items in runs per core"
-            } else {
-                ""
+            match split.deal {
+                Deal::BackAndForth => "",
+                Deal::RowsInner => ", items in runs per core",
+                Deal::ColumnsInner => ", items in runs per core, a panel's column ranges in turn",
             }
         ),
         block: "matmul.h",
@@ -111,7 +113,11 @@ pub(crate) fn kernel(mm: &Matmul, split: &Split) -> Kernel {
                 ("B_L1_BUFFERS", u(split.b_buffers)),
                 ("C_STRIP_BUFFERS", u(split.c_buffers)),
                 ("CHAIN", Value::Bool(split.sum == KSum::Chained)),
-                ("RUNS", Value::Bool(split.runs)),
+                ("RUNS", Value::Bool(split.deal != Deal::BackAndForth)),
+                (
+                    "COLUMNS_INNER",
+                    Value::Bool(split.deal == Deal::ColumnsInner),
+                ),
                 (
                     "SLICE_STRIDE_C",
                     u(match split.sum {

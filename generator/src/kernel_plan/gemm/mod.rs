@@ -49,7 +49,8 @@
 //! A product launched alone (no group deals its items with other products') whose
 //! vector cores take no share may instead deal its items in runs of consecutive ones per
 //! core, the row range innermost, so a core's row ranges of one B slice follow each other
-//! and all but the first read that B from L2 ([`Split::runs`]). The planner then times the
+//! and all but the first read that B from L2, or the column range innermost, so a core's
+//! items of one A panel share one copy of it ([`Split::deal`]). The planner then times the
 //! coverings as the model would ([`split::with_runs`]: each core's GM loads, L2 hits and
 //! stores at hicann/ge's per-core rates, and all cores' GM traffic at the rate of that
 //! many cores) and takes the quickest when it beats the split above (FLASH `wo_a` at TP
@@ -90,7 +91,7 @@ mod split;
 pub use kernels::{buffers, slice_sum_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows, deq_shift};
 pub use overlap::Consumer;
-pub use split::{KSum, Split, Tiles, traffic};
+pub use split::{Deal, KSum, Split, Tiles, traffic};
 
 use abi::DType;
 

@@ -209,10 +209,50 @@ pub struct Split {
     /// Fixpipe the next strip's Mmads.
     pub b_buffers: usize,
     pub c_buffers: usize,
-    /// The items dealt in runs of consecutive ones per core, the row range innermost
-    /// (`Runs` in `dsv4/matmul.h`), rather than back and forth: a core's items that read
-    /// the same B columns follow each other, so all but the first find them in L2.
-    pub runs: bool,
+    /// How the items are dealt over the cube cores.
+    pub deal: Deal,
+}
+
+/// How a launch's items are dealt over the cube cores and in what order (`dsv4/matmul.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deal {
+    /// Round by round, every other round backwards (`BackAndForth`), in the order
+    /// (batch, row range, column range, k slice).
+    BackAndForth,
+    /// In runs of consecutive items per core (`Runs`), the row range innermost: a core's
+    /// items that read the same B columns follow each other, so all but the first find
+    /// them in L2.
+    RowsInner,
+    /// In runs, the column range innermost (`COLUMNS_INNER`): a core's items of one A
+    /// panel follow each other and share one copy of it. Not with chained k slices (an
+    /// item's slices are panels of their own).
+    ColumnsInner,
+}
+
+impl Deal {
+    /// Item `item`'s (batch, row range, column range, k slice item) in this order.
+    fn place(self, item: usize, m_ranges: usize, n_ranges: usize, slices: usize) -> [usize; 4] {
+        let mut rest = item;
+        let mut take = |count: usize| {
+            let at = rest % count;
+            rest /= count;
+            at
+        };
+        match self {
+            Deal::BackAndForth => {
+                let (slice, nr, mr) = (take(slices), take(n_ranges), take(m_ranges));
+                [rest, mr, nr, slice]
+            }
+            Deal::RowsInner => {
+                let (mr, slice, nr) = (take(m_ranges), take(slices), take(n_ranges));
+                [rest, mr, nr, slice]
+            }
+            Deal::ColumnsInner => {
+                let (nr, mr, slice) = (take(n_ranges), take(m_ranges), take(slices));
+                [rest, mr, nr, slice]
+            }
+        }
+    }
 }
 
 impl Split {
@@ -286,13 +326,14 @@ impl Split {
 
 /// Modeled cycles of one launch of `parts` (one product, or a group's products of one A
 /// whose items are one sequence, dealt alike) at `rows` rows: the busiest cube core's
-/// items as the splits deal them (A from L2, where the launch before that wrote it left it;
+/// items as the splits deal them (A from L2, where the launch before that wrote it left it,
+/// once per run of one panel's items where the column range is innermost;
 /// the B columns the core has not read yet from GM, the ones it has from L2; C or its
 /// partials stored; loads and stores overlapping; [`Rate`]'s fits), or the time all cores'
 /// GM loads and stores take at the fit's rate for that many cores where longer; then the
 /// slice sums' on the vector cores (the partials read from L2, C stored).
 pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip) -> f64 {
-    let runs = parts[0].1.runs;
+    let runs = parts[0].1.deal != Deal::BackAndForth;
     let count = |rows: usize| -> usize { parts.iter().map(|(mm, s)| s.items(mm, rows)).sum() };
     let items = count(rows);
     // (a core is a bit of a B slice's readers)
@@ -309,10 +350,12 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     // per core: GM loads, L2 hits, stores (bytes), items; per B slice (a part's batch, N
     // range and k slice) the cores that read it
     let mut cores = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64); blocks];
+    // per core the (part, batch, row range, slice) of the A panel it holds
+    let mut held = vec![None; blocks];
     let mut read_by = Vec::new();
     let mut g = 0;
     let mut sum = 0.0;
-    for (mm, split) in parts {
+    for (part, (mm, split)) in parts.iter().enumerate() {
         let e = mm.operands.bytes();
         let (m_ranges, n_ranges) = (rows.div_ceil(split.range_m), mm.n.div_ceil(split.range_n));
         let slices = mm.k.div_ceil(split.slice_k);
@@ -320,22 +363,8 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
         let first_slice = read_by.len();
         read_by.resize(first_slice + mm.batch * n_ranges * slices, 0u64);
         for item in 0..split.items(mm, rows) {
-            // the kernel's order: (batch, m range, n range, slice), with runs (batch, n
-            // range, slice, m range)
-            let mut rest = item;
-            let mut mr = 0;
-            if split.runs {
-                mr = rest % m_ranges;
-                rest /= m_ranges;
-            }
-            let slice = rest % (slices / per_item);
-            rest /= slices / per_item;
-            let nr = rest % n_ranges;
-            rest /= n_ranges;
-            if !split.runs {
-                mr = rest % m_ranges;
-                rest /= m_ranges;
-            }
+            let [batch, mr, nr, slice] =
+                (split.deal).place(item, m_ranges, n_ranges, slices / per_item);
             let m_len = split.range_m.min(rows - mr * split.range_m);
             let n_len = split.range_n.min(mm.n - nr * split.range_n);
             let k_len = match split.sum {
@@ -346,9 +375,13 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
             let (gm, l2, stored, count) = &mut cores[core];
             g += 1;
             *count += 1.0;
-            *l2 += (m_len * k_len * e) as f64;
+            let panel = Some((part, batch, mr, slice));
+            if split.deal != Deal::ColumnsInner || held[core] != panel {
+                *l2 += (m_len * k_len * e) as f64;
+            }
+            held[core] = panel;
             let b = (n_len * k_len * e) as f64;
-            let readers = &mut read_by[first_slice + (rest * n_ranges + nr) * slices + slice];
+            let readers = &mut read_by[first_slice + (batch * n_ranges + nr) * slices + slice];
             if *readers & (1 << core) == 0 {
                 *gm += b;
                 *readers |= 1 << core;
@@ -378,20 +411,42 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
 /// the model times the launch quicker that way at the row capacity and no slower at a few
 /// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
-/// other. Runs take consecutive items, so the parts' N ranges are chosen together: every
-/// combination of distinct range widths where that is little work (HCA's four `x_normed`
-/// projections: 7 × 5 × 5 × 5), else the one width for all parts that times the launch
-/// quickest (items of like sizes), then each part in turn the width that does given the
-/// others'.
+/// other, or (the quicker of the two orders) its column ranges of one A panel. Runs take
+/// consecutive items, so the parts' N ranges are chosen together: every combination of
+/// distinct range widths where that is little work (HCA's four `x_normed` projections:
+/// 7 × 5 × 5 × 5), else the one width for all parts that times the launch quickest (items
+/// of like sizes), then each part in turn the width that does given the others'.
 pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> Vec<Split> {
-    let dealt = |runs| -> Vec<Split> { splits.iter().map(|s| Split { runs, ..*s }).collect() };
-    let (apart, mut runs) = (dealt(false), dealt(true));
+    let dealt = |deal| -> Vec<Split> { splits.iter().map(|s| Split { deal, ..*s }).collect() };
     let cycles = |splits: &[Split], rows: usize| {
         let parts: Vec<(&Matmul, Split)> = products.iter().zip(splits.iter().copied()).collect();
         launch_cycles(&parts, rows, chip)
     };
+    let apart = dealt(Deal::BackAndForth);
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let few_apart = cycles(&apart, few);
+    let orders = [Deal::RowsInner, Deal::ColumnsInner];
+    let runs = (orders.iter())
+        .filter(|&&d| d != Deal::ColumnsInner || splits.iter().all(|s| s.sum != KSum::Chained))
+        .map(|&d| runs_in(products, dealt(d), few_apart, &cycles))
+        .min_by(|a, b| cycles(a, rows).total_cmp(&cycles(b, rows)))
+        .unwrap_or_else(|| apart.clone());
+    if cycles(&runs, rows) < cycles(&apart, rows) && cycles(&runs, few) <= few_apart {
+        runs
+    } else {
+        apart
+    }
+}
+
+/// The N ranges of `runs` (a group's splits, dealt in runs in one order) the model times
+/// the launch quickest with at the row capacity, no slower than `few_apart` at a few rows.
+fn runs_in(
+    products: &[Matmul],
+    mut runs: Vec<Split>,
+    few_apart: f64,
+    cycles: &dyn Fn(&[Split], usize) -> f64,
+) -> Vec<Split> {
+    let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let mut least = cycles(&runs, rows);
     let work = std::cell::Cell::new(0);
     let consider = |tried: Vec<Split>, least: &mut f64, runs: &mut Vec<Split>| -> bool {
@@ -466,11 +521,7 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
             }
         }
     }
-    if least < cycles(&apart, rows) && cycles(&runs, few) <= few_apart {
-        runs
-    } else {
-        apart
-    }
+    runs
 }
 
 /// Items one search for runs may walk timing its candidates ([`launch_cycles`] walks every
@@ -481,8 +532,10 @@ const SEARCH_WORK: usize = 1 << 20;
 /// `split` (dealt back and forth), or the covering dealt in runs that the model times
 /// shorter at the row capacity ([`Split::cycles`]) and no longer at a few rows: over the
 /// spec's tile candidates, up to 8 row ranges, the fewest k slices that fit and up to 4
-/// more (apart), and 1 to 4 column ranges. Runs let the row ranges of one B
-/// slice share a core, which reads that B from GM once and from L2 after; more slices or
+/// more (apart), and 1 to 4 column ranges, each with the row ranges innermost or the column
+/// ranges (not with chained slices). Runs let the row ranges of one B slice share a core,
+/// which reads that B from GM once and from L2 after, or the column ranges of one A panel
+/// share one copy of it; more slices or
 /// column ranges even out the items per core (FLASH `wo_a` at TP 1: 64 items of one
 /// 1024-k slice on 24 cores left 16 cores three and their B loads to whichever core came
 /// first).
@@ -503,21 +556,30 @@ pub(super) fn with_runs(split: Split, mm: &Matmul, room: &Room, spec: Tiles, chi
                 };
                 let shape = shaped(
                     Split {
-                        runs: true,
+                        deal: Deal::RowsInner,
                         ..covering
                     },
                     mm,
                     room,
                 );
                 for n_parts in 1..=mm.n.div_ceil(shape.tiles.n).min(4) {
-                    let s = in_ranges(shape, mm, room, n_parts);
-                    work += s.items(mm, rows);
-                    if work > SEARCH_WORK {
-                        return best.1;
-                    }
-                    let c = s.cycles(mm, rows, chip);
-                    if c < best.0 && s.cycles(mm, few, chip) <= few_apart {
-                        best = (c, s);
+                    let rows_inner = in_ranges(shape, mm, room, n_parts);
+                    let columns_inner = Split {
+                        deal: Deal::ColumnsInner,
+                        ..rows_inner
+                    };
+                    for s in [rows_inner, columns_inner] {
+                        if s.deal == Deal::ColumnsInner && s.sum == KSum::Chained {
+                            continue;
+                        }
+                        work += s.items(mm, rows);
+                        if work > SEARCH_WORK {
+                            return best.1;
+                        }
+                        let c = s.cycles(mm, rows, chip);
+                        if c < best.0 && s.cycles(mm, few, chip) <= few_apart {
+                            best = (c, s);
+                        }
                     }
                 }
             }
@@ -638,7 +700,7 @@ fn cover(mm: &Matmul, room: &Room, t: Tiles, parts: usize, slices: Option<usize>
         sum: KSum::of(slices),
         b_buffers: 2,
         c_buffers: 1,
-        runs: false,
+        deal: Deal::BackAndForth,
     })
 }
 
@@ -1035,10 +1097,18 @@ mod tests {
     /// group: the products, their splits respread for a back-and-forth deal, and the
     /// group's modeled cycles at 512 rows for some splits.
     fn x_normed_group(ns: &[usize]) -> (Vec<Matmul>, Vec<Split>, impl Fn(&[Split]) -> f64) {
+        x_normed_group_at(ns, 512)
+    }
+
+    /// The same at `rows` rows a rank (TP 1: 512, TP 2: 256).
+    fn x_normed_group_at(
+        ns: &[usize],
+        rows: usize,
+    ) -> (Vec<Matmul>, Vec<Split>, impl Fn(&[Split]) -> f64) {
         let chip = chip::find("910b").unwrap();
         let parts: Vec<(Matmul, Split)> = (ns.iter())
             .map(|&n| {
-                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, 512, n, 4096);
+                let mm = Matmul::new(Operands::Bf16, BLayout::Kn, Rows::Tokens, rows, n, 4096);
                 let s = plan(&mm, QKV_TILES);
                 (mm, s)
             })
@@ -1048,9 +1118,45 @@ mod tests {
         let timed = products.clone();
         let cycles = move |splits: &[Split]| {
             let launch: Vec<(&Matmul, Split)> = timed.iter().zip(splits.iter().copied()).collect();
-            launch_cycles(&launch, 512, chip)
+            launch_cycles(&launch, rows, chip)
         };
         (products, splits, cycles)
+    }
+
+    #[test]
+    fn a_core_holds_an_a_panel_over_its_column_ranges_where_they_are_innermost() {
+        // CSA's seven x_normed projections at TP 2 (256 rows: one row range, so no order
+        // puts a B slice's row ranges on one core): with the column ranges innermost a
+        // core's items of one panel load it once, and the model times the launch quicker
+        // than with the row ranges innermost in any N ranges.
+        let chip = chip::find("910b").unwrap();
+        let (products, splits, cycles) =
+            x_normed_group_at(&[1024, 1024, 1024, 512, 256, 256, 64], 256);
+        let runs = group_runs(&products, &splits, chip);
+        assert!(runs.iter().all(|s| s.deal == Deal::ColumnsInner));
+        let rows_inner: Vec<Split> = (runs.iter())
+            .map(|s| Split {
+                deal: Deal::RowsInner,
+                ..*s
+            })
+            .collect();
+        assert!(cycles(&runs) < cycles(&rows_inner));
+        let searched = runs_in(&products, rows_inner, f64::MAX, &|s: &[Split], _| cycles(s));
+        assert!(cycles(&runs) < cycles(&searched));
+        // with one column range a panel is an item: the orders time alike
+        let one: Vec<Split> = (runs.iter().zip(&products))
+            .map(|(s, mm)| Split {
+                range_n: mm.n.next_multiple_of(s.tiles.n),
+                ..*s
+            })
+            .collect();
+        let one_rows: Vec<Split> = (one.iter())
+            .map(|s| Split {
+                deal: Deal::RowsInner,
+                ..*s
+            })
+            .collect();
+        assert_eq!(cycles(&one), cycles(&one_rows));
     }
 
     #[test]
@@ -1062,7 +1168,7 @@ mod tests {
         let (products, splits, cycles) = x_normed_group(&[1024, 512]);
         assert_eq!((splits[0].range_n, splits[1].range_n), (384, 192));
         let runs = group_runs(&products, &splits, chip::find("910b").unwrap());
-        assert!(runs.iter().all(|s| s.runs));
+        assert!(runs.iter().all(|s| s.deal != Deal::BackAndForth));
         assert_eq!((runs[0].range_n, runs[1].range_n), (256, 256));
         let items: usize = (products.iter().zip(&runs))
             .map(|(m, s)| s.items(m, 512))
@@ -1203,7 +1309,7 @@ mod tests {
         let apart = plan(&mm, O_PROJ_TILES);
         assert_eq!((apart.sum, apart.items(&mm, 512)), (KSum::Partials, 64));
         let runs = with_runs(apart, &mm, &room, Tiles { m, n, k }, chip);
-        assert!(runs.runs);
+        assert_ne!(runs.deal, Deal::BackAndForth);
         assert_eq!(
             (runs.range_m, runs.slice_k, runs.range_n, runs.sum),
             (176, 1376, 1024, KSum::Partials)
