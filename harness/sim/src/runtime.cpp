@@ -65,39 +65,41 @@ struct GmTraffic {
     GmTraffic(const GmTraffic&) = delete;
     GmTraffic& operator=(const GmTraffic&) = delete;
 
+    // The sum of f(word, mask) over the 64-bit words that bits [off, off+len) span, mask
+    // selecting those bits of the word.
+    template <class F>
+    static uint64_t OverWords(uint64_t off, uint64_t len, F f)
+    {
+        uint64_t end = off + len, sum = 0;
+        while (off < end) {
+            uint64_t b = off % 64;
+            uint64_t n = std::min<uint64_t>(64 - b, end - off);
+            sum += f(off / 64, n == 64 ? ~0ull : ((1ull << n) - 1) << b);
+            off += n;
+        }
+        return sum;
+    }
     // Sets bits [off, off+len) of `bits` (several cores may mark the same word); returns how
     // many of them were clear before in `bits` and are clear in `other` (bytes this launch
     // had not touched: the timeline's HBM bytes, sim/timing.h).
     static uint64_t Mark(uint64_t* bits, const uint64_t* other, uint64_t off, uint64_t len)
     {
-        uint64_t end = off + len, fresh = 0;
-        while (off < end) {
-            uint64_t w = off / 64, b = off % 64;
-            uint64_t n = std::min<uint64_t>(64 - b, end - off);
-            uint64_t mask = n == 64 ? ~0ull : ((1ull << n) - 1) << b;
+        return OverWords(off, len, [&](uint64_t w, uint64_t mask) {
             uint64_t before = __atomic_fetch_or(&bits[w], mask, __ATOMIC_RELAXED);
             uint64_t seen = __atomic_load_n(&other[w], __ATOMIC_RELAXED);
-            fresh += static_cast<uint64_t>(__builtin_popcountll(mask & ~before & ~seen));
-            off += n;
-        }
-        return fresh;
+            return static_cast<uint64_t>(__builtin_popcountll(mask & ~before & ~seen));
+        });
     }
     // One pass of [off, off+len) one way (`mine`: reads since the last write, or writes since
     // the last read) that ends the other way's run (`theirs`); returns the bytes that start a
     // run: those the minimum counts.
     static uint64_t Pass(uint64_t* mine, uint64_t* theirs, uint64_t off, uint64_t len)
     {
-        uint64_t end = off + len, counted = 0;
-        while (off < end) {
-            uint64_t w = off / 64, b = off % 64;
-            uint64_t n = std::min<uint64_t>(64 - b, end - off);
-            uint64_t mask = n == 64 ? ~0ull : ((1ull << n) - 1) << b;
+        return OverWords(off, len, [&](uint64_t w, uint64_t mask) {
             uint64_t before = __atomic_fetch_or(&mine[w], mask, __ATOMIC_RELAXED);
             __atomic_fetch_and(&theirs[w], ~mask, __ATOMIC_RELAXED);
-            counted += static_cast<uint64_t>(__builtin_popcountll(mask & ~before));
-            off += n;
-        }
-        return counted;
+            return static_cast<uint64_t>(__builtin_popcountll(mask & ~before));
+        });
     }
     static uint64_t Count(const uint64_t* bits, uint64_t words)
     {
