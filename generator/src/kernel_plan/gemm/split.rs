@@ -224,8 +224,7 @@ pub enum Deal {
     /// them in L2.
     RowsInner,
     /// In runs, the column range innermost (`COLUMNS_INNER`): a core's items of one A
-    /// panel follow each other and share one copy of it. Not with chained k slices (an
-    /// item's slices are panels of their own).
+    /// panel follow each other and share one copy of it ([`Split::dealable`]).
     ColumnsInner,
 }
 
@@ -297,6 +296,12 @@ impl Split {
         })
     }
 
+    /// Whether the kernel can deal the items so: columns innermost not with chained k
+    /// slices (an item's slices are panels of their own).
+    fn dealable(&self) -> bool {
+        self.deal != Deal::ColumnsInner || self.sum != KSum::Chained
+    }
+
     fn slices_per_item(&self, mm: &Matmul) -> usize {
         match self.sum {
             KSum::Chained => mm.k.div_ceil(self.slice_k),
@@ -364,7 +369,9 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
         read_by.resize(first_slice + mm.batch * n_ranges * slices, 0u64);
         for item in 0..split.items(mm, rows) {
             let [batch, mr, nr, slice] =
-                (split.deal).place(item, m_ranges, n_ranges, slices / per_item);
+                split
+                    .deal
+                    .place(item, m_ranges, n_ranges, slices / per_item);
             let m_len = split.range_m.min(rows - mr * split.range_m);
             let n_len = split.range_n.min(mm.n - nr * split.range_n);
             let k_len = match split.sum {
@@ -425,27 +432,29 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
     let apart = dealt(Deal::BackAndForth);
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let few_apart = cycles(&apart, few);
-    let orders = [Deal::RowsInner, Deal::ColumnsInner];
-    let runs = (orders.iter())
-        .filter(|&&d| d != Deal::ColumnsInner || splits.iter().all(|s| s.sum != KSum::Chained))
-        .map(|&d| runs_in(products, dealt(d), few_apart, &cycles))
-        .min_by(|a, b| cycles(a, rows).total_cmp(&cycles(b, rows)))
-        .unwrap_or_else(|| apart.clone());
-    if cycles(&runs, rows) < cycles(&apart, rows) && cycles(&runs, few) <= few_apart {
-        runs
-    } else {
-        apart
+    let quickest = [Deal::RowsInner, Deal::ColumnsInner]
+        .map(dealt)
+        .into_iter()
+        .filter(|runs| runs.iter().all(Split::dealable))
+        .map(|runs| runs_in(products, runs, few_apart, &cycles))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    match quickest {
+        Some((least, runs)) if least < cycles(&apart, rows) && cycles(&runs, few) <= few_apart => {
+            runs
+        }
+        _ => apart,
     }
 }
 
 /// The N ranges of `runs` (a group's splits, dealt in runs in one order) the model times
-/// the launch quickest with at the row capacity, no slower than `few_apart` at a few rows.
+/// the launch quickest with at the row capacity, no slower than `few_apart` at a few rows,
+/// and that time.
 fn runs_in(
     products: &[Matmul],
     mut runs: Vec<Split>,
     few_apart: f64,
     cycles: &dyn Fn(&[Split], usize) -> f64,
-) -> Vec<Split> {
+) -> (f64, Vec<Split>) {
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let mut least = cycles(&runs, rows);
     let work = std::cell::Cell::new(0);
@@ -521,7 +530,7 @@ fn runs_in(
             }
         }
     }
-    runs
+    (least, runs)
 }
 
 /// Items one search for runs may walk timing its candidates ([`launch_cycles`] walks every
@@ -568,10 +577,10 @@ pub(super) fn with_runs(split: Split, mm: &Matmul, room: &Room, spec: Tiles, chi
                         deal: Deal::ColumnsInner,
                         ..rows_inner
                     };
-                    for s in [rows_inner, columns_inner] {
-                        if s.deal == Deal::ColumnsInner && s.sum == KSum::Chained {
-                            continue;
-                        }
+                    for s in [rows_inner, columns_inner]
+                        .into_iter()
+                        .filter(Split::dealable)
+                    {
                         work += s.items(mm, rows);
                         if work > SEARCH_WORK {
                             return best.1;
@@ -1141,7 +1150,7 @@ mod tests {
             })
             .collect();
         assert!(cycles(&runs) < cycles(&rows_inner));
-        let searched = runs_in(&products, rows_inner, f64::MAX, &|s: &[Split], _| cycles(s));
+        let (_, searched) = runs_in(&products, rows_inner, f64::MAX, &|s: &[Split], _| cycles(s));
         assert!(cycles(&runs) < cycles(&searched));
         // with one column range a panel is an item: the orders time alike
         let one: Vec<Split> = (runs.iter().zip(&products))
