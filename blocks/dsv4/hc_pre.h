@@ -10,9 +10,10 @@
 // so x_hc and hc_attn_fn each cross GM once. Token t's partials row holds one PART per block:
 //   partials[t, b * PART + j] = x_t . x_(tile row j) for j < M_TILE, logit (j - M_TILE) after.
 //
-// HcPreMix (AIV): per group of 8 tokens (the runtime token granularity) it gathers each
-// part's sum of squares and logits into an entry-major table [1 + MIX][8] -- one 32-byte block
-// per entry, one lane per token -- adding the parts in ascending order. The rest are vector
+// HcPreMix (AIV): per group of 8 tokens (the runtime token granularity) it adds the parts of
+// each token's partials row in ascending order (one repeated Add per part, a repeat per
+// token), then gathers the sums of squares and logits into an entry-major table [1 + MIX][8]
+// -- one 32-byte block per entry, one lane per token. The rest are vector
 // ops over the 8 lanes: inv = 1 / sqrt(ss * (1/K) + RMS_EPS), m = logit * inv, the gates
 // (m * scale) + base with pre = sigmoid + HC_EPS and post = 2 * sigmoid, and Sinkhorn on the
 // comb logits (row softmax + HC_EPS, a column step, then ITERS - 1 row and column steps, each
@@ -224,8 +225,10 @@ class HcPreMix {
     static_assert(P::X_IN_BYTES >= HC * COLS * sizeof(float), "x_in holds a chunk of every stream");
     static_assert(P::X_MIXED_BYTES >= COLS * sizeof(bfloat16_t), "x_mixed holds a mixed chunk");
     static_assert(P::GATES_OUT_BYTES >= OUT * sizeof(float), "gates_out holds a group's post and comb");
-    static_assert(P::TABLE_BYTES >= ROWS * G * sizeof(float) && P::GATHERED_BYTES >= ROWS * G * sizeof(float),
-                  "the table and a gathered part");
+    static_assert(P::TABLE_BYTES >= ROWS * G * sizeof(float), "the table");
+    // The parts' Adds: a repeat per token, its row ROW floats after the previous one's.
+    static constexpr uint32_t LANES = 256 / sizeof(float);
+    static_assert(S::ROW / (BLOCK_BYTES / sizeof(float)) <= 255, "a token's row stride fits a repeat stride");
     static_assert(P::IN_OFFSETS_BYTES >= ROWS * G * sizeof(uint32_t) && P::DIAG_OFFSETS_BYTES >= G * sizeof(uint32_t) &&
                       P::OUT_OFFSETS_BYTES >= OUT * sizeof(uint32_t),
                   "gather offsets in and out");
@@ -290,7 +293,6 @@ public:
         pipe_.InitBuffer(yQ_, 2, P::X_MIXED_BYTES);
         pipe_.InitBuffer(outQ_, 1, P::GATES_OUT_BYTES);
         pipe_.InitBuffer(table_, P::TABLE_BYTES);
-        pipe_.InitBuffer(gathered_, P::GATHERED_BYTES);
         pipe_.InitBuffer(inOffsets_, P::IN_OFFSETS_BYTES);
         pipe_.InitBuffer(diagOffsets_, P::DIAG_OFFSETS_BYTES);
         pipe_.InitBuffer(outOffsets_, P::OUT_OFFSETS_BYTES);
@@ -343,16 +345,20 @@ private:
         AscendC::LocalTensor<float> parts = partsQ_.DeQue<float>();
 
         AscendC::LocalTensor<float> table = table_.Get<float>();
-        AscendC::LocalTensor<float> part = gathered_.Get<float>();
         AscendC::LocalTensor<uint32_t> in = inOffsets_.Get<uint32_t>();
         // Token t0 + g sits in row (t0 % M_TILE) + g of its projection tile.
         AscendC::Adds(in.ReinterpretCast<int32_t>(), diagOffsets_.Get<int32_t>(),
                       static_cast<int32_t>((t0 % P::M_TILE) * sizeof(float)), G);
-        AscendC::Gather(table, parts, in, 0, ROWS * G);
+        // Part 0 of every token's row += part p, p ascending: ((p0 + p1) + p2) + ...
+        constexpr uint8_t ROW_BLOCKS = S::ROW / (BLOCK_BYTES / sizeof(float));
+        const AscendC::BinaryRepeatParams tokens(1, 1, 1, ROW_BLOCKS, ROW_BLOCKS, ROW_BLOCKS);
         for (uint32_t p = 1; p < P::PARTS; ++p) {
-            AscendC::Gather(part, parts, in, p * S::PART * sizeof(float), ROWS * G);
-            AscendC::Add(table, table, part, ROWS * G);
+            for (uint32_t at = 0; at < S::PART; at += LANES) {
+                const uint64_t lanes = S::PART - at < LANES ? S::PART - at : LANES;
+                AscendC::Add(parts[at], parts[at], parts[p * S::PART + at], lanes, G, tokens);
+            }
         }
+        AscendC::Gather(table, parts, in, 0, ROWS * G);
         partsQ_.FreeTensor(parts);
 
         // inv = 1 / sqrt(ss * (1/K) + eps), then m = logit * inv (inv's block broadcast).
@@ -499,7 +505,7 @@ private:
     AscendC::TQue<AscendC::TPosition::VECIN, 1> partsQ_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> xQ_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> yQ_, outQ_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> table_, gathered_, inOffsets_, diagOffsets_, outOffsets_, baseRows_,
+    AscendC::TBuf<AscendC::TPosition::VECCALC> table_, inOffsets_, diagOffsets_, outOffsets_, baseRows_,
         weights_, ones_, pairs_, sums_;
     AscendC::GlobalTensor<float> x_, partials_, post_, comb_;
     AscendC::GlobalTensor<bfloat16_t> xMixed_;

@@ -239,7 +239,7 @@ fn projection_buffers(md: &ModelDims, m: usize, k: usize, split: Split) -> Vec<B
 
 /// HcPreMix's UB: a group's partials rows (per projection block, `m` dot products and
 /// the logits), the x_hc rows of a `cols` chunk and its mixed bf16 row, post and comb
-/// out, the entry-major table and a gathered part, gather offsets (u32, sized as i32),
+/// out, the entry-major table, gather offsets (u32, sized as i32),
 /// the base rows, hc_attn_scale and hc_attn_base (moved with DataCopyPad), ones, and
 /// Sinkhorn's pair and sum rows.
 fn mix_buffers(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Vec<Buffer> {
@@ -254,7 +254,6 @@ fn mix_buffers(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Vec<Buffe
         row("x_mixed", Ub, Bf16, cols, 2, Some(cols)),
         row("gates_out", Ub, F32, out, 1, Some(t * hc)),
         row("table", Ub, F32, rows * t, 1, None),
-        row("gathered", Ub, F32, rows * t, 1, None),
         row("in_offsets", Ub, I32, rows * t, 1, None),
         row("diag_offsets", Ub, I32, t, 1, None),
         row("out_offsets", Ub, I32, out, 1, None),
