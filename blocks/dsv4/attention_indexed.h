@@ -224,6 +224,8 @@ private:
     __aicore__ inline void InitCube(GM_ADDR topkIdx, const TilingData& td)
     {
         slots_.Init(topkIdx, static_cast<uint64_t>(td.t) * P::TOPK);
+        tableRows_.Init(reinterpret_cast<GM_ADDR>(table_.GetPhyAddr(0)), static_cast<uint64_t>(td.b) * td.cmp_tw);
+        tableWidth_ = td.cmp_tw;
         pipe_.InitBuffer(qQ_, 1, P::Q_BYTES);
         pipe_.InitBuffer(rowsQ_, P::ROW_BUFFERS, P::ROWS_BYTES);
         pipe_.InitBuffer(aTile_, 2, P::A_TILE_BYTES);
@@ -273,6 +275,12 @@ private:
         a.next = it.first;
         a.end = it.end;
         a.bound = Bound(it.t);
+        // a new request's cmp_block_table row: its slots pick its pages in no known order
+        const uint32_t b = it.t / P::SEQ;
+        if (b != askedRow_) {
+            askedRow_ = b;
+            tableRows_.AskRange(static_cast<uint64_t>(b) * tableWidth_, tableWidth_);
+        }
     }
 
     // The share's items as one stream of kept tiles. Tile i + 1's scores (the other slab) go
@@ -778,6 +786,9 @@ private:
     Parts oRows_;            // the window's o, as its cube left it
     Parts partRows_[SLABS];  // the group's parts, a slab's each
     ScalarStream<int32_t> slots_;  // the AIC's reads of the top-k lists, in token order
+    ScalarStream<int32_t> tableRows_;  // cmp_block_table, whose rows the AIC asks for ahead
+    uint32_t tableWidth_ = 0;
+    uint32_t askedRow_ = ~0u;  // the request whose table row was asked for last
     uint32_t slab_ = 0;               // the AIV's slab of the next kept tile
 };
 

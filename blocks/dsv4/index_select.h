@@ -13,6 +13,7 @@
 #pragma once
 
 #include "dsv4/index_score.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/topk.h"
 #include "dsv4/vec_common.h"
@@ -116,17 +117,22 @@ private:
 
 // k_s of request b's compressed rows first .. first + rows (whole pages of P::BLOCK_SIZE) into
 // ks, through idx_block_table (`tableWidth` columns) of the `pages`-page pool, once the vector
-// work that read ks before is done. Every page must be one of the pool's (§11.5).
+// work that read ks before is done. Every page must be one of the pool's (§11.5). The page
+// numbers are read as a stream (its later lines asked for ahead: one round trip, not one
+// per line).
 template <class P>
 __aicore__ inline void GatherKeyScales(const AscendC::LocalTensor<float>& ks, AscendC::GlobalTensor<float>& keyScale,
                                        AscendC::GlobalTensor<int32_t>& table, uint32_t tableWidth, uint32_t pages,
                                        uint32_t b, uint32_t first, uint32_t rows)
 {
+    ScalarStream<int32_t> row;
+    row.Init(reinterpret_cast<GM_ADDR>(table.GetPhyAddr(static_cast<uint64_t>(b) * tableWidth)), tableWidth);
+    row.Warm(first / P::BLOCK_SIZE);
     Handshake<AscendC::HardEvent::V_MTE2>();
     for (uint32_t r = 0; r < rows; r += P::BLOCK_SIZE) {
         const uint32_t logical = (first + r) / P::BLOCK_SIZE;
         ascendc_assert(logical < tableWidth);
-        const int32_t page = table.GetValue(static_cast<uint64_t>(b) * tableWidth + logical);
+        const int32_t page = row.Get(logical);
         ascendc_assert(page >= 0 && static_cast<uint32_t>(page) < pages);
         AscendC::DataCopy(ks[r], keyScale[static_cast<uint64_t>(page) * P::BLOCK_SIZE], P::BLOCK_SIZE);
     }
@@ -162,6 +168,7 @@ public:
                                       GM_ADDR tiling)
     {
         (void)workspace;
+        AskFirstLines(kvSeqLens, positions);
         const TilingData td = LoadTiling(tiling);
         IndexSelect op;
         op.lens_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));

@@ -22,6 +22,7 @@ class ScalarStream {
     static constexpr uint32_t AHEAD = 8;  // lines kept asked for ahead of a read
     static constexpr uint32_t PER_LINE = 2;  // preloads at most per line entered
     static constexpr uint32_t WARM = 2;      // lines Warm asks for (then a Get's two: 4 in a row)
+    static constexpr uint32_t MOST_IN_A_ROW = 4;  // preloads in a row, as the docs advise
     static_assert(LINE % sizeof(T) == 0, "elements do not straddle lines");
 
 public:
@@ -53,6 +54,18 @@ public:
 
     // Asks for the line holding element i (a read out of order, known ahead).
     __aicore__ inline void Ask(uint64_t i) { AskLine(LineOf(i)); }
+
+    // Asks for the lines holding elements [i, i + count), at most MOST_IN_A_ROW of them (the
+    // docs' advice): a range the reads will visit in no known order (a page-table row
+    // indexed by top-k slots), so each of its lines costs one round trip in all.
+    __aicore__ inline void AskRange(uint64_t i, uint64_t count)
+    {
+        const int64_t last = LineOf(i + count - 1);
+        int64_t line = LineOf(i);
+        for (uint32_t n = 0; n < MOST_IN_A_ROW && line <= last; ++n, line += static_cast<int64_t>(LINE)) {
+            AskLine(line);
+        }
+    }
 
     // Asks for the lines after element i's: a stream starting cold at i (its own line would
     // arrive no sooner than its read; the reads then take the frontier further).
@@ -89,6 +102,19 @@ private:
     int64_t last_ = -1 - static_cast<int64_t>(LINE);   // the line of the last Get
     int64_t asked_ = -1 - static_cast<int64_t>(LINE);  // the furthest line asked for in order
 };
+
+// Asks for the first line of each GM array (at most 4, the docs' preloads in a row): metadata
+// a kernel reads first thing, whose addresses are its arguments, asked for before it reads
+// its tiling, so their first reads hit once the tiling's round trip is over instead of each
+// waiting a round trip of its own after it.
+template <typename... Gm>
+__aicore__ inline void AskFirstLines(Gm... arrays)
+{
+    static_assert(sizeof...(Gm) <= 4, "at most 4 preloads in a row");
+    AscendC::GlobalTensor<uint64_t> line;
+    ((line.SetGlobalBuffer(reinterpret_cast<__gm__ uint64_t*>(arrays)), AscendC::DataCachePreload(line, int64_t(0))),
+     ...);
+}
 
 // A small GM array of metadata that every core reads whole, some of it several times (a
 // compressor's per-token positions and slots): staged in UB by one copy, so the scalar reads
