@@ -16,6 +16,7 @@
 #pragma once
 
 #include "dsv4/pipe_sync.h"
+#include "dsv4/scalar_stream.h"
 #include "dsv4/tiling_data.h"
 #include "dsv4/vec_common.h"
 
@@ -211,6 +212,7 @@ public:
                                       GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
+        AskFirstLines(kvSeqLens, table);
         const TilingData td = LoadTiling(tiling);
         AscendC::GlobalTensor<int32_t> lens, out;
         lens.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(kvSeqLens));
