@@ -55,9 +55,10 @@ public:
     // Asks for the line holding element i (a read out of order, known ahead).
     __aicore__ inline void Ask(uint64_t i) { AskLine(LineOf(i)); }
 
-    // Asks for the lines holding elements [i, i + count), at most MOST_IN_A_ROW of them (the
-    // docs' advice): a range the reads will visit in no known order (a page-table row
-    // indexed by top-k slots), so each of its lines costs one round trip in all.
+    // Asks for the lines holding elements [i, i + count), count >= 1, at most MOST_IN_A_ROW
+    // of them (the docs' advice): a range the reads will visit in no known order (a
+    // page-table row indexed by top-k slots), so each of its lines costs one round trip in
+    // all.
     __aicore__ inline void AskRange(uint64_t i, uint64_t count)
     {
         const int64_t last = LineOf(i + count - 1);
