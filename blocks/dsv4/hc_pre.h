@@ -227,8 +227,8 @@ class HcPreMix {
     static_assert(P::GATES_OUT_BYTES >= OUT * sizeof(float), "gates_out holds a group's post and comb");
     static_assert(P::TABLE_BYTES >= ROWS * G * sizeof(float), "the table");
     // The parts' Adds: a repeat per token, its row ROW floats after the previous one's.
-    static constexpr uint32_t LANES = 256 / sizeof(float);
-    static_assert(S::ROW / (BLOCK_BYTES / sizeof(float)) <= 255, "a token's row stride fits a repeat stride");
+    static constexpr uint32_t ROW_BLOCKS = S::ROW * sizeof(float) / BLOCK_BYTES;
+    static_assert(ROW_BLOCKS <= 255, "a token's row stride fits a repeat stride");
     static_assert(P::IN_OFFSETS_BYTES >= ROWS * G * sizeof(uint32_t) && P::DIAG_OFFSETS_BYTES >= G * sizeof(uint32_t) &&
                       P::OUT_OFFSETS_BYTES >= OUT * sizeof(uint32_t),
                   "gather offsets in and out");
@@ -350,13 +350,8 @@ private:
         AscendC::Adds(in.ReinterpretCast<int32_t>(), diagOffsets_.Get<int32_t>(),
                       static_cast<int32_t>((t0 % P::M_TILE) * sizeof(float)), G);
         // Part 0 of every token's row += part p, p ascending: ((p0 + p1) + p2) + ...
-        constexpr uint8_t ROW_BLOCKS = S::ROW / (BLOCK_BYTES / sizeof(float));
-        const AscendC::BinaryRepeatParams tokens(1, 1, 1, ROW_BLOCKS, ROW_BLOCKS, ROW_BLOCKS);
         for (uint32_t p = 1; p < P::PARTS; ++p) {
-            for (uint32_t at = 0; at < S::PART; at += LANES) {
-                const uint64_t lanes = S::PART - at < LANES ? S::PART - at : LANES;
-                AscendC::Add(parts[at], parts[at], parts[p * S::PART + at], lanes, G, tokens);
-            }
+            AddRows(parts, parts, parts[p * S::PART], G, S::PART, ROW_BLOCKS, ROW_BLOCKS, ROW_BLOCKS);
         }
         AscendC::Gather(table, parts, in, 0, ROWS * G);
         partsQ_.FreeTensor(parts);

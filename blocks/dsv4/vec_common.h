@@ -217,6 +217,18 @@ __aicore__ inline void MulRows(const AscendC::LocalTensor<float>& dst, const Asc
     }
 }
 
+// AddRows: dst = a + b over `cols` columns, b's rows bRow blocks apart (dst's and a's as
+// dstRow and srcRow).
+__aicore__ inline void AddRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& a,
+                               const AscendC::LocalTensor<float>& b, uint32_t rows, uint32_t cols, uint32_t dstRow,
+                               uint32_t srcRow, uint32_t bRow)
+{
+    for (uint32_t c = 0; c < cols; c += F32_REPEAT) {
+        AscendC::Add(dst[c], a[c], b[c], Min(F32_REPEAT, cols - c), rows,
+                     AscendC::BinaryRepeatParams(1, 1, 1, dstRow, srcRow, bRow));
+    }
+}
+
 // WidenRows: dst = f32 of the first `cols` half columns of src's rows.
 __aicore__ inline void WidenRows(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<half>& src,
                                  uint32_t rows, uint32_t cols, uint32_t dstRow, uint32_t srcRow)
