@@ -17,7 +17,7 @@
 // (`Runs`) ordered with the m range innermost, so a block's items that read the same B
 // columns follow each other and the later ones find them in L2, or with COLUMNS_INNER
 // too the n range innermost, so a block's items of one A panel follow each other and
-// share one copy of it:
+// share one copy of it (a group's parts too, with RunPanels: dsv4/matmul_group.h):
 //   - the item's A panel (RANGE_M x SLICE_K) is copied GM -> L1 once and stays resident
 //     (with COLUMNS_INNER, over the block's consecutive items of that panel);
 //     with TAIL_K > 0 its last TAIL_K columns (one Mmad k step) stay in L0A instead, beside
@@ -181,7 +181,105 @@ public:
         op.Process(deal, before);
     }
 
+    // A group's parts P, Qs... (dsv4/matmul_group.h) sharing their A panels: one A split
+    // (tiles, RANGE_M, SLICE_K, TAIL_K, buffers), items (k slice, m range, part, n range)
+    // dealt by `deal`; a block loads each panel it has items of once and runs its column
+    // ranges of every part under it. `addr` holds B and C of each part in order.
+    template <typename... Qs, class Deal>
+    __aicore__ static inline void RunPanels(GM_ADDR a, GM_ADDR* addr, GM_ADDR tiling, const Deal& deal)
+    {
+        static_assert((SharesPanels<Qs>() && ...), "the parts share P's A split and buffers");
+        static_assert(P::COLUMNS_INNER && P::BATCH == 1, "panels shared with the column ranges innermost");
+        Matmul op;
+        op.Init(a, addr[0], addr[1], tiling);
+        const uint32_t mRanges = (op.m_ + P::RANGE_M - 1) / P::RANGE_M;
+        const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
+        constexpr uint32_t perPanel = (NRanges<P>() + ... + NRanges<Qs>());
+        for (uint32_t panel = 0; panel < mRanges * kSlices; ++panel) {
+            const uint32_t first = panel * perPanel;
+            bool mine = false;
+            for (uint32_t i = 0; i < perPanel && !mine; ++i) {
+                mine = deal.Mine(first + i);
+            }
+            if (!mine) {
+                continue;
+            }
+            const uint32_t ks = panel / mRanges;
+            const Item it = op.ItemOf(0, panel % mRanges, ks);
+            AscendC::LocalTensor<In> tail;
+            if (HasTail(it)) {
+                tail = op.LoadTail(it);
+            }
+            AscendC::LocalTensor<In> l1 = op.LoadPanel(it);
+            op.PartsColumns<0, P, Qs...>(it, l1, tail, addr, deal, first, ks);
+            op.aL1_.FreeTensor(l1);
+            if (HasTail(it)) {
+                op.tailL0_.FreeTensor(tail);
+            }
+        }
+    }
+
 private:
+    // One k slice of a (batch, m range)'s panel and the B and C its column ranges use.
+    struct Item {
+        uint32_t m0, mLen, k0, kLen, panelLen;
+        bool add;  // adds into C atomically instead of writing it
+        AscendC::GlobalTensor<In> a, b;
+        AscendC::GlobalTensor<Out> c;
+    };
+
+    template <typename Q>
+    __aicore__ static constexpr uint32_t NRanges()
+    {
+        return (Q::N + Q::RANGE_N - 1) / Q::RANGE_N;
+    }
+
+    // Whether part Q reads A as P does and fits P's buffers.
+    template <typename Q>
+    __aicore__ static constexpr bool SharesPanels()
+    {
+        return Q::INT8 == P::INT8 && Q::DEQ_SHIFT == P::DEQ_SHIFT && Q::K == P::K && Q::LDA == P::LDA &&
+               Q::GROUP_ROWS == P::GROUP_ROWS && Q::ROWS_PER_TOKEN == P::ROWS_PER_TOKEN && Q::BATCH == 1 &&
+               Q::TILE_M == P::TILE_M && Q::TILE_N == P::TILE_N && Q::TILE_K == P::TILE_K &&
+               Q::A_TILE_K == P::A_TILE_K && Q::RANGE_M == P::RANGE_M && Q::SLICE_K == P::SLICE_K &&
+               Q::TAIL_K == P::TAIL_K && Q::B_L1_BUFFERS == P::B_L1_BUFFERS &&
+               Q::C_STRIP_BUFFERS == P::C_STRIP_BUFFERS && !Q::CHAIN && Q::COLUMNS_INNER &&
+               Q::A_PANEL_BYTES <= P::A_PANEL_BYTES && Q::B_L1_BYTES <= P::B_L1_BYTES &&
+               Q::A_L0_BYTES <= P::A_L0_BYTES && Q::B_L0_BYTES <= P::B_L0_BYTES &&
+               Q::C_STRIP_BYTES <= P::C_STRIP_BYTES;
+    }
+
+    // Part I (Q, then More...) of a shared panel whose items start at `first`: this
+    // block's n ranges of it (consecutive: a run's items are), B and C part I's.
+    template <uint32_t I, typename Q, typename... More, class Deal>
+    __aicore__ inline void PartsColumns(Item it, const AscendC::LocalTensor<In>& panel,
+                                        const AscendC::LocalTensor<In>& tail, GM_ADDR* addr, const Deal& deal,
+                                        uint32_t first, uint32_t ks)
+    {
+        constexpr uint32_t nRanges = NRanges<Q>();
+        uint32_t nr = 0;
+        while (nr < nRanges && !deal.Mine(first + nr)) {
+            ++nr;
+        }
+        uint32_t end = nr;
+        while (end < nRanges && deal.Mine(first + end)) {
+            ++end;
+        }
+        if (nr < end) {
+            AscendC::GlobalTensor<Out> c;
+            it.b.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(addr[2 * I]));
+            c.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(addr[2 * I + 1]));
+            it.c = c[ks * Q::SLICE_STRIDE_C + it.m0 * Q::LDC];
+            const uint32_t nEnd = Min(Q::N, end * Q::RANGE_N);
+            for (uint32_t n = nr * Q::RANGE_N; n < nEnd; n += P::TILE_N) {
+                Strip<Q>(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
+            }
+        }
+        if constexpr (sizeof...(More) > 0) {
+            PartsColumns<I + 1, More...>(it, panel, tail, addr, deal, first + nRanges, ks);
+        }
+    }
+
     __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling)
     {
         TilingData td = LoadTiling(tiling);
@@ -259,16 +357,7 @@ private:
     // k slice ks of the work items (batch, m range mr, n ranges nr .. nrEnd).
     __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t nrEnd, uint32_t ks)
     {
-        Item it;
-        it.m0 = mr * P::RANGE_M;
-        it.mLen = Min(P::RANGE_M, m_ - it.m0);
-        it.k0 = ks * P::SLICE_K;
-        it.kLen = Min(P::SLICE_K, P::K - it.k0);
-        it.panelLen = Min(PANEL_K, it.kLen);
-        it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
-        it.b = b_[batch * P::STRIDE_B];
-        it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
-        it.add = P::CHAIN && ks > 0;
+        const Item it = ItemOf(batch, mr, ks);
         if (P::CHAIN && ks > 0) {
             // the previous slice's C writes land before this slice adds to them
             AscendC::PipeBarrier<PIPE_FIX>();
@@ -289,12 +378,21 @@ private:
         }
     }
 
-    struct Item {
-        uint32_t m0, mLen, k0, kLen, panelLen;
-        bool add;  // adds into C atomically instead of writing it
-        AscendC::GlobalTensor<In> a, b;
-        AscendC::GlobalTensor<Out> c;
-    };
+    // The panel (batch, m range mr, k slice ks) as an item of P's B and C.
+    __aicore__ inline Item ItemOf(uint32_t batch, uint32_t mr, uint32_t ks) const
+    {
+        Item it;
+        it.m0 = mr * P::RANGE_M;
+        it.mLen = Min(P::RANGE_M, m_ - it.m0);
+        it.k0 = ks * P::SLICE_K;
+        it.kLen = Min(P::SLICE_K, P::K - it.k0);
+        it.panelLen = Min(PANEL_K, it.kLen);
+        it.a = a_[batch * P::STRIDE_A + it.m0 * P::LDA + it.k0];
+        it.b = b_[batch * P::STRIDE_B];
+        it.c = c_[ks * P::SLICE_STRIDE_C + batch * P::STRIDE_C + it.m0 * P::LDC];
+        it.add = P::CHAIN && ks > 0;
+        return it;
+    }
 
     __aicore__ static inline uint32_t Pad16(uint32_t x) { return (x + 15) / 16 * 16; }
     // The item's slice reaches past the panel (never for TAIL_K == 0).
@@ -331,14 +429,15 @@ private:
     }
 
     // C[rows of the item, n .. n + nLen) over the item's k slice (panel, then tail), then
-    // out to GM.
+    // out to GM; B and C laid out as part Q's (P, or a part sharing P's panels).
+    template <typename Q = P>
     __aicore__ inline void Strip(const Item& it, const AscendC::LocalTensor<In>& panel,
                                  const AscendC::LocalTensor<In>& tail, uint32_t n, uint32_t nLen)
     {
         AscendC::LocalTensor<Acc> acc = cL0_.AllocTensor<Acc>();
         for (uint32_t kt = 0; kt < it.panelLen; kt += P::TILE_K) {
             const uint32_t kLen = Min(P::TILE_K, it.panelLen - kt);
-            AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + kt, kLen, n, nLen);
+            AscendC::LocalTensor<In> b = LoadB<Q>(it.b, it.k0 + kt, kLen, n, nLen);
             for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
                 const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
                 // A tiles of A_TILE_K columns against the B tile's k blocks from ka on
@@ -353,7 +452,7 @@ private:
         }
         if (HasTail(it)) {
             const uint32_t kLen = it.kLen - it.panelLen;
-            AscendC::LocalTensor<In> b = LoadB(it.b, it.k0 + it.panelLen, kLen, n, nLen);
+            AscendC::LocalTensor<In> b = LoadB<Q>(it.b, it.k0 + it.panelLen, kLen, n, nLen);
             for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
                 // the tail's m blocks of this tile, each kLen / C0 fractals
                 MmadTile(acc, tail[mt / 16 * (kLen / C0) * FRAC], b, mt, Min(P::TILE_M, it.mLen - mt), nLen, kLen,
@@ -368,12 +467,12 @@ private:
         }
         for (uint32_t mt = 0; mt < it.mLen; mt += P::TILE_M) {
             const uint32_t rows = Min(P::TILE_M, it.mLen - mt);
-            AscendC::FixpipeParamsV220 fp(nLen, rows, Pad16(rows), P::LDC, false);
+            AscendC::FixpipeParamsV220 fp(nLen, rows, Pad16(rows), Q::LDC, false);
             if constexpr (CubeOut<P>::HALF) {
                 fp.quantPre = QuantMode_t::DEQF16;
                 fp.deqScalar = CubeOut<P>::QUANT_PRE;
             }
-            AscendC::Fixpipe(it.c[mt * P::LDC + n], acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], fp);
+            AscendC::Fixpipe(it.c[mt * Q::LDC + n], acc[mt / P::TILE_M * P::TILE_M * P::TILE_N], fp);
         }
         if (it.add) {
             AscendC::SetAtomicNone();
@@ -428,21 +527,23 @@ private:
         }
     }
 
-    // B[k0 .. k0 + kLen, n .. n + nLen) GM -> L1 -> L0B (k block, n block) fractals.
+    // B[k0 .. k0 + kLen, n .. n + nLen) GM -> L1 -> L0B (k block, n block) fractals, B
+    // laid out as part Q's.
+    template <typename Q>
     __aicore__ inline AscendC::LocalTensor<In> LoadB(const AscendC::GlobalTensor<In>& gb, uint32_t k0, uint32_t kLen,
                                                      uint32_t n, uint32_t nLen)
     {
         const uint32_t kBlocks = kLen / C0, nBlocks = nLen / 16;
         AscendC::LocalTensor<In> l1 = bL1_.AllocTensor<In>();
-        if constexpr (P::B_NK) {
-            AscendC::DataCopy(l1, gb[n * P::LDB + k0], AscendC::Nd2NzParams(1, nLen, kLen, 0, P::LDB, nLen, 1, 0));
-        } else if constexpr (P::LDB <= MAX_ND2NZ_STRIDE) {
-            AscendC::DataCopy(l1, gb[k0 * P::LDB + n], AscendC::Nd2NzParams(1, kLen, nLen, 0, P::LDB, kLen, 1, 0));
+        if constexpr (Q::B_NK) {
+            AscendC::DataCopy(l1, gb[n * Q::LDB + k0], AscendC::Nd2NzParams(1, nLen, kLen, 0, Q::LDB, nLen, 1, 0));
+        } else if constexpr (Q::LDB <= MAX_ND2NZ_STRIDE) {
+            AscendC::DataCopy(l1, gb[k0 * Q::LDB + n], AscendC::Nd2NzParams(1, kLen, nLen, 0, Q::LDB, kLen, 1, 0));
         } else {
             // A leading dimension past the 16-bit srcDValue: one ND2NZ copy per row of B
             // (row i lands as row i of every NZ column block), the same bytes in kLen copies.
             for (uint32_t i = 0; i < kLen; ++i) {
-                AscendC::DataCopy(l1[i * C0], gb[uint64_t(k0 + i) * P::LDB + n],
+                AscendC::DataCopy(l1[i * C0], gb[uint64_t(k0 + i) * Q::LDB + n],
                                   AscendC::Nd2NzParams(1, 1, nLen, 0, nLen, kLen, 1, 0));
             }
         }
@@ -451,10 +552,10 @@ private:
         AscendC::LocalTensor<In> b = bL0_.AllocTensor<In>();
         for (uint32_t kb = 0; kb < kBlocks; ++kb) {
             AscendC::LocalTensor<In> dst = b[kb * nBlocks * FRAC];
-            if constexpr (P::B_NK) {
+            if constexpr (Q::B_NK) {
                 // L1 column block kb holds the nLen rows of k block kb: already (k, n) order
                 AscendC::LoadData(dst, l1, AscendC::LoadData2DParams(kb * nBlocks, nBlocks, 1, 0, 0, false, 0));
-            } else if constexpr (P::INT8) {
+            } else if constexpr (Q::INT8) {
                 // squares of 32 k x 32 n: column block j (32 n) holds kBlocks squares
                 AscendC::LoadDataWithTranspose(dst, l1,
                                                AscendC::LoadData2dTransposeParams(kb, nBlocks / 2, kBlocks, 1, 0));

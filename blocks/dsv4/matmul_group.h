@@ -3,14 +3,18 @@
 // (dsv4/matmul.h), one sequence over the parts in order (part i's item j is item j plus
 // the items of parts 0..i-1) dealt over all the launch's blocks as `BackAndForth` says, or
 // in `Runs` where the parts' RUNS say so (all alike: each part's items then have the row
-// range innermost, so a block's row ranges of one B slice follow each other, or with
-// COLUMNS_INNER the column range, so a block's items of one A panel share it), so a part
-// of few items shares its cores with the others instead of holding some alone, and A rows
-// are read by every item as before. The plan lists the parts with the heaviest
-// items first. A block runs its items of each part in part order, each part on a TPipe of
-// its own (destroyed, and so every pipe drained, before the next part's is made); a part
-// with no item on the block is not set up. Arguments: A, then B and C of each part in
-// order, then workspace and tiling.
+// range innermost, so a block's row ranges of one B slice follow each other), so a part
+// of few items shares its cores with the others instead of holding some alone. A block
+// runs its items of each part in part order, each part on a TPipe of its own (destroyed,
+// and so every pipe drained, before the next part's is made); a part with no item on the
+// block is not set up. The plan lists the parts with the heaviest items first.
+//
+// Parts dealt COLUMNS_INNER share their A panels (Matmul::RunPanels): one A split for all
+// (tiles, RANGE_M, SLICE_K, TAIL_K, buffers; each part its own N, RANGE_N and B layout),
+// the items ordered (k slice, m range, part, n range) on one TPipe, so a block loads each
+// panel it has items of once and runs its column ranges of every part under it.
+//
+// Arguments: A, then B and C of each part in order, then workspace and tiling.
 //
 // A mixed launch (1 AIC + 2 AIV a block) adds vector parts after the cube parts: the last
 // columns of a cube part's product on the vector cores (dsv4/vector_matmul.h, as
@@ -73,11 +77,20 @@ private:
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
         const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
         const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        if constexpr (P0::RUNS) {
+        if constexpr (P0::COLUMNS_INNER) {
+            static_assert(VECTOR_PARTS == 0, "shared panels: cube parts only");
+            RunPanels<Ps...>(a, addr, tiling, Runs(block, blocks, CubeItems<Ps...>(rows)));
+        } else if constexpr (P0::RUNS) {
             Each<0, Ps...>(Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, a, addr, tiling);
         } else {
             Each<0, Ps...>(BackAndForth{block, blocks}, rows, 0, a, addr, tiling);
         }
+    }
+
+    template <typename First, typename... Rest>
+    __aicore__ static inline void RunPanels(GM_ADDR a, GM_ADDR* addr, GM_ADDR tiling, const Runs& deal)
+    {
+        Matmul<First>::template RunPanels<Rest...>(a, addr, tiling, deal);
     }
 
     // The items of the cube parts among P, More... at `rows` rows.

@@ -1181,39 +1181,60 @@ fn planned_qkv_matmuls_match_the_reference() {
 /// group, at capacity and capacity − 8.
 #[test]
 fn a_group_dealt_in_runs_matches_the_reference() {
-    group_dealt_in_runs(Deal::RowsInner, ["group_runs0", "group_runs1"], 3);
-}
-
-/// The same group with each part's column ranges innermost on 4 blocks: a block's items of
-/// one A panel share one copy of it, and runs of 4, 5, 4 and 5 items split a panel of each
-/// part between two blocks.
-#[test]
-fn a_group_dealt_in_runs_of_columns_matches_the_reference() {
-    group_dealt_in_runs(Deal::ColumnsInner, ["group_cols0", "group_cols1"], 4);
-}
-
-fn group_dealt_in_runs(deal: Deal, names: [&'static str; 2], blocks: u32) {
     let parts = [
         // two row ranges × three k slices apart × two N ranges
         Case {
-            name: names[0],
-            deal,
+            name: "group_runs0",
+            deal: Deal::RowsInner,
             ..BF16_KN_SPLIT
         },
         // three row ranges × one slice × two N ranges, of the same A
         Case {
-            name: names[1],
+            name: "group_runs1",
             n: 64,
             ldb: 64,
             ldc: 64,
             tile: [32, 32, 64],
             split: [32, 320, 32],
             buffers: [2, 1],
-            deal,
+            deal: Deal::RowsInner,
             ..BF16_KN_SPLIT
         },
     ];
     assert!(parts[0].partials() && !parts[1].partials());
+    group_dealt_in_runs(parts, 3);
+}
+
+/// Two products of one A sharing its panels (each part's column ranges innermost, one A
+/// split): the group's items (k slice, row range, part, column range), 3 × 2 panels of
+/// 2 + 2 items on 5 blocks, so runs of 4 and 5 items split panels between blocks, some
+/// blocks holding one part of a panel only; a part of B [N, K] beside one of B [K, N], its
+/// last column range narrower than a tile, both k slices apart and summed after.
+#[test]
+fn a_group_sharing_its_a_panels_matches_the_reference() {
+    let parts = [
+        Case {
+            name: "group_cols0",
+            deal: Deal::ColumnsInner,
+            ..BF16_KN_SPLIT
+        },
+        Case {
+            name: "group_cols1",
+            b_nk: true,
+            n: 96,
+            ldb: 320,
+            ldc: 96,
+            split: [64, 128, 64],
+            deal: Deal::ColumnsInner,
+            ..BF16_KN_SPLIT
+        },
+    ];
+    assert!(parts.iter().all(Case::partials));
+    group_dealt_in_runs(parts, 5);
+}
+
+fn group_dealt_in_runs(parts: [Case; 2], blocks: u32) {
+    let names = parts.map(|c| c.name);
     let group_name = format!("test_mm_{}", names[0]).leak() as &'static str;
     let group = Kernel {
         name: group_name.into(),
@@ -1226,7 +1247,8 @@ fn group_dealt_in_runs(deal: Deal, names: [&'static str; 2], blocks: u32) {
         buffers: Vec::new(),
         parts: parts.iter().map(Case::kernel).collect(),
     };
-    let (sources, kernels) = render(vec![group, parts[0].sum_kernel()]);
+    let sums = parts.iter().filter(|c| c.partials()).map(Case::sum_kernel);
+    let (sources, kernels) = render(std::iter::once(group).chain(sums).collect());
     let products: Vec<Product> = parts
         .iter()
         .map(|c| Product {
@@ -1239,38 +1261,39 @@ fn group_dealt_in_runs(deal: Deal, names: [&'static str; 2], blocks: u32) {
             },
         })
         .collect();
-    // the products' buffers, then one stage: the group launch and the slice sum
+    // the products' buffers, then one stage: the group launch and the slice sums
     let base = products_plan(&products, kernels);
     let stage = parts[0].name;
-    let launch = |kernel: &'static str, cores: Cores, args: Vec<&'static str>| {
+    let launch = |kernel: &'static str, cores: Cores, args: Vec<String>| {
         Step::Launch(Launch {
             stage,
             kernel,
             cores,
             block_dim: blocks,
-            args: args.leak(),
+            args: args
+                .into_iter()
+                .map(|a| a.leak() as &'static str)
+                .collect::<Vec<_>>()
+                .leak(),
             also: &[],
         })
     };
-    let steps = vec![
-        launch(
-            group_name,
-            Cores::Aic,
-            ["a", "b", "parts"]
-                .map(|arg| format!("{}.{arg}", names[0]))
-                .into_iter()
-                .chain(["b", "c"].map(|arg| format!("{}.{arg}", names[1])))
-                .map(|arg| arg.leak() as &'static str)
-                .collect(),
-        ),
-        launch(
-            products[0].launches.sum.expect("a slice sum").0,
-            Cores::Aiv,
-            ["parts", "c"]
-                .map(|arg| format!("{}.{arg}", names[0]).leak() as &'static str)
-                .to_vec(),
-        ),
-    ];
+    let arg = |c: &Case, what: &str| format!("{}.{what}", c.name);
+    let target = |c: &Case| arg(c, if c.partials() { "parts" } else { "c" });
+    let mut args = vec![arg(&parts[0], "a")];
+    for c in &parts {
+        args.extend([arg(c, "b"), target(c)]);
+    }
+    let mut steps = vec![launch(group_name, Cores::Aic, args)];
+    for p in &products {
+        if let Some((sum, _)) = p.launches.sum {
+            steps.push(launch(
+                sum,
+                Cores::Aiv,
+                vec![arg(&p.case, "parts"), arg(&p.case, "c")],
+            ));
+        }
+    }
     let plan: &'static VariantPlan = Box::leak(Box::new(VariantPlan {
         steps: steps.leak(),
         ..*base

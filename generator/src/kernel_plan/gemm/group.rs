@@ -1,9 +1,11 @@
 //! What a matmul launch offers the fusion pass (`crate::kernel_plan::fuse`): products
-//! that read the same A run as one `dsv4/matmul_group.h` launch, each part's work items
-//! exactly those its own launch would run (k slices apart write their partial products to
-//! the part's own workspace, and its slice sum runs after the group as it ran after the
-//! part), dealt over all the launch's blocks; at a few
-//! rows the vector cores may take the last columns of its parts in the same launch
+//! that read the same A run as one `dsv4/matmul_group.h` launch (k slices apart write
+//! their partial products to the part's own workspace, and its slice sum runs after the
+//! group as it ran after the part). Each part keeps its own split, its column ranges
+//! respread, and the items are dealt over all the launch's blocks, or in runs where the
+//! model times that quicker: a part's row ranges innermost, or every part's column ranges
+//! under one A split whose panels they share ([`super::split::group_runs`]). At a few rows
+//! the vector cores may take the last columns of its parts in the same launch
 //! ([`share::plan_group`]).
 
 use sha2::{Digest, Sha256};
@@ -137,6 +139,7 @@ pub(crate) fn kernel(parts: &[&Kernel], origins: Option<&[&MatmulOrigin]>, chip:
                     .map(|((mm, _), s)| cube_kernel(mm, s))
                     .collect()
             }
+            // hand-made parts (every planned matmul has its origin): as they are
             None => parts.iter().map(|k| (*k).clone()).collect(),
         };
         return group(parts, Vec::new(), op, "");

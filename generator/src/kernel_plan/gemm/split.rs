@@ -224,7 +224,9 @@ pub enum Deal {
     /// them in L2.
     RowsInner,
     /// In runs, the column range innermost (`COLUMNS_INNER`): a core's items of one A
-    /// panel follow each other and share one copy of it ([`Split::dealable`]).
+    /// panel follow each other and share one copy of it ([`Split::dealable`]). A group's
+    /// parts so dealt take one A split and share its panels across parts: items (k slice,
+    /// row range, part, column range).
     ColumnsInner,
 }
 
@@ -355,49 +357,54 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     // per core: GM loads, L2 hits, stores (bytes), items; per B slice (a part's batch, N
     // range and k slice) the cores that read it
     let mut cores = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64); blocks];
-    // per core the (part, batch, row range, slice) of the A panel it holds
+    // per core the (part, batch, row range, slice) of the A panel it holds (a group
+    // sharing its panels: part 0 for all)
     let mut held = vec![None; blocks];
+    let shared = parts.len() > 1 && parts[0].1.deal == Deal::ColumnsInner;
+    let mut first_slice = Vec::new();
     let mut read_by = Vec::new();
-    let mut g = 0;
-    let mut sum = 0.0;
-    for (part, (mm, split)) in parts.iter().enumerate() {
+    for (mm, split) in parts {
+        first_slice.push(read_by.len());
+        let slices = mm.k.div_ceil(split.slice_k);
+        read_by.resize(
+            read_by.len() + mm.batch * mm.n.div_ceil(split.range_n) * slices,
+            0u64,
+        );
+    }
+    for (g, (part, [batch, mr, nr, slice])) in dealt_items(parts, rows).into_iter().enumerate() {
+        let (mm, split) = &parts[part];
         let e = mm.operands.bytes();
-        let (m_ranges, n_ranges) = (rows.div_ceil(split.range_m), mm.n.div_ceil(split.range_n));
+        let n_ranges = mm.n.div_ceil(split.range_n);
         let slices = mm.k.div_ceil(split.slice_k);
         let per_item = split.slices_per_item(mm);
-        let first_slice = read_by.len();
-        read_by.resize(first_slice + mm.batch * n_ranges * slices, 0u64);
-        for item in 0..split.items(mm, rows) {
-            let [batch, mr, nr, slice] =
-                split
-                    .deal
-                    .place(item, m_ranges, n_ranges, slices / per_item);
-            let m_len = split.range_m.min(rows - mr * split.range_m);
-            let n_len = split.range_n.min(mm.n - nr * split.range_n);
-            let k_len = match split.sum {
-                KSum::Chained => mm.k,
-                _ => split.slice_k.min(mm.k - slice * split.slice_k),
-            };
-            let core = dealt(g);
-            let (gm, l2, stored, count) = &mut cores[core];
-            g += 1;
-            *count += 1.0;
-            let panel = Some((part, batch, mr, slice));
-            if split.deal != Deal::ColumnsInner || held[core] != panel {
-                *l2 += (m_len * k_len * e) as f64;
-            }
-            held[core] = panel;
-            let b = (n_len * k_len * e) as f64;
-            let readers = &mut read_by[first_slice + (batch * n_ranges + nr) * slices + slice];
-            if *readers & (1 << core) == 0 {
-                *gm += b;
-                *readers |= 1 << core;
-            } else {
-                *l2 += b;
-            }
-            *stored += (m_len * n_len * mm.c_bytes() * per_item) as f64;
+        let m_len = split.range_m.min(rows - mr * split.range_m);
+        let n_len = split.range_n.min(mm.n - nr * split.range_n);
+        let k_len = match split.sum {
+            KSum::Chained => mm.k,
+            _ => split.slice_k.min(mm.k - slice * split.slice_k),
+        };
+        let core = dealt(g);
+        let (gm, l2, stored, count) = &mut cores[core];
+        *count += 1.0;
+        let panel = Some((if shared { 0 } else { part }, batch, mr, slice));
+        if split.deal != Deal::ColumnsInner || held[core] != panel {
+            *l2 += (m_len * k_len * e) as f64;
         }
+        held[core] = panel;
+        let b = (n_len * k_len * e) as f64;
+        let readers = &mut read_by[first_slice[part] + (batch * n_ranges + nr) * slices + slice];
+        if *readers & (1 << core) == 0 {
+            *gm += b;
+            *readers |= 1 << core;
+        } else {
+            *l2 += b;
+        }
+        *stored += (m_len * n_len * mm.c_bytes() * per_item) as f64;
+    }
+    let mut sum = 0.0;
+    for (mm, split) in parts {
         if split.sum == KSum::Partials {
+            let slices = mm.k.div_ceil(split.slice_k);
             let aiv = chip.aiv_cores.min(mm.batch * rows / 8).max(1);
             let c = (mm.batch * rows * mm.n * 4 / aiv) as f64;
             sum += slices as f64 * c / Rate::l2(aiv, chip) + c / Rate::store(aiv);
@@ -415,10 +422,43 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     busiest.max(hbm / (blocks as f64 * Rate::load(blocks))) + sum
 }
 
+/// A launch's items at `rows` rows in the order its blocks are dealt them, each as (part,
+/// [batch, row range, column range, k slice item]): part by part, each in its deal's
+/// order, or for a group sharing its A panels (its parts dealt with the column ranges
+/// innermost, one A split) panel by panel, each panel's parts in turn
+/// (`dsv4/matmul_group.h`).
+fn dealt_items(parts: &[(&Matmul, Split)], rows: usize) -> Vec<(usize, [usize; 4])> {
+    let ranges = |(mm, s): &(&Matmul, Split)| {
+        let slices = mm.k.div_ceil(s.slice_k) / s.slices_per_item(mm);
+        (rows.div_ceil(s.range_m), mm.n.div_ceil(s.range_n), slices)
+    };
+    if parts.len() > 1 && parts[0].1.deal == Deal::ColumnsInner {
+        let (m_ranges, _, slices) = ranges(&parts[0]);
+        let mut items = Vec::new();
+        for slice in 0..slices {
+            for mr in 0..m_ranges {
+                for (part, p) in parts.iter().enumerate() {
+                    items.extend((0..ranges(p).1).map(|nr| (part, [0, mr, nr, slice])));
+                }
+            }
+        }
+        return items;
+    }
+    let mut items = Vec::new();
+    for (part, p) in parts.iter().enumerate() {
+        let (m_ranges, n_ranges, slices) = ranges(p);
+        let placed = (0..p.1.items(p.0, rows))
+            .map(|i| (part, p.1.deal.place(i, m_ranges, n_ranges, slices)));
+        items.extend(placed);
+    }
+    items
+}
+
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
 /// the model times the launch quicker that way at the row capacity and no slower at a few
 /// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
-/// other, or (the quicker of the two orders) its column ranges of one A panel. Runs take
+/// other, or (the quicker, tried with each part's A split for all: [`sharing_panels`]) its
+/// column ranges of one A panel, of every part. Runs take
 /// consecutive items, so the parts' N ranges are chosen together: every combination of
 /// distinct range widths where that is little work (HCA's four `x_normed` projections:
 /// 7 × 5 × 5 × 5), else the one width for all parts that times the launch quickest (items
@@ -432,8 +472,14 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
     let apart = dealt(Deal::BackAndForth);
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
     let few_apart = cycles(&apart, few);
-    let quickest = [Deal::RowsInner, Deal::ColumnsInner]
-        .map(dealt)
+    let mut candidates = vec![dealt(Deal::RowsInner)];
+    for a in splits {
+        let sharing = sharing_panels(products, splits, a);
+        if sharing.as_ref().is_some_and(|s| !candidates.contains(s)) {
+            candidates.extend(sharing);
+        }
+    }
+    let quickest = candidates
         .into_iter()
         .filter(|runs| runs.iter().all(Split::dealable))
         .map(|runs| runs_in(products, runs, few_apart, &cycles))
@@ -444,6 +490,28 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
         }
         _ => apart,
     }
+}
+
+/// `splits` (of `products`, a group's) dealt with the column ranges innermost and all
+/// sharing one A split, `a`'s (tiles, row ranges, tail, buffers), each part its own column
+/// ranges in whole tiles: the group's items of one A panel, of any part, share one copy of
+/// it (`dsv4/matmul_group.h`). None where a part cannot take `a`'s tiles or has k slices
+/// of its own: a part's slices are its own launch's, so its slice sum after the group and
+/// the bits of its C are those of the part launched alone.
+fn sharing_panels(products: &[Matmul], splits: &[Split], a: &Split) -> Option<Vec<Split>> {
+    let t = a.tiles;
+    (products.iter().zip(splits))
+        .map(|(mm, s)| {
+            let fits = unfit(mm, &t).is_none()
+                && t.n.is_multiple_of(Tiles::n_unit(mm))
+                && (s.slice_k, s.sum) == (a.slice_k, a.sum);
+            fits.then(|| Split {
+                range_n: s.range_n.min(mm.n).next_multiple_of(t.n),
+                deal: Deal::ColumnsInner,
+                ..*a
+            })
+        })
+        .collect()
 }
 
 /// The N ranges of `runs` (a group's splits, dealt in runs in one order) the model times
@@ -1133,16 +1201,23 @@ mod tests {
     }
 
     #[test]
-    fn a_core_holds_an_a_panel_over_its_column_ranges_where_they_are_innermost() {
+    fn a_group_shares_its_a_panels_where_its_column_ranges_are_innermost() {
         // CSA's seven x_normed projections at TP 2 (256 rows: one row range, so no order
-        // puts a B slice's row ranges on one core): with the column ranges innermost a
-        // core's items of one panel load it once, and the model times the launch quicker
-        // than with the row ranges innermost in any N ranges.
+        // puts a B slice's row ranges on one core): with the column ranges innermost the
+        // parts take one A split and a core's items of one panel, of any part, load it
+        // once; the model times the launch quicker than with the row ranges innermost in
+        // any N ranges.
         let chip = chip::find("910b").unwrap();
         let (products, splits, cycles) =
             x_normed_group_at(&[1024, 1024, 1024, 512, 256, 256, 64], 256);
         let runs = group_runs(&products, &splits, chip);
+        let a_side = |s: &Split| Split {
+            range_n: 0,
+            sum: KSum::Whole,
+            ..*s
+        };
         assert!(runs.iter().all(|s| s.deal == Deal::ColumnsInner));
+        assert!(runs.iter().all(|s| a_side(s) == a_side(&runs[0])));
         let rows_inner: Vec<Split> = (runs.iter())
             .map(|s| Split {
                 deal: Deal::RowsInner,
@@ -1152,20 +1227,80 @@ mod tests {
         assert!(cycles(&runs) < cycles(&rows_inner));
         let (_, searched) = runs_in(&products, rows_inner, f64::MAX, &|s: &[Split], _| cycles(s));
         assert!(cycles(&runs) < cycles(&searched));
-        // with one column range a panel is an item: the orders time alike
-        let one: Vec<Split> = (runs.iter().zip(&products))
-            .map(|(s, mm)| Split {
-                range_n: mm.n.next_multiple_of(s.tiles.n),
-                ..*s
-            })
-            .collect();
-        let one_rows: Vec<Split> = (one.iter())
-            .map(|s| Split {
-                deal: Deal::RowsInner,
-                ..*s
-            })
-            .collect();
-        assert_eq!(cycles(&one), cycles(&one_rows));
+        // with one column range a part, a panel still serves all the parts a core holds of
+        // it: quicker than the same items with the row ranges innermost (a panel an item)
+        let one = |deal| -> Vec<Split> {
+            (runs.iter().zip(&products))
+                .map(|(s, mm)| Split {
+                    range_n: mm.n.next_multiple_of(s.tiles.n),
+                    deal,
+                    ..*s
+                })
+                .collect()
+        };
+        assert!(cycles(&one(Deal::ColumnsInner)) < cycles(&one(Deal::RowsInner)));
+    }
+
+    #[test]
+    fn a_group_shares_no_a_split_a_part_cannot_take() {
+        // int8 B [K, N] transposes in 32 × 32 squares: a split of 16-column tiles is no
+        // split of it, so the group's parts share none
+        let part = |layout, n| Matmul::new(Operands::I8, layout, Rows::Tokens, 256, n, 1024);
+        let products = [part(BLayout::Nk, 1024), part(BLayout::Kn, 1024)];
+        let narrow = Split {
+            tiles: Tiles {
+                m: 64,
+                n: 16,
+                k: 256,
+            },
+            ..plan(&products[0], [64, 64, 128])
+        };
+        let wide = plan(&products[1], [64, 64, 128]);
+        assert!(sharing_panels(&products, &[narrow, wide], &narrow).is_none());
+        let shared = sharing_panels(&products, &[narrow, wide], &wide).expect("both take it");
+        assert!(
+            shared
+                .iter()
+                .all(|s| s.tiles == wide.tiles && s.deal == Deal::ColumnsInner)
+        );
+    }
+
+    #[test]
+    fn a_group_shares_no_a_split_of_other_k_slices() {
+        // CSA's x_normed projections at TP 4 (128 rows): the compressor's [N, K] weights
+        // slice K by 1408, wq_a's [K, N] by 2048; a part's slices are its own launch's (its
+        // slice sum follows the group, its C keeps the bits of the part alone), so the
+        // parts share no A split
+        let part = |layout, n| Matmul::new(Operands::Bf16, layout, Rows::Tokens, 128, n, 4096);
+        let products = [part(BLayout::Nk, 1024), part(BLayout::Kn, 1024)];
+        let splits = [
+            Split {
+                slice_k: 1408,
+                sum: KSum::Partials,
+                ..plan(&products[0], QKV_TILES)
+            },
+            Split {
+                slice_k: 2048,
+                sum: KSum::Partials,
+                ..plan(&products[1], QKV_TILES)
+            },
+        ];
+        for a in &splits {
+            assert!(sharing_panels(&products, &splits, a).is_none(), "{a:?}");
+        }
+        let alike = [
+            splits[0],
+            Split {
+                slice_k: 1408,
+                ..splits[1]
+            },
+        ];
+        let shared = sharing_panels(&products, &alike, &alike[1]).expect("one slicing");
+        assert!(
+            shared
+                .iter()
+                .all(|s| s.slice_k == 1408 && s.tiles == alike[1].tiles)
+        );
     }
 
     #[test]
