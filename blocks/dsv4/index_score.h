@@ -1,7 +1,7 @@
 // Cube side of the lightning indexer's scores (hca_csa.md §5.4), AIC only: ScoreCube (also
-// the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take equal
-// runs of (request, KEY_ROWS key load) items. Per request b with V_b = min(kv_seq_lens[b] /
-// RATIO, CAP) visible compressed rows:
+// the cube half of dsv4/index_leaves.h) and the IndexScores kernel, whose blocks take runs
+// of (request, KEY_ROWS key load) items of about equal key rows. Per request b with
+// V_b = min(kv_seq_lens[b] / RATIO, CAP) visible compressed rows:
 // the request's SEQ·HEADS int8 index-query rows stay in L1; its keys (row j at
 // idx_block_table[b, j / BLOCK_SIZE]·BLOCK_SIZE + j % BLOCK_SIZE of the int8 index-key cache)
 // stream through L1 in whole pages, KEY_ROWS at a time, each gathered once for all tokens of
@@ -221,7 +221,25 @@ public:
         for (uint32_t b = 0; b < td.b; ++b) {
             items += Loads(lens, b);
         }
-        const Share share = BlockShare(items);
+        // An item's Fixpipe writes its ROWS query rows by its key rows, so items weigh their
+        // key rows (a short request's single load is a fraction of a full one), and a
+        // request's first item its query load besides (about a page's worth).
+        uint32_t req = 0, reqFirst = 0, reqRows = 0;  // item u's request, its first item, its key rows
+        const auto weight = [&](uint32_t u) {
+            if (u == 0) {
+                req = 0;
+                reqFirst = 0;
+                reqRows = Rows(lens, 0);
+            }
+            while (u >= reqFirst + CeilDiv(reqRows, P::KEY_ROWS)) {
+                reqFirst += CeilDiv(reqRows, P::KEY_ROWS);
+                reqRows = Rows(lens, ++req);
+            }
+            const uint32_t at = (u - reqFirst) * P::KEY_ROWS;
+            return uint64_t(Min(P::KEY_ROWS, reqRows - at)) + (at == 0 ? P::BLOCK_SIZE : 0u);
+        };
+        const Share share = WeightedShare(items, static_cast<uint32_t>(AscendC::GetBlockIdx()),
+                                          static_cast<uint32_t>(AscendC::GetBlockNum()), weight);
         if (share.begin >= share.end) {
             return;
         }

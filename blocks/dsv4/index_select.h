@@ -185,12 +185,20 @@ public:
 private:
     // This block's tokens: a contiguous run of about a block's share of the work, a token
     // weighing its request's passes plus one (its top-k and output row), so the blocks
-    // holding long requests take fewer tokens.
+    // holding long requests take fewer tokens. A request's weight is read once per pass
+    // over the tokens (its SEQ tokens follow each other).
     __aicore__ inline Share Tokens(uint32_t t)
     {
+        uint32_t request = t;  // no request yet
+        uint64_t weight = 0;
         return WeightedShare(t, static_cast<uint32_t>(AscendC::GetBlockIdx()),
-                             static_cast<uint32_t>(AscendC::GetBlockNum()),
-                             [&](uint32_t u) { return Weight(u / P::SEQ); });
+                             static_cast<uint32_t>(AscendC::GetBlockNum()), [&](uint32_t u) {
+                                 if (u / P::SEQ != request) {
+                                     request = u / P::SEQ;
+                                     weight = Weight(request);
+                                 }
+                                 return weight;
+                             });
     }
 
     // A token of request b: its passes, plus one.
