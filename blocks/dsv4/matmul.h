@@ -197,11 +197,8 @@ public:
         constexpr uint32_t perPanel = (NRanges<P>() + ... + NRanges<Qs>());
         for (uint32_t panel = 0; panel < mRanges * kSlices; ++panel) {
             const uint32_t first = panel * perPanel;
-            bool mine = false;
-            for (uint32_t i = 0; i < perPanel && !mine; ++i) {
-                mine = deal.Mine(first + i);
-            }
-            if (!mine) {
+            const Share mine = MineOf(deal, first, perPanel);
+            if (mine.begin == mine.end) {
                 continue;
             }
             const uint32_t ks = panel / mRanges;
@@ -249,29 +246,38 @@ private:
                Q::C_STRIP_BYTES <= P::C_STRIP_BYTES;
     }
 
+    // The items among [first, first + count) `deal` gives this block, as offsets from
+    // first: consecutive, as a run's items are.
+    template <class Deal>
+    __aicore__ static inline Share MineOf(const Deal& deal, uint32_t first, uint32_t count)
+    {
+        uint32_t begin = 0;
+        while (begin < count && !deal.Mine(first + begin)) {
+            ++begin;
+        }
+        uint32_t end = begin;
+        while (end < count && deal.Mine(first + end)) {
+            ++end;
+        }
+        return Share{begin, end};
+    }
+
     // Part I (Q, then More...) of a shared panel whose items start at `first`: this
-    // block's n ranges of it (consecutive: a run's items are), B and C part I's.
+    // block's n ranges of it, B and C part I's.
     template <uint32_t I, typename Q, typename... More, class Deal>
     __aicore__ inline void PartsColumns(Item it, const AscendC::LocalTensor<In>& panel,
                                         const AscendC::LocalTensor<In>& tail, GM_ADDR* addr, const Deal& deal,
                                         uint32_t first, uint32_t ks)
     {
         constexpr uint32_t nRanges = NRanges<Q>();
-        uint32_t nr = 0;
-        while (nr < nRanges && !deal.Mine(first + nr)) {
-            ++nr;
-        }
-        uint32_t end = nr;
-        while (end < nRanges && deal.Mine(first + end)) {
-            ++end;
-        }
-        if (nr < end) {
+        const Share mine = MineOf(deal, first, nRanges);
+        if (mine.begin < mine.end) {
             AscendC::GlobalTensor<Out> c;
             it.b.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(addr[2 * I]));
             c.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(addr[2 * I + 1]));
             it.c = c[ks * Q::SLICE_STRIDE_C + it.m0 * Q::LDC];
-            const uint32_t nEnd = Min(Q::N, end * Q::RANGE_N);
-            for (uint32_t n = nr * Q::RANGE_N; n < nEnd; n += P::TILE_N) {
+            const uint32_t nEnd = Min(Q::N, mine.end * Q::RANGE_N);
+            for (uint32_t n = mine.begin * Q::RANGE_N; n < nEnd; n += P::TILE_N) {
                 Strip<Q>(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
             }
         }
@@ -312,17 +318,10 @@ private:
             // (batch, slice, m range, n range): the block's n ranges of each panel (a run's
             // items are consecutive, so they are too) under one copy of it
             for (uint32_t first = 0; first < items; first += nRanges) {
-                uint32_t nr = 0;
-                while (nr < nRanges && !deal.Mine(before + first + nr)) {
-                    ++nr;
-                }
-                uint32_t end = nr;
-                while (end < nRanges && deal.Mine(before + first + end)) {
-                    ++end;
-                }
-                if (nr < end) {
+                const Share mine = MineOf(deal, before + first, nRanges);
+                if (mine.begin < mine.end) {
                     const uint32_t panel = first / nRanges;
-                    Slice(panel / mRanges / kSlices, panel % mRanges, nr, end, panel / mRanges % kSlices);
+                    Slice(panel / mRanges / kSlices, panel % mRanges, mine.begin, mine.end, panel / mRanges % kSlices);
                 }
             }
             return;
