@@ -202,17 +202,9 @@ public:
                 continue;
             }
             const uint32_t ks = panel / mRanges;
-            const Item it = op.ItemOf(0, panel % mRanges, ks);
-            AscendC::LocalTensor<In> tail;
-            if (HasTail(it)) {
-                tail = op.LoadTail(it);
-            }
-            AscendC::LocalTensor<In> l1 = op.LoadPanel(it);
-            op.PartsColumns<0, P, Qs...>(it, l1, tail, addr, deal, first, ks);
-            op.aL1_.FreeTensor(l1);
-            if (HasTail(it)) {
-                op.tailL0_.FreeTensor(tail);
-            }
+            op.UnderPanel(op.ItemOf(0, panel % mRanges, ks), [&](const Item& it, const auto& l1, const auto& tail) {
+                op.template PartsColumns<0, P, Qs...>(it, l1, tail, addr, deal, first, ks);
+            });
         }
     }
 
@@ -363,14 +355,23 @@ private:
         }
         const uint32_t n0 = nr * P::RANGE_N;
         const uint32_t nEnd = Min(P::N, nrEnd * P::RANGE_N);
+        UnderPanel(it, [&](const Item& item, const auto& panel, const auto& tail) {
+            for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
+                Strip(item, panel, tail, n, Min(P::TILE_N, nEnd - n));
+            }
+        });
+    }
+
+    // body(it, panel, tail) with the item's A panel in L1 (and its tail in L0A), freed after.
+    template <class Body>
+    __aicore__ inline void UnderPanel(const Item& it, Body body)
+    {
         AscendC::LocalTensor<In> tail;
         if (HasTail(it)) {
             tail = LoadTail(it);
         }
         AscendC::LocalTensor<In> panel = LoadPanel(it);
-        for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
-            Strip(it, panel, tail, n, Min(P::TILE_N, nEnd - n));
-        }
+        body(it, panel, tail);
         aL1_.FreeTensor(panel);
         if (HasTail(it)) {
             tailL0_.FreeTensor(tail);

@@ -1,10 +1,11 @@
 //! What a matmul launch offers the fusion pass (`crate::kernel_plan::fuse`): products
 //! that read the same A run as one `dsv4/matmul_group.h` launch (k slices apart write
 //! their partial products to the part's own workspace, and its slice sum runs after the
-//! group as it ran after the part). Each part keeps its own split, its column ranges
-//! respread, and the items are dealt over all the launch's blocks, or in runs where the
-//! model times that quicker: a part's row ranges innermost, or every part's column ranges
-//! under one A split whose panels they share ([`super::split::group_runs`]). At a few rows
+//! group as it ran after the part). Each part keeps its own k slices and, but where the
+//! parts share their A panels, its own split, its column ranges respread; the items are
+//! dealt over all the launch's blocks, or in runs where the model times that quicker: a
+//! part's row ranges innermost, or every part's column ranges under one A split whose
+//! panels they share ([`super::split::group_runs`]). At a few rows
 //! the vector cores may take the last columns of its parts in the same launch
 //! ([`share::plan_group`]).
 

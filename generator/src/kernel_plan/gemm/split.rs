@@ -360,7 +360,7 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     // per core the (part, batch, row range, slice) of the A panel it holds (a group
     // sharing its panels: part 0 for all)
     let mut held = vec![None; blocks];
-    let shared = parts.len() > 1 && parts[0].1.deal == Deal::ColumnsInner;
+    let shared = shares_panels(parts);
     let mut first_slice = Vec::new();
     let mut read_by = Vec::new();
     for (mm, split) in parts {
@@ -422,6 +422,12 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     busiest.max(hbm / (blocks as f64 * Rate::load(blocks))) + sum
 }
 
+/// Whether `parts` are a group sharing its A panels: dealt with the column ranges
+/// innermost (`dsv4/matmul_group.h` `Matmul::RunPanels`).
+fn shares_panels(parts: &[(&Matmul, Split)]) -> bool {
+    parts.len() > 1 && parts[0].1.deal == Deal::ColumnsInner
+}
+
 /// A launch's items at `rows` rows in the order its blocks are dealt them, each as (part,
 /// [batch, row range, column range, k slice item]): part by part, each in its deal's
 /// order, or for a group sharing its A panels (its parts dealt with the column ranges
@@ -432,7 +438,7 @@ fn dealt_items(parts: &[(&Matmul, Split)], rows: usize) -> Vec<(usize, [usize; 4
         let slices = mm.k.div_ceil(s.slice_k) / s.slices_per_item(mm);
         (rows.div_ceil(s.range_m), mm.n.div_ceil(s.range_n), slices)
     };
-    if parts.len() > 1 && parts[0].1.deal == Deal::ColumnsInner {
+    if shares_panels(parts) {
         let (m_ranges, _, slices) = ranges(&parts[0]);
         let mut items = Vec::new();
         for slice in 0..slices {
