@@ -15,12 +15,13 @@
 // token), then gathers the sums of squares and logits into an entry-major table [1 + MIX][8]
 // -- one 32-byte block per entry, one lane per token. The rest are vector
 // ops over the 8 lanes: inv = 1 / sqrt(ss * (1/K) + RMS_EPS), m = logit * inv, the gates
-// (m * scale) + base with pre = sigmoid + HC_EPS and post = 2 * sigmoid, and Sinkhorn on the
-// comb logits (row softmax + HC_EPS, a column step, then ITERS - 1 row and column steps, each
-// 4-term sum as (a + b) + (c + d)). It writes post and comb, then mixes
-// x_mixed = bf16((x0 * pre0 + x1 * pre1) + (x2 * pre2 + x3 * pre3)) in COLS-wide chunks.
-// Work items are (group, chunk) pairs split over the blocks in contiguous runs; a run that
-// enters a group recomputes its gates, and the run holding chunk 0 writes post and comb.
+// (m * scale) + base with pre = sigmoid + HC_EPS and post = 2 * sigmoid. A group's work is
+// CHUNKS mix items, x_mixed = bf16((x0 * pre0 + x1 * pre1) + (x2 * pre2 + x3 * pre3)) in
+// COLS-wide chunks, and one comb item: Sinkhorn on the comb logits (row softmax + HC_EPS, a
+// column step, then ITERS - 1 row and column steps, each 4-term sum as (a + b) + (c + d)),
+// then post and comb out. Sinkhorn is a long chain of small calls, so it runs once per group
+// and beside the group's mixing, which needs only pre. Items (group, item) are split over
+// the blocks in contiguous runs; a run that enters a group computes its gates.
 //
 // HcPreFused: the two as one mixed launch, the mix of a tile's tokens under the projection
 // of the next tiles (below).
@@ -204,6 +205,12 @@ class HcPreMix {
     static constexpr uint32_t D = P::HIDDEN;
     static constexpr uint32_t COLS = P::COLS;
     static constexpr uint32_t CHUNKS = D / COLS;
+
+public:
+    // A group's items: its CHUNKS mix items, then its comb item.
+    static constexpr uint32_t ITEMS = CHUNKS + 1;
+
+private:
     // Tokens per group: one f32 lane each in a 32-byte block.
     static constexpr uint32_t G = TOKEN_GROUP;
     static_assert(G * sizeof(float) == BLOCK_BYTES, "a token group fills one block of f32 lanes");
@@ -244,7 +251,7 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        const Share share = BlockShare(td.t / G * CHUNKS);
+        const Share share = BlockShare(td.t / G * ITEMS);
         if (share.begin >= share.end) {
             return;
         }
@@ -252,28 +259,35 @@ public:
         op.Init(xHc, scale, base, partials, xMixed, post, comb);
         uint32_t group = ~0u;
         for (uint32_t item = share.begin; item < share.end; ++item) {
-            const bool enters = item / CHUNKS != group;
-            group = item / CHUNKS;
-            op.Item(group * G, (item % CHUNKS) * COLS, enters, item % CHUNKS == 0);
+            const bool enters = item / ITEMS != group;
+            group = item / ITEMS;
+            op.Item(group * G, item % ITEMS, enters);
         }
     }
 
-    // x_mixed of tokens [t0, t0 + G), columns [c0, c0 + COLS), after the group's gates where
-    // `gates` (writing post and comb where `write`): the partials load first, then the
-    // first two tokens' x_hc rows, which land while the gates run.
-    __aicore__ inline void Item(uint32_t t0, uint32_t c0, bool gates, bool write)
+    // Item i of the group of tokens [t0, t0 + G), after the group's gates where `gates`:
+    // i < CHUNKS mixes x_mixed's columns [i * COLS, (i + 1) * COLS) (the partials load
+    // first, then the first two tokens' x_hc rows, which land while the gates run); i =
+    // CHUNKS runs Sinkhorn and writes post and comb.
+    __aicore__ inline void Item(uint32_t t0, uint32_t i, bool gates)
     {
         if (gates) {
             AscendC::LocalTensor<float> parts = partsQ_.AllocTensor<float>();
             AscendC::DataCopy(parts, partials_[uint64_t(t0) * S::ROW], G * S::ROW);
             partsQ_.EnQue(parts);
         }
-        LoadX(t0, c0);
-        LoadX(t0 + 1, c0);
-        if (gates) {
-            Gates(t0, write);
+        if (i < CHUNKS) {
+            LoadX(t0, i * COLS);
+            LoadX(t0 + 1, i * COLS);
         }
-        Mix(t0, c0);
+        if (gates) {
+            Gates(t0);
+        }
+        if (i < CHUNKS) {
+            Mix(t0, i * COLS);
+        } else {
+            Combs(t0);
+        }
     }
 
     __aicore__ inline void Init(GM_ADDR xHc, GM_ADDR scale, GM_ADDR base, GM_ADDR partials, GM_ADDR xMixed,
@@ -338,9 +352,9 @@ public:
     }
 
 private:
-    // The gates of tokens [t0, t0 + G) from their partials (loaded): table rows, post/comb
-    // (if `write`), and pre_.
-    __aicore__ inline void Gates(uint32_t t0, bool write)
+    // The gates of tokens [t0, t0 + G) from their partials (loaded): the table's rows up to
+    // post (comb's still logits), and pre_.
+    __aicore__ inline void Gates(uint32_t t0)
     {
         AscendC::LocalTensor<float> parts = partsQ_.DeQue<float>();
 
@@ -380,23 +394,26 @@ private:
         AscendC::Div(pre, ones, pre, 2 * HC * G);
         AscendC::Adds(pre, pre, P::HC_EPS, HC * G);
         AscendC::Muls(post, post, 2.0f, HC * G);
-        Sinkhorn(comb);
-
-        if (write) {
-            AscendC::LocalTensor<float> out = outQ_.AllocTensor<float>();
-            AscendC::Gather(out, table, outOffsets_.Get<uint32_t>(), 0, OUT);
-            outQ_.EnQue(out);
-            out = outQ_.DeQue<float>();
-            AscendC::DataCopy(post_[uint64_t(t0) * HC], out, G * HC);
-            AscendC::DataCopy(comb_[uint64_t(t0) * HC * HC], out[G * HC], G * HC * HC);
-            outQ_.FreeTensor(out);
-        }
         VectorToScalar();
         for (uint32_t g = 0; g < G; ++g) {
             for (uint32_t h = 0; h < HC; ++h) {
                 pre_[g][h] = pre.GetValue(h * G + g);
             }
         }
+    }
+
+    // Sinkhorn on the group's comb logits (its gates in the table), then post and comb out.
+    __aicore__ inline void Combs(uint32_t t0)
+    {
+        AscendC::LocalTensor<float> table = table_.Get<float>();
+        Sinkhorn(table[R_COMB * G]);
+        AscendC::LocalTensor<float> out = outQ_.AllocTensor<float>();
+        AscendC::Gather(out, table, outOffsets_.Get<uint32_t>(), 0, OUT);
+        outQ_.EnQue(out);
+        out = outQ_.DeQue<float>();
+        AscendC::DataCopy(post_[uint64_t(t0) * HC], out, G * HC);
+        AscendC::DataCopy(comb_[uint64_t(t0) * HC * HC], out[G * HC], G * HC * HC);
+        outQ_.FreeTensor(out);
     }
 
     // Sinkhorn on c = comb rows [HC * HC][G]: entry (i, o) is row i * HC + o.
@@ -511,14 +528,15 @@ private:
 // Both in one mixed launch (`fuse`): the cube cores project tile after tile; every `every`
 // tiles (at most 15 signals in all, so no AIV's flag counter can overflow) they meet
 // (mode 0) and each tells its vector cores (mode 2) that those tiles' partials are all out.
-// Each vector core takes every (2 · blocks)-th (group, chunk) item, waits for its tile and
-// mixes it (gates, then x_mixed) while the cube projects the next tiles: the mix runs under
-// the projection instead of after it, and reads x_hc from L2, where the cube left it.
+// Each vector core takes every (2 · blocks)-th (group, item) item, waits for its tile and
+// runs it (gates, then x_mixed or Sinkhorn) while the cube projects the next tiles: the mix
+// runs under the projection instead of after it, and reads x_hc from L2, where the cube
+// left it.
 // PC: HcPreProjection's parameters, PV: HcPreMix's.
 template <class PC, class PV>
 class HcPreFused {
     static constexpr uint32_t G = TOKEN_GROUP;
-    static constexpr uint32_t CHUNKS = PV::HIDDEN / PV::COLS;
+    static constexpr uint32_t ITEMS = HcPreMix<PV>::ITEMS;
     static constexpr uint32_t MOST_SETS = 15;
     static constexpr uint16_t PARTS_OUT = 0;    // mode 0: every cube core's partials of the tiles
     static constexpr uint16_t TILES_READY = 1;  // mode 2: to a group's vector cores
@@ -553,13 +571,13 @@ public:
             const uint32_t sets = CeilDiv(tiles, every);
             const uint32_t vectors = 2 * static_cast<uint32_t>(AscendC::GetBlockNum());
             uint32_t seen = 0;
-            for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < td.t / G * CHUNKS;
+            for (uint32_t item = static_cast<uint32_t>(AscendC::GetBlockIdx()); item < td.t / G * ITEMS;
                  item += vectors) {
-                const uint32_t t0 = item / CHUNKS * G;
+                const uint32_t t0 = item / ITEMS * G;
                 for (; seen <= t0 / PC::M_TILE / every; ++seen) {
                     AscendC::CrossCoreWaitFlag(TILES_READY);
                 }
-                op.Item(t0, item % CHUNKS * PV::COLS, true, item % CHUNKS == 0);
+                op.Item(t0, item % ITEMS, true);
             }
             for (; seen < sets; ++seen) {
                 AscendC::CrossCoreWaitFlag(TILES_READY);

@@ -181,7 +181,7 @@ pub const KERNELS: &[Kernel] = &[
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d512_m16_k128_s1_p16", cores: plan::Cores::Aic, block_dim: 16, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 32, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d512_m16_p16_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wq_a", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),

@@ -3,8 +3,9 @@
 //!    `hc_mult · hidden` columns of x_hc by hc_attn_fn and by x_hc itself (the
 //!    diagonal is the sum of squares), so both cross GM once, into `hc_partials`;
 //! 2. a vector kernel (AIV) that adds the parts in ascending order, applies the
-//!    RMS scale, the gates and Sinkhorn over 8-token lane groups, writes `post`
-//!    and `comb`, and mixes the streams into `x_mixed`.
+//!    RMS scale and the gates over 8-token lane groups and mixes the streams into
+//!    `x_mixed`, a `cols` chunk per item, while one more item per group runs
+//!    Sinkhorn and writes `post` and `comb`.
 //!
 //! With `fuse` (the default) the two are one mixed launch (`HcPreFused`): the vector cores
 //! mix a tile's tokens as soon as every cube core has projected it, under the projection
@@ -103,7 +104,8 @@ impl Kind for HcPre {
         }
         let args = projection.args.clone();
         b.launch(projection, split.blocks as u32, &args);
-        let items = p.shape.local_t / GROUP * (md.hidden / cols);
+        // a group's mix items, one per `cols` chunk, and its Sinkhorn item
+        let items = p.shape.local_t / GROUP * (md.hidden / cols + 1);
         let args = mix.args.clone();
         b.launch(mix, p.chip.aiv_cores.min(items) as u32, &args);
     }
