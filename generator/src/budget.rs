@@ -91,11 +91,18 @@ fn kib(bytes: usize) -> String {
     format!("{:.1} KiB", bytes as f64 / 1024.0)
 }
 
-/// Checks capacities per memory and the alignment of GM runs through UB.
-pub fn check(stage: &str, buffers: &[Buffer], pad_unaligned: bool, chip: &Chip) -> Vec<Violation> {
+/// Checks capacities per memory and the alignment of GM runs through UB: `buffers` are all
+/// a kernel's (a fused kernel's parts' too), of which a block holds `used(mem)` at once.
+pub fn check(
+    stage: &str,
+    buffers: &[&Buffer],
+    used: impl Fn(Mem) -> usize,
+    pad_unaligned: bool,
+    chip: &Chip,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     for mem in Mem::ALL {
-        let used = bytes_in(buffers, mem, chip);
+        let used = used(mem);
         let cap = chip.capacity(mem);
         if used > cap {
             let parts: Vec<String> = buffers

@@ -68,9 +68,9 @@ pub fn build(spec: &Spec) -> Result<Vec<Variant>, Vec<SpecError>> {
     }
 }
 
-/// Every launched kernel's buffers (the sizes its `InitBuffer` calls receive) fit each
-/// on-chip memory of the chip, and move GM rows it can align; reported at the stage's
-/// tiling.
+/// Every launched kernel's buffers (the sizes its `InitBuffer` calls receive; a fused
+/// kernel's are its parts', held as `Kernel::bytes_in` says) fit each on-chip memory of the
+/// chip, and move GM rows it can align; reported at the stage's tiling.
 fn check_budgets(base: &Validated, kernels: &KernelPlan, d: &mut Diagnostics) {
     for step in &kernels.steps {
         let Step::Launch(launch) = step else {
@@ -87,7 +87,9 @@ fn check_budgets(base: &Validated, kernels: &KernelPlan, d: &mut Diagnostics) {
             .find(|s| s.params.name() == launch.stage)
             .expect("a launch belongs to a stage of the spec");
         let label = format!("{} kernel {}", launch.stage, kernel.name);
-        for e in budget::check(&label, &kernel.buffers, stage.pad_unaligned, base.chip) {
+        let buffers = kernel.all_buffers();
+        let used = |mem| kernel.bytes_in(mem, base.chip);
+        for e in budget::check(&label, &buffers, used, stage.pad_unaligned, base.chip) {
             d.error(stage.tiling_loc, e.message, e.rule);
         }
     }

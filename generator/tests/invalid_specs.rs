@@ -183,6 +183,13 @@ fn cases() -> Vec<Case> {
             ("kv_rows: 128", "{"),
             "sparse_attention kernel attn_window_scores_h16_d512_w640_s8_bs32_ht8_kv128_dk64 buffers need 697.0 KiB of L1 but 910b has 511.9 KiB (union 1x656.0 KiB",
             "the buffers of a stage must fit each on-chip memory of the target chip") },
+        // A fused kernel's parts hold its buffers (the window's scores, softmax and values
+        // with the finish in one launch): two B tiles of 256 dims x 128 rows. One error per
+        // TP degree (the finish's name holds the padded token count).
+        Case { count: 3, ..case("L0B overflow in a fused kernel's part", swa(&[("head_dim: 128", "head_dim: 256"), (ATTN_TILING, "tiling: { heads: 16, kv_rows: 128, d: 256 }")]),
+            ("heads: 16, kv_rows: 128, d: 256", "{"),
+            "sparse_attention kernel attn_window_finish_h16_d256_w128_s8_bs32_ht16_kv128_dk256_oh7_r64_hpg2_tpad128 buffers need 128.0 KiB of L0B but 910b has 64.0 KiB (b_l0 2x64.0 KiB)",
+            "the buffers of a stage must fit each on-chip memory of the target chip") },
         // The matmul's own buffers, per launch: one error per TP degree (its split differs).
         Case { count: 3, ..case("L0A overflow", swa(&[(QKV_TILING, "tiling: { m: 512, n: 16, k: 64, tokens: 8 }")]),
             ("m: 512", "{"), "qkv_proj_rope kernel matmul_bf16_kn_n128_k512_tile512x16x64_split128x512x16_bufs4x2 buffers need 128.0 KiB of L0A but 910b has 64.0 KiB (a_l0 2x64.0 KiB)",

@@ -149,6 +149,13 @@ impl Kernel {
         }
     }
 
+    /// Its buffers and its parts' (a fused kernel's are its parts').
+    pub fn all_buffers(&self) -> Vec<&Buffer> {
+        let mut all: Vec<&Buffer> = self.buffers.iter().collect();
+        all.extend(self.parts.iter().flat_map(Kernel::all_buffers));
+        all
+    }
+
     /// The entry's kernel-type marking, spelled as the `.asc` samples of asc-devkit do.
     pub fn marking(&self) -> &'static str {
         match self.cores {
