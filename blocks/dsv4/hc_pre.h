@@ -23,6 +23,15 @@
 // and beside the group's mixing, which needs only pre. Items (group, item) are split over
 // the blocks in contiguous runs; a run that enters a group computes its gates.
 //
+// With VSPAN > 0 the vector cores take part of each block's columns (HcPreShare): block b's
+// columns are [b * STRIDE, b * STRIDE + SPAN) on its AIC and the VSPAN after them on its two
+// AIVs, each for half of a tile's tokens. Per token and 64 columns one MulAddDst over the MIX
+// fn rows (x's 64 values shared by every repeat) and one of x by itself, block sums, then the
+// part's row [the sum of squares in every dot product's place, the MIX logits] goes to GM
+// and a mode-2 flag tells the AIC, which adds its own part on top with an atomic Fixpipe:
+// one fixed order, so a run repeats bit for bit, and the partials layout is unchanged. The
+// AIC is bound by its x_hc loads; the vector cores load the rest beside it.
+//
 // HcPreFused: the two as one mixed launch, the mix of a tile's tokens under the projection
 // of the next tiles (below).
 #pragma once
@@ -44,16 +53,44 @@ struct HcPreShape {
     static_assert(PART * sizeof(float) % BLOCK_BYTES == 0, "parts start on 32-byte blocks");
 };
 
+// A projection block's columns (P: HcPreProjection's): SPAN on its AIC, then VSPAN on its
+// AIVs, every block's vector columns wholly in K or past it.
+template <class P>
+struct HcPreColumns {
+    static constexpr uint32_t K = HcPreShape<P>::K;
+    static constexpr uint32_t SPAN = P::SPAN_CHUNKS * P::K_CHUNK;
+    static constexpr uint32_t STRIDE = SPAN + P::VSPAN;
+    __aicore__ static constexpr bool WholeShares()
+    {
+        for (uint32_t b = 0; b < P::PARTS; ++b) {
+            const uint32_t k0 = b * STRIDE + SPAN;
+            if (k0 < K && k0 + P::VSPAN > K) {
+                return false;
+            }
+        }
+        return true;
+    }
+    static_assert(WholeShares(), "a block's vector columns lie wholly in K or past it");
+    static constexpr uint16_t SHARE_OUT = 5;     // mode 2: a tile's vector rows are out
+    static constexpr uint16_t SHARE_TAKEN = 6;   // mode 2 (launched alone): the cube added a tile's
+    static constexpr uint32_t SHARE_AHEAD = 12;  // tiles the share runs ahead (the counter holds 15)
+};
+
+template <class P>
+class HcPreShare;
+
 // P: HC, HIDDEN, M_TILE (tokens per cube tile), K_CHUNK (k per Mmad), SPAN_CHUNKS (K_CHUNKs
-// per block), PARTS (launched blocks = parts of a partials row), and the L1/L0 sizes the plan
-// decided (`*_BYTES`, each at least what its use below needs).
+// per block), VSPAN (the block's columns after them on its vector cores, HcPreShare), PARTS
+// (launched blocks = parts of a partials row), and the L1/L0 sizes the plan decided
+// (`*_BYTES`, each at least what its use below needs).
 template <class P>
 class HcPreProjection {
     using S = HcPreShape<P>;
+    using C = HcPreColumns<P>;
     static constexpr uint32_t C0 = BLOCK_BYTES / sizeof(float);  // k values per fractal row
     static constexpr uint32_t FRACTAL = 16 * C0;                  // floats per 512-byte fractal
     static constexpr uint32_t KF = P::K_CHUNK / C0;               // fractals along k per chunk
-    static constexpr uint32_t SPAN = P::SPAN_CHUNKS * P::K_CHUNK;
+    static constexpr uint32_t SPAN = C::SPAN;
     static constexpr uint32_t MIX_PAD = AlignUp(S::MIX, 16);
     static constexpr uint32_t MIX_F = MIX_PAD / 16;  // 16-column fractals of the logits
     static constexpr uint32_t FN_AT = P::M_TILE * P::K_CHUNK;  // fn^T after x^T in an L0B slot
@@ -74,12 +111,36 @@ public:
     {
         (void)workspace;
         const TilingData td = LoadTiling(tiling);
-        HcPreProjection op;
-        if (!op.Init(xHc, fn, partials)) {
-            return;
+        const uint32_t tiles = Tiles(td.t);
+        if ASCEND_IS_AIC {
+            HcPreProjection op;
+            if (!op.Init(xHc, fn, partials)) {
+                return;
+            }
+            for (uint32_t i = 0; i < tiles; ++i) {
+                op.Tile(i, td.t);
+                if (op.shared_) {
+                    AscendC::CrossCoreSetFlag<2, PIPE_FIX>(C::SHARE_TAKEN);
+                }
+            }
         }
-        for (uint32_t i = 0; i < op.Tiles(td.t); ++i) {
-            op.Tile(i, td.t);
+        if constexpr (P::VSPAN > 0) {
+            if ASCEND_IS_AIV {
+                // at most SHARE_AHEAD tiles ahead of the cube's adds
+                AscendC::TPipe pipe;
+                HcPreShare<P> share;
+                if (share.Init(pipe, xHc, fn, partials, td.t)) {
+                    for (uint32_t i = 0; i < tiles; ++i) {
+                        if (i >= C::SHARE_AHEAD) {
+                            AscendC::CrossCoreWaitFlag(C::SHARE_TAKEN);
+                        }
+                        share.Tile(i, tiles);
+                    }
+                    for (uint32_t i = Min(tiles, C::SHARE_AHEAD); i > 0; --i) {
+                        AscendC::CrossCoreWaitFlag(C::SHARE_TAKEN);
+                    }
+                }
+            }
         }
     }
 
@@ -88,11 +149,12 @@ public:
     __aicore__ inline bool Init(GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials)
     {
         part_ = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        k0_ = part_ * SPAN;
+        k0_ = part_ * C::STRIDE;
         if (k0_ >= S::K) {
             return false;
         }
         span_ = Min(SPAN, S::K - k0_);
+        shared_ = P::VSPAN > 0 && k0_ + span_ < S::K;
         x_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
         partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
         AscendC::GlobalTensor<float> w;
@@ -177,8 +239,16 @@ private:
         logits = logits_.DeQue<float>();
         squares = squares_.DeQue<float>();
         const uint64_t at = uint64_t(t0) * S::ROW + part_ * S::PART;
+        if (shared_) {
+            // the vector cores' rows of this tile are out: add to them
+            AscendC::CrossCoreWaitFlag(C::SHARE_OUT);
+            AscendC::SetAtomicAdd<float>();
+        }
         AscendC::Fixpipe(partials_[at], squares, AscendC::FixpipeParamsV220(m, m, mPad, S::ROW, false));
         AscendC::Fixpipe(partials_[at + P::M_TILE], logits, AscendC::FixpipeParamsV220(S::MIX, m, mPad, S::ROW, false));
+        if (shared_) {
+            AscendC::SetAtomicNone();
+        }
         logits_.FreeTensor(logits);
         squares_.FreeTensor(squares);
     }
@@ -193,6 +263,157 @@ private:
     uint32_t part_ = 0;
     uint32_t k0_ = 0;
     uint32_t span_ = 0;
+    bool shared_ = false;  // the block's vector cores have columns (VSPAN > 0 and some left)
+};
+
+// The vector cores' share of the projection (VSPAN > 0; AIV, a block's two take halves of a
+// tile's tokens): P is HcPreProjection's, with the UB sizes the plan decided (`SHARE_*_BYTES`).
+template <class P>
+class HcPreShare {
+    using S = HcPreShape<P>;
+    using C = HcPreColumns<P>;
+    static constexpr uint32_t V = P::VSPAN;
+    static constexpr uint32_t T = P::M_TILE / 2;  // tokens of a tile per vector core at most
+    static constexpr uint32_t PART_BLOCKS = S::PART * sizeof(float) / BLOCK_BYTES;
+    static_assert(V % F32_REPEAT == 0 && P::M_TILE % 16 == 0, "whole repeats of columns; two halves of 8-token blocks");
+    static_assert(S::MIX <= 255 && S::MIX % 8 == 0 && (S::K - V) * sizeof(float) / BLOCK_BYTES <= 65535 &&
+                      (S::ROW - S::PART) * sizeof(float) / BLOCK_BYTES <= 65535,
+                  "one call's repeats over the fn rows; 16-bit gaps of the row copies");
+
+public:
+    // On `pipe` (the mix's, in the fused launch); false if the block's AIVs have no columns.
+    __aicore__ inline bool Init(AscendC::TPipe& pipe, GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, uint32_t t)
+    {
+        if constexpr (V == 0) {
+            return false;
+        } else {
+            return Start(pipe, xHc, fn, partials, t);
+        }
+    }
+
+    // Tile i of `tiles`: this core's rows of its tokens out (tile i + 1's x rows loading), then
+    // the flag the AIC waits for before it adds its own.
+    __aicore__ inline void Tile(uint32_t i, uint32_t tiles)
+    {
+        if (i == 0) {
+            Load(0);
+        }
+        if (i + 1 < tiles) {
+            Load(i + 1);
+        }
+        uint32_t a = 0;
+        const uint32_t n = Tokens(i, a);
+        if (n > 0) {
+            Rows(a, n);
+        }
+        AscendC::CrossCoreSetFlag<2, PIPE_MTE3>(C::SHARE_OUT);
+    }
+
+private:
+    __aicore__ inline bool Start(AscendC::TPipe& pipe, GM_ADDR xHc, GM_ADDR fn, GM_ADDR partials, uint32_t t)
+    {
+        static_assert(P::SHARE_FN_BYTES >= S::MIX * V * sizeof(float) && P::SHARE_X_BYTES >= T * V * sizeof(float) &&
+                          P::SHARE_ACC_BYTES >= T * (S::MIX + 1) * F32_REPEAT * sizeof(float) &&
+                          P::SHARE_SUMS_BYTES >= (T * (S::MIX + 1) * 9 + 8) * sizeof(float) &&
+                          P::SHARE_OUT_BYTES >= T * S::PART * sizeof(float),
+                      "the share's fn slice, x rows, accumulators, block sums and rows out");
+        const uint32_t idx = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        part_ = idx / 2;
+        sub_ = idx % 2;
+        t_ = t;
+        k0_ = part_ * C::STRIDE + C::SPAN;
+        if (k0_ >= S::K) {
+            return false;
+        }
+        x_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(xHc));
+        partials_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials));
+        AscendC::GlobalTensor<float> w;
+        w.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(fn));
+        pipe.InitBuffer(fn_, P::SHARE_FN_BYTES);
+        pipe.InitBuffer(xQ_, 2, P::SHARE_X_BYTES);
+        pipe.InitBuffer(acc_, P::SHARE_ACC_BYTES);
+        pipe.InitBuffer(sums_, P::SHARE_SUMS_BYTES);
+        pipe.InitBuffer(outQ_, 1, P::SHARE_OUT_BYTES);
+        // fn [MIX, K]: the block's VSPAN columns of every row
+        AscendC::DataCopy(fn_.Get<float>(), w[k0_],
+                          AscendC::DataCopyParams(S::MIX, BlocksOf<float>(V), BlocksOf<float>(S::K - V), 0));
+        return true;
+    }
+
+    // This core's tokens of tile i: n of them from a.
+    __aicore__ inline uint32_t Tokens(uint32_t i, uint32_t& a) const
+    {
+        const uint32_t t0 = i * P::M_TILE;
+        const uint32_t m = Min(P::M_TILE, t_ - t0);
+        const uint32_t half = CeilDiv(m, 2);
+        a = t0 + sub_ * half;
+        return sub_ * half >= m ? 0 : Min(half, m - sub_ * half);
+    }
+
+    __aicore__ inline void Load(uint32_t i)
+    {
+        uint32_t a = 0;
+        const uint32_t n = Tokens(i, a);
+        if (n > 0) {
+            AscendC::LocalTensor<float> x = xQ_.AllocTensor<float>();
+            AscendC::DataCopy(x, x_[uint64_t(a) * S::K + k0_],
+                              AscendC::DataCopyParams(n, BlocksOf<float>(V), BlocksOf<float>(S::K - V), 0));
+            xQ_.EnQue(x);
+        }
+    }
+
+    // Tokens [a, a + n): per token an accumulator of 64 lanes per fn row (MIX of them), the
+    // tokens' squares' after all of those, summed over the VSPAN columns, then block-summed
+    // twice.
+    __aicore__ inline void Rows(uint32_t a, uint32_t n)
+    {
+        constexpr uint32_t LOGITS = T * S::MIX;  // the logits' accumulators, then the squares'
+        AscendC::LocalTensor<float> x = xQ_.DeQue<float>();
+        AscendC::LocalTensor<float> fn = fn_.Get<float>();
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        const AscendC::BinaryRepeatParams rows(1, 1, 1, 8, BlocksOf<float>(V), 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            const AscendC::LocalTensor<float> logits = acc[r * S::MIX * F32_REPEAT];
+            const AscendC::LocalTensor<float> squares = acc[(LOGITS + r) * F32_REPEAT];
+            for (uint32_t c = 0; c < V; c += F32_REPEAT) {
+                const AscendC::LocalTensor<float> xc = x[r * V + c];
+                if (c == 0) {
+                    AscendC::Mul(logits, fn, xc, F32_REPEAT, S::MIX, rows);
+                    AscendC::Mul(squares, xc, xc, F32_REPEAT);
+                } else {
+                    AscendC::MulAddDst(logits, fn[c], xc, F32_REPEAT, S::MIX, rows);
+                    AscendC::MulAddDst(squares, xc, xc, F32_REPEAT);
+                }
+            }
+        }
+        xQ_.FreeTensor(x);
+        // block sums: the logits' (token r's MIX at r * MIX), then the squares' (token r's at
+        // LOGITS + r), as their accumulators lie
+        AscendC::LocalTensor<float> sums8 = sums_.Get<float>();
+        AscendC::LocalTensor<float> sums = sums8[(LOGITS + T) * 8];
+        BlockSums(sums8, acc, n * S::MIX * F32_REPEAT);
+        BlockSums(sums, sums8, n * S::MIX * 8);
+        BlockSums(sums8[LOGITS * 8], acc[LOGITS * F32_REPEAT], n * F32_REPEAT);
+        BlockSums(sums[LOGITS], sums8[LOGITS * 8], n * 8);
+        // row r: [its sum of squares in all M_TILE places (Brcb: a block each), its logits]
+        AscendC::LocalTensor<float> out = outQ_.AllocTensor<float>();
+        for (uint32_t b = 0; b < P::M_TILE; b += 8) {
+            AscendC::Brcb(out[b], sums[LOGITS], 1, AscendC::BrcbRepeatParams(PART_BLOCKS, 8 * PART_BLOCKS));
+        }
+        AscendC::Adds(out[P::M_TILE], sums, 0.0f, S::MIX, n,
+                      AscendC::UnaryRepeatParams(1, 1, PART_BLOCKS, S::MIX * sizeof(float) / BLOCK_BYTES));
+        outQ_.EnQue(out);
+        out = outQ_.DeQue<float>();
+        AscendC::DataCopy(partials_[uint64_t(a) * S::ROW + part_ * S::PART], out,
+                          AscendC::DataCopyParams(n, PART_BLOCKS, 0, BlocksOf<float>(S::ROW - S::PART)));
+        outQ_.FreeTensor(out);
+    }
+
+    AscendC::TBuf<AscendC::TPosition::VECCALC> fn_, acc_, sums_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> xQ_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQ_;
+    AscendC::GlobalTensor<float> x_, partials_;
+    uint32_t part_ = 0, sub_ = 0, k0_ = 0, t_ = 0;
 };
 
 // P: HC, HIDDEN, M_TILE, PARTS (as the projection), COLS (mix chunk), ITERS (Sinkhorn
@@ -350,6 +571,9 @@ public:
         }
         ScalarToVector();
     }
+
+    // The TPipe the fused launch's share of the projection takes its UB from.
+    __aicore__ inline AscendC::TPipe& Pipe() { return pipe_; }
 
 private:
     // The gates of tokens [t0, t0 + G) from their partials (loaded): the table's rows up to
@@ -540,6 +764,7 @@ class HcPreFused {
     static constexpr uint32_t MOST_SETS = 15;
     static constexpr uint16_t PARTS_OUT = 0;    // mode 0: every cube core's partials of the tiles
     static constexpr uint16_t TILES_READY = 1;  // mode 2: to a group's vector cores
+    static constexpr uint32_t SHARE_AHEAD = HcPreColumns<PC>::SHARE_AHEAD;
     static_assert(PC::M_TILE == PV::M_TILE && PC::PARTS == PV::PARTS && PC::HIDDEN == PV::HIDDEN,
                   "both halves agree on the partials");
 
@@ -568,6 +793,17 @@ public:
         if ASCEND_IS_AIV {
             HcPreMix<PV> op;
             op.Init(xHc, scale, base, partials, xMixed, post, comb);
+            // The projection's share (VSPAN > 0) runs SHARE_AHEAD tiles ahead of the sets this
+            // core waits for: the cube has consumed a flag per tile of those, so at most
+            // SHARE_AHEAD are pending (the counter holds 15).
+            HcPreShare<PC> share;
+            const bool shares = PC::VSPAN > 0 && share.Init(op.Pipe(), xHc, fn, partials, td.t);
+            uint32_t shared = 0;
+            auto shareUpTo = [&](uint32_t end) {
+                for (; shares && shared < Min(end, tiles); ++shared) {
+                    share.Tile(shared, tiles);
+                }
+            };
             const uint32_t sets = CeilDiv(tiles, every);
             const uint32_t vectors = 2 * static_cast<uint32_t>(AscendC::GetBlockNum());
             uint32_t seen = 0;
@@ -575,13 +811,16 @@ public:
                  item += vectors) {
                 const uint32_t t0 = item / ITEMS * G;
                 for (; seen <= t0 / PC::M_TILE / every; ++seen) {
+                    shareUpTo(seen * every + SHARE_AHEAD);
                     AscendC::CrossCoreWaitFlag(TILES_READY);
                 }
                 op.Item(t0, item % ITEMS, true);
             }
             for (; seen < sets; ++seen) {
+                shareUpTo(seen * every + SHARE_AHEAD);
                 AscendC::CrossCoreWaitFlag(TILES_READY);
             }
+            shareUpTo(tiles);
         }
     }
 };

@@ -144,7 +144,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d2048_m16_k128_s3_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tile64x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tokx64_tile512x32x128_split512x128x128_ak16_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -171,7 +171,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d2048_m16_k128_s3_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k2048_n256x512x1024x1024x256x256x64_e638f9440cd5", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent", "cmp_wkv", "k_partials_compress_kv", "cmp_wgate", "k_partials_compress_score", "inner_wkv", "k_partials_inner_kv", "inner_wgate", "k_partials_inner_score", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_k_slice_sum_n256_s2_r128__k_slice_sum_n512_s2_r128__k_slice_sum_n1024_s2_r128__k_slice_sum_n1024_s2_r128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials_q_latent", "q_latent", "k_partials_kv_latent", "kv_latent", "k_partials_compress_kv", "compress_kv", "k_partials_compress_score", "compress_score"], also: &["compressor"] }),

@@ -142,7 +142,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n23552_k1024_half_ldb32768_ldc32768_tile32x32x1024_split16x1024x992_bufs4x2_vec9216_t192x64", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tile64x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -167,7 +167,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k4096_n1024x1024x256x256x128x64x32_vec0x0x0x0x896x448x32_beca0aecdd09", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "wq_a", "q_latent", "wkv", "kv_latent", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside4_37a310a94234", cores: plan::Cores::Aiv, block_dim: 29, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "compress_pooled", "inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "idx_slot_mapping", "inner_compress_state_block_table", "inner_compress_state", "inner_norm_w", "freqs_cos", "freqs_sin", "idx_rows"], also: &["cache_insert", "compressor", "index_compressor"] }),

@@ -120,7 +120,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n23552_k1024_half_ldb32768_ldc32768_tile32x32x1024_split16x1024x992_bufs4x2_vec9216_t192x64", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "attn_window_max_h64_d512_w128_s2_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
@@ -137,7 +137,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group4_bf16_k4096_n64x64x896x448_vec448x448x128x64_23f96483e11d", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "wq_a", "q_latent", "wkv", "kv_latent"], also: &["compressor"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql1024_t8_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32_on8__compressor_pool_r128_hd512_s2_bs8_tw2048_c32_cap8_on32", cores: plan::Cores::Aiv, block_dim: 41, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "compress_pooled"], also: &["cache_insert", "compressor"] }),

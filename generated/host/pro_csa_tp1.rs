@@ -142,7 +142,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d7168_m16_k128_s10_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d7168_m16_k128_s9_v128_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split16x1536x1408_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "beside2_38a6daa4311b", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
@@ -168,7 +168,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d7168_m16_k128_s10_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d7168_m16_k128_s9_v128_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k7168_n768x256x384x384x96x96x32_vec768x256x640x640x160x160x32_4873210af5a6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside4_a127ea5271fa", cores: plan::Cores::Aiv, block_dim: 29, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "compress_pooled", "inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "idx_slot_mapping", "inner_compress_state_block_table", "inner_compress_state", "inner_norm_w", "freqs_cos", "freqs_sin", "idx_rows"], also: &["cache_insert", "compressor", "index_compressor"] }),

@@ -94,7 +94,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d7168_m16_k128_s10_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d7168_m16_k128_s9_v128_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split128x1536x1408_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "beside2_62f4e40cd73c", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
@@ -114,7 +114,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d7168_m16_k128_s10_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d7168_m16_k128_s9_v128_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 23, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k7168_n1536x512_6fec821c08c4", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_k_slice_sum_n1536_s4_r128_on16__k_slice_sum_n512_s4_r128_on16", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_q_latent", "q_latent", "k_partials_kv_latent", "kv_latent"], also: &[] }),

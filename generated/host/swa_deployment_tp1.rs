@@ -94,7 +94,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n23552_k1024_half_ldb32768_ldc32768_tile32x32x1024_split16x1024x992_bufs4x2_vec9216_t192x64", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h64_hd512_rd64_g2_d9_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
@@ -110,7 +110,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s11_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c256_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k4096_n512x256_vec512x256_ba27f68829b4", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql1024_t8_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32_on8", cores: plan::Cores::Aiv, block_dim: 9, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),

@@ -94,7 +94,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_hc4_d2048_m16_k128_s3_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
+    Kernel { name: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split64x256x768_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h32_hd512_rd64_g4_d7_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
@@ -112,7 +112,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d2048_m16_k128_s3_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2__kn_n512_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql256_t8_eps1em6_on8__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, block_dim: 40, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),

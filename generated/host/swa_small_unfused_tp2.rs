@@ -94,7 +94,7 @@ pub const ABI: VariantAbi = VariantAbi {
 /// The kernels the steps launch, in first-use order (`generated/ascendc/kernels/<name>.cpp`).
 #[rustfmt::skip]
 pub const KERNELS: &[Kernel] = &[
-    Kernel { name: "hc_pre_proj_hc4_d2048_m16_k128_s3_p22", cores: plan::Cores::Aic, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
+    Kernel { name: "hc_pre_proj_hc4_d2048_m16_k128_s2_v128_p22", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials"] },
     Kernel { name: "hc_pre_mix_hc4_d2048_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
@@ -120,7 +120,7 @@ pub const KERNELS: &[Kernel] = &[
 /// What the layer executes, in order: kernel launches and the TP collectives.
 #[rustfmt::skip]
 pub const STEPS: &[Step] = &[
-    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d2048_m16_k128_s3_p22", cores: plan::Cores::Aic, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_proj_hc4_d2048_m16_k128_s2_v128_p22", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_mix_hc4_d2048_m16_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Aiv, block_dim: 24, args: &["x_hc", "hc_attn_scale", "hc_attn_base", "hc_partials", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "wq_a", "q_latent"], also: &[] }),

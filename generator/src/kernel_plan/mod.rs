@@ -36,6 +36,7 @@ pub const PARTS_AT_ONCE: &[&str] = &[
     "attention_combine.h",
     "attention_compressed.h",
     "attention_window_fused.h",
+    "hc_pre.h",
     "matmul_shared.h",
 ];
 

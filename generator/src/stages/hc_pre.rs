@@ -10,6 +10,10 @@
 //! With `fuse` (the default) the two are one mixed launch (`HcPreFused`): the vector cores
 //! mix a tile's tokens as soon as every cube core has projected it, under the projection
 //! of the next tiles.
+//!
+//! Where a block's columns allow, its two vector cores take [`VECTOR_COLS`] of them
+//! (`HcPreShare`, fused or launched alone alike, so both give the same bits): the cube
+//! cores are bound by their x_hc loads, and the vector cores load beside them.
 
 use abi::{DType, Dim};
 
@@ -32,6 +36,13 @@ tiling! {
 const HC: usize = 4;
 /// Tokens per gate group: one f32 lane per token of a 32-byte block.
 const GROUP: usize = 8;
+
+/// The columns of a block the vector cores take, where its columns are at least three times
+/// as many, whole `k` chunks stay on the cube and every block's lie wholly in the row or past
+/// it: two 64-lane repeats a token. (FLASH at 512 tokens, hand-measured on the modeled
+/// timeline: 128 of 704 columns take `hc_pre` from 96.6 to ~83 µs; 64 gain less, 192 make
+/// the vector cores the bound.)
+const VECTOR_COLS: usize = 128;
 
 impl Kind for HcPre {
     const NAME: &'static str = "hc_pre";
@@ -87,6 +98,7 @@ impl Kind for HcPre {
             return;
         }
         let split = split(md.hc_dim, k, p.chip.aic_cores);
+        let vspan = vector_cols(md.hc_dim, k, split);
         let part = m + md.mix_hc;
         let per_token = |n: usize| vec![Dim::Var("t"), Dim::Const(n)];
         b.workspace("hc_partials", per_token(split.blocks * part), DType::F32);
@@ -94,7 +106,10 @@ impl Kind for HcPre {
         b.workspace("post", per_token(md.hc_mult), DType::F32);
         b.workspace("comb", per_token(md.hc_mult * md.hc_mult), DType::F32);
 
-        let (projection, mix) = (projection(md, m, k, split), mix(md, m, split.blocks, cols));
+        let (projection, mix) = (
+            projection(md, m, k, split, vspan),
+            mix(md, m, split.blocks, cols),
+        );
         // each kernel's arguments are the tensors its launch binds
         if p.fuse {
             let fused = fused(projection, mix);
@@ -149,6 +164,17 @@ struct Split {
     blocks: usize,
 }
 
+/// The vector cores' columns of each block ([`VECTOR_COLS`] or none).
+fn vector_cols(hc_dim: usize, k: usize, split: Split) -> usize {
+    let stride = split.chunks_per_block * k;
+    let whole = (0..split.blocks).all(|b| {
+        let first = b * stride + stride - VECTOR_COLS;
+        first >= hc_dim || first + VECTOR_COLS <= hc_dim
+    });
+    let fits = stride >= 3 * VECTOR_COLS && (stride - VECTOR_COLS).is_multiple_of(k);
+    if fits && whole { VECTOR_COLS } else { 0 }
+}
+
 fn split(hc_dim: usize, k: usize, aic_cores: usize) -> Split {
     let chunks = hc_dim.div_ceil(k);
     let chunks_per_block = chunks.div_ceil(aic_cores);
@@ -162,28 +188,54 @@ fn u32(v: usize) -> Value {
     Value::U32(v as u32)
 }
 
-fn projection(md: &ModelDims, m: usize, k: usize, split: Split) -> Kernel {
-    let (hidden, span, parts) = (md.hidden, split.chunks_per_block, split.blocks);
+fn projection(md: &ModelDims, m: usize, k: usize, split: Split, vspan: usize) -> Kernel {
+    let (hidden, parts) = (md.hidden, split.blocks);
+    let span = split.chunks_per_block - vspan / k;
+    let tag = if vspan > 0 {
+        format!("_v{vspan}")
+    } else {
+        String::new()
+    };
+    let mut buffers = projection_buffers(md, m, k, span);
+    if vspan > 0 {
+        buffers.extend(share_buffers(md, m, vspan));
+    }
     Kernel {
-        name: format!("hc_pre_proj_hc{HC}_d{hidden}_m{m}_k{k}_s{span}_p{parts}"),
-        doc:
-            "hc_pre split-K projection: per-block partial logits and token dot products (f32 cube)"
-                .into(),
+        name: format!("hc_pre_proj_hc{HC}_d{hidden}_m{m}_k{k}_s{span}{tag}_p{parts}"),
+        doc: "hc_pre split-K projection: per-block partial logits and token dot products (f32 cube, and the vector cores' columns)"
+            .into(),
         block: "hc_pre.h",
         class: "HcPreProjection",
-        cores: Cores::Aic,
+        cores: if vspan > 0 { Cores::Mix } else { Cores::Aic },
         params: vec![
             ("HC", u32(HC)),
             ("HIDDEN", u32(hidden)),
             ("M_TILE", u32(m)),
             ("K_CHUNK", u32(k)),
             ("SPAN_CHUNKS", u32(span)),
+            ("VSPAN", u32(vspan)),
             ("PARTS", u32(parts)),
         ],
         args: vec!["x_hc", "hc_attn_fn", "hc_partials"],
-        buffers: projection_buffers(md, m, k, split),
+        buffers,
         parts: Vec::new(),
     }
+}
+
+/// HcPreShare's UB: the block's fn columns, two tiles' halves of x rows over them, the
+/// accumulators (64 lanes per logit and for the squares, per token), their block sums and
+/// the rows out.
+fn share_buffers(md: &ModelDims, m: usize, vspan: usize) -> Vec<Buffer> {
+    use DType::F32;
+    use Mem::Ub;
+    let (tokens, mix) = (m / 2, md.mix_hc);
+    vec![
+        row("share_fn", Ub, F32, mix * vspan, 1, Some(vspan)),
+        row("share_x", Ub, F32, tokens * vspan, 2, Some(vspan)),
+        row("share_acc", Ub, F32, tokens * (mix + 1) * 64, 1, None),
+        row("share_sums", Ub, F32, tokens * (mix + 1) * 9 + 8, 1, None),
+        row("share_out", Ub, F32, tokens * (m + mix), 1, Some(m + mix)),
+    ]
 }
 
 fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
@@ -224,11 +276,11 @@ fn mix(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Kernel {
 /// HcPreProjection's L1 and L0: the block's fn slice (its logits padded to whole
 /// 16-column fractals), x tiles of `m` tokens over the block's span, one k chunk of x in
 /// L0A, x^T and fn^T of a chunk sharing an L0B slot, the logits and squares in L0C.
-fn projection_buffers(md: &ModelDims, m: usize, k: usize, split: Split) -> Vec<Buffer> {
+fn projection_buffers(md: &ModelDims, m: usize, k: usize, span_chunks: usize) -> Vec<Buffer> {
     use DType::F32;
     use Mem::*;
     let mix_pad = md.mix_hc.next_multiple_of(16);
-    let span = split.chunks_per_block * k;
+    let span = span_chunks * k;
     vec![
         row("fn_l1", L1, F32, mix_pad * span, 1, None),
         row("x_l1", L1, F32, m * span, 2, None),
@@ -265,4 +317,26 @@ fn mix_buffers(md: &ModelDims, m: usize, parts: usize, cols: usize) -> Vec<Buffe
         row("pairs", Ub, F32, 2 * hc * t, 1, None),
         row("sums", Ub, F32, hc * t, 1, None),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vector_cores_take_columns_where_blocks_have_room() {
+        // FLASH: 256 chunks of 64 over 24 cube cores, 11 a block: 128 of 704 columns
+        assert_eq!(vector_cols(16384, 64, split(16384, 64, 24)), VECTOR_COLS);
+        // one or two chunks of 128 a block: fewer than three times the vector columns
+        assert_eq!(vector_cols(2048, 128, split(2048, 128, 24)), 0);
+        assert_eq!(vector_cols(3584, 128, split(3584, 128, 24)), 0);
+    }
+
+    #[test]
+    fn the_vector_cores_take_no_columns_a_row_ends_inside() {
+        // 7 chunks of 64 a block on 2 cores: block 1's vector columns are [768, 896)
+        assert_eq!(vector_cols(896, 64, split(896, 64, 2)), VECTOR_COLS);
+        // a row of 832 ends inside them
+        assert_eq!(vector_cols(832, 64, split(832, 64, 2)), 0);
+    }
 }
