@@ -167,12 +167,14 @@ struct Split {
 /// The vector cores' columns of each block ([`VECTOR_COLS`] or none).
 fn vector_cols(hc_dim: usize, k: usize, split: Split) -> usize {
     let stride = split.chunks_per_block * k;
+    if stride < 3 * VECTOR_COLS || !(stride - VECTOR_COLS).is_multiple_of(k) {
+        return 0;
+    }
     let whole = (0..split.blocks).all(|b| {
-        let first = b * stride + stride - VECTOR_COLS;
+        let first = (b + 1) * stride - VECTOR_COLS;
         first >= hc_dim || first + VECTOR_COLS <= hc_dim
     });
-    let fits = stride >= 3 * VECTOR_COLS && (stride - VECTOR_COLS).is_multiple_of(k);
-    if fits && whole { VECTOR_COLS } else { 0 }
+    if whole { VECTOR_COLS } else { 0 }
 }
 
 fn split(hc_dim: usize, k: usize, aic_cores: usize) -> Split {
@@ -330,6 +332,8 @@ mod tests {
         // one or two chunks of 128 a block: fewer than three times the vector columns
         assert_eq!(vector_cols(2048, 128, split(2048, 128, 24)), 0);
         assert_eq!(vector_cols(3584, 128, split(3584, 128, 24)), 0);
+        // one chunk of 64 a block: fewer columns than the vector cores' share
+        assert_eq!(vector_cols(1024, 64, split(1024, 64, 24)), 0);
     }
 
     #[test]
