@@ -7,7 +7,10 @@
 //
 // Params: GROUPS, ROWS, N, TILE_N (a divisor of N), OUT_BF16, PRODUCT_BUFFERS, and the UB
 // sizes the plan decided (PRODUCTS, SCALES, SCALE_BLOCKS, OUT, WO_B_SCALE, ACC, TERM
-// `_BYTES`, each at least what its use below needs). A tile is one row × TILE_N columns, so
+// `_BYTES`, each at least what its use below needs); optionally BLOCK_BASE, BLOCKS and COL0,
+// NCOLS: a range of the launch's blocks (OwnBlocks) and of the columns (OwnColumns), as the
+// consumer of a column range beside the product of the next (generator gemm::overlap).
+// A tile is one row × TILE_N columns, so
 // a group's scale is one value and every vector instruction spans the tile. The tiles are
 // ordered column by column over the blocks, so a block's consecutive tiles share their
 // wo_b_scale slice (loaded again only when the column changes); a tile streams its GROUPS
@@ -164,11 +167,13 @@ private:
 
     __aicore__ inline void Process()
     {
-        const uint32_t tiles = rows_ * (N / TILE_N);
+        using Cols = OwnColumns<P, N>;
+        static_assert(Cols::FIRST % TILE_N == 0 && Cols::COUNT % TILE_N == 0, "whole tiles of the columns");
+        const uint32_t tiles = rows_ * (Cols::COUNT / TILE_N);
         uint32_t loaded = N;  // the column of the wo_b_scale slice in UB (none yet)
-        for (uint32_t i = GetBlockIdx(); i < tiles; i += GetBlockNum()) {
+        for (uint32_t i = OwnBlocks<P>::Idx(); i < tiles; i += OwnBlocks<P>::Num()) {
             const uint32_t row = i % rows_;
-            const uint32_t col = i / rows_ * TILE_N;
+            const uint32_t col = Cols::FIRST + i / rows_ * TILE_N;
             if (col != loaded) {
                 LoadWoBScale(col, loaded != N);
                 loaded = col;

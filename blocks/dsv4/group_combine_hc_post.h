@@ -7,7 +7,8 @@
 // Params: GroupSum's (GROUPS, ROWS, N, PRODUCT_BUFFERS, PRODUCTS, SCALES, SCALE_BLOCKS,
 // TERM) and HcStreams's (HC, HIDDEN = N, TOKENS, COLS, X_HC, X_OUT, PRODUCT, WEIGHTS), and the
 // UB sizes WO_B_SCALE (the whole row), ACC, ATTN_OUT (the rounded bf16 rows), ATTN_F32
-// `_BYTES`. Items are hc_post.h's (ForEachHcItem). wo_b_scale loads once, whole (an item's
+// `_BYTES`. Items are hc_post.h's (ForEachHcItem: its blocks OwnBlocks<P>, its columns
+// OwnColumns<P, N>, each optionally a range of the launch's). wo_b_scale loads once, whole (an item's
 // column changes from item to item), which leaves the TPipe's V_MTE2 event ids to the group
 // products.
 #pragma once
@@ -35,7 +36,7 @@ public:
         (void)workspace;
         GroupCombineHcPost op;
         op.Init(p, scale, woBScale, xHc, post, comb, xOut);
-        ForEachHcItem<T, D / COLS, COLS>(LoadTiling(tiling).t, [&op](uint32_t t0, uint32_t c0, bool enters) {
+        ForEachHcItem<P, T, COLS>(LoadTiling(tiling).t, [&op](uint32_t t0, uint32_t c0, bool enters) {
             if (enters) {
                 op.streams_.LoadWeights(t0);
             }

@@ -108,18 +108,22 @@ private:
     float combW_[T][HC * HC];
 };
 
-// The items of a launch over T-token groups of t tokens: (group, COLS chunk) pairs split
-// over the blocks in contiguous runs; `item(t0, c0, enters)` runs one, `enters` when it is
-// the first of its token group on this block (whose post/comb are then loaded).
-template <uint32_t T, uint32_t CHUNKS, uint32_t COLS, class Item>
+// The items of a kernel with Params P over T-token groups of t tokens: (group, COLS chunk of
+// its columns, OwnColumns<P, P::HIDDEN>) pairs split over its blocks (OwnBlocks<P>) in
+// contiguous runs; `item(t0, c0, enters)` runs one, `enters` when it is the first of its
+// token group on this block (whose post/comb are then loaded).
+template <class P, uint32_t T, uint32_t COLS, class Item>
 __aicore__ inline void ForEachHcItem(uint32_t t, Item item)
 {
-    const Share share = BlockShare(t / T * CHUNKS);
+    using Cols = OwnColumns<P, P::HIDDEN>;
+    static_assert(Cols::FIRST % COLS == 0 && Cols::COUNT % COLS == 0, "whole items of the columns");
+    constexpr uint32_t CHUNKS = Cols::COUNT / COLS;
+    const Share share = OwnBlocks<P>::Of(t / T * CHUNKS);
     uint32_t group = ~0u;
     for (uint32_t i = share.begin; i < share.end; ++i) {
         const bool enters = i / CHUNKS != group;
         group = i / CHUNKS;
-        item(group * T, (i % CHUNKS) * COLS, enters);
+        item(group * T, Cols::FIRST + (i % CHUNKS) * COLS, enters);
     }
 }
 
@@ -141,7 +145,7 @@ public:
         (void)workspace;
         HcPost op;
         op.Init(attnOut, xHc, post, comb, xOut);
-        ForEachHcItem<T, D / COLS, COLS>(LoadTiling(tiling).t, [&op](uint32_t t0, uint32_t c0, bool enters) {
+        ForEachHcItem<P, T, COLS>(LoadTiling(tiling).t, [&op](uint32_t t0, uint32_t c0, bool enters) {
             if (enters) {
                 op.streams_.LoadWeights(t0);
             }

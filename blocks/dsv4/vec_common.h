@@ -131,6 +131,24 @@ struct OwnBlocks {
     __aicore__ static inline Share Of(uint32_t total) { return ShareOf(total, Idx(), Num()); }
 };
 
+// The columns of a product's N a consumer with Params P finishes: all of them, or, where P
+// names COL0 and NCOLS, [COL0, COL0 + NCOLS) (the consumer of a range beside the product of
+// the next range, generator gemm::overlap).
+template <typename P, uint32_t N>
+struct OwnColumns {
+    template <typename Q>
+    static constexpr uint32_t First(decltype(&Q::COL0)) { return Q::COL0; }
+    template <typename Q>
+    static constexpr uint32_t First(...) { return 0; }
+    template <typename Q>
+    static constexpr uint32_t Count(decltype(&Q::NCOLS)) { return Q::NCOLS; }
+    template <typename Q>
+    static constexpr uint32_t Count(...) { return N; }
+    static constexpr uint32_t FIRST = First<P>(nullptr);
+    static constexpr uint32_t COUNT = Count<P>(nullptr);
+    static_assert(COUNT > 0 && FIRST + COUNT <= N, "a range of the product's columns");
+};
+
 // How many parts each of `units` units is cut into so that `blocks` blocks all get work
 // when units are fewer: blocks / units, at least 1, at most `most` (the unit's pieces).
 // Work item i is then part i % parts of unit i / parts.

@@ -101,10 +101,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "qkv_q_heads_h64_from32x32_hd512_rd64_g8_d9_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_finish_h64_d512_w128_s8_bs32_ht32_kv128_dk128_oh7_r64_hpg8_tpad512", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group2_bf16_k4096_n1024x512_49567005aaf2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_quant_g8_r512_k1024_t4_s3_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "beside2_f9201339783f", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_x_hc", "p1_post", "p1_comb", "p1_x_out"] },
+    Kernel { name: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_k_slice_sum_n1024_s4_r512__k_slice_sum_n512_s4_r512", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
@@ -123,8 +124,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h64_d512_w128_s8_bs32_ht32_kv128_dk128_oh7_r64_hpg8_tpad512", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t4_s3_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb8192_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x1376_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_f9201339783f", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.

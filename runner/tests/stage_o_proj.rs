@@ -18,7 +18,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use abi::plan::{Cores, Step};
+use abi::plan::{Cores, Launch, Step};
 use golden::Dims;
 use golden::arith::{narrow, widen};
 use golden::collectives::{all_to_all_groups, reduce_scatter};
@@ -410,10 +410,65 @@ fn tp1_swa_deployment_shares_both_products_with_the_vector_cores() {
     tp1_at(variant, &[8]);
 }
 
+/// Each launch of `variant`'s o_proj stage with its kernel's parts' classes.
+fn o_proj_launches(variant: &str) -> Vec<(&'static Launch, Vec<&'static str>)> {
+    let kernels = &support::planned(variant).kernels.kernels;
+    (support::host(variant).steps.iter())
+        .filter_map(|s| match s {
+            Step::Launch(l) if l.stage == "o_proj" => {
+                let k = kernels.iter().find(|k| k.name == l.kernel)?;
+                Some((l, k.parts.iter().map(|p| p.class).collect()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where wo_b's launch alone would leave the vector cores idle while the group sum waits for
+/// all of it (`gemm::overlap`), wo_b runs in two column ranges: the first alone, the second
+/// beside the sum of the first (`consumer` on the vector cores), then the sum of the second;
+/// the stage's outputs are still the golden's.
+fn assert_wo_b_beside(variant: &str, consumer: &str) {
+    let launches = o_proj_launches(variant);
+    let beside = (launches.iter())
+        .position(|(l, parts)| l.cores == Cores::Mix && parts[..] == ["MatmulAt", consumer])
+        .unwrap_or_else(|| panic!("{variant}: {consumer} beside wo_b's second range"));
+    let (first, last) = (launches[beside - 1].0, launches[beside + 1].0);
+    assert!(
+        first.kernel.starts_with("matmul_i8_nk") && first.args == ["o_i8", "wo_b", "o_acc"],
+        "{variant}: wo_b's first range before it"
+    );
+    assert!(
+        last.cores == Cores::Aiv && last.kernel.contains("_col") && last.args[0] == "o_acc",
+        "{variant}: the second range's sum after it"
+    );
+}
+
+/// FLASH at TP 1: the group sum with hc_post (`dsv4/group_combine_hc_post.h`) on column
+/// ranges beside wo_b's; attn_out and x_out the golden's at runtime counts below capacity.
+#[test]
+fn tp1_swa_runs_the_group_sum_beside_wo_b() {
+    assert_wo_b_beside("swa_tp1", "GroupCombineHcPost");
+    tp1_at("swa_tp1", &[16, 40]);
+}
+
+/// Pro at TP 4: the f32 partial's group sum (`dsv4/group_combine.h`) beside wo_b's ranges.
+#[test]
+fn sharded_pro_swa_flash_tp4_runs_the_group_sum_beside_wo_b() {
+    assert_wo_b_beside("pro_swa_flash_tp4", "GroupCombine");
+    sharded_at("pro_swa_flash_tp4", &[8]);
+}
+
 /// TP > 1: per rank the all-to-all's group slabs → o_partial (vs the golden partial within
 /// (1e-4, 1/128), no bad point), then the token scatter and the rank sum (exact against
 /// the golden's reduce-scatter of the kernels' partials).
 fn sharded(variant: &str) {
+    let d = dims(support::plan(variant));
+    sharded_at(variant, &token_counts(&d));
+}
+
+/// [`sharded`] at the runtime token counts `ts`.
+fn sharded_at(variant: &str, ts: &[usize]) {
     let p = support::plan(variant);
     let d = dims(p);
     let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
@@ -422,7 +477,7 @@ fn sharded(variant: &str) {
     let rank_sum = support::stages(variant, &["o_reduce_scatter"]);
     let draws = Draws::new(SEED);
     let full = Weights::new(&d, &draws);
-    for t in token_counts(&d) {
+    for &t in ts {
         let group_t = tp * t;
         let packed: Vec<Vec<bf16>> = (0..tp).map(|r| packed_heads(&d, &draws, r, t)).collect();
         // The all-to-all's output, compact [lg, group_t, gin] per rank.

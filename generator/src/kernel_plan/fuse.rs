@@ -29,11 +29,16 @@
 //! wo_a): the two run as one kernel when the producer's launch directly precedes the
 //! consumer's and no other step binds what it hands over.
 //!
+//! A cube product launched alone whose next launch finishes its C column range by column
+//! range ([`KernelPlan::by_columns`], e.g. o_proj's group sum with hc_post) then runs in
+//! column ranges, each range's consumer beside the next range's product in one mixed launch
+//! (`gemm::overlap`).
+//!
 //! Last, independent vector launches that spread over any blocks run together in one launch,
 //! side by side or in turn (`super::together`).
 
 pub use super::Decision;
-use super::gemm::group;
+use super::gemm::{self, group};
 use super::together::together;
 use super::{Cores, Kernel, KernelPlan, Launch, MatmulOrigin, Prologue, Step, binds};
 use crate::chip::Chip;
@@ -79,6 +84,7 @@ pub fn fuse(plan: KernelPlan, chip: &Chip) -> (KernelPlan, Vec<Decision>) {
     }
     let plan = merge(plan, &groups, chip);
     let plan = prologues(plan, &mut decisions);
+    let plan = gemm::overlap::consumers(plan, chip, &mut decisions);
     let plan = together(plan, chip, &mut decisions);
     (plan, decisions)
 }

@@ -150,6 +150,16 @@ impl Kernel {
         }
     }
 
+    /// The kernel on columns `[first, first + cols)` of the product it reads (its block
+    /// takes COL0 and NCOLS: `OwnColumns` in `dsv4/vec_common.h`).
+    pub fn on_columns(&self, first: usize, cols: usize) -> Kernel {
+        let mut k = self.clone();
+        k.name = format!("{}_col{first}n{cols}", self.name);
+        k.params.push(("COL0", Value::u32(first)));
+        k.params.push(("NCOLS", Value::u32(cols)));
+        k
+    }
+
     /// Its buffers and its parts' (a fused kernel's are its parts').
     pub fn all_buffers(&self) -> Vec<&Buffer> {
         let mut all: Vec<&Buffer> = self.buffers.iter().collect();
@@ -190,6 +200,9 @@ pub struct KernelPlan {
     /// The layer's read-only inputs: no kernel writes them, so launches that share only
     /// these are independent (for fusion).
     pub read_only: Vec<&'static str>,
+    /// Vector kernels that can finish a product's C column range by column range (for
+    /// fusion: `gemm::overlap`).
+    pub by_columns: Vec<ByColumns>,
 }
 
 impl KernelPlan {
@@ -256,6 +269,15 @@ pub enum Decision {
         consumer: String,
         why: String,
     },
+    /// Step `product` (a cube product) runs in column ranges overlapped with the launch of
+    /// `consumer` after it (steps of the plan as the overlaps before left it).
+    Overlaps { product: usize, consumer: String },
+    /// Step `product` and the launch of `consumer` after it run one after the other: `why`.
+    Serial {
+        product: usize,
+        consumer: String,
+        why: String,
+    },
     /// Step `later` (a spreading vector launch) runs together with step `first`'s (steps of
     /// the plan as the runs merged before left it).
     Together { first: usize, later: usize },
@@ -282,6 +304,19 @@ pub struct Prologue {
     /// Both in one kernel, its GM arguments the producer's but `input`, then the consumer's
     /// but `input` and those the producer binds too (each tensor once).
     pub fused: Kernel,
+}
+
+/// A vector kernel that reads a product's C column range by column range: the fusion pass
+/// may run it overlapped with the product that writes C (`gemm::overlap`), each range beside
+/// the product of the next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ByColumns {
+    /// The kernel, and the tensor it reads as C.
+    pub kernel: String,
+    pub input: &'static str,
+    /// The kernel on each of C's column ranges in order ([`Kernel::on_columns`]), with its
+    /// blocks.
+    pub ranges: Vec<(Kernel, u32)>,
 }
 
 /// What a matmul kernel was planned for beyond its parameters: the capacity of its rows and
@@ -400,6 +435,14 @@ impl<'p> Builder<'p> {
     pub fn spreads(&mut self, kernel: &str) {
         if !self.out.spreads.iter().any(|k| k == kernel) {
             self.out.spreads.push(kernel.into());
+        }
+    }
+
+    /// Declares that a vector kernel can finish a product's C column range by column range
+    /// (for fusion: `gemm::overlap`).
+    pub fn by_columns(&mut self, entry: ByColumns) {
+        if !self.out.by_columns.iter().any(|e| e.kernel == entry.kernel) {
+            self.out.by_columns.push(entry);
         }
     }
 

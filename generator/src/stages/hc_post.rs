@@ -8,7 +8,8 @@ use crate::budget::{self, Buffer, row};
 use crate::chip::Chip;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
-use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
+use crate::kernel_plan::gemm;
+use crate::kernel_plan::{Builder, ByColumns, Cores, Kernel, Prologue, Value};
 
 pub struct HcPost;
 
@@ -53,7 +54,9 @@ impl Kind for HcPost {
         // prologue: they then stay on chip.
         let offer = match b.last_launch() {
             Some((l, combine)) if p.fuse && l.args.last() == Some(&"attn_out") => {
-                with_combine(combine, &kernel, p.shape.local_t, p.chip)
+                let products = l.args[0];
+                let offer = with_combine(combine, &kernel, p.shape.local_t, p.chip);
+                offer.map(|o| (by_columns(&o.fused, products, p.shape.local_t, p.chip), o))
             }
             _ => None,
         };
@@ -63,10 +66,40 @@ impl Kind for HcPost {
             p.chip.aiv_cores.min(items) as u32,
             &["attn_out", "x_hc", "post", "comb", "x_out"],
         );
-        if let Some(offer) = offer {
+        if let Some((ranges, offer)) = offer {
             b.prologue(offer);
+            if let Some(ranges) = ranges {
+                b.by_columns(ranges);
+            }
         }
     }
+}
+
+/// The fused group sum and mix `fused` (reading the group products from `products`) on
+/// column ranges of the hidden rows, each on as many vector cores as its items reach (at
+/// most all of them): wo_b's ranges may then run beside it (`gemm::overlap`). None where
+/// the columns do not cut into ranges of whole items.
+fn by_columns(
+    fused: &Kernel,
+    products: &'static str,
+    cap: usize,
+    chip: &Chip,
+) -> Option<ByColumns> {
+    let [hidden, tokens, cols] =
+        ["HIDDEN", "TOKENS", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
+    let ranges = gemm::column_ranges(hidden, cols)?;
+    let ranges = ranges
+        .into_iter()
+        .map(|(first, n)| {
+            let blocks = chip.aiv_cores.min(cap / tokens * (n / cols));
+            (fused.on_columns(first, n), blocks as u32)
+        })
+        .collect();
+    Some(ByColumns {
+        kernel: fused.name.clone(),
+        input: products,
+        ranges,
+    })
 }
 
 /// `dsv4/hc_post.h` for items of `tokens` × `cols`.

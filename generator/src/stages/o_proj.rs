@@ -16,7 +16,7 @@ use crate::chip::Chip;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
+use crate::kernel_plan::{Builder, ByColumns, Cores, Kernel, Prologue, Value};
 
 pub struct OProj;
 
@@ -144,8 +144,21 @@ impl Kind for OProj {
         if gemm::launch_alone(b, tiles, &wo_b, ["o_i8", "wo_b", "o_acc"]).is_none() {
             return;
         }
+        let combine = combine(groups, rows, hidden, cols, sh.tp == 1);
+        // on column ranges too, so wo_b's ranges may run beside it (gemm::overlap)
+        if let Some(ranges) = gemm::column_ranges(hidden, cols) {
+            let ranges = ranges
+                .into_iter()
+                .map(|(first, n)| (combine.on_columns(first, n), aiv(max_rows * (n / cols))))
+                .collect();
+            b.by_columns(ByColumns {
+                kernel: combine.name.clone(),
+                input: "o_acc",
+                ranges,
+            });
+        }
         b.launch(
-            combine(groups, rows, hidden, cols, sh.tp == 1),
+            combine,
             aiv(max_rows * (hidden / cols)),
             &["o_acc", "o_scale", "wo_b_scale", out],
         );

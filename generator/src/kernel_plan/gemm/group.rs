@@ -20,7 +20,7 @@ use crate::kernel_plan::{Cores, Kernel, MatmulOrigin, Value};
 
 /// The product, cube split and spec tiles a groupable matmul kernel was planned with, read
 /// back from its parameters (what `kernels::kernel` wrote) and `origin`.
-fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 3]) {
+pub(super) fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Split, [usize; 3]) {
     let p = |name| param(kernel, name) as usize;
     let per_token = p("ROWS_PER_TOKEN");
     let rows = match (p("GROUP_ROWS") == 1, per_token) {

@@ -83,7 +83,7 @@
 pub(crate) mod group;
 mod kernels;
 mod matmul;
-mod overlap;
+pub(crate) mod overlap;
 mod rate;
 mod share;
 mod split;
@@ -96,6 +96,7 @@ pub use split::{Deal, KSum, Split, Tiles, traffic};
 use abi::DType;
 
 use super::{Builder, Kernel, MatmulOrigin};
+use crate::chip::Chip;
 use kernels::{kernel, shared, slice_sum};
 use split::{Room, plan_split, unfit, with_runs};
 
@@ -161,43 +162,66 @@ pub fn launch_overlapped(
     consumer: &Consumer,
 ) -> Option<()> {
     let (plan, chip) = (b.plan, b.plan.chip);
-    let (whole, room, _) = planned(b, tiles, mm, args[1])?;
-    // a range's product, planned as it would launch (alone, so perhaps in runs)
-    let part = Matmul {
-        n: mm.n / overlap::RANGES,
-        ..mm.clone()
-    };
-    let spec = Tiles::spec(&part, tiles);
-    let part_split = (overlap::cuts(mm.n, consumer.unit) && unfit(&part, &spec).is_none())
-        .then(|| plan_split(&part, &room, spec, chip))
-        .flatten()
-        .map(|s| with_runs(s, &part, &room, spec, chip));
+    let (whole, _, _) = planned(b, tiles, mm, args[1])?;
+    let ranges: Option<Vec<(Kernel, u32)>> = column_ranges(mm.n, consumer.unit).map(|rs| {
+        rs.into_iter()
+            .map(|(first, cols)| (consumer.kernel)(first, cols))
+            .collect()
+    });
+    let part = ranges.as_ref().and_then(|_| range_split(mm, tiles, chip));
     let product = overlap::Product {
         fuse: plan.fuse,
         shared: share::plan(mm, tiles, &whole, chip).is_some(),
-        range_items: part_split.map(|s| s.items(&part, part.max_rows)),
-        consumer_blocks: (consumer.kernel)(0, part.n).1,
+        range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
+        consumer_blocks: ranges.as_ref().map_or(0, |rs| overlap::most_blocks(rs)),
         cube_cores: chip.aic_cores,
         vector_cores: chip.aiv_cores,
     };
-    let Some(split) = part_split.filter(|_| overlap::overlaps(&product)) else {
+    let (Some(ranges), Some((part, split))) =
+        (ranges, part.filter(|_| overlap::overlaps(&product)))
+    else {
         launch_alone(b, tiles, mm, args)?;
         let (k, blocks) = (consumer.kernel)(0, mm.n);
         b.launch_spreading(k, blocks, consumer.args);
         return Some(());
     };
-    let w = part.n;
-    let cube_blocks = chip.aic_cores.min(split.items(&part, part.max_rows)) as u32;
-    b.launch(kernel(&part, &split), cube_blocks, &args);
-    let launch_args: Vec<&str> = args.iter().chain(consumer.args).copied().collect();
-    for r in 1..overlap::RANGES {
-        let (vector, blocks) = (consumer.kernel)((r - 1) * w, w);
-        let mixed = overlap::beside(kernel(&part, &split), r * w, &vector, blocks, chip);
-        b.launch(mixed, chip.aic_cores as u32, &launch_args);
+    let launches = overlap::launches(&part, &split, &ranges, chip);
+    let both: Vec<&str> = args.iter().chain(consumer.args).copied().collect();
+    let last = launches.len() - 1;
+    for (i, (kernel, blocks)) in launches.into_iter().enumerate() {
+        match i {
+            0 => b.launch(kernel, blocks, &args),
+            _ if i == last => b.launch_spreading(kernel, blocks, consumer.args),
+            _ => b.launch(kernel, blocks, &both),
+        }
     }
-    let (last, blocks) = (consumer.kernel)((overlap::RANGES - 1) * w, w);
-    b.launch_spreading(last, blocks, consumer.args);
     Some(())
+}
+
+/// C's `n` columns cut into `overlap::RANGES` ranges of whole `unit`s, as (first, columns);
+/// None where they do not cut so.
+pub fn column_ranges(n: usize, unit: usize) -> Option<Vec<(usize, usize)>> {
+    let w = n / overlap::RANGES;
+    overlap::cuts(n, unit).then(|| (0..overlap::RANGES).map(|r| (r * w, w)).collect())
+}
+
+/// A column range's product of `mm` cut into `overlap::RANGES` ranges, and its split as the
+/// range would launch alone on the spec tiles (perhaps in runs); None where a range cannot
+/// run or its k slices would need a sum of their own.
+fn range_split(mm: &Matmul, tiles: [usize; 3], chip: &Chip) -> Option<(Matmul, Split)> {
+    let part = Matmul {
+        n: mm.n / overlap::RANGES,
+        ..mm.clone()
+    };
+    let spec = Tiles::spec(&part, tiles);
+    if unfit(&part, &spec).is_some() {
+        return None;
+    }
+    let [m, n, k] = tiles;
+    let room = Room::for_tiles(m, n, k, chip);
+    let split = plan_split(&part, &room, spec, chip)?;
+    let split = with_runs(split, &part, &room, spec, chip);
+    (split.sum != KSum::Partials).then_some((part, split))
 }
 
 fn launch_with(

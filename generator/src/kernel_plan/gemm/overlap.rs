@@ -13,9 +13,14 @@
 //! share of HBM (hicann/ge's Load fit, 457 GB/s), its C written back at the same rate, while
 //! the consumer waits for all of it.
 
+use super::group::described;
+use super::kernels::kernel;
+use super::matmul::Matmul;
+use super::range_split;
+use super::split::Split;
 use crate::chip::Chip;
-use crate::kernel_plan::together;
-use crate::kernel_plan::{Kernel, Value};
+use crate::kernel_plan::{ByColumns, Cores, Decision, KernelPlan, Launch, Step, together};
+use crate::kernel_plan::{Kernel, Value, intern, intern_list};
 
 /// A vector kernel reading C column range by column range: `kernel(first, cols)` finishes
 /// columns `[first, first + cols)` (a multiple of `unit` each), on the blocks it returns;
@@ -59,6 +64,160 @@ pub(crate) fn overlaps(p: &Product) -> bool {
     p.fuse && !p.shared && fills && p.consumer_blocks <= p.vector_cores as u32
 }
 
+/// The most blocks a consumer's range takes.
+pub(super) fn most_blocks(ranges: &[(Kernel, u32)]) -> u32 {
+    ranges.iter().map(|(_, b)| *b).max().unwrap_or(0)
+}
+
+/// The launches (kernel, blocks) of a product run as [`RANGES`] products `part` planned with
+/// `split` overlapped with `consumer`'s ranges (kernel, blocks): the first range's product
+/// (binding the product's arguments), each later one beside the consumer of the range
+/// before (the product's arguments, then the consumer's), the last range's consumer (its
+/// arguments).
+pub(super) fn launches(
+    part: &Matmul,
+    split: &Split,
+    consumer: &[(Kernel, u32)],
+    chip: &Chip,
+) -> Vec<(Kernel, u32)> {
+    let w = part.n;
+    let cube_blocks = chip.aic_cores.min(split.items(part, part.max_rows)) as u32;
+    let mut out = vec![(kernel(part, split), cube_blocks)];
+    for r in 1..RANGES {
+        let (vector, blocks) = &consumer[r - 1];
+        let mixed = beside(kernel(part, split), r * w, vector, *blocks, chip);
+        out.push((mixed, chip.aic_cores as u32));
+    }
+    out.push(consumer[RANGES - 1].clone());
+    out
+}
+
+/// The fusion pass's overlaps: `plan` with each cube product launched alone whose next launch
+/// finishes its C column range by column range ([`KernelPlan::by_columns`]) run in
+/// [`RANGES`] ranges overlapped with it where [`overlaps`] says so, each decision added to
+/// `decisions`.
+pub(crate) fn consumers(
+    mut plan: KernelPlan,
+    chip: &Chip,
+    decisions: &mut Vec<Decision>,
+) -> KernelPlan {
+    let mut i = 0;
+    while i + 1 < plan.steps.len() {
+        match overlapped(&plan, i, chip) {
+            None => {}
+            Some(Pair::Serial(consumer, why)) => decisions.push(Decision::Serial {
+                product: i,
+                consumer,
+                why,
+            }),
+            Some(Pair::Overlapped(consumer, launches)) => {
+                decisions.push(Decision::Overlaps {
+                    product: i,
+                    consumer,
+                });
+                let n = launches.len();
+                let steps = launches.into_iter().map(|(launch, kernel, spreads)| {
+                    if !plan.kernels.iter().any(|k| k.name == kernel.name) {
+                        plan.kernels.push(kernel.clone());
+                    }
+                    if spreads && !plan.spreads.contains(&kernel.name) {
+                        plan.spreads.push(kernel.name);
+                    }
+                    Step::Launch(launch)
+                });
+                let steps: Vec<Step> = steps.collect();
+                plan.steps.splice(i..i + 2, steps);
+                i += n - 1;
+            }
+        }
+        i += 1;
+    }
+    plan.without_unused_kernels()
+}
+
+/// A product's launch and its consumer's after it, as the pass leaves them.
+enum Pair {
+    /// The consumer's kernel, and the launches in their place: each with its kernel and
+    /// whether it spreads.
+    Overlapped(String, Vec<(Launch, Kernel, bool)>),
+    /// The consumer's kernel, and why the two stay one after the other.
+    Serial(String, String),
+}
+
+/// Steps `i` and `i + 1` as the pass leaves them, if step `i` launches a cube product alone
+/// and step `i + 1` a consumer of its C by columns.
+fn overlapped(plan: &KernelPlan, i: usize, chip: &Chip) -> Option<Pair> {
+    let (Step::Launch(pl), Step::Launch(cl)) = (&plan.steps[i], &plan.steps[i + 1]) else {
+        return None;
+    };
+    let entry: &ByColumns = plan.by_columns.iter().find(|e| e.kernel == cl.kernel)?;
+    let pk = plan.kernels.iter().find(|k| k.name == pl.kernel)?;
+    let reads_c = pl.args[2] == entry.input && cl.args.contains(&entry.input);
+    if pk.block != "matmul.h" || pk.cores != Cores::Aic || !reads_c {
+        return None;
+    }
+    let serial = |why: &str| Some(Pair::Serial(entry.kernel.clone(), why.to_string()));
+    let Some(origin) = plan.matmuls.iter().find(|o| o.kernel == pk.name) else {
+        return serial("the product's origin is not known");
+    };
+    if cl.args.iter().any(|a| pl.args[..2].contains(a)) {
+        return serial("the consumer binds the product's A or B");
+    }
+    let (mm, _, tiles) = described(pk, origin);
+    let w = mm.n / RANGES;
+    let cut = entry.ranges.len() == RANGES
+        && (entry.ranges.iter().enumerate()).all(|(r, (k, _))| {
+            k.u32_param("COL0") == Some(r * w) && k.u32_param("NCOLS") == Some(w)
+        });
+    if !cut {
+        return serial("the consumer's ranges are not the product's columns cut in ranges");
+    }
+    let part = range_split(&mm, tiles, chip);
+    let product = Product {
+        fuse: true,
+        shared: false,
+        range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
+        consumer_blocks: most_blocks(&entry.ranges),
+        cube_cores: chip.aic_cores,
+        vector_cores: chip.aiv_cores,
+    };
+    let Some((part, split)) = part.filter(|_| overlaps(&product)) else {
+        return serial(
+            "a range's product would leave cube cores idle or its consumer needs more vector cores",
+        );
+    };
+    let spreads = plan.spreads.contains(&entry.kernel);
+    let mut also: Vec<&str> = pl.also.to_vec();
+    for s in std::iter::once(&cl.stage).chain(cl.also) {
+        if *s != pl.stage && !also.contains(s) {
+            also.push(s);
+        }
+    }
+    let both: Vec<&str> = pl.args.iter().chain(cl.args).copied().collect();
+    let last = RANGES;
+    let out = launches(&part, &split, &entry.ranges, chip)
+        .into_iter()
+        .enumerate()
+        .map(|(r, (kernel, block_dim))| {
+            let (stage, args, also, cores) = match r {
+                0 => (pl.stage, pl.args, pl.also, Cores::Aic),
+                _ if r == last => (cl.stage, cl.args, cl.also, cl.cores),
+                _ => (pl.stage, intern_list(&both), intern_list(&also), Cores::Mix),
+            };
+            let launch = Launch {
+                stage,
+                kernel: intern(&kernel.name),
+                cores,
+                block_dim,
+                args,
+                also,
+            };
+            (launch, kernel, r == last && spreads)
+        })
+        .collect();
+    Some(Pair::Overlapped(entry.kernel.clone(), out))
+}
+
 /// The mixed launch's kernel: `cube` (a matmul kernel of a range's columns) at the product's
 /// column `col0` (`MatmulAt`) on the cube cores, beside `vector` on `blocks` vector cores.
 pub(super) fn beside(
@@ -77,6 +236,169 @@ pub(super) fn beside(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chip;
+    use crate::kernel_plan::MatmulOrigin;
+    use crate::kernel_plan::gemm::matmul::{BLayout, Operands, Rows};
+    use crate::kernel_plan::gemm::split::{Room, Tiles, plan_split};
+
+    const TILES: [usize; 3] = [64, 128, 128];
+
+    /// FLASH's wo_b at 512 tokens, TP 1 (8 groups of 512 token rows, o_acc per group)
+    /// launched alone, then a vector kernel reading o_acc by columns (`ranges` of it as its
+    /// block takes them, on `blocks` each), binding `args`; its decisions and the plan after
+    /// the pass.
+    fn overlapped_wo_b(
+        ranges: &[(usize, usize)],
+        blocks: u32,
+        args: &[&str],
+    ) -> (KernelPlan, Vec<Decision>) {
+        let chip = chip::find("910b").unwrap();
+        let rows = 512;
+        let mm = Matmul {
+            batch: 8,
+            ldb: 8192,
+            stride_a: rows * 1024,
+            stride_b: 1024,
+            stride_c: rows * 4096,
+            ..Matmul::new(
+                Operands::I8,
+                BLayout::Nk,
+                Rows::GroupTokens,
+                rows,
+                4096,
+                1024,
+            )
+        };
+        let [m, n, k] = TILES;
+        let room = Room::for_tiles(m, n, k, chip);
+        let split = plan_split(&mm, &room, Tiles::spec(&mm, TILES), chip).unwrap();
+        let product = kernel(&mm, &split);
+        let consumer = Kernel {
+            name: "sum".into(),
+            doc: String::new(),
+            block: "group_combine.h",
+            class: "GroupCombine",
+            cores: Cores::Aiv,
+            params: vec![("N", Value::u32(4096))],
+            args: vec!["p", "out"],
+            buffers: Vec::new(),
+            parts: Vec::new(),
+        };
+        let launch = |k: &Kernel, blocks, args: &[&str]| {
+            Step::Launch(Launch {
+                stage: "o_proj",
+                kernel: intern(&k.name),
+                cores: k.cores,
+                block_dim: blocks,
+                args: intern_list(args),
+                also: &[],
+            })
+        };
+        let plan = KernelPlan {
+            kernels: vec![product.clone(), consumer.clone()],
+            steps: vec![
+                launch(&product, 24, &["o_i8", "wo_b", "o_acc"]),
+                launch(&consumer, 48, args),
+            ],
+            matmuls: vec![MatmulOrigin {
+                kernel: product.name.clone(),
+                max_rows: rows,
+                tiles: TILES,
+            }],
+            spreads: vec!["sum".into()],
+            by_columns: vec![ByColumns {
+                kernel: "sum".into(),
+                input: "o_acc",
+                ranges: (ranges.iter())
+                    .map(|&(first, n)| (consumer.on_columns(first, n), blocks))
+                    .collect(),
+            }],
+            ..KernelPlan::default()
+        };
+        let mut decisions = Vec::new();
+        let plan = consumers(plan, chip, &mut decisions);
+        (plan, decisions)
+    }
+
+    /// wo_b at 512 tokens runs in two column ranges, the consumer of the first beside the
+    /// cube's second (its product's arguments, then the consumer's), the second after it;
+    /// the last range's consumer still spreads.
+    #[test]
+    fn a_column_consumer_runs_beside_the_next_range_of_its_product() {
+        let halves = [(0, 2048), (2048, 2048)];
+        let (plan, decisions) = overlapped_wo_b(&halves, 48, &["o_acc", "attn_out"]);
+        let sum = "sum".to_string();
+        assert_eq!(
+            decisions,
+            [Decision::Overlaps {
+                product: 0,
+                consumer: sum
+            }]
+        );
+        let launches: Vec<&Launch> = (plan.steps.iter())
+            .map(|s| match s {
+                Step::Launch(l) => l,
+                _ => panic!("launches only"),
+            })
+            .collect();
+        assert_eq!(launches.len(), 3);
+        let kernel = |l: &Launch| plan.kernels.iter().find(|k| k.name == l.kernel).unwrap();
+        let (first, mixed, last) = (
+            kernel(launches[0]),
+            kernel(launches[1]),
+            kernel(launches[2]),
+        );
+        assert_eq!(
+            (first.u32_param("N"), launches[0].cores),
+            (Some(2048), Cores::Aic)
+        );
+        assert_eq!(launches[0].args, ["o_i8", "wo_b", "o_acc"]);
+        assert_eq!(launches[1].cores, Cores::Mix);
+        assert_eq!(
+            launches[1].args,
+            ["o_i8", "wo_b", "o_acc", "o_acc", "attn_out"]
+        );
+        let classes: Vec<&str> = mixed.parts.iter().map(|p| p.class).collect();
+        assert_eq!(classes, ["MatmulAt", "GroupCombine"]);
+        assert_eq!(mixed.parts[0].u32_param("COL0"), Some(2048));
+        assert_eq!(mixed.parts[1].u32_param("COL0"), Some(0));
+        assert_eq!(
+            (last.name.as_str(), launches[2].args),
+            ("sum_col2048n2048", &["o_acc", "attn_out"][..])
+        );
+        assert!(plan.spreads.contains(&last.name));
+        assert!(
+            plan.kernels.iter().all(|k| k.name != "sum"),
+            "the whole consumer is gone"
+        );
+    }
+
+    /// Serial where a range's consumer would need more blocks than the vector cores, where
+    /// the consumer's ranges are not the product's halves, or where it binds the product's B;
+    /// no decision where it reads another tensor.
+    #[test]
+    fn a_column_consumer_stays_after_its_product_where_ranges_do_not_fit() {
+        let halves = [(0, 2048), (2048, 2048)];
+        let serial = |(plan, decisions): (KernelPlan, Vec<Decision>), why: &str| {
+            assert_eq!(plan.steps.len(), 2, "{why}");
+            assert!(
+                matches!(&decisions[..], [Decision::Serial { product: 0, why: w, .. }] if w.contains(why)),
+                "{decisions:?}"
+            );
+        };
+        serial(
+            overlapped_wo_b(&halves, 64, &["o_acc", "attn_out"]),
+            "vector cores",
+        );
+        let quarters = [(0, 1024), (1024, 1024)];
+        serial(
+            overlapped_wo_b(&quarters, 48, &["o_acc", "attn_out"]),
+            "ranges",
+        );
+        serial(overlapped_wo_b(&halves, 48, &["o_acc", "wo_b"]), "A or B");
+        let (plan, decisions) = overlapped_wo_b(&halves, 48, &["o_scale", "attn_out"]);
+        assert!(decisions.is_empty() && plan.steps.len() == 2);
+    }
 
     /// Overlapped only where fusion is on, the vector cores are free, C cuts into whole
     /// consumer units, each range still gives every cube core an item and a range's consumer
