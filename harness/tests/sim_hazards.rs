@@ -17,6 +17,7 @@ const NO_AUTO_SYNC: Checks = Checks {
     auto_sync: false,
     timeline: true,
     trace: false,
+    ordered: false,
 };
 
 /// The shared test library launched with other checks (a second handle on the same build).

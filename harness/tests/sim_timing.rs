@@ -116,6 +116,44 @@ fn twenty_four_blocks_share_the_bandwidth_and_a_launch_uses_only_its_cores() {
     assert!(many.duration() > one.duration());
 }
 
+/// Every block reads the same bytes: the first to touch them pays the HBM read, the others
+/// hit L2 (timing.h). With `ordered` that is always block 0 (the cores run one at a time,
+/// the lowest-numbered first), so the modeled time is the same on every run; cores racing
+/// on threads would make it whichever thread came first.
+#[test]
+fn ordered_cores_read_shared_bytes_in_a_fixed_order() {
+    let ordered = SimLibrary::load(lib().path()).unwrap().with_checks(Checks {
+        ordered: true,
+        ..Checks::default()
+    });
+    let bytes = 16384 * 4;
+    let run = || {
+        let mut x = vec![1f32; 16384];
+        let launched = ordered.launch_measured(
+            "tm_same_copy",
+            CoreMode::Aiv,
+            24,
+            &mut [GmArg::new("x", &mut x)],
+        );
+        time(launched.unwrap())
+    };
+    let first = run();
+    for c in 0..24 {
+        let core = &first.cores[c];
+        let want = if c == 0 { (bytes, 0) } else { (0, bytes) };
+        assert_eq!((core.hbm_bytes, core.l2_bytes), want, "core {c}");
+    }
+    for _ in 0..4 {
+        let again = run();
+        let ends = |t: &KernelTime| t.cores.iter().map(|c| c.end).collect::<Vec<_>>();
+        assert_eq!(
+            ends(&again),
+            ends(&first),
+            "the same modeled time on every run"
+        );
+    }
+}
+
 /// One block of `kernel(x, y)`, y poisoned first.
 fn run_xy<T: GmElem>(kernel: &str, x: &mut [T], y: &mut [T]) -> KernelTime {
     poison(y);

@@ -128,6 +128,13 @@ struct Launch {
     uint32_t waiting = 0;
     std::vector<std::string> waitingFor;
     std::vector<std::function<bool()>> waitingUntil; // the condition each waiting core needs
+    // SIM_ORDERED: one core runs at a time (`running`), until it waits or ends; then the
+    // lowest-numbered core that can run takes over. Whichever core touches a GM byte first
+    // pays its HBM read (sim/timing.h), so with cores racing on threads the modeled time
+    // would differ from run to run; in this fixed order it is the same on every run.
+    bool ordered = false;
+    uint32_t running = 0;
+    std::vector<bool> ended;
     // Cross-core flags: per core and flag id, the sets raised on it that no wait consumed
     // yet (each with the clock its setters published, sim/hazard.h), and the sets a core
     // made that still wait for their partners (modes 0, 1 and the AIV side of mode 2).
@@ -190,6 +197,23 @@ struct Launch {
             FailLocked(msg);
         }
     }
+    // Ordered: hands the run to the lowest-numbered core but `me` that can run (one that
+    // has not ended and waits for nothing, or for what now holds), if any. With `mu` held.
+    void HandOnLocked(uint32_t me)
+    {
+        for (uint32_t i = 0; i < cores.size(); ++i) {
+            if (i != me && !ended[i] && (!waitingUntil[i] || waitingUntil[i]())) {
+                running = i;
+                cv.notify_all();
+                return;
+            }
+        }
+    }
+    // Ordered: blocks core `me` until it runs (with `lk` on `mu`), or the launch aborts.
+    void AwaitTurnLocked(std::unique_lock<std::mutex>& lk, uint32_t me)
+    {
+        cv.wait(lk, [&] { return aborted.load() || !ordered || running == me; });
+    }
     // Blocks the calling core until pred() holds (with `lk` on `mu`), or the launch aborts.
     template <typename Pred>
     void WaitLocked(std::unique_lock<std::mutex>& lk, Core& me, const std::string& what, Pred pred)
@@ -201,7 +225,10 @@ struct Launch {
         waitingFor[me.index] = what;
         waitingUntil[me.index] = pred;
         CheckDeadlockLocked();
-        cv.wait(lk, [&] { return aborted.load() || pred(); });
+        if (ordered) {
+            HandOnLocked(me.index);
+        }
+        cv.wait(lk, [&] { return aborted.load() || (pred() && (!ordered || running == me.index)); });
         waiting--;
         waitingFor[me.index].clear();
         waitingUntil[me.index] = nullptr;
@@ -597,6 +624,10 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
         c.arena[m].capacity = cap;
     }
     c.launchHz = L.hazards;
+    if (L.ordered) {
+        std::unique_lock<std::mutex> lk(L.mu);
+        L.AwaitTurnLocked(lk, c.index);
+    }
     try {
         HazardCoreBegin();
         auto marked = MarkedKernelType(fn);
@@ -621,6 +652,10 @@ void RunCore(Launch& L, Core& c, void* fn, std::vector<G> args)
     {
         std::lock_guard<std::mutex> g(L.mu);
         L.alive--;
+        if (L.ordered) {
+            L.ended[c.index] = true;
+            L.HandOnLocked(c.index);
+        }
         L.CheckDeadlockLocked();
         L.cv.notify_all();
     }
@@ -698,7 +733,7 @@ struct SimChipTiming {
 // One call of a traced launch: its core, pipe (as in SimCoreTiming::busy), API, interval.
 typedef void (*SimCallFn)(void* ctx, uint32_t core, uint32_t pipe, const char* api, uint32_t start, uint32_t cycles);
 
-__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 4; }
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 5; }
 
 __attribute__((visibility("default"))) void sim_chip_timing(SimChipTiming* out)
 {
@@ -712,6 +747,7 @@ constexpr uint32_t SIM_CHECK_HAZARDS = 1;   // pipe hazards and cross-core races
 constexpr uint32_t SIM_CHECK_AUTO_SYNC = 2; // model the compiler's --cce-auto-sync=on
 constexpr uint32_t SIM_TIMELINE = 4;        // modeled device time (needs SIM_CHECK_HAZARDS)
 constexpr uint32_t SIM_TRACE = 8;           // report every call's interval to `onCall`
+constexpr uint32_t SIM_ORDERED = 16;         // one core at a time in a fixed order (Launch::ordered)
 
 // Runs `fn` (a kernel taking `nargs` GM_ADDR arguments) on blockDim blocks.
 // mode: 0 AIV-only, 1 AIC-only, 2 MIX 1:2; checks: SIM_CHECK_* bits. Returns 0 on
@@ -796,6 +832,8 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     L.alive = static_cast<uint32_t>(n);
     L.waitingFor.assign(n, std::string());
     L.waitingUntil.assign(n, nullptr);
+    L.ordered = (checks & SIM_ORDERED) != 0;
+    L.ended.assign(n, false);
     L.raised.assign(n, {});
     for (auto& p : L.pending) {
         p.assign(n, {});

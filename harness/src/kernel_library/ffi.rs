@@ -3,13 +3,14 @@
 
 use std::ffi::{c_char, c_void};
 
-pub(crate) const ABI_VERSION: u32 = 4;
+pub(crate) const ABI_VERSION: u32 = 5;
 
 /// Bits of `sim_launch`'s `checks` argument.
 pub(crate) const CHECK_HAZARDS: u32 = 1;
 pub(crate) const CHECK_AUTO_SYNC: u32 = 2;
 pub(crate) const TIMELINE: u32 = 4;
 pub(crate) const TRACE: u32 = 8;
+pub(crate) const ORDERED: u32 = 16;
 
 #[repr(C)]
 pub(crate) struct SimGmArg {

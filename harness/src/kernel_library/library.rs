@@ -182,6 +182,12 @@ pub struct Checks {
     pub timeline: bool,
     /// With `timeline`: keep every call's interval (for a trace; memory grows with calls).
     pub trace: bool,
+    /// With `timeline`: run a launch's cores one at a time in a fixed order (the
+    /// lowest-numbered that can run, until it waits or ends), so the modeled time is the
+    /// same on every run: the core that touches a GM byte first pays its HBM read
+    /// (`timing.h`), and cores racing on threads would make that a race. One host thread at
+    /// a time, so slower; `cost` turns it on.
+    pub ordered: bool,
 }
 
 impl Default for Checks {
@@ -191,6 +197,7 @@ impl Default for Checks {
             auto_sync: true,
             timeline: true,
             trace: false,
+            ordered: false,
         }
     }
 }
@@ -202,6 +209,7 @@ impl Checks {
         auto_sync: true,
         timeline: false,
         trace: false,
+        ordered: false,
     };
 
     fn bits(self) -> u32 {
@@ -210,6 +218,7 @@ impl Checks {
             | bit(self.auto_sync, ffi::CHECK_AUTO_SYNC)
             | bit(self.timeline, ffi::TIMELINE)
             | bit(self.trace, ffi::TRACE)
+            | bit(self.ordered, ffi::ORDERED)
     }
 }
 

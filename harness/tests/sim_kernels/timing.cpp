@@ -19,6 +19,18 @@ extern "C" __global__ __aicore__ void tm_one_copy(GM_ADDR x)
     DataCopy(buf.Get<float>(), gx, kCopyFloats);
 }
 
+// The same DataCopy of x's first kCopyFloats floats GM → UB on every block.
+extern "C" __global__ __aicore__ void tm_same_copy(GM_ADDR x)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, kCopyFloats * sizeof(float));
+    GlobalTensor<float> gx;
+    gx.SetGlobalBuffer((__gm__ float*)x, kCopyFloats);
+    DataCopy(buf.Get<float>(), gx, kCopyFloats);
+}
+
 // 64 bursts of 64 bytes, 32 bytes apart (a pitch of 96 bytes), GM → UB in one DataCopy.
 extern "C" __global__ __aicore__ void tm_strided_copy(GM_ADDR x)
 {

@@ -57,6 +57,7 @@ pub fn cost(a: CostArgs, verbose: bool) -> Result<u8, Stop> {
     )?;
     let checks = Checks {
         trace: a.trace.is_some(),
+        ordered: true,
         ..Checks::default()
     };
     let runtime = prepare(
