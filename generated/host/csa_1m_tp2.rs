@@ -161,10 +161,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x512_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g4_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "rank_sum_tp2_n4096_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
-    Kernel { name: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group7_bf16_k4096_n1024x1024x1024x512x256x256x64_8f54eea9a396", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "group_quant_g4_r512_k1024_t4_s3_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "rank_sum_tp2_hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_k_slice_sum_n1024_s4_r256__k_slice_sum_n512_s4_r256__k_slice_sum_n1024_s4_r256__k_slice_sum_n1024_s4_r256", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out", "p2_parts", "p2_out", "p3_parts", "p3_out"] },
     Kernel { name: "in_turn4_3378166c53a0", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_pooled", "p3_parts", "p3_out"] },
     Kernel { name: "in_turn4_e3ce0077d023", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_pooled", "p1_norm_w", "p1_cos", "p1_sin", "p1_positions", "p1_cmp_slots", "p1_cmp_kv", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state", "p3_parts", "p3_out"] },
@@ -201,8 +200,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
-    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp2_n4096_t8x1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_window", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp2_hc_post_hc4_d4096_t2_c1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_window", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -261,7 +259,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_acc", shape: &[Const(4), Const(512), Const(4096)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "k_partials_o_latent", shape: &[Const(6291456)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(512), Const(4096)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

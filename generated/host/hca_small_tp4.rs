@@ -131,10 +131,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_tile16x64x128_split48x64x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g1_r128_n512_c512_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "rank_sum_tp4_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
-    Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group4_bf16_k512_n128x128x128x128_60325a47a61a", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "group_quant_g1_r128_k128_t8_s4_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "rank_sum_tp4_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on4__qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32_on32__compressor_pool_r128_hd128_s8_bs8_tw131072_c64_cap32_on8", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_pooled"] },
     Kernel { name: "beside_qkv_q_heads_h8_hd128_rd64_g1_d6_eps1em6_on32__compressor_finish_r128_hd128_s8_rd64_eps1em6_cap32_on4__compressor_commit_r128_hd128_s8_on4", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_pooled", "p1_norm_w", "p1_cos", "p1_sin", "p1_positions", "p1_cmp_slots", "p1_cmp_kv", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state"] },
 ];
@@ -159,8 +158,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 4, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g1_r128_n512_c512_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
-    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp4_n512_t8x256", cores: plan::Cores::Aiv, block_dim: 8, args: &["o_window", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 8, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp4_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 8, args: &["o_window", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -197,7 +195,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_acc", shape: &[Const(1), Const(128), Const(512)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "k_partials_o_latent", shape: &[Const(65536)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

@@ -125,10 +125,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_window_max_h128_d512_w128_s8_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
     Kernel { name: "attn_compressed_finish_h128_d512_s8_bs32_r128_max128_ht16_kv128_dk128_ch128_g24_ph7_r64_hpg8_tpad64_positions", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b2_sa2097152_sb4194304_sc524288_tile16x64x128_split256x1024x384_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "rank_sum_tp8_n7168_t8x1024", cores: plan::Cores::Aiv, args: &["window", "out"] },
-    Kernel { name: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group4_bf16_k7168_n1536x512x512x512_8fcc99d691c8", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "group_quant_g2_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "rank_sum_tp8_hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_i8_nk_n3584_k1024_grouprows_ldb2048_ldc7168_b2_sa524288_sb1024_sc3670016_tile16x32x256_split512x1024x320_tail96_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "beside2_0793c1b180db", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_out"] },
     Kernel { name: "group_combine_g2_r512_n7168_c3584_f32_col3584n3584", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
@@ -157,8 +156,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_0793c1b180db", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r512_n7168_c3584_f32_col3584n3584", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
-    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp8_n7168_t8x1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_window", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp8_hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_window", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -199,7 +197,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_acc", shape: &[Const(2), Const(512), Const(7168)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "k_partials_o_latent", shape: &[Const(4194304)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(512), Const(7168)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(7168)], dtype: Bf16, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

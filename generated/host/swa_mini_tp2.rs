@@ -105,10 +105,9 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b2_sa32768_sb32768_sc16384_tile16x64x256_split48x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g2_r128_n512_c512_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "rank_sum_tp2_n512_t8x256", cores: plan::Cores::Aiv, args: &["window", "out"] },
-    Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k512_tile32x128x128_split64x512x128_bufs4x2__kn_n128_k512_tile32x128x128_split64x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_quant_g2_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "rank_sum_tp2_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
 
@@ -131,8 +130,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_n512_c512_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
-    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp2_n512_t8x256", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_window", "attn_out"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 16, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_reduce_scatter", kernel: "rank_sum_tp2_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_window", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -161,7 +159,6 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_acc", shape: &[Const(2), Const(128), Const(512)], dtype: I32, dir: Out, placement: PerRank },
     TensorDecl { name: "k_partials_o_latent", shape: &[Const(65536)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(128), Const(512)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "attn_out", shape: &[Var("t"), Const(512)], dtype: Bf16, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

@@ -474,7 +474,16 @@ fn sharded_at(variant: &str, ts: &[usize]) {
     let (tp, lg, gin, hidden) = (d.tp, d.local_o_groups(), d.o_group_in(), d.hidden);
     let group_t_pad = tp * d.local_t_pad();
     let projection = support::stages(variant, &["o_proj"]);
-    let rank_sum = support::stages(variant, &["o_reduce_scatter"]);
+    // with fusion the rank sum is hc_post's prologue (`dsv4/rank_sum_hc_post.h`): attn_out
+    // is then never written, and x_out is hc_post's of the golden's sum
+    let rank_sum = support::stages(variant, &["o_reduce_scatter", "hc_post"]);
+    let fused = support::host(variant).steps.iter().any(|s| {
+        matches!(s, Step::Launch(l) if l.stage == "o_reduce_scatter" && l.also.contains(&"hc_post"))
+    });
+    assert_eq!(
+        fused, p.fuse,
+        "{variant}: hc_post takes the rank sum where it fuses"
+    );
     let draws = Draws::new(SEED);
     let full = Weights::new(&d, &draws);
     for &t in ts {
@@ -533,19 +542,30 @@ fn sharded_at(variant: &str, ts: &[usize]) {
                 "o_window".into(),
                 tensor(vec![tp * d.local_t_pad(), hidden], window),
             );
+            let streams = HcStreams::new(&draws, &d, d.local_t(), t);
+            streams.insert(&d, d.local_t(), &mut tensors);
             let tiling = support::tiling(&[("t", t), ("b", t / d.seq), ("group_t", group_t)]);
             let stats = support::run(rank_sum, &mut tensors, tiling);
             check_launches(p, &stats);
-            let got = &tensors["attn_out"];
-            let got_rows = &got.values::<bf16>().expect("bf16")[..t * hidden];
-            assert!(
-                got_rows
-                    .iter()
-                    .zip(&want)
-                    .all(|(g, w)| g.to_bits() == w.to_bits()),
-                "{variant} t={t} owner {o}: attn_out differs from the golden reduce-scatter"
-            );
-            assert_unwritten("attn_out", got, t * hidden);
+            if fused {
+                assert!(
+                    !tensors.contains_key("attn_out"),
+                    "{variant}: attn_out bound"
+                );
+            } else {
+                let got = &tensors["attn_out"];
+                let got_rows = &got.values::<bf16>().expect("bf16")[..t * hidden];
+                assert!(
+                    got_rows
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "{variant} t={t} owner {o}: attn_out differs from the golden reduce-scatter"
+                );
+                assert_unwritten("attn_out", got, t * hidden);
+            }
+            let what = format!("{variant} t={t} owner {o}");
+            streams.assert_x_out(&what, &d, &want, &tensors["x_out"], t);
         }
     }
 }
@@ -565,10 +585,17 @@ fn sharded_swa_small_tp2() {
     sharded("swa_small_tp2");
 }
 
-/// The generated plan wires the steps as swa.md §3.8 orders them.
+/// Fusion off: attn_out goes through GM from the rank sum's launch to hc_post's.
+#[test]
+fn sharded_swa_small_unfused_tp2() {
+    sharded("swa_small_unfused_tp2");
+}
+
+/// The generated plan wires the steps as swa.md §3.8 orders them (without fusion: with it,
+/// hc_post's launch takes the rank sum).
 #[test]
 fn collective_steps() {
-    let steps: Vec<String> = support::host("swa_mini_tp2")
+    let steps: Vec<String> = support::host("swa_small_unfused_tp2")
         .steps
         .iter()
         .filter_map(|s| match s {

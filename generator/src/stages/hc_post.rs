@@ -52,11 +52,14 @@ impl Kind for HcPost {
         let kernel = kernel(hc, hidden, tokens, cols);
         // At TP 1 the rows o_proj rounds to bf16 (group_combine.h) can be this kernel's
         // prologue: they then stay on chip.
+        // At TP > 1 the reduce-scatter's sum (rank_sum.h) can be, likewise.
         let offer = match b.last_launch() {
-            Some((l, combine)) if p.fuse && l.args.last() == Some(&"attn_out") => {
-                let products = l.args[0];
-                let offer = with_combine(combine, &kernel, p.shape.local_t, p.chip);
-                offer.map(|o| (by_columns(&o.fused, products, p.shape.local_t, p.chip), o))
+            Some((l, producer)) if p.fuse && l.args.last() == Some(&"attn_out") => {
+                let (cap, products) = (p.shape.local_t, l.args[0]);
+                match with_combine(producer, &kernel, cap, p.chip) {
+                    Some(o) => Some((by_columns(&o.fused, products, cap, p.chip), o)),
+                    None => with_rank_sum(producer, &kernel, cap, p.chip).map(|o| (None, o)),
+                }
             }
             _ => None,
         };
@@ -124,32 +127,20 @@ fn kernel(hc: usize, hidden: usize, tokens: usize, cols: usize) -> Kernel {
 }
 
 /// `dsv4/group_combine_hc_post.h`: `combine`'s bf16 rows (group_combine.h) summed per item
-/// of `post`'s and mixed at once, its items' columns `post`'s or, where the group sum's
-/// buffers would overflow UB, a half or a quarter of them; `None` when `combine` is not
-/// that or no such item fits. `cap`: the tokens a launch may have.
+/// of `post`'s and mixed at once ([`fused_items`]); `None` when `combine` is not that or no
+/// item fits. `cap`: the tokens a launch may have.
 fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Option<Prologue> {
     let bf16 = combine.param("OUT_BF16") == Some(Value::Bool(true));
     if combine.block != "group_combine.h" || !bf16 {
         return None;
     }
     let (groups, rows) = (combine.u32_param("GROUPS")?, combine.u32_param("ROWS")?);
-    let [hc, hidden, tokens, cols] =
-        ["HC", "HIDDEN", "TOKENS", "COLS"].map(|n| post.u32_param(n).expect("hc_post's params"));
+    let [tokens, hidden] =
+        ["TOKENS", "HIDDEN"].map(|n| post.u32_param(n).expect("hc_post's params"));
     if combine.u32_param("N")? != hidden {
         return None;
     }
-    let (part, buffers) = [cols, cols / 2, cols / 4]
-        .into_iter()
-        .filter(|&c| c % 16 == 0 && hidden.is_multiple_of(c))
-        .map(|c| {
-            let part = kernel(hc, hidden, tokens, c);
-            let mut buffers = combined_buffers(groups, tokens, c, hidden);
-            let shared = |b: &&Buffer| b.name != "attn_out" && b.name != "attn_f32";
-            buffers.extend(part.buffers.iter().filter(shared).cloned());
-            (part, buffers)
-        })
-        .find(|(_, buffers)| budget::bytes_in(buffers, Ub, chip) <= chip.capacity(Ub))?;
-    let c = part.u32_param("COLS")?;
+    let (part, buffers) = fused_items(post, chip, |c| combined_buffers(groups, tokens, c, hidden))?;
     let mut params = vec![
         ("GROUPS", Value::u32(groups)),
         ("ROWS", Value::u32(rows)),
@@ -168,13 +159,90 @@ fn with_combine(combine: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Opt
         buffers,
         parts: Vec::new(),
     };
-    Some(Prologue {
-        producer: combine.name.clone(),
+    Some(prologue(combine, post, fused, cap, chip))
+}
+
+/// `dsv4/rank_sum_hc_post.h`: the reduce-scatter's sum (`sum`, rank_sum.h) of each item of
+/// `post`'s, rounded and mixed at once ([`fused_items`]); `None` when `sum` is not that or no
+/// item fits. `cap`: the tokens a launch may have.
+fn with_rank_sum(sum: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Option<Prologue> {
+    if sum.block != "rank_sum.h" {
+        return None;
+    }
+    let tp = sum.u32_param("TP")?;
+    let [tokens, hidden] =
+        ["TOKENS", "HIDDEN"].map(|n| post.u32_param(n).expect("hc_post's params"));
+    if sum.u32_param("N")? != hidden {
+        return None;
+    }
+    let (part, buffers) = fused_items(post, chip, |c| summed_buffers(tokens, c))?;
+    let mut params = vec![("TP", Value::u32(tp)), ("N", Value::u32(hidden))];
+    params.extend(part.params.iter().copied());
+    let fused = Kernel {
+        name: format!("rank_sum_tp{tp}_{}", part.name),
+        doc: format!(
+            "{}, from the reduce-scatter's sum of the ranks' partials",
+            part.doc
+        ),
+        block: "rank_sum_hc_post.h",
+        class: "RankSumHcPost",
+        cores: Cores::Aiv,
+        params,
+        args: vec!["window", "x_hc", "post", "comb", "x_out"],
+        buffers,
+        parts: Vec::new(),
+    };
+    Some(prologue(sum, post, fused, cap, chip))
+}
+
+/// hc_post's kernel at `post`'s item columns or, where the producer's buffers
+/// (`producer(cols)`) beside hc_post's but its attention rows would overflow UB, a half or a
+/// quarter of them, with all the fused kernel's buffers; `None` where none fits.
+fn fused_items(
+    post: &Kernel,
+    chip: &Chip,
+    producer: impl Fn(usize) -> Vec<Buffer>,
+) -> Option<(Kernel, Vec<Buffer>)> {
+    let [hc, hidden, tokens, cols] =
+        ["HC", "HIDDEN", "TOKENS", "COLS"].map(|n| post.u32_param(n).expect("hc_post's params"));
+    [cols, cols / 2, cols / 4]
+        .into_iter()
+        .filter(|&c| c % 16 == 0 && hidden.is_multiple_of(c))
+        .map(|c| {
+            let part = kernel(hc, hidden, tokens, c);
+            let mut buffers = producer(c);
+            let shared = |b: &&Buffer| b.name != "attn_out" && b.name != "attn_f32";
+            buffers.extend(part.buffers.iter().filter(shared).cloned());
+            (part, buffers)
+        })
+        .find(|(_, buffers)| budget::bytes_in(buffers, Ub, chip) <= chip.capacity(Ub))
+}
+
+/// The offer of `post` to take `producer` as its prologue (`fused`, on as many vector cores
+/// as its items reach at `cap` tokens).
+fn prologue(producer: &Kernel, post: &Kernel, fused: Kernel, cap: usize, chip: &Chip) -> Prologue {
+    let [hidden, tokens, cols] =
+        ["HIDDEN", "TOKENS", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
+    Prologue {
+        producer: producer.name.clone(),
         consumer: post.name.clone(),
         input: "attn_out",
-        block_dim: chip.aiv_cores.min(cap / tokens * (hidden / c)) as u32,
+        block_dim: chip.aiv_cores.min(cap / tokens * (hidden / cols)) as u32,
         fused,
-    })
+    }
+}
+
+/// The rank sum's UB in rank_sum_hc_post.h for items of `tokens` × `cols`: a source rank's
+/// rows (f32, double buffered), their sum, the sum rounded to bf16 and widened back.
+fn summed_buffers(tokens: usize, cols: usize) -> Vec<Buffer> {
+    use DType::*;
+    let (t, c) = (tokens, cols);
+    vec![
+        row("rows_in", Ub, F32, t * c, 2, Some(c)),
+        row("acc", Ub, F32, t * c, 1, None),
+        row("attn_out", Ub, Bf16, t * c, 1, None),
+        row("attn_f32", Ub, F32, t * c, 1, None),
+    ]
 }
 
 /// Group products group_combine_hc_post.h keeps in flight: as many as the TPipe's V_MTE2
@@ -284,5 +352,48 @@ mod tests {
         assert!(budget::bytes_in(&wide.fused.buffers, Ub, chip) <= chip.capacity(Ub));
         assert!(at(512, &combine(4096, false)).is_none(), "f32 partial");
         assert!(at(512, &combine(7168, true)).is_none(), "other rows");
+    }
+
+    /// rank_sum.h's kernel as o_reduce_scatter plans it (only what the offer reads).
+    fn rank_sum(tp: usize, hidden: usize) -> Kernel {
+        Kernel {
+            name: format!("rank_sum_tp{tp}_n{hidden}"),
+            block: "rank_sum.h",
+            class: "RankSum",
+            params: vec![("TP", Value::u32(tp)), ("N", Value::u32(hidden))],
+            args: vec!["window", "out"],
+            ..combine(hidden, true)
+        }
+    }
+
+    /// At TP > 1 hc_post offers to take the reduce-scatter's sum (each item's rows summed
+    /// over the ranks, rounded once, mixed at once) at its own columns where the f32 rows
+    /// fit beside its buffers (FLASH TP 2: 1024 columns of 2 tokens); never a sum of other
+    /// rows, nor a kernel that is neither sum.
+    #[test]
+    fn hc_post_takes_the_rank_sum_at_tp_above_1() {
+        let chip = chip::find("910b").unwrap();
+        let post = kernel(4, 4096, 2, 1024);
+        let offer = with_rank_sum(&rank_sum(2, 4096), &post, 256, chip).expect("offered");
+        assert_eq!(cols(&offer.fused), Some(Value::u32(1024)));
+        assert_eq!(offer.fused.param("TP"), Some(Value::u32(2)));
+        assert_eq!((offer.input, offer.block_dim), ("attn_out", 48));
+        assert_eq!(
+            offer.fused.args,
+            ["window", "x_hc", "post", "comb", "x_out"]
+        );
+        assert!(budget::bytes_in(&offer.fused.buffers, Ub, chip) <= chip.capacity(Ub));
+        assert!(
+            with_rank_sum(&rank_sum(2, 7168), &post, 256, chip).is_none(),
+            "other rows"
+        );
+        assert!(
+            with_rank_sum(&combine(4096, true), &post, 256, chip).is_none(),
+            "no rank sum"
+        );
+        assert!(
+            with_combine(&rank_sum(2, 4096), &post, 256, chip).is_none(),
+            "no group sum"
+        );
     }
 }
