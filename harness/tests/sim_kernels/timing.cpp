@@ -5,30 +5,31 @@
 
 using namespace AscendC;
 
-// One DataCopy of kCopyFloats floats GM → UB per block (block b reads slice b).
+// One DataCopy of kCopyFloats floats GM → UB from float `first` of x.
 constexpr uint32_t kCopyFloats = 16384; // 64 KiB
 
-extern "C" __global__ __aicore__ void tm_one_copy(GM_ADDR x)
+__aicore__ inline void CopyFrom(GM_ADDR x, uint32_t first)
 {
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     TPipe pipe;
     TBuf<TPosition::VECCALC> buf;
     pipe.InitBuffer(buf, kCopyFloats * sizeof(float));
     GlobalTensor<float> gx;
-    gx.SetGlobalBuffer((__gm__ float*)x + GetBlockIdx() * kCopyFloats, kCopyFloats);
+    gx.SetGlobalBuffer((__gm__ float*)x + first, kCopyFloats);
     DataCopy(buf.Get<float>(), gx, kCopyFloats);
 }
 
-// The same DataCopy of x's first kCopyFloats floats GM → UB on every block.
+// Block b reads slice b.
+extern "C" __global__ __aicore__ void tm_one_copy(GM_ADDR x)
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    CopyFrom(x, GetBlockIdx() * kCopyFloats);
+}
+
+// Every block reads the first slice.
 extern "C" __global__ __aicore__ void tm_same_copy(GM_ADDR x)
 {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-    TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
-    pipe.InitBuffer(buf, kCopyFloats * sizeof(float));
-    GlobalTensor<float> gx;
-    gx.SetGlobalBuffer((__gm__ float*)x, kCopyFloats);
-    DataCopy(buf.Get<float>(), gx, kCopyFloats);
+    CopyFrom(x, 0);
 }
 
 // 64 bursts of 64 bytes, 32 bytes apart (a pitch of 96 bytes), GM → UB in one DataCopy.
