@@ -80,8 +80,7 @@ impl Kind for HcPost {
 
 /// The fused group sum and mix `fused` (reading the group products from `products`) on
 /// column ranges of the hidden rows, each on as many vector cores as its items reach (at
-/// most all of them): wo_b's ranges may then run beside it (`gemm::overlap`). None where
-/// the columns do not cut into ranges of whole items.
+/// most all of them): wo_b's ranges may then run beside it (`gemm::overlap`).
 fn by_columns(
     fused: &Kernel,
     products: &'static str,
@@ -90,19 +89,8 @@ fn by_columns(
 ) -> Option<ByColumns> {
     let [hidden, tokens, cols] =
         ["HIDDEN", "TOKENS", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
-    let ranges = gemm::column_ranges(hidden, cols)?;
-    let ranges = ranges
-        .into_iter()
-        .map(|(first, n)| {
-            let blocks = chip.aiv_cores.min(cap / tokens * (n / cols));
-            (fused.on_columns(first, n), blocks as u32)
-        })
-        .collect();
-    Some(ByColumns {
-        kernel: fused.name.clone(),
-        input: products,
-        ranges,
-    })
+    let blocks = |n: usize| chip.aiv_cores.min(cap / tokens * (n / cols)) as u32;
+    gemm::by_columns(fused, products, hidden, cols, blocks)
 }
 
 /// `dsv4/hc_post.h` for items of `tokens` × `cols`.

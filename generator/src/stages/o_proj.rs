@@ -16,7 +16,7 @@ use crate::chip::Chip;
 use crate::chip::Mem::Ub;
 use crate::diag::Diagnostics;
 use crate::kernel_plan::gemm::{self, BLayout, Matmul, Operands, Rows};
-use crate::kernel_plan::{Builder, ByColumns, Cores, Kernel, Prologue, Value};
+use crate::kernel_plan::{Builder, Cores, Kernel, Prologue, Value};
 
 pub struct OProj;
 
@@ -146,16 +146,11 @@ impl Kind for OProj {
         }
         let combine = combine(groups, rows, hidden, cols, sh.tp == 1);
         // on column ranges too, so wo_b's ranges may run beside it (gemm::overlap)
-        if let Some(ranges) = gemm::column_ranges(hidden, cols) {
-            let ranges = ranges
-                .into_iter()
-                .map(|(first, n)| (combine.on_columns(first, n), aiv(max_rows * (n / cols))))
-                .collect();
-            b.by_columns(ByColumns {
-                kernel: combine.name.clone(),
-                input: "o_acc",
-                ranges,
-            });
+        let ranged = gemm::by_columns(&combine, "o_acc", hidden, cols, |n| {
+            aiv(max_rows * (n / cols))
+        });
+        if let Some(ranged) = ranged {
+            b.by_columns(ranged);
         }
         b.launch(
             combine,

@@ -95,7 +95,7 @@ pub use split::{Deal, KSum, Split, Tiles, traffic};
 
 use abi::DType;
 
-use super::{Builder, Kernel, MatmulOrigin};
+use super::{Builder, ByColumns, Kernel, MatmulOrigin};
 use crate::chip::Chip;
 use kernels::{kernel, shared, slice_sum};
 use split::{Room, plan_split, unfit, with_runs};
@@ -200,9 +200,30 @@ pub fn launch_overlapped(
 
 /// C's `n` columns cut into `overlap::RANGES` ranges of whole `unit`s, as (first, columns);
 /// None where they do not cut so.
-pub fn column_ranges(n: usize, unit: usize) -> Option<Vec<(usize, usize)>> {
+fn column_ranges(n: usize, unit: usize) -> Option<Vec<(usize, usize)>> {
     let w = n / overlap::RANGES;
     overlap::cuts(n, unit).then(|| (0..overlap::RANGES).map(|r| (r * w, w)).collect())
+}
+
+/// `consumer`, which reads a product's C (`input`, `n` columns) in whole `unit`s of columns,
+/// on each of C's column ranges ([`column_ranges`]), a range of `cols` columns on
+/// `blocks(cols)` blocks: what a stage declares so the fusion pass may run it beside the
+/// product's next range (`overlap::consumers`). None where C does not cut so.
+pub fn by_columns(
+    consumer: &Kernel,
+    input: &'static str,
+    n: usize,
+    unit: usize,
+    blocks: impl Fn(usize) -> u32,
+) -> Option<ByColumns> {
+    let ranges = column_ranges(n, unit)?;
+    Some(ByColumns {
+        kernel: consumer.name.clone(),
+        input,
+        ranges: (ranges.into_iter())
+            .map(|(first, cols)| (consumer.on_columns(first, cols), blocks(cols)))
+            .collect(),
+    })
 }
 
 /// A column range's product of `mm` cut into `overlap::RANGES` ranges, and its split as the
