@@ -96,7 +96,6 @@ pub use split::{Deal, KSum, Split, Tiles, traffic};
 use abi::DType;
 
 use super::{Builder, ByColumns, Kernel, MatmulOrigin};
-use crate::chip::Chip;
 use kernels::{kernel, shared, slice_sum};
 use split::{Room, plan_split, unfit, with_runs};
 
@@ -168,7 +167,9 @@ pub fn launch_overlapped(
             .map(|(first, cols)| (consumer.kernel)(first, cols))
             .collect()
     });
-    let part = ranges.as_ref().and_then(|_| range_split(mm, tiles, chip));
+    let part = ranges
+        .as_ref()
+        .and_then(|_| overlap::range_split(mm, tiles, chip));
     let product = overlap::Product {
         fuse: plan.fuse,
         shared: share::plan(mm, tiles, &whole, chip).is_some(),
@@ -224,25 +225,6 @@ pub fn by_columns(
             .map(|(first, cols)| (consumer.on_columns(first, cols), blocks(cols)))
             .collect(),
     })
-}
-
-/// A column range's product of `mm` cut into `overlap::RANGES` ranges, and its split as the
-/// range would launch alone on the spec tiles (perhaps in runs); None where a range cannot
-/// run or its k slices would need a sum of their own.
-fn range_split(mm: &Matmul, tiles: [usize; 3], chip: &Chip) -> Option<(Matmul, Split)> {
-    let part = Matmul {
-        n: mm.n / overlap::RANGES,
-        ..mm.clone()
-    };
-    let spec = Tiles::spec(&part, tiles);
-    if unfit(&part, &spec).is_some() {
-        return None;
-    }
-    let [m, n, k] = tiles;
-    let room = Room::for_tiles(m, n, k, chip);
-    let split = plan_split(&part, &room, spec, chip)?;
-    let split = with_runs(split, &part, &room, spec, chip);
-    (split.sum != KSum::Partials).then_some((part, split))
 }
 
 fn launch_with(

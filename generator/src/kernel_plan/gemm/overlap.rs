@@ -16,8 +16,7 @@
 use super::group::described;
 use super::kernels::kernel;
 use super::matmul::Matmul;
-use super::range_split;
-use super::split::Split;
+use super::split::{KSum, Room, Split, Tiles, plan_split, unfit, with_runs};
 use crate::chip::Chip;
 use crate::kernel_plan::{ByColumns, Cores, Decision, KernelPlan, Launch, Step, together};
 use crate::kernel_plan::{Kernel, Value, intern, intern_list};
@@ -62,6 +61,25 @@ pub(crate) struct Product {
 pub(crate) fn overlaps(p: &Product) -> bool {
     let fills = p.range_items.is_some_and(|i| i >= p.cube_cores);
     p.fuse && !p.shared && fills && p.consumer_blocks <= p.vector_cores as u32
+}
+
+/// A column range's product of `mm` cut into [`RANGES`] ranges, and its split as the
+/// range would launch alone on the spec tiles (perhaps in runs); None where a range cannot
+/// run or its k slices would need a sum of their own.
+pub(super) fn range_split(mm: &Matmul, tiles: [usize; 3], chip: &Chip) -> Option<(Matmul, Split)> {
+    let part = Matmul {
+        n: mm.n / RANGES,
+        ..mm.clone()
+    };
+    let spec = Tiles::spec(&part, tiles);
+    if unfit(&part, &spec).is_some() {
+        return None;
+    }
+    let [m, n, k] = tiles;
+    let room = Room::for_tiles(m, n, k, chip);
+    let split = plan_split(&part, &room, spec, chip)?;
+    let split = with_runs(split, &part, &room, spec, chip);
+    (split.sum != KSum::Partials).then_some((part, split))
 }
 
 /// The most blocks a consumer's range takes.
