@@ -240,6 +240,20 @@ impl KernelPlan {
     }
 }
 
+/// The stages a launch of `stage` that does the work of `launches` serves besides its own
+/// (`Launch::also`): theirs and those they serve, each once.
+pub(crate) fn serves_also(stage: &str, launches: &[&Launch]) -> Vec<&'static str> {
+    let mut also: Vec<&'static str> = Vec::new();
+    for l in launches {
+        for &s in std::iter::once(&l.stage).chain(l.also) {
+            if s != stage && !also.contains(&s) {
+                also.push(s);
+            }
+        }
+    }
+    also
+}
+
 /// Whether `step` binds tensor `name`.
 pub(crate) fn binds(step: &Step, name: &str) -> bool {
     match step {

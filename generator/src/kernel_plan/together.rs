@@ -16,7 +16,9 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Cores, Decision, Kernel, KernelPlan, Launch, Step, TOGETHER, Value, binds};
+use super::{
+    Cores, Decision, Kernel, KernelPlan, Launch, Step, TOGETHER, Value, binds, serves_also,
+};
 use super::{intern, intern_list};
 use crate::chip::Chip;
 
@@ -147,14 +149,8 @@ fn merge(plan: KernelPlan, members: &[usize], at: usize, chip: &Chip) -> KernelP
         let on: Vec<(&Kernel, u32)> = parts.iter().map(|(l, k)| (*k, l.block_dim)).collect();
         let kernel = kernel(&on, chip);
         let stage = parts[0].0.stage;
-        let mut also: Vec<&str> = Vec::new();
-        for (l, _) in &parts {
-            for s in std::iter::once(&l.stage).chain(l.also) {
-                if *s != stage && !also.contains(s) {
-                    also.push(s);
-                }
-            }
-        }
+        let launches: Vec<&Launch> = parts.iter().map(|(l, _)| *l).collect();
+        let also = serves_also(stage, &launches);
         let args: Vec<&str> = parts
             .iter()
             .flat_map(|(l, _)| l.args.iter().copied())

@@ -63,10 +63,10 @@ impl Kind for HcPost {
             }
             _ => None,
         };
-        let items = p.shape.local_t / tokens * (hidden / cols);
+        let blocks = reach(&kernel, hidden, p.shape.local_t, p.chip);
         b.launch(
             kernel,
-            p.chip.aiv_cores.min(items) as u32,
+            blocks,
             &["attn_out", "x_hc", "post", "comb", "x_out"],
         );
         if let Some((ranges, offer)) = offer {
@@ -87,10 +87,18 @@ fn by_columns(
     cap: usize,
     chip: &Chip,
 ) -> Option<ByColumns> {
-    let [hidden, tokens, cols] =
-        ["HIDDEN", "TOKENS", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
-    let blocks = |n: usize| chip.aiv_cores.min(cap / tokens * (n / cols)) as u32;
-    gemm::by_columns(fused, products, hidden, cols, blocks)
+    let [hidden, cols] = ["HIDDEN", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
+    gemm::by_columns(fused, products, hidden, cols, |n| {
+        reach(fused, n, cap, chip)
+    })
+}
+
+/// The vector cores the items of an hc_post kernel (`kernel`: TOKENS × COLS each) over
+/// `cols` of the columns reach at `cap` tokens, at most all of them.
+fn reach(kernel: &Kernel, cols: usize, cap: usize, chip: &Chip) -> u32 {
+    let [tokens, item_cols] =
+        ["TOKENS", "COLS"].map(|n| kernel.u32_param(n).expect("hc_post's params"));
+    chip.aiv_cores.min(cap / tokens * (cols / item_cols)) as u32
 }
 
 /// `dsv4/hc_post.h` for items of `tokens` × `cols`.
@@ -184,8 +192,9 @@ fn with_rank_sum(sum: &Kernel, post: &Kernel, cap: usize, chip: &Chip) -> Option
 }
 
 /// hc_post's kernel at `post`'s item columns or, where the producer's buffers
-/// (`producer(cols)`) beside hc_post's but its attention rows would overflow UB, a half or a
-/// quarter of them, with all the fused kernel's buffers; `None` where none fits.
+/// (`producer(cols)`), the item's f32 sum, rounded to bf16 and widened back, and hc_post's
+/// but its attention rows would overflow UB, a half or a quarter of them, with all the fused
+/// kernel's buffers; `None` where none fits.
 fn fused_items(
     post: &Kernel,
     chip: &Chip,
@@ -199,6 +208,11 @@ fn fused_items(
         .map(|c| {
             let part = kernel(hc, hidden, tokens, c);
             let mut buffers = producer(c);
+            buffers.extend([
+                row("acc", Ub, DType::F32, tokens * c, 1, None),
+                row("attn_out", Ub, DType::Bf16, tokens * c, 1, None),
+                row("attn_f32", Ub, DType::F32, tokens * c, 1, None),
+            ]);
             let shared = |b: &&Buffer| b.name != "attn_out" && b.name != "attn_f32";
             buffers.extend(part.buffers.iter().filter(shared).cloned());
             (part, buffers)
@@ -209,28 +223,20 @@ fn fused_items(
 /// The offer of `post` to take `producer` as its prologue (`fused`, on as many vector cores
 /// as its items reach at `cap` tokens).
 fn prologue(producer: &Kernel, post: &Kernel, fused: Kernel, cap: usize, chip: &Chip) -> Prologue {
-    let [hidden, tokens, cols] =
-        ["HIDDEN", "TOKENS", "COLS"].map(|n| fused.u32_param(n).expect("hc_post's params"));
+    let hidden = fused.u32_param("HIDDEN").expect("hc_post's params");
     Prologue {
         producer: producer.name.clone(),
         consumer: post.name.clone(),
         input: "attn_out",
-        block_dim: chip.aiv_cores.min(cap / tokens * (hidden / cols)) as u32,
+        block_dim: reach(&fused, hidden, cap, chip),
         fused,
     }
 }
 
-/// The rank sum's UB in rank_sum_hc_post.h for items of `tokens` × `cols`: a source rank's
-/// rows (f32, double buffered), their sum, the sum rounded to bf16 and widened back.
+/// The rank sum's own UB in rank_sum_hc_post.h for items of `tokens` × `cols`: a source
+/// rank's rows (f32, double buffered).
 fn summed_buffers(tokens: usize, cols: usize) -> Vec<Buffer> {
-    use DType::*;
-    let (t, c) = (tokens, cols);
-    vec![
-        row("rows_in", Ub, F32, t * c, 2, Some(c)),
-        row("acc", Ub, F32, t * c, 1, None),
-        row("attn_out", Ub, Bf16, t * c, 1, None),
-        row("attn_f32", Ub, F32, t * c, 1, None),
-    ]
+    vec![row("rows_in", Ub, DType::F32, tokens * cols, 2, Some(cols))]
 }
 
 /// Group products group_combine_hc_post.h keeps in flight: as many as the TPipe's V_MTE2
@@ -238,10 +244,9 @@ fn summed_buffers(tokens: usize, cols: usize) -> Vec<Buffer> {
 /// item's products load while the vector unit mixes this one.
 const PRODUCT_BUFFERS: usize = 5;
 
-/// The group sum's UB in group_combine_hc_post.h for items of `tokens` × `cols`: the
+/// The group sum's own UB in group_combine_hc_post.h for items of `tokens` × `cols`: the
 /// groups' products (i32, [`PRODUCT_BUFFERS`]), the rows' scales (a 32-byte block run per
-/// group, then each spread over a block), one group's term and the sum (f32), wo_b_scale
-/// whole, the sum rounded to bf16 and widened back.
+/// group, then each spread over a block), one group's term (f32), wo_b_scale whole.
 fn combined_buffers(groups: usize, tokens: usize, cols: usize, hidden: usize) -> Vec<Buffer> {
     use DType::*;
     let (t, c) = (tokens, cols);
@@ -258,9 +263,6 @@ fn combined_buffers(groups: usize, tokens: usize, cols: usize, hidden: usize) ->
         ),
         row("term", Ub, F32, t * c, 1, None),
         row("wo_b_scale", Ub, F32, hidden, 1, None),
-        row("acc", Ub, F32, t * c, 1, None),
-        row("attn_out", Ub, Bf16, t * c, 1, None),
-        row("attn_f32", Ub, F32, t * c, 1, None),
     ]
 }
 

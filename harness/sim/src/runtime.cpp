@@ -212,7 +212,7 @@ struct Launch {
     // Ordered: blocks core `me` until it runs (with `lk` on `mu`), or the launch aborts.
     void AwaitTurnLocked(std::unique_lock<std::mutex>& lk, uint32_t me)
     {
-        cv.wait(lk, [&] { return aborted.load() || !ordered || running == me; });
+        cv.wait(lk, [&] { return aborted.load() || running == me; });
     }
     // Blocks the calling core until pred() holds (with `lk` on `mu`), or the launch aborts.
     template <typename Pred>

@@ -19,7 +19,7 @@ use super::matmul::Matmul;
 use super::split::{KSum, Room, Split, Tiles, plan_split, unfit, with_runs};
 use crate::chip::Chip;
 use crate::kernel_plan::{ByColumns, Cores, Decision, KernelPlan, Launch, Step, together};
-use crate::kernel_plan::{Kernel, Value, intern, intern_list};
+use crate::kernel_plan::{Kernel, Value, intern, intern_list, serves_also};
 
 /// A vector kernel reading C column range by column range: `kernel(first, cols)` finishes
 /// columns `[first, first + cols)` (a multiple of `unit` each), on the blocks it returns;
@@ -205,12 +205,7 @@ fn overlapped(plan: &KernelPlan, i: usize, chip: &Chip) -> Option<Pair> {
         );
     };
     let spreads = plan.spreads.contains(&entry.kernel);
-    let mut also: Vec<&str> = pl.also.to_vec();
-    for s in std::iter::once(&cl.stage).chain(cl.also) {
-        if *s != pl.stage && !also.contains(s) {
-            also.push(s);
-        }
-    }
+    let also = serves_also(pl.stage, &[pl, cl]);
     let both: Vec<&str> = pl.args.iter().chain(cl.args).copied().collect();
     let last = RANGES;
     let out = launches(&part, &split, &entry.ranges, chip)
