@@ -116,6 +116,40 @@ fn twenty_four_blocks_share_the_bandwidth_and_a_launch_uses_only_its_cores() {
     assert!(many.duration() > one.duration());
 }
 
+/// Bytes an earlier launch left in L2 load at one core's full rate t(1) whatever the
+/// launch's core count; all cores' hits together are bounded over the launch (the shared
+/// floor at the 1.6 TB/s peak), not by a 1/N share of it per core, which would charge a
+/// launch's idle cores' share to its busy ones.
+#[test]
+fn warm_reads_run_at_one_cores_rate_and_together_at_the_peak() {
+    let blocks = 48;
+    let mut x = vec![1f32; 16384 * blocks];
+    let t = time(
+        lib()
+            .launch_measured(
+                "tm_one_copy",
+                CoreMode::Aiv,
+                blocks as u32,
+                &mut [GmArg::new("x", &mut x).warm(true)],
+            )
+            .unwrap(),
+    );
+    assert_eq!(t.cores.len(), blocks);
+    for c in &t.cores {
+        assert_eq!((c.hbm_bytes, c.l2_bytes), (0, 65536));
+        assert_eq!(c.busy[4] as f64, load_cycles(65536.0, 1.0));
+    }
+    // 48 · 64 KiB at 1.6 TB/s (888.9 bytes per cycle at 1.8 GHz): 3539 cycles, more than a
+    // core's 2567 + 50
+    let floor = blocks as f64 * 65536.0 / (1.6e12 / 1.8e9);
+    assert!(
+        (t.cycles() - (OP_HEAD + floor)).abs() <= 2.0,
+        "{} cycles, want {}",
+        t.cycles(),
+        OP_HEAD + floor
+    );
+}
+
 /// Every block reads the same bytes: the first to touch them pays the HBM read, the others
 /// hit L2 (timing.h). With `ordered` that is always block 0 (the cores run one at a time,
 /// the lowest-numbered first), so the modeled time is the same on every run; cores racing

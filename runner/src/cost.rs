@@ -1,7 +1,8 @@
 //! `cost`: what each kernel launch of one sim run costs — FLOPs by input type and vector
 //! element-ops, GM bytes moved against the minimum (inputs read once, outputs written once,
 //! a hand-off through GM once per value: `LaunchStats::gm_min_bytes`), scalar GM accesses,
-//! its roofline time on the plan's chip profile (max of cube, vector and HBM time) — and its
+//! its roofline time on the plan's chip profile (max of cube, vector and HBM time, the HBM
+//! time of the minimum: a floor of the work, not of how a kernel moves it) — and its
 //! modeled device time (the sim's timeline, [`crate::modeled`]) with what bounds it; the
 //! layer's modeled time is the chain.
 
@@ -34,6 +35,9 @@ pub struct LaunchCost {
     pub f32_flop: f64,
     pub vec_ops: f64,
     pub moved: u64,
+    /// Of `moved`, what the cores read from or wrote to HBM rather than hit in L2 (the
+    /// timeline's; 0 without it).
+    pub hbm: u64,
     /// Every value read once and written once (`LaunchStats::gm_min_bytes`).
     pub min: u64,
     pub scalar_reads: u64,
@@ -63,6 +67,7 @@ impl LaunchCost {
         let f32_flop = 2.0 * c.mac_f32 as f64;
         let vec_ops = c.vec_elem_ops as f64;
         let moved = c.gm_bytes();
+        let min = c.gm_min_bytes();
         let times = [
             (
                 bf16_flop / chip.cube_bf16_flops
@@ -71,7 +76,7 @@ impl LaunchCost {
                 "cube",
             ),
             (vec_ops / chip.vector_elem_ops, "vector"),
-            (moved as f64 / chip.hbm_bytes_per_s, "HBM"),
+            (min as f64 / chip.hbm_bytes_per_s, "HBM"),
         ];
         let (secs, bound) = times
             .into_iter()
@@ -86,7 +91,10 @@ impl LaunchCost {
             f32_flop,
             vec_ops,
             moved,
-            min: c.gm_min_bytes(),
+            hbm: time
+                .as_ref()
+                .map_or(0, |t| t.cores.iter().map(|k| k.hbm_bytes).sum()),
+            min,
             scalar_reads: c.scalar_gm_reads,
             scalar_writes: c.scalar_gm_writes,
             roofline: Duration::from_secs_f64(secs),
@@ -200,17 +208,19 @@ pub fn print(record: &RunRecord, timeline: Option<&Timeline>, rank: usize, chip:
         }
     }
     let sum = |f: &dyn Fn(&LaunchCost) -> f64| costs.iter().map(f).sum::<f64>();
-    let (moved, min) = (
+    let (moved, hbm, min) = (
         costs.iter().map(|c| c.moved).sum::<u64>(),
+        costs.iter().map(|c| c.hbm).sum::<u64>(),
         costs.iter().map(|c| c.min).sum::<u64>(),
     );
     println!(
-        "total: bf16 {:.2} GFLOP, int8 {:.2} GOP, f32 {:.2} GFLOP, vector {:.3} Gop; GM {:.1} MB moved, {:.1} MB minimum (ratio {:.2}); scalar GM {} reads / {} writes; roofline {:.1} µs",
+        "total: bf16 {:.2} GFLOP, int8 {:.2} GOP, f32 {:.2} GFLOP, vector {:.3} Gop; GM {:.1} MB moved ({:.1} MB of it at HBM), {:.1} MB minimum (ratio {:.2}); scalar GM {} reads / {} writes; roofline {:.1} µs",
         sum(&|c| c.bf16_flop) / 1e9,
         sum(&|c| c.i8_op) / 1e9,
         sum(&|c| c.f32_flop) / 1e9,
         sum(&|c| c.vec_ops) / 1e9,
         mb(moved),
+        mb(hbm),
         mb(min),
         if min == 0 {
             1.0
@@ -283,6 +293,7 @@ pub fn write_report(
                 "bound": c.modeled.map(|m| m.1),
                 "start_us": span(c.step).map(|x| us(x.start)),
                 "gm_bytes": c.moved,
+                "hbm_bytes": c.hbm,
                 "gm_min_bytes": c.min,
             }),
             None => json!({
@@ -346,7 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn the_roofline_is_the_slowest_unit_and_the_ratio_counts_re_reads() {
+    fn the_roofline_is_the_slowest_unit_on_the_minimum_and_the_ratio_counts_re_reads() {
         // 1e9 bf16 MACs = 2 ms of cube; 1e6 bytes = 10 µs of HBM
         let c = LaunchCost::of(
             &step(LaunchStats {
@@ -364,6 +375,20 @@ mod tests {
         assert!((c.roofline.as_secs_f64() - 2e-3).abs() < 1e-9);
         assert_eq!((c.moved, c.min), (1_000_000, 500_000));
         assert_eq!(c.ratio(), 2.0);
+        // bytes bound by their minimum, not by what the kernel moved: 5 µs, not 10
+        let copy = LaunchCost::of(
+            &step(LaunchStats {
+                gm_read_bytes: 750_000,
+                gm_write_bytes: 250_000,
+                gm_min_read_bytes: 250_000,
+                gm_min_write_bytes: 250_000,
+                ..Default::default()
+            }),
+            &CHIP,
+        )
+        .unwrap();
+        assert_eq!(copy.bound, "HBM");
+        assert!((copy.roofline.as_secs_f64() - 5e-6).abs() < 1e-12);
         // int8 runs twice as fast; bytes dominate a copy
         let q = LaunchCost::of(
             &step(LaunchStats {

@@ -202,7 +202,9 @@ OpTime Cost(const char* api, uint16_t apiId, Pipe pipe, const OpWork& w, uint32_
                 return {c.loadHead, 0};
             }
             double t = c.loadA + c.loadB / n;
-            double l2 = std::min(c.loadA + c.loadB, c.l2BytesPerS / c.clockHz / n);
+            // a hit at one core's full rate; the cores' hits together are bounded over the
+            // launch (KernelTime's shared floor), so idle cores leave their share to others
+            double l2 = c.loadA + c.loadB;
             double cycles = c.loadHead + w.gmHbmRead / t + w.gmL2Read / l2 + c.loadStrideK * w.stridePitch;
             return {cycles, w.gmHbmRead > 0 ? c.gmReadLatency : c.l2HitLatency};
         }

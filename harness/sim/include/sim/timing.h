@@ -15,7 +15,8 @@
 // cycle per core (the fit itself is Huawei's measurement of N cores loading at once); a
 // byte this launch already read or wrote, or any byte of a buffer the host marks warm (an
 // earlier launch of the step left it in L2: harness/src/backend/sim.rs), is an L2 hit at the
-// single-core rate t(1), the cores' hits together at most l2BytesPerS; a scalar GM read misses
+// single-core rate t(1), the cores' hits together at most l2BytesPerS over the launch (not a
+// 1/N share per core: a launch's idle cores leave theirs to the others); a scalar GM read misses
 // once per 64-byte line and core, unless DataCachePreload asked for the line: then it hits,
 // waiting for the line if a GM read latency has not passed since the preload started; pipes
 // hold one instruction at a time and
