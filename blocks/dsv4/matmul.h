@@ -37,6 +37,8 @@
 // k block) fractals; L0B (k block, n block) fractals of n rows: B [N, K] is already in that
 // order, bf16 B [K, N] is transposed per fractal by LoadData, int8 B [K, N] per 32x32
 // square by LoadDataWithTranspose.
+// GATED (dsv4/matmul_prefetch.h): the block's vector cores read each item's B into L2
+// ahead of it; before a strip whose B the block has not read yet, the cube waits for it.
 // Buffers: the plan decides each InitBuffer size and passes it as `*_BYTES` (A_PANEL,
 // B_L1, A_L0, A_TAIL when TAIL_K > 0, B_L0, C_STRIP), each at least what its use below needs,
 // and how many B tiles stream through L1 (B_L1_BUFFERS: more hide the GM latency of a load
@@ -103,7 +105,13 @@ struct Runs {
     __aicore__ inline bool Mine(uint32_t g) const { return g >= first && g < end; }
 };
 
-template <typename P>
+// Cross-core flags (mode 2) of a GATED matmul and its vector cores' B reads.
+struct BFlags {
+    static constexpr uint16_t READY = 3;  // AIVs -> AIC: a strip's B is in L2
+    static constexpr uint16_t TAKEN = 4;  // AIC -> AIVs: a strip's B was waited for (a credit)
+};
+
+template <typename P, bool GATED = false>
 class Matmul {
     using In = typename CubeTypes<P::INT8>::In;
     using Acc = typename CubeTypes<P::INT8>::Acc;
@@ -146,19 +154,26 @@ class Matmul {
                   "2 to 4 B tiles in flight in L1, 1 or 2 C strips");
     static_assert(P::C_STRIP_BYTES >= STRIPS_M * P::TILE_M * P::TILE_N * sizeof(Acc),
                   "c_strip holds the range's Mmad tiles of one column tile");
+    static_assert(!GATED || !P::COLUMNS_INNER, "gated B: items one (m range, n range, k slice) each");
 
 public:
     __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
     {
         (void)workspace;
-        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        Matmul op;
+        op.Init(a, b, c, tiling);
+        WithDeal(static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()),
+                 op.m_, [&](const auto& deal) { op.Process(deal, 0); });
+    }
+
+    // f(the deal of a launch's items at `rows` rows to block `block` of `blocks`).
+    template <class F>
+    __aicore__ static inline void WithDeal(uint32_t block, uint32_t blocks, uint32_t rows, F f)
+    {
         if constexpr (P::RUNS) {
-            Matmul op;
-            op.Init(a, b, c, tiling);
-            op.Process(Runs(block, blocks, Items(op.m_)), 0);
+            f(Runs(block, blocks, Items(rows)));
         } else {
-            RunOn(a, b, c, tiling, BackAndForth{block, blocks}, 0);
+            f(BackAndForth{block, blocks});
         }
     }
 
@@ -205,6 +220,74 @@ public:
             op.UnderPanel(op.ItemOf(0, panel % mRanges, ks), [&](const Item& it, const auto& l1, const auto& tail) {
                 op.template PartsColumns<0, P, Qs...>(it, l1, tail, addr, deal, first, ks);
             });
+        }
+    }
+
+    // This block's items (batch, m range, n range, k slice) in the order it runs them (the
+    // k slices of an item with CHAIN in turn), each with whether its B differs from the
+    // block's item before (with RUNS a run's m ranges of one B slice follow each other).
+    template <class Deal, class F>
+    __aicore__ static inline void ForItems(uint32_t rows, const Deal& deal, uint32_t before, F f)
+    {
+        const uint32_t mRanges = (rows + P::RANGE_M - 1) / P::RANGE_M;
+        const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
+        const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
+        const uint32_t items = Items(rows);
+        uint32_t lastB = ~0u;
+        for (uint32_t item = 0; item < items; ++item) {
+            if (!deal.Mine(before + item)) {
+                continue;
+            }
+            // (batch, m range, n range, slice), or with RUNS (batch, n range, slice, m range)
+            uint32_t rest = item;
+            uint32_t mr = 0;
+            if constexpr (P::RUNS) {
+                mr = rest % mRanges;
+                rest /= mRanges;
+            }
+            const uint32_t slice = rest % SliceItems();
+            rest /= SliceItems();
+            const uint32_t nr = rest % nRanges;
+            rest /= nRanges;
+            if constexpr (!P::RUNS) {
+                mr = rest % mRanges;
+                rest /= mRanges;
+            }
+            const uint32_t batch = rest;
+            const uint32_t kEnd = P::CHAIN ? kSlices : slice + 1;
+            for (uint32_t ks = P::CHAIN ? 0 : slice; ks < kEnd; ++ks) {
+                const uint32_t b = (batch * nRanges + nr) * kSlices + ks;
+                f(batch, mr, nr, ks, b != lastB);
+                lastB = b;
+            }
+        }
+    }
+
+    // The B of C columns [n, n + nLen) over k slice ks of batch `batch`: `rows` rows of
+    // `width` elements, LDB apart, from element `at` of B.
+    struct BRows {
+        uint64_t at;
+        uint32_t rows, width;
+    };
+    __aicore__ static inline BRows StripB(uint32_t batch, uint32_t ks, uint32_t n, uint32_t nLen)
+    {
+        const uint32_t k0 = ks * P::SLICE_K;
+        const uint32_t kLen = Min(P::SLICE_K, P::K - k0);
+        const uint64_t at = uint64_t(batch) * P::STRIDE_B;
+        if constexpr (P::B_NK) {
+            return BRows{at + uint64_t(n) * P::LDB + k0, nLen, kLen};
+        } else {
+            return BRows{at + uint64_t(k0) * P::LDB + n, kLen, nLen};
+        }
+    }
+
+    // Calls f(n, nLen) for the column strips of n ranges [nr, nrEnd).
+    template <class F>
+    __aicore__ static inline void ForStrips(uint32_t nr, uint32_t nrEnd, F f)
+    {
+        const uint32_t nEnd = Min(P::N, nrEnd * P::RANGE_N);
+        for (uint32_t n = nr * P::RANGE_N; n < nEnd; n += P::TILE_N) {
+            f(n, Min(P::TILE_N, nEnd - n));
         }
     }
 
@@ -302,11 +385,11 @@ private:
     template <class Deal>
     __aicore__ inline void Process(const Deal& deal, uint32_t before)
     {
-        const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
-        const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
-        const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
-        const uint32_t items = Items(m_);
         if constexpr (P::COLUMNS_INNER) {
+            const uint32_t mRanges = (m_ + P::RANGE_M - 1) / P::RANGE_M;
+            const uint32_t nRanges = (P::N + P::RANGE_N - 1) / P::RANGE_N;
+            const uint32_t kSlices = (P::K + P::SLICE_K - 1) / P::SLICE_K;
+            const uint32_t items = Items(m_);
             // (batch, slice, m range, n range): the block's n ranges of each panel (a run's
             // items are consecutive, so they are too) under one copy of it
             for (uint32_t first = 0; first < items; first += nRanges) {
@@ -318,47 +401,31 @@ private:
             }
             return;
         }
-        for (uint32_t item = 0; item < items; ++item) {
-            if (!deal.Mine(before + item)) {
-                continue;
-            }
-            // (batch, m range, n range, slice), or with RUNS (batch, n range, slice, m range)
-            uint32_t rest = item;
-            uint32_t mr = 0;
-            if constexpr (P::RUNS) {
-                mr = rest % mRanges;
-                rest /= mRanges;
-            }
-            const uint32_t slice = rest % SliceItems();
-            rest /= SliceItems();
-            const uint32_t nr = rest % nRanges;
-            rest /= nRanges;
-            if constexpr (!P::RUNS) {
-                mr = rest % mRanges;
-                rest /= mRanges;
-            }
-            const uint32_t batch = rest;
-            const uint32_t kEnd = P::CHAIN ? kSlices : slice + 1;
-            for (uint32_t ks = P::CHAIN ? 0 : slice; ks < kEnd; ++ks) {
-                Slice(batch, mr, nr, nr + 1, ks);
-            }
-        }
+        ForItems(m_, deal, before, [&](uint32_t batch, uint32_t mr, uint32_t nr, uint32_t ks, bool freshB) {
+            Slice(batch, mr, nr, nr + 1, ks, freshB);
+        });
     }
 
     // k slice ks of the work items (batch, m range mr, n ranges nr .. nrEnd).
-    __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t nrEnd, uint32_t ks)
+    // With GATED and freshB, each strip first waits for its B in L2.
+    __aicore__ inline void Slice(uint32_t batch, uint32_t mr, uint32_t nr, uint32_t nrEnd, uint32_t ks,
+                                 bool freshB = false)
     {
         const Item it = ItemOf(batch, mr, ks);
         if (P::CHAIN && ks > 0) {
             // the previous slice's C writes land before this slice adds to them
             AscendC::PipeBarrier<PIPE_FIX>();
         }
-        const uint32_t n0 = nr * P::RANGE_N;
-        const uint32_t nEnd = Min(P::N, nrEnd * P::RANGE_N);
         UnderPanel(it, [&](const Item& item, const auto& panel, const auto& tail) {
-            for (uint32_t n = n0; n < nEnd; n += P::TILE_N) {
-                Strip(item, panel, tail, n, Min(P::TILE_N, nEnd - n));
-            }
+            ForStrips(nr, nrEnd, [&](uint32_t n, uint32_t nLen) {
+                if constexpr (GATED) {
+                    if (freshB) {
+                        AscendC::CrossCoreWaitFlag(BFlags::READY);
+                        AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(BFlags::TAKEN);
+                    }
+                }
+                Strip(item, panel, tail, n, nLen);
+            });
         });
     }
 

@@ -22,13 +22,18 @@
 // parts in order, dealt in contiguous shares over the launch's vector cores while the cube
 // cores run the cube parts' items; C columns apart, so neither waits for the other.
 //
+// Or the vector cores read the cube parts' B into L2 ahead of the cube (a last part naming
+// DEPTH: dsv4/matmul_prefetch.h's BReader over each cube part in turn, the cube GATED), for
+// cube parts dealt one panel's columns an item.
+//
 // Params contract: each cube part P_i is a Matmul Params (see matmul.h); all parts read
 // the same A (same element type, K, LDA, row count and batch 1). A vector part is a
 // VectorMatmul Params with PART, the index of the cube part whose B and C it shares (its
-// N_FIRST that part's N).
+// N_FIRST that part's N). A reader part names DEPTH, SLOTS and CHUNK_BYTES (BReader's).
 #pragma once
 
 #include "dsv4/matmul.h"
+#include "dsv4/matmul_prefetch.h"
 #include "dsv4/vector_matmul.h"
 
 namespace dsv4 {
@@ -43,11 +48,39 @@ struct IsVectorPart {
     static constexpr bool VALUE = Has<P>(nullptr);
 };
 
+// Whether a group's part reads the cube parts' B ahead (its Params name DEPTH).
+template <typename P>
+struct IsReaderPart {
+    template <typename Q>
+    static constexpr bool Has(decltype(&Q::DEPTH)) { return true; }
+    template <typename Q>
+    static constexpr bool Has(...) { return false; }
+    static constexpr bool VALUE = Has<P>(nullptr);
+};
+
+// The last of a pack of types.
+template <typename Head, typename... Tail>
+struct LastOf {
+    using Type = typename LastOf<Tail...>::Type;
+};
+template <typename Head>
+struct LastOf<Head> {
+    using Type = Head;
+};
+
+template <typename P>
+struct IsCubePart {
+    static constexpr bool VALUE = !IsVectorPart<P>::VALUE && !IsReaderPart<P>::VALUE;
+};
+
 template <typename... Ps>
 class MatmulGroup {
     static constexpr uint32_t VECTOR_PARTS = (0u + ... + uint32_t(IsVectorPart<Ps>::VALUE));
-    static constexpr uint32_t CUBE_PARTS = sizeof...(Ps) - VECTOR_PARTS;
+    static constexpr uint32_t READERS = (0u + ... + uint32_t(IsReaderPart<Ps>::VALUE));
+    static constexpr uint32_t CUBE_PARTS = sizeof...(Ps) - VECTOR_PARTS - READERS;
+    static constexpr bool GATED = READERS > 0;
     static_assert(CUBE_PARTS >= 2 || (CUBE_PARTS >= 1 && VECTOR_PARTS >= 1), "a group has at least two parts");
+    static_assert(READERS <= 1 && (READERS == 0 || VECTOR_PARTS == 0), "one reader, and no vector parts beside it");
 
 public:
     template <typename... Addr>
@@ -56,7 +89,14 @@ public:
         static_assert(sizeof...(Addr) == 2 * CUBE_PARTS + 2, "B and C per cube part, then workspace and tiling");
         GM_ADDR addr[] = {rest...};
         GM_ADDR tiling = addr[sizeof...(Addr) - 1];
-        if constexpr (VECTOR_PARTS == 0) {
+        if constexpr (GATED) {
+            if ASCEND_IS_AIC {
+                RunCube(a, addr, tiling);
+            }
+            if ASCEND_IS_AIV {
+                ReadAhead(addr, tiling);
+            }
+        } else if constexpr (VECTOR_PARTS == 0) {
             RunCube(a, addr, tiling);
         } else {
             if ASCEND_IS_AIC {
@@ -78,12 +118,43 @@ private:
         const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
         const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
         if constexpr (P0::COLUMNS_INNER) {
-            static_assert(VECTOR_PARTS == 0, "shared panels: cube parts only");
+            static_assert(VECTOR_PARTS == 0 && !GATED, "shared panels: cube parts only, B not read ahead");
             RunPanels<Ps...>(a, addr, tiling, Runs(block, blocks, CubeItems<Ps...>(rows)));
         } else if constexpr (P0::RUNS) {
             Each<0, Ps...>(Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, a, addr, tiling);
         } else {
             Each<0, Ps...>(BackAndForth{block, blocks}, rows, 0, a, addr, tiling);
+        }
+    }
+
+    // The vector cores of block i (2i and 2i + 1) read B of the block's items of every cube
+    // part, dealt as RunCube deals them, ahead of its cube core.
+    template <typename Reader = typename LastOf<Ps...>::Type>
+    __aicore__ static inline void ReadAhead(GM_ADDR* addr, GM_ADDR tiling)
+    {
+        using P0 = typename FirstOf<Ps...>::Type;
+        const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
+        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx()) / 2;
+        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
+        BReader<Reader> reader;
+        if constexpr (P0::RUNS) {
+            EachRead<0, Ps...>(reader, Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, addr);
+        } else {
+            EachRead<0, Ps...>(reader, BackAndForth{block, blocks}, rows, 0, addr);
+        }
+        reader.End();
+    }
+
+    // Cube part I's B as Each<I> runs it.
+    template <uint32_t I, typename P, typename... More, class Reader, class Deal>
+    __aicore__ static inline void EachRead(Reader& reader, const Deal& deal, uint32_t rows, uint32_t before,
+                                           GM_ADDR* addr)
+    {
+        if constexpr (IsCubePart<P>::VALUE) {
+            reader.template Product<P>(addr[2 * I], rows, deal, before);
+            if constexpr (sizeof...(More) > 0) {
+                EachRead<I + 1, More...>(reader, deal, rows, before + Matmul<P>::Items(rows), addr);
+            }
         }
     }
 
@@ -98,7 +169,7 @@ private:
     __aicore__ static inline uint32_t CubeItems(uint32_t rows)
     {
         uint32_t items = 0;
-        if constexpr (!IsVectorPart<P>::VALUE) {
+        if constexpr (IsCubePart<P>::VALUE) {
             items = Matmul<P>::Items(rows);
         }
         if constexpr (sizeof...(More) > 0) {
@@ -112,7 +183,7 @@ private:
     __aicore__ static inline void Each(const Deal& deal, uint32_t rows, uint32_t before, GM_ADDR a, GM_ADDR* addr,
                                        GM_ADDR tiling)
     {
-        if constexpr (!IsVectorPart<P>::VALUE) {
+        if constexpr (IsCubePart<P>::VALUE) {
             using P0 = typename FirstOf<Ps...>::Type;
             static_assert(P::INT8 == P0::INT8 && P::K == P0::K && P::LDA == P0::LDA &&
                               P::GROUP_ROWS == P0::GROUP_ROWS && P::ROWS_PER_TOKEN == P0::ROWS_PER_TOKEN &&
@@ -126,7 +197,7 @@ private:
                 mine = deal.Mine(before + i);
             }
             if (mine) {
-                Matmul<P>::RunOn(a, addr[2 * I], addr[2 * I + 1], tiling, deal, before);
+                Matmul<P, GATED>::RunOn(a, addr[2 * I], addr[2 * I + 1], tiling, deal, before);
             }
             if constexpr (sizeof...(More) > 0) {
                 Each<I + 1, More...>(deal, rows, before + items, a, addr, tiling);

@@ -96,16 +96,16 @@ pub const ABI: VariantAbi = VariantAbi {
 pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split128x256x768_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h32_hd512_rd64_g8_d7_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_finish_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7_r64_hpg16_tpad128", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "packed"] },
     Kernel { name: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1408x128_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128__kn_n512_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_quant_g2_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_k_slice_sum_n256_s2_r128_on16__k_slice_sum_n512_s2_r128_on16", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql256_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
+    Kernel { name: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split128x256x768_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -116,12 +116,12 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128__kn_n512_k2048_tile64x128x128_split128x1024x128_bufs4x2_parts_r128", cores: plan::Cores::Aic, block_dim: 12, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_k_slice_sum_n256_s2_r128_on16__k_slice_sum_n512_s2_r128_on16", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_q_latent", "q_latent", "k_partials_kv_latent", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_latent_quant_ql256_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split128x256x768_bufs4x2", cores: plan::Cores::Aic, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split128x256x768_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g8_d7_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7_r64_hpg16_tpad128", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_b2_sa1048576_sb2097152_sc32768_tile64x128x128_split128x1408x128_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, block_dim: 32, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_ldb512_b2_sa32768_sb256_sc262144_tile64x128x256_split128x256x256_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r128_hc_post_hc4_d2048_t8_c128", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 

@@ -96,18 +96,18 @@ pub const ABI: VariantAbi = VariantAbi {
 pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile512x32x256_split512x1024x704_tail64_ak32_bufs3x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "beside2_4356ccf08830", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_q"] },
     Kernel { name: "qkv_q_heads_h64_from32x32_hd512_rd64_g8_d9_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_finish_h64_d512_w128_s8_bs32_ht32_kv128_dk128_oh7_r64_hpg8_tpad512", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_group2_bf16_k4096_n1024x512_49567005aaf2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_quant_g8_r512_k1024_t4_s3_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "beside2_f9201339783f", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_x_hc", "p1_post", "p1_comb", "p1_x_out"] },
     Kernel { name: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_k_slice_sum_n1024_s4_r512__k_slice_sum_n512_s4_r512", cores: plan::Cores::Aiv, args: &["p0_parts", "p0_out", "p1_parts", "p1_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
+    Kernel { name: "matmul_group2_bf16_k4096_n1024x512_49567005aaf2_pf", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile512x32x256_split512x1024x704_tail64_ak32_bufs3x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -115,16 +115,16 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d4096_m16_k64_s9_v128_p24_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 24, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d4096_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k4096_n1024x512_49567005aaf2", cores: plan::Cores::Aic, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k4096_n1024x512_49567005aaf2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "wq_a", "k_partials_q_latent", "wkv", "k_partials_kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_k_slice_sum_n1024_s4_r512__k_slice_sum_n512_s4_r512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_q_latent", "q_latent", "k_partials_kv_latent", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile512x32x256_split512x1024x704_tail64_ak32_bufs3x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile512x32x256_split512x1024x704_tail64_ak32_bufs3x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside2_4356ccf08830", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc", "q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_from32x32_hd512_rd64_g8_d9_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h64_d512_w128_s8_bs32_ht32_kv128_dk128_oh7_r64_hpg8_tpad512", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa2097152_sb4194304_sc524288_tile32x64x256_split176x1376x1024_tail80_bufs2x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r512_k1024_t4_s3_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2", cores: plan::Cores::Aic, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_f9201339783f", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r512_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];

@@ -31,9 +31,9 @@ use abi::{AxisBound, DType, Dim, Dir, Placement, TensorDecl, VariantAbi};
 use golden::gemm::{Mat, Threads, matmul};
 use golden::tensor::{Tensor, TensorMap};
 use half::{bf16, f16};
+use harness::backend::LaunchCounters;
 use harness::backend::sim::Sim;
 use harness::backend::{KernelSources, poison};
-use harness::kernel_library::LaunchStats;
 use harness::runtime::{Runtime, RuntimeOptions, StepKind};
 use kernelgen::budget;
 use kernelgen::kernel_plan::gemm::{self, BLayout, Deal, Operands, Rows};
@@ -886,7 +886,7 @@ fn run(
     products: &[Product],
     t: usize,
     operands: &[(Vec<f32>, Vec<f32>)],
-) -> Vec<(Tensor, LaunchStats)> {
+) -> Vec<(Tensor, LaunchCounters)> {
     let mut given = TensorMap::new();
     for (p, (af, bf)) in products.iter().zip(operands) {
         given.insert(format!("{}.a", p.case.name), input(&p.case, af));
@@ -906,7 +906,7 @@ fn run(
                     StepKind::Launch {
                         kernel, counters, ..
                     } if s.stage == p.case.name && *kernel == p.launches.matmul.0 => {
-                        counters.as_ref().map(|c| c.stats)
+                        counters.clone()
                     }
                     _ => None,
                 })
@@ -919,9 +919,17 @@ fn run(
 
 /// `cases` rendered with their launches (matmul, slice sum) on 3 blocks each.
 fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product>) {
+    launched_as(cases, Case::kernel)
+}
+
+/// `cases` rendered with their matmuls as `matmul` makes them.
+fn launched_as(
+    cases: &[Case],
+    matmul: fn(&Case) -> Kernel,
+) -> (KernelSources, &'static VariantPlan, Vec<Product>) {
     let mut kernels = Vec::new();
     for c in cases {
-        kernels.push(c.kernel());
+        kernels.push(matmul(c));
         if c.partials() {
             kernels.push(c.sum_kernel());
         }
@@ -933,7 +941,7 @@ fn launched(cases: &[Case]) -> (KernelSources, &'static VariantPlan, Vec<Product
         .map(|c| Product {
             case: *c,
             launches: Launches {
-                matmul: (name(c.kernel()), 3),
+                matmul: (name(matmul(c)), 3),
                 sum: c.partials().then(|| (name(c.sum_kernel()), 3)),
             },
         })
@@ -981,9 +989,10 @@ fn building_block_cases_match_the_reference() {
             let want: Vec<Vec<f64>> = (0..c.batch)
                 .map(|bi| reference(c, &af, &bf, bi, rows))
                 .collect();
-            let [(out, stats)] = &run(&rt, std::slice::from_ref(p), t, &[(af, bf)])[..] else {
+            let [(out, counters)] = &run(&rt, std::slice::from_ref(p), t, &[(af, bf)])[..] else {
                 unreachable!("one product")
             };
+            let stats = &counters.stats;
             check_c(c.name, c, out, &want, rows);
             assert_eq!(
                 stats.macs(),
@@ -999,6 +1008,76 @@ fn building_block_cases_match_the_reference() {
             }
         }
     }
+}
+
+/// The building-block cases whose items each hold one panel's columns (all but those with
+/// the column ranges innermost), each as one mixed launch whose vector cores read the
+/// product's B into L2 ahead of the cube (`dsv4/matmul_prefetch.h`, the fusion pass's
+/// `gemm::prefetch`): the same C, the same MACs.
+#[test]
+fn building_block_cases_with_b_read_ahead_match_the_reference() {
+    let cases: Vec<Case> = (CASES.iter())
+        .filter(|c| c.deal != Deal::ColumnsInner)
+        .copied()
+        .collect();
+    assert!(
+        [Deal::BackAndForth, Deal::RowsInner]
+            .iter()
+            .all(|d| cases.iter().any(|c| c.deal == *d && c.slices() > 1))
+            && cases.iter().any(|c| c.int8 && !c.b_nk),
+        "both deals over k slices, and int8 B stored [K, N]"
+    );
+    let (sources, gemm_plan, products) = launched_as(&cases, |c| gemm::prefetched(&c.kernel()));
+    for (ci, p) in products.iter().enumerate() {
+        let c = &p.case;
+        let rt = prepare(gemm_plan, &sources, &[c.name]);
+        let t = c.max_tokens() - 8;
+        let rows = c.rows(t);
+        let (af, bf) = operands(c, rows, 700 + ci as u64);
+        let want: Vec<Vec<f64>> = (0..c.batch)
+            .map(|bi| reference(c, &af, &bf, bi, rows))
+            .collect();
+        let [(out, counters)] = &run(&rt, std::slice::from_ref(p), t, &[(af, bf)])[..] else {
+            unreachable!("one product")
+        };
+        check_c(c.name, c, out, &want, rows);
+        assert_eq!(
+            counters.stats.macs(),
+            (c.batch * rows * c.n * c.k) as u64,
+            "{}: MACs",
+            c.name
+        );
+        let size = if c.int8 { 1 } else { 2 };
+        let [_, b_elems, _] = extents(c, rows);
+        check_read_ahead(
+            c.name,
+            counters,
+            c.batch * rows * c.k * size,
+            b_elems * size,
+        );
+    }
+}
+
+/// B reached the cube of a launch with its B read ahead from L2 only: its cube cores read
+/// from HBM no more than A's `a_bytes` (their HBM bytes count C's writes too, all theirs),
+/// its vector cores some of B's `b_bytes` and no more.
+fn check_read_ahead(what: &str, counters: &LaunchCounters, a_bytes: usize, b_bytes: usize) {
+    let time = counters.time.as_ref().expect("the timeline runs");
+    let hbm = |aic: bool| -> u64 {
+        (time.cores.iter().filter(|k| k.aic == aic))
+            .map(|k| k.hbm_bytes)
+            .sum()
+    };
+    let cube_reads = hbm(true) - counters.stats.gm_write_bytes;
+    assert!(
+        cube_reads <= a_bytes as u64,
+        "{what}: the cube read {cube_reads} B from HBM, A is {a_bytes} B"
+    );
+    assert!(
+        (1..=b_bytes as u64).contains(&hbm(false)),
+        "{what}: the vector cores read {} B from HBM, B is {b_bytes} B",
+        hbm(false)
+    );
 }
 
 /// k slices chained on one core add in slice order, as `k_slice_sum.h` does: the same
@@ -1157,8 +1236,10 @@ fn planned_qkv_matmuls_match_the_reference() {
                 .map(|(i, p)| operands(&p.case, p.case.rows(t), 401 + i as u64))
                 .collect();
             let results = run(&rt, &products, t, &operands);
-            for ((product, (af, bf)), (out, stats)) in products.iter().zip(&operands).zip(&results)
+            for ((product, (af, bf)), (out, counters)) in
+                products.iter().zip(&operands).zip(&results)
             {
+                let stats = &counters.stats;
                 let (c, name) = (&product.case, product.launches.matmul.0);
                 let rows = c.rows(t);
                 let want = vec![reference(c, af, bf, 0, rows)];
@@ -1202,7 +1283,10 @@ fn a_group_dealt_in_runs_matches_the_reference() {
         },
     ];
     assert!(parts[0].partials() && !parts[1].partials());
-    group_dealt_in_runs(parts, 3);
+    group_dealt_in_runs(parts, 3, false);
+    // the same with the vector cores reading both parts' B ahead of the cube (one reader
+    // over the parts in turn: `BReader` in dsv4/matmul_prefetch.h)
+    group_dealt_in_runs(parts, 3, true);
 }
 
 /// Two products of one A sharing its panels (each part's column ranges innermost, one A
@@ -1230,14 +1314,15 @@ fn a_group_sharing_its_a_panels_matches_the_reference() {
         },
     ];
     assert!(parts.iter().all(Case::partials));
-    group_dealt_in_runs(parts, 5);
+    group_dealt_in_runs(parts, 5, false);
 }
 
-fn group_dealt_in_runs(parts: [Case; 2], blocks: u32) {
+/// `parts` as one group launch on `blocks` blocks, with `ahead` their B read ahead by the
+/// vector cores (`gemm::prefetched`), against the reference.
+fn group_dealt_in_runs(parts: [Case; 2], blocks: u32, ahead: bool) {
     let names = parts.map(|c| c.name);
-    let group_name = format!("test_mm_{}", names[0]).leak() as &'static str;
     let group = Kernel {
-        name: group_name.into(),
+        name: format!("test_mm_{}", names[0]),
         doc: "two matmuls of one A dealt in runs".into(),
         block: "matmul_group.h",
         class: "MatmulGroup",
@@ -1247,6 +1332,12 @@ fn group_dealt_in_runs(parts: [Case; 2], blocks: u32) {
         buffers: Vec::new(),
         parts: parts.iter().map(Case::kernel).collect(),
     };
+    let group = if ahead {
+        gemm::prefetched(&group)
+    } else {
+        group
+    };
+    let (group_name, group_cores) = (group.name.clone().leak() as &'static str, group.cores);
     let sums = parts.iter().filter(|c| c.partials()).map(Case::sum_kernel);
     let (sources, kernels) = render(std::iter::once(group).chain(sums).collect());
     let products: Vec<Product> = parts
@@ -1284,7 +1375,7 @@ fn group_dealt_in_runs(parts: [Case; 2], blocks: u32) {
     for c in &parts {
         args.extend([arg(c, "b"), target(c)]);
     }
-    let mut steps = vec![launch(group_name, Cores::Aic, args)];
+    let mut steps = vec![launch(group_name, group_cores, args)];
     for p in &products {
         if let Some((sum, _)) = p.launches.sum {
             steps.push(launch(
@@ -1316,6 +1407,19 @@ fn group_dealt_in_runs(parts: [Case; 2], blocks: u32) {
         for (c, b) in parts.iter().zip([&b0, &b1]) {
             let got = out.tensors.get(&format!("{}.c", c.name)).unwrap();
             check_c(c.name, c, got, &[reference(c, &a, b, 0, rows)], rows);
+        }
+        if ahead {
+            let counters = (out.steps.iter())
+                .find_map(|s| match &s.kind {
+                    StepKind::Launch {
+                        kernel, counters, ..
+                    } if *kernel == group_name => counters.clone(),
+                    _ => None,
+                })
+                .expect("the sim counts the group");
+            let size = 2; // bf16 parts
+            let b_bytes: usize = parts.iter().map(|c| extents(c, rows)[1] * size).sum();
+            check_read_ahead(group_name, &counters, rows * c0.k * size, b_bytes);
         }
     }
 }

@@ -86,6 +86,7 @@ pub fn fuse(plan: KernelPlan, chip: &Chip) -> (KernelPlan, Vec<Decision>) {
     let plan = prologues(plan, &mut decisions);
     let plan = gemm::overlap::consumers(plan, chip, &mut decisions);
     let plan = together(plan, chip, &mut decisions);
+    let plan = gemm::prefetch::alone(plan, &mut decisions);
     (plan, decisions)
 }
 
@@ -344,7 +345,14 @@ mod tests {
             ],
         );
         let (fused, decisions) = fuse(p, chip());
-        assert_eq!(decisions, [Decision::Joins { first: 0, later: 2 }]);
+        // the group, alone on the cube cores, then has its B read ahead (gemm::prefetch)
+        assert_eq!(
+            decisions,
+            [
+                Decision::Joins { first: 0, later: 2 },
+                Decision::Ahead { product: 0 }
+            ]
+        );
         assert_eq!(fused.steps.len(), 2);
         let Step::Launch(g) = &fused.steps[0] else {
             panic!()
@@ -353,9 +361,13 @@ mod tests {
         assert_eq!(g.block_dim, 24);
         let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
         assert_eq!(kernel.class, "MatmulGroup");
-        assert_eq!(kernel.param_structs(), "P0, P1");
+        assert_eq!(kernel.param_structs(), "P0, P1, P2");
         let parts: Vec<&str> = kernel.parts.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(parts, ["q", "kv"], "equal items keep the steps' order");
+        assert_eq!(
+            parts,
+            ["q", "kv", "b_reader"],
+            "equal items keep the steps' order"
+        );
         // the parts' own kernels are no longer launched, so no longer planned
         assert!(
             fused
@@ -382,7 +394,13 @@ mod tests {
             ],
         );
         let (fused, decisions) = fuse(p, chip());
-        assert_eq!(decisions, [Decision::Joins { first: 0, later: 1 }]);
+        assert_eq!(
+            decisions,
+            [
+                Decision::Joins { first: 0, later: 1 },
+                Decision::Ahead { product: 0 }
+            ]
+        );
         assert_eq!(fused.steps.len(), 1);
     }
 
@@ -486,7 +504,11 @@ mod tests {
             let n = steps.len();
             let (fused, decisions) = fuse(plan(&kernels, steps), chip());
             assert_eq!(fused.steps.len(), n, "{why}");
-            match decisions.as_slice() {
+            // the group decisions (the products' B read ahead or not after them)
+            let grouping: Vec<&Decision> = (decisions.iter())
+                .filter(|d| !matches!(d, Decision::Ahead { .. } | Decision::NotAhead { .. }))
+                .collect();
+            match grouping.as_slice() {
                 [Decision::Stays { why: got, .. }] => assert!(got.starts_with(why), "{got}"),
                 other => panic!("{why}: {other:?}"),
             }
@@ -543,7 +565,7 @@ mod tests {
             assert_eq!(g.args, ["x", "w2", "y2", "w1", "y1"]);
             let kernel = fused.kernels.iter().find(|k| k.name == g.kernel).unwrap();
             let parts: Vec<&str> = kernel.parts.iter().map(|p| p.name.as_str()).collect();
-            assert_eq!(parts, ["heavy", "light"]);
+            assert_eq!(parts, ["heavy", "light", "b_reader"]); // B read ahead after them
         }
     }
 

@@ -301,6 +301,11 @@ pub enum Decision {
         later: usize,
         why: String,
     },
+    /// Step `product` (a cube product alone) runs with its vector cores reading its B into
+    /// L2 ahead of it (steps of the plan as the passes before left it).
+    Ahead { product: usize },
+    /// Step `product` (a cube product) runs without: `why`.
+    NotAhead { product: usize, why: String },
 }
 
 /// A consumer stage's offer to take the launch before it as its prologue: the fusion pass

@@ -84,6 +84,7 @@ pub(crate) mod group;
 mod kernels;
 mod matmul;
 pub(crate) mod overlap;
+pub mod prefetch;
 mod rate;
 mod share;
 mod split;
@@ -91,6 +92,7 @@ mod split;
 pub use kernels::{buffers, slice_sum_buffers};
 pub use matmul::{BLayout, Matmul, Operands, Rows, deq_shift};
 pub use overlap::Consumer;
+pub use prefetch::prefetched;
 pub use split::{Deal, KSum, Split, Tiles, traffic};
 
 use abi::DType;
