@@ -356,50 +356,39 @@ mod tests {
         }
     }
 
+    fn cost(stats: LaunchStats) -> LaunchCost {
+        LaunchCost::of(&step(stats), &CHIP).unwrap()
+    }
+
     #[test]
     fn the_roofline_is_the_slowest_unit_on_the_minimum_and_the_ratio_counts_re_reads() {
         // 1e9 bf16 MACs = 2 ms of cube; 1e6 bytes = 10 µs of HBM
-        let c = LaunchCost::of(
-            &step(LaunchStats {
-                mac_bf16: 1_000_000_000,
-                gm_read_bytes: 750_000,
-                gm_write_bytes: 250_000,
-                gm_min_read_bytes: 250_000,
-                gm_min_write_bytes: 250_000,
-                ..Default::default()
-            }),
-            &CHIP,
-        )
-        .unwrap();
+        let moved = LaunchStats {
+            gm_read_bytes: 750_000,
+            gm_write_bytes: 250_000,
+            gm_min_read_bytes: 250_000,
+            gm_min_write_bytes: 250_000,
+            ..Default::default()
+        };
+        let c = cost(LaunchStats {
+            mac_bf16: 1_000_000_000,
+            ..moved
+        });
         assert_eq!(c.bound, "cube");
         assert!((c.roofline.as_secs_f64() - 2e-3).abs() < 1e-9);
         assert_eq!((c.moved, c.min), (1_000_000, 500_000));
         assert_eq!(c.ratio(), 2.0);
         // bytes bound by their minimum, not by what the kernel moved: 5 µs, not 10
-        let copy = LaunchCost::of(
-            &step(LaunchStats {
-                gm_read_bytes: 750_000,
-                gm_write_bytes: 250_000,
-                gm_min_read_bytes: 250_000,
-                gm_min_write_bytes: 250_000,
-                ..Default::default()
-            }),
-            &CHIP,
-        )
-        .unwrap();
+        let copy = cost(moved);
         assert_eq!(copy.bound, "HBM");
         assert!((copy.roofline.as_secs_f64() - 5e-6).abs() < 1e-12);
         // int8 runs twice as fast; bytes dominate a copy
-        let q = LaunchCost::of(
-            &step(LaunchStats {
-                mac_i8: 1_000_000,
-                gm_read_bytes: 1_000_000,
-                gm_min_read_bytes: 1_000_000,
-                ..Default::default()
-            }),
-            &CHIP,
-        )
-        .unwrap();
+        let q = cost(LaunchStats {
+            mac_i8: 1_000_000,
+            gm_read_bytes: 1_000_000,
+            gm_min_read_bytes: 1_000_000,
+            ..Default::default()
+        });
         assert_eq!(q.bound, "HBM");
         assert!((q.roofline.as_secs_f64() - 1e-5).abs() < 1e-12);
         assert_eq!(q.ratio(), 1.0);

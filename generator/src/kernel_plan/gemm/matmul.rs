@@ -169,6 +169,28 @@ impl Matmul {
     }
 }
 
+/// FLASH's `wo_b` at 512 tokens, TP 1: 8 groups of 512 token rows, `o_acc` per group (the
+/// passes' unit tests plan it).
+#[cfg(test)]
+pub(crate) fn flash_wo_b() -> Matmul {
+    let rows = 512;
+    Matmul {
+        batch: 8,
+        ldb: 8192,
+        stride_a: rows * 1024,
+        stride_b: 1024,
+        stride_c: rows * 4096,
+        ..Matmul::new(
+            Operands::I8,
+            BLayout::Nk,
+            Rows::GroupTokens,
+            rows,
+            4096,
+            1024,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,7 +251,7 @@ mod tests {
     use super::*;
     use crate::chip;
     use crate::kernel_plan::MatmulOrigin;
-    use crate::kernel_plan::gemm::matmul::{BLayout, Operands, Rows};
+    use crate::kernel_plan::gemm::matmul::flash_wo_b;
     use crate::kernel_plan::gemm::split::{Room, Tiles, plan_split};
 
     const TILES: [usize; 3] = [64, 128, 128];
@@ -266,22 +266,8 @@ mod tests {
         args: &[&str],
     ) -> (KernelPlan, Vec<Decision>) {
         let chip = chip::find("910b").unwrap();
-        let rows = 512;
-        let mm = Matmul {
-            batch: 8,
-            ldb: 8192,
-            stride_a: rows * 1024,
-            stride_b: 1024,
-            stride_c: rows * 4096,
-            ..Matmul::new(
-                Operands::I8,
-                BLayout::Nk,
-                Rows::GroupTokens,
-                rows,
-                4096,
-                1024,
-            )
-        };
+        let mm = flash_wo_b();
+        let rows = mm.max_rows;
         let [m, n, k] = TILES;
         let room = Room::for_tiles(m, n, k, chip);
         let split = plan_split(&mm, &room, Tiles::spec(&mm, TILES), chip).unwrap();

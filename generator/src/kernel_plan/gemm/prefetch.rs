@@ -144,7 +144,7 @@ mod tests {
     use super::*;
     use crate::chip;
     use crate::kernel_plan::gemm::kernels::kernel;
-    use crate::kernel_plan::gemm::matmul::{BLayout, Matmul, Operands, Rows};
+    use crate::kernel_plan::gemm::matmul::{BLayout, Matmul, Operands, Rows, flash_wo_b};
     use crate::kernel_plan::gemm::split::{Deal, Room, Split, Tiles, plan_split};
     use crate::kernel_plan::{Launch, intern_list};
 
@@ -159,23 +159,7 @@ mod tests {
 
     /// FLASH's wo_b at 512 tokens, TP 1, its items dealt `deal`.
     fn wo_b(deal: Deal) -> Kernel {
-        let rows = 512;
-        let mm = Matmul {
-            batch: 8,
-            ldb: 8192,
-            stride_a: rows * 1024,
-            stride_b: 1024,
-            stride_c: rows * 4096,
-            ..Matmul::new(
-                Operands::I8,
-                BLayout::Nk,
-                Rows::GroupTokens,
-                rows,
-                4096,
-                1024,
-            )
-        };
-        product(&mm, deal)
+        product(&flash_wo_b(), deal)
     }
 
     fn launch(k: &Kernel, blocks: u32) -> Step {
