@@ -24,7 +24,9 @@
 //
 // Or the vector cores read the cube parts' B into L2 ahead of the cube (a last part naming
 // DEPTH: dsv4/matmul_prefetch.h's BReader over each cube part in turn, the cube GATED), for
-// cube parts dealt one panel's columns an item.
+// cube parts dealt one panel's columns an item; one product so read ahead is a group of one
+// cube part and the reader (a batched product too: the parts-share-one-A rules are between
+// parts).
 //
 // Params contract: each cube part P_i is a Matmul Params (see matmul.h); all parts read
 // the same A (same element type, K, LDA, row count and batch 1). A vector part is a
@@ -79,7 +81,8 @@ class MatmulGroup {
     static constexpr uint32_t READERS = (0u + ... + uint32_t(IsReaderPart<Ps>::VALUE));
     static constexpr uint32_t CUBE_PARTS = sizeof...(Ps) - VECTOR_PARTS - READERS;
     static constexpr bool GATED = READERS > 0;
-    static_assert(CUBE_PARTS >= 2 || (CUBE_PARTS >= 1 && VECTOR_PARTS >= 1), "a group has at least two parts");
+    static_assert(CUBE_PARTS >= 2 || (CUBE_PARTS == 1 && VECTOR_PARTS + READERS >= 1),
+                  "a group: two products, or one beside vector parts or a reader");
     static_assert(READERS <= 1 && (READERS == 0 || VECTOR_PARTS == 0), "one reader, and no vector parts beside it");
 
 public:
@@ -115,15 +118,27 @@ private:
     {
         using P0 = typename FirstOf<Ps...>::Type;
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
-        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
-        if constexpr (P0::COLUMNS_INNER) {
-            static_assert(VECTOR_PARTS == 0 && !GATED, "shared panels: cube parts only, B not read ahead");
-            RunPanels<Ps...>(a, addr, tiling, Runs(block, blocks, CubeItems<Ps...>(rows)));
-        } else if constexpr (P0::RUNS) {
-            Each<0, Ps...>(Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, a, addr, tiling);
+        WithDeal(static_cast<uint32_t>(AscendC::GetBlockIdx()), static_cast<uint32_t>(AscendC::GetBlockNum()), rows,
+                 [&](const auto& deal) {
+                     if constexpr (P0::COLUMNS_INNER) {
+                         static_assert(VECTOR_PARTS == 0 && !GATED, "shared panels: cube parts only, B not read ahead");
+                         RunPanels<Ps...>(a, addr, tiling, deal);
+                     } else {
+                         Each<0, Ps...>(deal, rows, 0, a, addr, tiling);
+                     }
+                 });
+    }
+
+    // f(the deal of the cube parts' items at `rows` rows to block `block` of `blocks`): in
+    // runs where the parts' RUNS say so, else back and forth (Matmul::WithDeal's, over the
+    // parts' items in turn).
+    template <class F>
+    __aicore__ static inline void WithDeal(uint32_t block, uint32_t blocks, uint32_t rows, F f)
+    {
+        if constexpr (FirstOf<Ps...>::Type::RUNS) {
+            f(Runs(block, blocks, CubeItems<Ps...>(rows)));
         } else {
-            Each<0, Ps...>(BackAndForth{block, blocks}, rows, 0, a, addr, tiling);
+            f(BackAndForth{block, blocks});
         }
     }
 
@@ -134,14 +149,9 @@ private:
     {
         using P0 = typename FirstOf<Ps...>::Type;
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
-        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx()) / 2;
-        const uint32_t blocks = static_cast<uint32_t>(AscendC::GetBlockNum());
         BReader<Reader> reader;
-        if constexpr (P0::RUNS) {
-            EachRead<0, Ps...>(reader, Runs(block, blocks, CubeItems<Ps...>(rows)), rows, 0, addr);
-        } else {
-            EachRead<0, Ps...>(reader, BackAndForth{block, blocks}, rows, 0, addr);
-        }
+        WithDeal(static_cast<uint32_t>(AscendC::GetBlockIdx()) / 2, static_cast<uint32_t>(AscendC::GetBlockNum()),
+                 rows, [&](const auto& deal) { EachRead<0, Ps...>(reader, deal, rows, 0, addr); });
         reader.End();
     }
 
@@ -187,7 +197,7 @@ private:
             using P0 = typename FirstOf<Ps...>::Type;
             static_assert(P::INT8 == P0::INT8 && P::K == P0::K && P::LDA == P0::LDA &&
                               P::GROUP_ROWS == P0::GROUP_ROWS && P::ROWS_PER_TOKEN == P0::ROWS_PER_TOKEN &&
-                              P::BATCH == 1,
+                              (CUBE_PARTS == 1 || P::BATCH == 1),
                           "the parts share one A");
             static_assert(P::RUNS == P0::RUNS, "the parts are dealt alike");
             static_assert(I < CUBE_PARTS, "vector parts follow the cube parts");

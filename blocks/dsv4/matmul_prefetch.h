@@ -7,10 +7,10 @@
 // yet (dsv4/matmul.h, GATED), so it finds that B in L2. The vector cores run at most DEPTH
 // strips ahead: the cube returns a credit (TAKEN) per strip it waited for, and the vector
 // cores take them all back before they end. Nothing but B is read; no value changes.
-// BReader does the vector cores' part for one product or several in turn (a matmul group's
-// parts: dsv4/matmul_group.h).
+// BReader is the vector cores' part of a matmul group (dsv4/matmul_group.h: its last part),
+// over the group's products in turn; a product read ahead alone is a group of one.
 //
-// Params contract: PC is a Matmul Params (not COLUMNS_INNER); PV names DEPTH, the strips the
+// Params contract: the products are Matmul Params (not COLUMNS_INNER); PV names DEPTH, the strips the
 // vector cores run ahead (1 .. 15, a cross-core flag's counter), and their scratch: SLOTS
 // of CHUNK_BYTES (a B row of a strip at least), one DMA each, filled in turn (DMAs complete
 // out of order, so a slot is written again only after a barrier, once per round).
@@ -92,35 +92,6 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> chunk_;
     uint32_t strips_ = 0;  // strips read so far
     uint32_t slot_ = 0;    // the next slot of the scratch
-};
-
-// The vector cores of a mixed launch of product PC: block i's are 2i and 2i + 1.
-template <typename PC, typename PV>
-class BPrefetch {
-public:
-    __aicore__ static inline void Run(GM_ADDR b, GM_ADDR tiling)
-    {
-        const uint32_t rows = ProductRows<PC>(LoadTiling(tiling));
-        BReader<PV> reader;
-        Matmul<PC>::WithDeal(static_cast<uint32_t>(AscendC::GetBlockIdx()) / 2,
-                             static_cast<uint32_t>(AscendC::GetBlockNum()), rows,
-                             [&](const auto& deal) { reader.template Product<PC>(b, rows, deal, 0); });
-        reader.End();
-    }
-};
-
-template <typename PC, typename PV>
-class MatmulPrefetched {
-public:
-    __aicore__ static inline void Run(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR workspace, GM_ADDR tiling)
-    {
-        if ASCEND_IS_AIC {
-            Matmul<PC, true>::Run(a, b, c, workspace, tiling);
-        }
-        if ASCEND_IS_AIV {
-            BPrefetch<PC, PV>::Run(b, tiling);
-        }
-    }
 };
 
 }  // namespace dsv4

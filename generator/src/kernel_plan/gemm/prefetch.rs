@@ -68,7 +68,8 @@ fn unfit(kernel: &Kernel, blocks: u32) -> Option<String> {
 }
 
 /// The mixed kernel: `kernel` (a product, or a group of them) on the cube cores, its vector
-/// cores reading B ahead of it (`BReader`: a product's second part, a group's last).
+/// cores reading B ahead of it: a matmul group of the products and `BReader` last (a
+/// product alone a group of one).
 pub fn prefetched(kernel: &Kernel) -> Kernel {
     let reader = Kernel {
         name: "b_reader".into(),
@@ -81,32 +82,25 @@ pub fn prefetched(kernel: &Kernel) -> Kernel {
         buffers: vec![row("chunk", Mem::Ub, DType::I8, CHUNK_BYTES, SLOTS, None)],
         parts: Vec::new(),
     };
-    let name = format!("{}_pf", kernel.name);
-    let doc = format!(
-        "{}; the vector cores read B into L2 ahead of the cube",
-        kernel.doc
-    );
-    if kernel.class == "MatmulGroup" {
-        let mut parts = kernel.parts.clone();
-        parts.push(reader);
-        return Kernel {
-            name,
-            doc,
-            cores: Cores::Mix,
-            parts,
-            ..kernel.clone()
-        };
-    }
+    let mut parts = if kernel.class == "MatmulGroup" {
+        kernel.parts.clone()
+    } else {
+        vec![kernel.clone()]
+    };
+    parts.push(reader);
     Kernel {
-        name,
-        doc,
-        block: "matmul_prefetch.h",
-        class: "MatmulPrefetched",
+        name: format!("{}_pf", kernel.name),
+        doc: format!(
+            "{}; the vector cores read B into L2 ahead of the cube",
+            kernel.doc
+        ),
+        block: "matmul_group.h",
+        class: "MatmulGroup",
         cores: Cores::Mix,
         params: Vec::new(),
         args: kernel.args.clone(),
         buffers: Vec::new(),
-        parts: vec![kernel.clone(), reader],
+        parts,
     }
 }
 
@@ -174,7 +168,7 @@ mod tests {
     }
 
     /// A product alone on the cube cores runs as one mixed launch with its B read ahead
-    /// (its kernel the product's as part 0, beside the vector cores' reads); one whose items
+    /// (a matmul group of its kernel and the vector cores' reads); one whose items
     /// share A panels over column ranges stays (the vector cores could not follow its
     /// strips), and so does one of too little B (a 128 × 128 Hadamard product: one strip);
     /// a vector kernel is not a product.
@@ -233,9 +227,13 @@ mod tests {
             .find(|k| k.name == first.kernel)
             .unwrap();
         assert_eq!(mixed.name, format!("{}_pf", runs.name));
-        assert_eq!((mixed.class, mixed.cores), ("MatmulPrefetched", Cores::Mix));
+        assert_eq!((mixed.class, mixed.cores), ("MatmulGroup", Cores::Mix));
         assert_eq!(mixed.parts[0], runs);
-        assert_eq!(mixed.parts[1].cores, Cores::Aiv);
+        assert_eq!(
+            (mixed.parts[1].class, mixed.parts[1].cores),
+            ("BReader", Cores::Aiv)
+        );
+        assert_eq!(mixed.parts.len(), 2);
         // the product's own kernel is no longer launched; the others are as they were
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         assert!(!names.contains(&runs.name.as_str()));
