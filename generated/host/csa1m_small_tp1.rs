@@ -158,14 +158,14 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
     Kernel { name: "attn_indexed_h8_d128_s8_bs32_r4_k64_ht8_kv128_dk64_g24_rb3_st2_ph7", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "stats", "o", "denom", "row_max"] },
     Kernel { name: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh7", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group7_bf16_k512_n128x128x256x256x256x256x16_bd86fc43ca27", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
-    Kernel { name: "matmul_group_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2__kn_n2048_k128_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "matmul_group_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2__kn_n2048_k128_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_quant_g4_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "group_combine_g4_r128_hc_post_hc4_d512_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn4_a774ef60c1c4", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_norm_w", "p2_cos", "p2_sin", "p2_cmp_kv", "p3_kvp", "p3_score", "p3_ape", "p3_positions", "p3_state_slots", "p3_cmp_slots", "p3_state_table", "p3_state", "p3_norm_w", "p3_cos", "p3_sin", "p3_rows"] },
     Kernel { name: "in_turn_qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6__compressor_commit_r4_ov_hd128_s8__compressor_commit_r4_ov_hd128_s8__index_key_write_r4_hd128_s8_ring", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_kvp", "p1_score", "p1_ape", "p1_positions", "p1_state_slots", "p1_state", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state", "p3_kf", "p3_positions", "p3_idx_slots", "p3_keys", "p3_scales"] },
+    Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x64x128_split128x128x128_ak32_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -175,7 +175,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group7_bf16_k512_n128x128x256x256x256x256x16_bd86fc43ca27", cores: plan::Cores::Aic, block_dim: 11, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent", "cmp_wkv", "compress_kv", "cmp_wgate", "compress_score", "inner_wkv", "inner_kv", "inner_wgate", "inner_score", "weights_proj", "idx_head_sums"], also: &["compressor", "index_compressor", "index_query"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn4_a774ef60c1c4", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "ori_slot_mapping", "kv_cache", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "cmp_slot_mapping", "compress_state_block_table", "compress_state", "cmp_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "cmp_kv", "inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "idx_slot_mapping", "inner_compress_state_block_table", "inner_compress_state", "inner_norm_w", "cmp_freqs_cos", "cmp_freqs_sin", "idx_rows"], also: &["cache_insert", "compressor", "index_compressor"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2__kn_n2048_k128_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2__kn_n2048_k128_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 24, args: &["qr", "wq_b", "q_acc", "idx_wq_b", "idx_acc"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "matmul_bf16_kn_n128_k128_tile32x128x128_split128x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["idx_rows", "hadamard_idx", "idx_kf"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6__compressor_commit_r4_ov_hd128_s8__compressor_commit_r4_ov_hd128_s8__index_key_write_r4_hd128_s8_ring", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state", "inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "inner_compress_state", "idx_kf", "position_ids", "idx_slot_mapping", "idx_kv_cache", "idx_kv_scale"], also: &["compressor", "index_compressor"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_heads_h16_hd128_rd64_g4_s8_tok", cores: plan::Cores::Aiv, block_dim: 48, args: &["idx_acc", "qr_scale", "idx_wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "idx_q_rot"], also: &[] }),
@@ -189,9 +189,9 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h8_d128_s8_bs32_r4_k64_ht8_kv128_dk64_g24_rb3_st2_ph7", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "attn_max"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 16, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x64x128_split128x128x128_ak32_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_hc_post_hc4_d512_t8_c128", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
@@ -236,10 +236,10 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_idx_probs", shape: &[Const(48), Const(8), Const(128)], dtype: Bf16, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_part", shape: &[Const(384), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_idx_stats", shape: &[Const(48), Const(8)], dtype: F32, dir: Out, placement: PerRank },
-    TensorDecl { name: "o_latent", shape: &[Const(4), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(4), Const(128), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(4), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(4), Const(128), Const(512)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(131072)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

@@ -125,7 +125,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "matmul_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "qr", "qr_scale"] },
-    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, args: &["latent", "gamma", "cos", "sin", "kv"] },
     Kernel { name: "cache_insert_d128_bs32_t8", cores: plan::Cores::Aiv, args: &["kv", "slots", "kv_cache"] },
@@ -139,9 +139,10 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_compressed_h8_d128_s8_bs32_r128_max8192_ht8_kv128_dk64_ch352_g24_ph9", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom"] },
     Kernel { name: "attn_combine_cmp_h8_d128_u64_g24_s24_oh9", cores: plan::Cores::Aiv, args: &["row_max", "part", "stats", "o", "denom"] },
     Kernel { name: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh9", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "k_slice_sum_n128_s2_r128_b4_s16384_grouprows", cores: plan::Cores::Aiv, args: &["parts", "out"] },
     Kernel { name: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x64x128_split128x128x128_ak32_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g4_r128_n512_c512_bf16", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["attn_out", "x_hc", "post", "comb", "x_out"] },
 ];
@@ -154,7 +155,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d512_t8_c256_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wq_a", "q_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_latent_quant_ql128_t8_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["q_latent", "gamma_cq", "qr", "qr_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_bf16_kn_n128_k512_tile32x128x128_split128x512x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["x_normed", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_kv_finish_hd128_rd64_t1_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "kv"], also: &[] }),
@@ -170,9 +171,10 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_h8_d128_s8_bs32_r128_max8192_ht8_kv128_dk64_ch352_g24_ph9", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_cmp_h8_d128_u64_g24_s24_oh9", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_max", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh9", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 16, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "k_slice_sum_n128_s2_r128_b4_s16384_grouprows", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb512_b4_sa16384_sb128_sc65536_tile128x64x128_split128x128x128_ak32_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_n512_c512_bf16", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "attn_out"], also: &[] }),
     Step::Launch(plan::Launch { stage: "hc_post", kernel: "hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_out", "x_hc", "post", "comb", "x_out"], also: &[] }),
 ];
@@ -210,6 +212,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(4), Const(128), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(4), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(4), Const(128), Const(512)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(131072)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

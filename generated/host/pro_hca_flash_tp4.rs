@@ -123,7 +123,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "beside2_62f4e40cd73c", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
     Kernel { name: "attn_window_max_h128_d512_w128_s8_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
     Kernel { name: "attn_compressed_finish_h128_d512_s8_bs32_r128_max128_ht16_kv128_dk128_ch128_g24_ph7_r64_hpg8_tpad128_positions", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "group_quant_g4_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "group_quant_g4_r512_k1024_t4_s6_pr512", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "rank_sum_tp4_hc_post_hc4_d7168_t2_c1024", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside2_2179eeb9ce0a", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_out"] },
     Kernel { name: "group_combine_g4_r512_n7168_c3584_f32_col3584n3584", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
@@ -132,7 +132,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "in_turn3_15bed69f4be0", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_positions", "p0_q", "p1_pooled", "p1_norm_w", "p1_cos", "p1_sin", "p1_positions", "p1_cmp_slots", "p1_cmp_kv", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state"] },
     Kernel { name: "matmul_group4_bf16_k7168_n1536x512x512x512_b82c2478fa61_pf", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split128x1536x1408_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x1024x384_tail80_bufs2x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x768x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n3584_k1024_grouprows_ldb4096_ldc7168_b4_sa524288_sb1024_sc3670016_tile16x32x256_split512x1024x608_tail96_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
@@ -150,8 +150,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_max_h128_d512_w128_s8_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "window_swa_indices", "window_swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_max", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_finish_h128_d512_s8_bs32_r128_max128_ht16_kv128_dk128_ch128_g24_ph7_r64_hpg8_tpad128_positions", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 4, src_slab_rows: 128, dst_slab_rows: 512 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x1024x384_tail80_bufs2x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r512_k1024_t4_s4_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x768x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r512_k1024_t4_s6_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n3584_k1024_grouprows_ldb4096_ldc7168_b4_sa524288_sb1024_sc3670016_tile16x32x256_split512x1024x608_tail96_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_2179eeb9ce0a", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r512_n7168_c3584_f32_col3584n3584", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
@@ -195,7 +195,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(4), Const(512), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(4), Const(512)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(4), Const(512), Const(7168)], dtype: I32, dir: Out, placement: PerRank },
-    TensorDecl { name: "k_partials_o_latent", shape: &[Const(8388608)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(12582912)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(512), Const(7168)], dtype: F32, dir: Out, placement: PerRank },
 ];
 

@@ -96,18 +96,18 @@ pub const ABI: VariantAbi = VariantAbi {
 pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_hc4_d896_m16_k128_s2_p14_c128_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d896_t8_c128_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
     Kernel { name: "attn_window_softmax_h8_d128_w128_s8_ht8_oh7", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom"] },
     Kernel { name: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
     Kernel { name: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh7", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
-    Kernel { name: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
-    Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb512_b4_sa16384_sb128_sc114688_tile128x128x128_split128x128x256_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k896_tile32x128x128_split128x896x128_bufs4x2__kn_n128_k896_tile32x128x128_split128x896x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_quant_g4_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "group_combine_g4_r128_hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "in_turn_qkv_q_latent_quant_ql128_t8_eps1em6__qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
+    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_nk_n896_k128_grouprows_ldb512_b4_sa16384_sb128_sc114688_tile32x64x128_split64x128x320_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -117,15 +117,15 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d896_t8_c128_eps1em6", cores: plan::Cores::Aiv, block_dim: 16, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n128_k896_tile32x128x128_split128x896x128_bufs4x2__kn_n128_k896_tile32x128x128_split128x896x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "in_turn_qkv_q_latent_quant_ql128_t8_eps1em6__qkv_kv_finish_hd128_rd64_t1_eps1em6_insert_bs32", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile128x128x128_split128x128x128_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split64x128x256_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g2_d6_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_h8_d128_w128_s8_ht8_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_scores", "swa_indices", "swa_lens", "attn_sink", "attn_probs", "attn_denom"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h8_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "swa_indices", "swa_lens", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h8_d128_r64_hpg2_tpad128_ht8_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split48x256x64_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n896_k128_grouprows_ldb512_b4_sa16384_sb128_sc114688_tile128x128x128_split128x128x256_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k256_grouprows_b4_sa32768_sb32768_sc16384_tile16x64x256_split128x128x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 16, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n896_k128_grouprows_ldb512_b4_sa16384_sb128_sc114688_tile32x64x128_split64x128x320_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r128_hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
@@ -148,10 +148,10 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(8)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_o", shape: &[Var("t"), Const(8), Const(192)], dtype: F16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(512), Const(256)], dtype: Bf16, dir: Out, placement: PerRank },
-    TensorDecl { name: "o_latent", shape: &[Const(4), Const(128), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(4), Const(128), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(4), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(4), Const(128), Const(896)], dtype: I32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(131072)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

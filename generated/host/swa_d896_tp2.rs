@@ -96,7 +96,6 @@ pub const ABI: VariantAbi = VariantAbi {
 pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_hc4_d896_m16_k128_s2_p14_c128_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d896_t8_c128_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "qkv_q_heads_h8_hd128_rd64_g1_d6_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores"] },
     Kernel { name: "attn_window_softmax_h8_d128_w128_s8_ht8_oh7", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom"] },
@@ -109,6 +108,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "group_quant_g2_r128_k128_t8_s2_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "rank_sum_tp2_hc_post_hc4_d896_t8_c128", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
+    Kernel { name: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split32x128x256_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -118,7 +118,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d896_t8_c128_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n128_k896_tile32x128x128_split64x896x128_bufs4x2__kn_n128_k896_tile32x128x128_split64x896x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 2, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, block_dim: 40, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile32x128x128_split64x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n1024_k128_half_tile32x64x128_split32x128x256_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 8, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h8_hd128_rd64_g1_d6_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_scores_h8_d128_w128_s8_bs32_ht8_kv128_dk64", cores: plan::Cores::Aic, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_softmax_h8_d128_w128_s8_ht8_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_scores", "swa_indices", "swa_lens", "attn_sink", "attn_probs", "attn_denom"], also: &[] }),

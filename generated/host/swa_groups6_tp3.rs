@@ -102,11 +102,11 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_window_softmax_h24_d128_w128_s8_ht8_oh7", cores: plan::Cores::Aiv, args: &["scores", "swa_indices", "swa_lens", "attn_sink", "probs", "denom"] },
     Kernel { name: "attn_window_values_h24_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, args: &["probs", "kv_cache", "swa_indices", "swa_lens", "o"] },
     Kernel { name: "attn_finish_h24_d128_r64_hpg4_tpad64_ht8_oh7", cores: plan::Cores::Aiv, args: &["o", "denom", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n128_k512_grouprows_b2_sa98304_sb65536_sc24576_tile16x64x128_split96x192x64_bufs4x2_parts_r192_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n128_k512_grouprows_b2_sa98304_sb65536_sc24576_tile16x64x256_split64x128x64_bufs4x2_parts_r192_runs_cols", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa24576_sb128_sc98304_tile128x64x128_split192x128x64_ak32_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g2_r192_n512_c512_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
     Kernel { name: "matmul_group_bf16_kn_n128_k512_tile32x128x128_split64x512x128_bufs4x2__kn_n128_k512_tile32x128x128_split64x512x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "group_quant_g2_r192_k128_t8_s3_pr192", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "group_quant_g2_r192_k128_t8_s4_pr192", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "rank_sum_tp3_hc_post_hc4_d512_t8_c256", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql128_t8_eps1em6_on8__qkv_kv_finish_hd128_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
 ];
@@ -125,8 +125,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_values_h24_d128_w128_s8_bs32_ht8_kv128_dk64_oh7", cores: plan::Cores::Aic, block_dim: 24, args: &["attn_probs", "kv_cache", "swa_indices", "swa_lens", "attn_o"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_finish_h24_d128_r64_hpg4_tpad64_ht8_oh7", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 2, src_slab_rows: 64, dst_slab_rows: 192 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k512_grouprows_b2_sa98304_sb65536_sc24576_tile16x64x128_split96x192x64_bufs4x2_parts_r192_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r192_k128_t8_s3_pr192", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n128_k512_grouprows_b2_sa98304_sb65536_sc24576_tile16x64x256_split64x128x64_bufs4x2_parts_r192_runs_cols", cores: plan::Cores::Aic, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g2_r192_k128_t8_s4_pr192", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n512_k128_grouprows_ldb256_b2_sa24576_sb128_sc98304_tile128x64x128_split192x128x64_ak32_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g2_r192_n512_c512_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
@@ -157,7 +157,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(2), Const(192), Const(128)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(2), Const(192)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(2), Const(192), Const(512)], dtype: I32, dir: Out, placement: PerRank },
-    TensorDecl { name: "k_partials_o_latent", shape: &[Const(147456)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(196608)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(192), Const(512)], dtype: F32, dir: Out, placement: PerRank },
 ];
 

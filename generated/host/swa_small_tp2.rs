@@ -98,14 +98,14 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "qkv_q_heads_h32_hd512_rd64_g4_d7_eps1em6", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "q"] },
     Kernel { name: "attn_window_finish_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7_r64_hpg16_tpad64", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "packed"] },
-    Kernel { name: "matmul_bf16_nk_n256_k8192_grouprows_tile32x64x256_split128x1408x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n2048_k256_grouprows_tile64x128x256_split128x256x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "group_combine_g1_r128_n2048_c2048_f32", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "out"] },
-    Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2__kn_n512_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "group_quant_g1_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
+    Kernel { name: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x256_bufs4x2_runs__kn_n512_k2048_tile64x128x128_split64x2048x256_bufs4x2_runs", cores: plan::Cores::Aic, args: &["a", "b0", "c0", "b1", "c1"] },
+    Kernel { name: "group_quant_g1_r128_k256_t8_s9_pr128", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
     Kernel { name: "rank_sum_tp2_hc_post_hc4_d2048_t8_c256", cores: plan::Cores::Aiv, args: &["window", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql256_t8_eps1em6_on8__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
     Kernel { name: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split64x256x768_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n256_k8192_grouprows_tile128x64x128_split128x960x128_ak32_bufs4x2_parts_r128_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -113,14 +113,14 @@ pub const KERNELS: &[Kernel] = &[
 pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "hc_pre", kernel: "hc_pre_hc4_d2048_m16_k128_s2_v128_p22_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, block_dim: 22, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"], also: &[] }),
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d2048_t8_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 8, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x128_bufs4x2__kn_n512_k2048_tile64x128x128_split64x2048x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group_bf16_kn_n256_k2048_tile64x128x128_split64x2048x256_bufs4x2_runs__kn_n512_k2048_tile64x128x128_split64x2048x256_bufs4x2_runs", cores: plan::Cores::Aic, block_dim: 6, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql256_t8_eps1em6_on8__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32_on32", cores: plan::Cores::Aiv, block_dim: 40, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n16384_k256_half_tile64x128x256_split64x256x768_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 22, args: &["qr", "wq_b", "q_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h32_hd512_rd64_g4_d7_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h32_d512_w128_s8_bs32_ht16_kv128_dk128_oh7_r64_hpg16_tpad64", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 1, src_slab_rows: 64, dst_slab_rows: 128 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_tile32x64x256_split128x1408x64_bufs4x2_parts_r128_runs", cores: plan::Cores::Aic, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g1_r128_k256_t8_s6_pr128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n256_k8192_grouprows_tile128x64x128_split128x960x128_ak32_bufs4x2_parts_r128_runs_pf", cores: plan::Cores::Mix, block_dim: 18, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g1_r128_k256_t8_s9_pr128", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k256_grouprows_tile64x128x256_split128x256x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 16, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g1_r128_n2048_c2048_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),
     Step::TokenScatter { src: "o_partial", dst: "o_window" },
@@ -151,7 +151,7 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "o_i8", shape: &[Const(1), Const(128), Const(256)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(1), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(1), Const(128), Const(2048)], dtype: I32, dir: Out, placement: PerRank },
-    TensorDecl { name: "k_partials_o_latent", shape: &[Const(196608)], dtype: F32, dir: Out, placement: PerRank },
+    TensorDecl { name: "k_partials_o_latent", shape: &[Const(294912)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_window", shape: &[Const(128), Const(2048)], dtype: F32, dir: Out, placement: PerRank },
 ];
 

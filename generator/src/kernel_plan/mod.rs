@@ -338,14 +338,15 @@ pub struct ByColumns {
     pub ranges: Vec<(Kernel, u32)>,
 }
 
-/// What a matmul kernel was planned for beyond its parameters: the capacity of its rows and
-/// the stage's spec tiles. The fusion pass plans a group's vector share from these and the
-/// parts' parameters (`gemm::group`).
+/// What a matmul kernel was planned for beyond its parameters: the capacity of its rows,
+/// the stage's spec tiles and whether A arrives from HBM. The fusion pass plans a group's
+/// vector share from these and the parts' parameters (`gemm::group`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatmulOrigin {
     pub kernel: String,
     pub max_rows: usize,
     pub tiles: [usize; 3],
+    pub a_from_hbm: bool,
 }
 
 /// A stage the building blocks cannot realise for this plan, and why.
@@ -455,6 +456,13 @@ impl<'p> Builder<'p> {
         if !self.out.spreads.iter().any(|k| k == kernel) {
             self.out.spreads.push(kernel.into());
         }
+    }
+
+    /// Whether `tensor` was just received by a collective (the last step, which leaves
+    /// nothing in L2 as a launch does).
+    pub fn just_received(&self, tensor: &str) -> bool {
+        matches!(self.out.steps.last(),
+            Some(Step::GroupAllToAll { dst, .. } | Step::TokenScatter { dst, .. }) if *dst == tensor)
     }
 
     /// Declares that a vector kernel can finish a product's C column range by column range

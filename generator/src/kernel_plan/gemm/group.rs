@@ -51,6 +51,7 @@ pub(super) fn described(kernel: &Kernel, origin: &MatmulOrigin) -> (Matmul, Spli
         stride_b: p("STRIDE_B"),
         stride_c: p("STRIDE_C"),
         c_half: p("DEQ_SHIFT") > 0,
+        a_from_hbm: origin.a_from_hbm,
     };
     let split = Split {
         tiles: Tiles {
@@ -293,6 +294,7 @@ mod tests {
                 kernel: kernel.name.clone(),
                 max_rows: mm.max_rows,
                 tiles,
+                a_from_hbm: mm.a_from_hbm,
             };
             assert_eq!(described(&kernel, &origin), (mm, split, tiles));
         }

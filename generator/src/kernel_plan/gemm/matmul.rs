@@ -117,6 +117,9 @@ pub struct Matmul {
     /// half the bytes of i32, for a consumer that dequantises each element on its own
     /// (11 bits of each: a sum over products that cancel would lose the small result).
     pub c_half: bool,
+    /// A arrives from HBM: a collective received it, so no launch left it in L2 (else the
+    /// launch that wrote it did; the split planner times A's loads so).
+    pub a_from_hbm: bool,
 }
 
 impl Matmul {
@@ -147,6 +150,7 @@ impl Matmul {
             stride_b: 0,
             stride_c: 0,
             c_half: false,
+            a_from_hbm: false,
         }
     }
 

@@ -237,6 +237,10 @@ fn launch_with(
     alone: bool,
 ) -> Option<Split> {
     let (chip, cores) = (b.plan.chip, b.plan.chip.aic_cores);
+    let mm = &Matmul {
+        a_from_hbm: b.just_received(a),
+        ..mm.clone()
+    };
     let (split, room, spec) = planned(b, tiles, mm, w)?;
     // Alone, the vector cores may take a share of the columns; or else its items may run
     // in runs per core (a group of such products is dealt anew, `group::kernel`).
@@ -264,6 +268,7 @@ fn launch_with(
             kernel: kernel.name.clone(),
             max_rows: mm.max_rows,
             tiles,
+            a_from_hbm: mm.a_from_hbm,
         });
         b.launch(kernel, cube_blocks, &[a, w, out]);
     };

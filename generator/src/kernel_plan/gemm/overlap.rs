@@ -303,6 +303,7 @@ mod tests {
                 kernel: product.name.clone(),
                 max_rows: rows,
                 tiles: TILES,
+                a_from_hbm: false,
             }],
             spreads: vec!["sum".into()],
             by_columns: vec![ByColumns {

@@ -20,6 +20,12 @@ const DEPTH: usize = 8;
 /// at least 8 also `wo_a` at TP 4, 5.3 a block, would stay, 112 → 133 µs).
 const MIN_STRIPS: usize = 2;
 
+/// Whether `strips` strips of B over `blocks` blocks are enough to read ahead
+/// ([`MIN_STRIPS`] a block; the split planner times a launch so too).
+pub(super) fn enough_strips(strips: usize, blocks: usize) -> bool {
+    strips >= MIN_STRIPS * blocks
+}
+
 /// The vector cores' scratch: slots of one DMA's worth of B rows, filled in turn (a
 /// barrier before a slot is written again, once per round: three rounds of 60 KiB keep
 /// it to one GM read latency per 180 KiB).
@@ -59,7 +65,7 @@ fn unfit(kernel: &Kernel, blocks: u32) -> Option<String> {
             p("BATCH") * p("N").div_ceil(p("TILE_N").max(1)) * p("K").div_ceil(p("SLICE_K").max(1))
         })
         .sum();
-    if strips < MIN_STRIPS * blocks as usize {
+    if !enough_strips(strips, blocks as usize) {
         return Some(format!(
             "{strips} strips of B over {blocks} blocks, fewer than {MIN_STRIPS} a block"
         ));

@@ -12,11 +12,15 @@ impl Rate {
         Self::LOAD.0 + Self::LOAD.1 / cores as f64
     }
 
-    /// An L2 hit: one core's full `Load` rate, the cores' hits together at most 1.6 TB/s
-    /// (an assumption: no public figure).
-    pub(super) fn l2(cores: usize, chip: &Chip) -> f64 {
-        let all = 1.6e12 / (f64::from(chip.clock_mhz) * 1e6);
-        (Self::LOAD.0 + Self::LOAD.1).min(all / cores as f64)
+    /// An L2 hit: one core's full `Load` rate (the cores' together at most [`Rate::peak`]).
+    pub(super) fn l2() -> f64 {
+        Self::LOAD.0 + Self::LOAD.1
+    }
+
+    /// What all cores' GM traffic, L2 hits included, moves per cycle at most: 1.6 TB/s (an
+    /// assumption, the timing model's: no public figure).
+    pub(super) fn peak(chip: &Chip) -> f64 {
+        1.6e12 / (f64::from(chip.clock_mhz) * 1e6)
     }
 
     /// `Store`: bytes per cycle of one of `cores` cores storing to GM at once.
