@@ -52,8 +52,9 @@
 //! and all but the first read that B from L2, or the column range innermost, so a core's
 //! items of one A panel share one copy of it ([`Split::deal`]). The planner then times the
 //! coverings as the model would ([`split::with_runs`]: each core's GM loads, L2 hits and
-//! stores at hicann/ge's per-core rates, and all cores' GM traffic at the rate of that
-//! many cores) and takes the quickest when it beats the split above (FLASH `wo_a` at TP
+//! stores at hicann/ge's per-core rates, all cores' GM traffic at the rate of that many
+//! cores, B read ahead where `prefetch` will, at the row capacity plus at a few rows) and
+//! takes the quickest when it beats the split above (FLASH `wo_a` at TP
 //! 1: 64 items of 256 rows × 1024 k dealt back and forth left 16 cores three, each B
 //! slice's first reader paying for GM; 72 items of 176 rows × 1376 k are three per core,
 //! one B slice's row ranges in turn: wo_a and its quantisation 414 + 47 → 339 + 36 µs).

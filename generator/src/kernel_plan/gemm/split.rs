@@ -499,8 +499,8 @@ fn dealt_items(parts: &[(&Matmul, Split)], rows: usize) -> Vec<(usize, [usize; 4
 }
 
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
-/// the model times the launch quicker that way at the row capacity and no slower at a few
-/// rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
+/// the model times the launch quicker that way at the row capacity plus at a few rows (a
+/// decode step runs at either) and no slower at a few rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
 /// other, or (the quicker, tried with each part's A split for all: [`sharing_panels`]) its
 /// column ranges of one A panel, of every part. Runs take
 /// consecutive items, so the parts' N ranges are chosen together: every combination of
@@ -529,7 +529,9 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
         .map(|runs| runs_in(products, runs, few_apart, &cycles))
         .min_by(|a, b| a.0.total_cmp(&b.0));
     match quickest {
-        Some((least, runs)) if least < cycles(&apart, rows) && cycles(&runs, few) <= few_apart => {
+        Some((least, runs))
+            if least < cycles(&apart, rows) + few_apart && cycles(&runs, few) <= few_apart =>
+        {
             runs
         }
         _ => apart,
@@ -559,8 +561,8 @@ fn sharing_panels(products: &[Matmul], splits: &[Split], a: &Split) -> Option<Ve
 }
 
 /// The N ranges of `runs` (a group's splits, dealt in runs in one order) the model times
-/// the launch quickest with at the row capacity, no slower than `few_apart` at a few rows,
-/// and that time.
+/// the launch quickest with at the row capacity plus at a few rows, no slower than
+/// `few_apart` at a few rows, and that time.
 fn runs_in(
     products: &[Matmul],
     mut runs: Vec<Split>,
@@ -568,7 +570,7 @@ fn runs_in(
     cycles: &dyn Fn(&[Split], usize) -> f64,
 ) -> (f64, Vec<Split>) {
     let (rows, few) = (products[0].max_rows, products[0].max_rows.min(16));
-    let mut least = cycles(&runs, rows);
+    let mut least = cycles(&runs, rows) + cycles(&runs, few);
     let work = std::cell::Cell::new(0);
     let consider = |tried: Vec<Split>, least: &mut f64, runs: &mut Vec<Split>| -> bool {
         let items: usize = (products.iter().zip(&tried))
@@ -578,8 +580,9 @@ fn runs_in(
         if work.get() > SEARCH_WORK {
             return false;
         }
-        let c = cycles(&tried, rows);
-        let better = c < *least && cycles(&tried, few) <= few_apart;
+        let few_c = cycles(&tried, few);
+        let c = cycles(&tried, rows) + few_c;
+        let better = c < *least && few_c <= few_apart;
         if better {
             (*least, *runs) = (c, tried);
         }
@@ -651,7 +654,8 @@ fn runs_in(
 const SEARCH_WORK: usize = 1 << 20;
 
 /// `split` (dealt back and forth), or the covering dealt in runs that the model times
-/// shorter at the row capacity ([`Split::cycles`]) and no longer at a few rows: over the
+/// shorter at the row capacity plus at a few rows ([`Split::cycles`]: a decode step runs at
+/// either) and no longer at a few rows: over the
 /// spec's tile candidates, up to 8 row ranges, the fewest k slices that fit and up to 4
 /// more (apart), and 1 to 4 column ranges, each with the row ranges innermost or the column
 /// ranges (not with chained slices). Runs let the row ranges of one B slice share a core,
