@@ -1500,12 +1500,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn flash_wo_a_at_tp1_runs_three_row_ranges_of_a_b_slice_on_one_core() {
-        // 8 groups x 512 rows x 4096 k -> 1024. Dealt back and forth, 64 items of 256 rows x
-        // 1024 k left 16 cores three and 8 cores two; in runs, 72 items of 176 rows x 1376 k
-        // are three per core: one B slice's three row ranges, B read from GM once and twice
-        // from L2, and three slices' partials where there were four.
+    /// FLASH wo_a at 512 tokens, TP 1 (8 groups): the product, its split apart and the
+    /// split in runs the planner takes.
+    fn flash_wo_a_tp1() -> (Matmul, Split, Split) {
         let chip = chip::find("910b").unwrap();
         let mm = Matmul {
             batch: 8,
@@ -1514,8 +1511,19 @@ mod tests {
         let [m, n, k] = O_PROJ_TILES;
         let room = Room::for_tiles(m, n, k, chip);
         let apart = plan(&mm, O_PROJ_TILES);
-        assert_eq!((apart.sum, apart.items(&mm, 512)), (KSum::Partials, 64));
         let runs = with_runs(apart, &mm, &room, Tiles { m, n, k }, chip);
+        (mm, apart, runs)
+    }
+
+    #[test]
+    fn flash_wo_a_at_tp1_runs_three_row_ranges_of_a_b_slice_on_one_core() {
+        // 8 groups x 512 rows x 4096 k -> 1024. Dealt back and forth, 64 items of 256 rows x
+        // 1024 k left 16 cores three and 8 cores two; in runs, 72 items of 176 rows x 1376 k
+        // are three per core: one B slice's three row ranges, B read from GM once and twice
+        // from L2, and three slices' partials where there were four.
+        let chip = chip::find("910b").unwrap();
+        let (mm, apart, runs) = flash_wo_a_tp1();
+        assert_eq!((apart.sum, apart.items(&mm, 512)), (KSum::Partials, 64));
         assert_ne!(runs.deal, Deal::BackAndForth);
         assert_eq!(
             (runs.range_m, runs.slice_k, runs.range_n, runs.sum),
@@ -1539,13 +1547,7 @@ mod tests {
         // more than all 72 need. Dealt with the column ranges innermost (not read ahead),
         // it takes at least the former.
         let chip = chip::find("910b").unwrap();
-        let mm = Matmul {
-            batch: 8,
-            ..flash_wo(Operands::Bf16, 1024, 4096)
-        };
-        let [m, n, k] = O_PROJ_TILES;
-        let room = Room::for_tiles(m, n, k, chip);
-        let s = with_runs(plan(&mm, O_PROJ_TILES), &mm, &room, Tiles { m, n, k }, chip);
+        let (mm, _, s) = flash_wo_a_tp1();
         let b = (mm.batch * mm.n * mm.k * 2) as f64;
         let cube_alone = b / (24.0 * Rate::load(24));
         let timed = |deal| Split { deal, ..s }.cycles(&mm, 16, chip);
