@@ -543,14 +543,16 @@ pub(super) fn group_runs(products: &[Matmul], splits: &[Split], chip: &Chip) -> 
 /// ranges in whole tiles: the group's items of one A panel, of any part, share one copy of
 /// it (`dsv4/matmul_group.h`). None where a part cannot take `a`'s tiles or has k slices
 /// of its own: a part's slices are its own launch's, so its slice sum after the group and
-/// the bits of its C are those of the part launched alone.
+/// the bits of its C are those of the part launched alone; or where the parts write C
+/// differently (half or int32: one panel's Fixpipe writes all their columns).
 fn sharing_panels(products: &[Matmul], splits: &[Split], a: &Split) -> Option<Vec<Split>> {
     let t = a.tiles;
     (products.iter().zip(splits))
         .map(|(mm, s)| {
             let fits = unfit(mm, &t).is_none()
                 && t.n.is_multiple_of(Tiles::n_unit(mm))
-                && (s.slice_k, s.sum) == (a.slice_k, a.sum);
+                && (s.slice_k, s.sum) == (a.slice_k, a.sum)
+                && mm.c_shift() == products[0].c_shift();
             fits.then(|| Split {
                 range_n: s.range_n.min(mm.n).next_multiple_of(t.n),
                 deal: Deal::ColumnsInner,
@@ -1326,6 +1328,16 @@ mod tests {
                 .iter()
                 .all(|s| s.tiles == wide.tiles && s.deal == Deal::ColumnsInner)
         );
+        // nor do parts that write C differently (`wq_b`'s half C beside `idx_wq_b`'s int32:
+        // one panel's Fixpipe setup for all)
+        let half = [
+            Matmul {
+                c_half: true,
+                ..products[1].clone()
+            },
+            products[1].clone(),
+        ];
+        assert!(sharing_panels(&half, &[wide, wide], &wide).is_none());
     }
 
     #[test]
