@@ -500,9 +500,10 @@ fn dealt_items(parts: &[(&Matmul, Split)], rows: usize) -> Vec<(usize, [usize; 4
 
 /// `splits` (a group's, of `products` in the order they are dealt) dealt in runs where
 /// the model times the launch quicker that way at the row capacity plus at a few rows (a
-/// decode step runs at either) and no slower at a few rows ([`launch_cycles`]): a core's row ranges of one part's B slice then follow each
-/// other, or (the quicker, tried with each part's A split for all: [`sharing_panels`]) its
-/// column ranges of one A panel, of every part. Runs take
+/// decode step runs at either) and no slower at a few rows ([`launch_cycles`]): a core's
+/// row ranges of one part's B slice then follow each other, or (the quicker, tried with
+/// each part's A split for all: [`sharing_panels`]) its column ranges of one A panel, of
+/// every part. Runs take
 /// consecutive items, so the parts' N ranges are chosen together: every combination of
 /// distinct range widths where that is little work (HCA's four `x_normed` projections:
 /// 7 × 5 × 5 × 5), else the one width for all parts that times the launch quickest (items
