@@ -164,7 +164,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_group7_bf16_k4096_n1024x1024x1024x512x256x256x64_f4ba24cfdbd5_pf", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile64x64x512_split256x1024x704_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_kn_n8192_k1024_tile32x64x512_split256x1024x384_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile32x64x256_split256x768x1024_bufs3x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile256x64x128_split256x704x1024_ak16_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
@@ -191,7 +191,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h64_d512_s8_bs32_r4_k512_ht32_kv128_dk128_g24_rb3_st2_ph7", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "attn_max"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_finish_idx_h64_d512_u64_g24_s4_oh7_ht16_r64_hpg8_tpad256_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_max", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 4, src_slab_rows: 256, dst_slab_rows: 512 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile32x64x256_split256x768x1024_bufs3x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile256x64x128_split256x704x1024_ak16_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r512_k1024_t4_s6_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),

@@ -165,7 +165,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_group7_bf16_k7168_n1536x1024x1024x512x256x256x64_42c52db9cddd_pf", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split128x1536x1408_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_kn_n8192_k1536_tile16x128x256_split128x1536x384_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x768x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x64_split256x704x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n3584_k1024_grouprows_ldb4096_ldc7168_b4_sa524288_sb1024_sc3670016_tile16x32x256_split512x1024x608_tail96_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
@@ -192,7 +192,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_indexed_h128_d512_s8_bs32_r4_k1024_ht16_kv128_dk128_g24_rb2_st1_ph7", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "topk_idx", "attn_idx_scores", "attn_idx_probs", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "attn_max"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_finish_idx_h128_d512_u128_g24_s8_oh7_ht16_r64_hpg8_tpad128_positions", cores: plan::Cores::Aiv, block_dim: 48, args: &["attn_max", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 4, src_slab_rows: 128, dst_slab_rows: 512 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x128_split256x768x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile16x64x64_split256x704x1024_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r512_k1024_t4_s6_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n3584_k1024_grouprows_ldb4096_ldc7168_b4_sa524288_sb1024_sc3670016_tile16x32x256_split512x1024x608_tail96_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_2179eeb9ce0a", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),

@@ -106,7 +106,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "in_turn_qkv_q_latent_quant_ql1024_t8_eps1em6__qkv_kv_finish_hd512_rd64_t2_eps1em6_insert_bs32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache"] },
     Kernel { name: "matmul_group2_bf16_k4096_n1024x512_7895629a3678_pf", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile64x64x512_split256x1024x704_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile32x64x256_split256x768x1024_bufs3x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile256x64x128_split256x704x1024_ak16_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
@@ -123,7 +123,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h64_from32x32_hd512_rd64_g8_d9_eps1em6", cores: plan::Cores::Aiv, block_dim: 48, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h64_d512_w128_s8_bs32_ht32_kv128_dk128_oh7_r64_hpg8_tpad256", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::GroupAllToAll { src: "o_packed_heads", dst: "attention_local", local_groups: 4, src_slab_rows: 256, dst_slab_rows: 512 },
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile32x64x256_split256x768x1024_bufs3x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b4_sa2097152_sb4194304_sc524288_tile256x64x128_split256x704x1024_ak16_bufs4x2_parts_r512_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["attention_local", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g4_r512_k1024_t4_s6_pr512", cores: plan::Cores::Aiv, block_dim: 48, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n4096_k1024_grouprows_ldb4096_b4_sa524288_sb1024_sc2097152_tile16x32x512_split512x1024x704_tail96_bufs2x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g4_r512_n4096_c4096_f32", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "o_partial"], also: &[] }),

@@ -164,7 +164,7 @@ pub fn launch_overlapped(
     consumer: &Consumer,
 ) -> Option<()> {
     let (plan, chip) = (b.plan, b.plan.chip);
-    let (whole, _, _) = planned(b, tiles, mm, args[1])?;
+    let (whole, room, spec) = planned(b, tiles, mm, args[1])?;
     let ranges: Option<Vec<(Kernel, u32)>> = column_ranges(mm.n, consumer.unit).map(|rs| {
         rs.into_iter()
             .map(|(first, cols)| (consumer.kernel)(first, cols))
@@ -175,7 +175,7 @@ pub fn launch_overlapped(
         .and_then(|_| overlap::range_split(mm, tiles, chip));
     let product = overlap::Product {
         fuse: plan.fuse,
-        shared: share::plan(mm, tiles, &whole, chip).is_some(),
+        shared: share::plan(mm, tiles, &with_runs(whole, mm, &room, spec, chip), chip).is_some(),
         range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
         consumer_blocks: ranges.as_ref().map_or(0, |rs| overlap::most_blocks(rs)),
         cube_cores: chip.aic_cores,
@@ -243,13 +243,16 @@ fn launch_with(
         ..mm.clone()
     };
     let (split, room, spec) = planned(b, tiles, mm, w)?;
-    // Alone, the vector cores may take a share of the columns; or else its items may run
-    // in runs per core (a group of such products is dealt anew, `group::kernel`).
-    let vector_share = match split.sum {
-        KSum::Whole | KSum::Chained if alone => share::plan(mm, tiles, &split, chip),
-        _ => None,
+    // Alone, its items may run in runs per core (a group of such products is dealt anew,
+    // `group::kernel`), or the vector cores may take a share of the columns.
+    let split = match alone {
+        true => with_runs(split, mm, &room, spec, chip),
+        false => split,
     };
-    if let Some((cube, cube_split, share)) = vector_share {
+    if let Some((cube, cube_split, share)) = alone
+        .then(|| share::plan(mm, tiles, &split, chip))
+        .flatten()
+    {
         b.launch(
             shared(mm, &cube, &cube_split, share),
             cores as u32,
@@ -257,10 +260,6 @@ fn launch_with(
         );
         return Some(split);
     }
-    let split = match alone {
-        true => with_runs(split, mm, &room, spec, chip),
-        false => split,
-    };
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     // A cube kernel the fusion pass may group: launched with its product's origin kept, so
     // the group can plan it again (`group::kernel`).
