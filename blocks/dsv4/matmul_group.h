@@ -17,8 +17,8 @@
 // Arguments: A, then B and C of each part in order, then workspace and tiling.
 //
 // A mixed launch (1 AIC + 2 AIV a block) adds vector parts after the cube parts: the last
-// columns of a cube part's product on the vector cores (dsv4/vector_matmul.h, as
-// dsv4/matmul_shared.h does for one product). Their units are one sequence over the vector
+// columns of a cube part's product on the vector cores (dsv4/vector_matmul.h; one product
+// so shared is a group of one cube part and its vector part). Their units are one sequence over the vector
 // parts in order, dealt in contiguous shares over the launch's vector cores while the cube
 // cores run the cube parts' items; C columns apart, so neither waits for the other.
 //
@@ -26,7 +26,9 @@
 // DEPTH: dsv4/matmul_prefetch.h's BReader over each cube part in turn, the cube GATED), for
 // cube parts dealt one panel's columns an item; one product so read ahead is a group of one
 // cube part and the reader (a batched product too: the parts-share-one-A rules are between
-// parts).
+// parts). Both at once for one product: its cube part, its vector part and a reader of
+// some of each strip's B, the reader's DMAs spread among the vector part's K slices
+// (ReadBeside): the vector cores multiply slower than they load, so their MTE2 has room.
 //
 // Params contract: each cube part P_i is a Matmul Params (see matmul.h); all parts read
 // the same A (same element type, K, LDA, row count and batch 1). A vector part is a
@@ -83,7 +85,8 @@ class MatmulGroup {
     static constexpr bool GATED = READERS > 0;
     static_assert(CUBE_PARTS >= 2 || (CUBE_PARTS == 1 && VECTOR_PARTS + READERS >= 1),
                   "a group: two products, or one beside vector parts or a reader");
-    static_assert(READERS <= 1 && (READERS == 0 || VECTOR_PARTS == 0), "one reader, and no vector parts beside it");
+    static_assert(READERS <= 1 && (READERS == 0 || VECTOR_PARTS == 0 || (VECTOR_PARTS == 1 && CUBE_PARTS == 1)),
+                  "one reader, beside one product's vector part at most");
 
 public:
     template <typename... Addr>
@@ -97,7 +100,11 @@ public:
                 RunCube(a, addr, tiling);
             }
             if ASCEND_IS_AIV {
-                ReadAhead(addr, tiling);
+                if constexpr (VECTOR_PARTS > 0) {
+                    ReadBeside<Ps...>(a, addr, tiling);
+                } else {
+                    ReadAhead(addr, tiling);
+                }
             }
         } else if constexpr (VECTOR_PARTS == 0) {
             RunCube(a, addr, tiling);
@@ -149,9 +156,41 @@ private:
     {
         using P0 = typename FirstOf<Ps...>::Type;
         const uint32_t rows = ProductRows<P0>(LoadTiling(tiling));
-        BReader<Reader> reader;
+        AscendC::TPipe pipe;
+        BReader<Reader> reader(pipe);
         WithDeal(static_cast<uint32_t>(AscendC::GetBlockIdx()) / 2, static_cast<uint32_t>(AscendC::GetBlockNum()),
                  rows, [&](const auto& deal) { EachRead<0, Ps...>(reader, deal, rows, 0, addr); });
+        reader.End();
+    }
+
+    // The vector part's units with the reader's DMAs spread among their K slices: before
+    // each DMA the units run to the same fraction of their slices as the DMAs read (the
+    // first strip's DMAs at once), so the vector cores' MTE2 loads the cube's B under their
+    // V work, and the cube, waiting for each strip, keeps pace with them.
+    template <typename PC, typename PV, typename Reader>
+    __aicore__ static inline void ReadBeside(GM_ADDR a, GM_ADDR* addr, GM_ADDR tiling)
+    {
+        static_assert(PV::PART == 0, "the vector part shares the cube part's B and C");
+        const uint32_t rows = ProductRows<PC>(LoadTiling(tiling));
+        const uint32_t block = static_cast<uint32_t>(AscendC::GetBlockIdx());
+        const Share share = ShareOf(VectorMatmul<PV>::Units(), block,
+                                    static_cast<uint32_t>(AscendC::GetBlockNum() * AscendC::GetSubBlockNum()));
+        AscendC::TPipe pipe;
+        VectorMatmul<PV> units(pipe, a, addr[0], addr[1], tiling, share.begin, share.end);
+        BReader<Reader> reader(pipe);
+        const uint64_t steps = units.Steps();
+        WithDeal(block / 2, static_cast<uint32_t>(AscendC::GetBlockNum()), rows, [&](const auto& deal) {
+            const auto reads = BReader<Reader>::template Count<PC>(rows, deal, 0);
+            const uint32_t lead = reads.strips > 0 ? reads.dmas / reads.strips : 0;
+            uint32_t dma = 0;
+            reader.template Product<PC>(addr[0], rows, deal, 0, [&] {
+                if (dma >= lead) {
+                    units.RunTo(static_cast<uint32_t>(steps * (dma - lead) / (reads.dmas - lead)));
+                }
+                ++dma;
+            });
+        });
+        units.RunTo(units.Steps());
         reader.End();
     }
 

@@ -10,10 +10,19 @@
 // BReader is the vector cores' part of a matmul group (dsv4/matmul_group.h: its last part),
 // over the group's products in turn; a product read ahead alone is a group of one.
 //
+// Beside a vector part (dsv4/matmul_group.h: one cube part, its last columns on the vector
+// cores) the reader reads EIGHTHS / 8 of each strip's B rows, the cube loading the rest
+// itself, and the group spreads the reader's DMAs among the vector part's slices (`pace`).
+//
 // Params contract: the products are Matmul Params (not COLUMNS_INNER); PV names DEPTH, the strips the
-// vector cores run ahead (1 .. 15, a cross-core flag's counter), and their scratch: SLOTS
-// of CHUNK_BYTES (a B row of a strip at least), one DMA each, filled in turn (DMAs complete
-// out of order, so a slot is written again only after a barrier, once per round).
+// vector cores run ahead (1 .. 15, a cross-core flag's counter), EIGHTHS (1 .. 8) of each
+// strip's B rows they read, and their scratch: SLOTS (even) of CHUNK_BYTES (a B row of a
+// strip at least), one DMA each. DMAs complete out of order, so a slot is written again
+// only after the DMA that last wrote it landed: the slots are two halves, a round of DMAs
+// fills one, and before a half is filled again MTE2 waits for the round that last filled
+// it (carried MTE2 -> MTE3 -> MTE2: the vector cores' MTE3 is idle but for C's stores), so
+// MTE2 waits only where a round took less than a GM read's latency. The scratch and the
+// events are the caller's TPipe's.
 #pragma once
 
 #include "dsv4/matmul.h"
@@ -23,15 +32,25 @@ namespace dsv4 {
 template <typename PV>
 class BReader {
     static_assert(PV::DEPTH >= 1 && PV::DEPTH <= 15, "a cross-core flag counts up to 15 sets");
-    static_assert(PV::CHUNK_BYTES % 32 == 0 && PV::SLOTS >= 1, "slots of whole 32-byte blocks");
+    static_assert(PV::EIGHTHS >= 1 && PV::EIGHTHS <= 8, "some of each strip's rows, at most all");
+    static_assert(PV::CHUNK_BYTES % 32 == 0 && PV::SLOTS >= 2 && PV::SLOTS % 2 == 0,
+                  "two halves of slots of whole 32-byte blocks");
+    static constexpr uint32_t HALF = PV::SLOTS / 2;
 
 public:
-    __aicore__ inline BReader() { pipe_.InitBuffer(chunk_, PV::SLOTS * PV::CHUNK_BYTES); }
+    __aicore__ inline explicit BReader(AscendC::TPipe& pipe) : pipe_(pipe)
+    {
+        pipe.InitBuffer(chunk_, PV::SLOTS * PV::CHUNK_BYTES);
+        for (uint32_t h = 0; h < 2; ++h) {
+            landed_[h] = pipe.AllocEventID<AscendC::HardEvent::MTE2_MTE3>();
+            free_[h] = pipe.AllocEventID<AscendC::HardEvent::MTE3_MTE2>();
+        }
+    }
 
     // The strips of product P (B at `b`, `rows` rows) whose B this block's cube reads first,
-    // its items from the launch's item `before` on dealt by `deal`.
-    template <typename P, class Deal>
-    __aicore__ inline void Product(GM_ADDR b, uint32_t rows, const Deal& deal, uint32_t before)
+    // its items from the launch's item `before` on dealt by `deal`; pace() before each DMA.
+    template <typename P, class Deal, class Pace>
+    __aicore__ inline void Product(GM_ADDR b, uint32_t rows, const Deal& deal, uint32_t before, Pace pace)
     {
         using In = typename CubeTypes<P::INT8>::In;
         static_assert((P::B_NK ? P::SLICE_K : P::TILE_N) * sizeof(In) <= PV::CHUNK_BYTES,
@@ -41,57 +60,125 @@ public:
         static_assert(P::LDB * sizeof(In) / 32 <= 65535, "DataCopyParams' srcStride is 16 bits");
         AscendC::GlobalTensor<In> gb;
         gb.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
-        Matmul<P>::ForItems(rows, deal, before, [&](uint32_t batch, uint32_t, uint32_t nr, uint32_t ks, bool freshB) {
-            if (!freshB) {
-                return;
+        EachStrip<P>(rows, deal, before, [&](const typename Matmul<P>::BRows& r) {
+            if (strips_ >= PV::DEPTH) {
+                AscendC::CrossCoreWaitFlag(BFlags::TAKEN);
             }
-            Matmul<P>::ForStrips(nr, nr + 1, [&](uint32_t n, uint32_t nLen) {
-                if (strips_ >= PV::DEPTH) {
-                    AscendC::CrossCoreWaitFlag(BFlags::TAKEN);
-                }
-                Read<P>(gb, Matmul<P>::StripB(batch, ks, n, nLen));
-                AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(BFlags::READY);
-                ++strips_;
-            });
+            Read<P>(gb, r, pace);
+            AscendC::CrossCoreSetFlag<2, PIPE_MTE2>(BFlags::READY);
+            ++strips_;
         });
     }
 
-    // Takes back the credits still out (one per strip the cube waited for).
+    template <typename P, class Deal>
+    __aicore__ inline void Product(GM_ADDR b, uint32_t rows, const Deal& deal, uint32_t before)
+    {
+        Product<P>(b, rows, deal, before, [] {});
+    }
+
+    // What Product<P> reads: its strips and this vector core's DMAs.
+    struct Reads {
+        uint32_t strips, dmas;
+    };
+    template <typename P, class Deal>
+    __aicore__ static inline Reads Count(uint32_t rows, const Deal& deal, uint32_t before)
+    {
+        Reads n{0, 0};
+        EachStrip<P>(rows, deal, before, [&](const typename Matmul<P>::BRows& r) {
+            const Rows mine = MineOf<P>(r);
+            n.strips += 1;
+            n.dmas += (mine.end - mine.first + mine.perCopy - 1) / mine.perCopy;
+        });
+        return n;
+    }
+
+    // Waits for the last rounds and takes back the credits still out (one per strip the
+    // cube waited for).
     __aicore__ inline void End()
     {
+        if (used_ > 0) {
+            CloseRound();
+        }
+        for (uint32_t r = round_ > 2 ? round_ - 2 : 0; r < round_; ++r) {
+            AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(free_[r % 2]);
+        }
+        for (uint32_t h = 0; h < 2; ++h) {
+            pipe_.ReleaseEventID<AscendC::HardEvent::MTE2_MTE3>(landed_[h]);
+            pipe_.ReleaseEventID<AscendC::HardEvent::MTE3_MTE2>(free_[h]);
+        }
         for (uint32_t i = 0; i < Min(strips_, PV::DEPTH); ++i) {
             AscendC::CrossCoreWaitFlag(BFlags::TAKEN);
         }
     }
 
 private:
-    // This vector core's half of the strip's B rows, a slot at a time.
-    template <typename P, typename In>
-    __aicore__ inline void Read(const AscendC::GlobalTensor<In>& gb, const typename Matmul<P>::BRows& r)
+    // f(B rows) for each strip of P whose B this block's cube reads first.
+    template <typename P, class Deal, class F>
+    __aicore__ static inline void EachStrip(uint32_t rows, const Deal& deal, uint32_t before, F f)
     {
-        const uint32_t half = (r.rows + 1) / 2;
-        const uint32_t sub = static_cast<uint32_t>(AscendC::GetSubBlockIdx());
-        const uint32_t first = sub == 0 ? 0 : half;
-        const uint32_t end = sub == 0 ? half : r.rows;
-        const uint32_t rowBytes = r.width * sizeof(In);
-        const uint32_t perCopy = PV::CHUNK_BYTES / rowBytes;
-        AscendC::LocalTensor<In> scratch = chunk_.template Get<In>();
-        for (uint32_t row = first; row < end; row += perCopy) {
-            if (slot_ == PV::SLOTS) {
-                AscendC::PipeBarrier<PIPE_MTE2>();
-                slot_ = 0;
+        Matmul<P>::ForItems(rows, deal, before, [&](uint32_t batch, uint32_t, uint32_t nr, uint32_t ks, bool freshB) {
+            if (freshB) {
+                Matmul<P>::ForStrips(nr, nr + 1, [&](uint32_t n, uint32_t nLen) { f(Matmul<P>::StripB(batch, ks, n, nLen)); });
             }
-            const uint32_t count = Min(perCopy, end - row);
-            AscendC::DataCopy(scratch[slot_ * PV::CHUNK_BYTES / sizeof(In)], gb[r.at + uint64_t(row) * P::LDB],
+        });
+    }
+
+    // This vector core's rows of a strip's B: its half of the strip's first EIGHTHS / 8,
+    // perCopy of them a DMA.
+    struct Rows {
+        uint32_t first, end, perCopy;
+    };
+    template <typename P>
+    __aicore__ static inline Rows MineOf(const typename Matmul<P>::BRows& r)
+    {
+        using In = typename CubeTypes<P::INT8>::In;
+        const uint32_t read = (r.rows * PV::EIGHTHS + 7) / 8;
+        const uint32_t half = (read + 1) / 2;
+        const bool second = AscendC::GetSubBlockIdx() != 0;
+        return Rows{second ? half : 0, second ? read : half, PV::CHUNK_BYTES / (r.width * uint32_t(sizeof(In)))};
+    }
+
+    // This vector core's rows of the strip, a slot at a time.
+    template <typename P, typename In, class Pace>
+    __aicore__ inline void Read(const AscendC::GlobalTensor<In>& gb, const typename Matmul<P>::BRows& r, Pace& pace)
+    {
+        const Rows mine = MineOf<P>(r);
+        const uint32_t rowBytes = r.width * sizeof(In);
+        AscendC::LocalTensor<In> scratch = chunk_.template Get<In>();
+        for (uint32_t row = mine.first; row < mine.end; row += mine.perCopy) {
+            pace();
+            const uint32_t half = round_ % 2;
+            if (used_ == 0 && round_ >= 2) {
+                AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(free_[half]);
+            }
+            const uint32_t count = Min(mine.perCopy, mine.end - row);
+            AscendC::DataCopy(scratch[(half * HALF + used_) * PV::CHUNK_BYTES / sizeof(In)],
+                              gb[r.at + uint64_t(row) * P::LDB],
                               AscendC::DataCopyParams(count, rowBytes / 32, (P::LDB * sizeof(In) - rowBytes) / 32, 0));
-            ++slot_;
+            if (++used_ == HALF) {
+                CloseRound();
+            }
         }
     }
 
-    AscendC::TPipe pipe_;
+    // The round's DMAs landed (MTE3 waits for them), then its half is free (MTE2 waits for
+    // that before filling it again).
+    __aicore__ inline void CloseRound()
+    {
+        const uint32_t half = round_ % 2;
+        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE3>(landed_[half]);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE3>(landed_[half]);
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(free_[half]);
+        ++round_;
+        used_ = 0;
+    }
+
+    AscendC::TPipe& pipe_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> chunk_;
+    AscendC::TEventID landed_[2], free_[2];  // per half of the slots
     uint32_t strips_ = 0;  // strips read so far
-    uint32_t slot_ = 0;    // the next slot of the scratch
+    uint32_t round_ = 0;  // rounds of DMAs closed (the current one's number)
+    uint32_t used_ = 0;   // slots of the current round filled
 };
 
 }  // namespace dsv4

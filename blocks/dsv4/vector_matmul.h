@@ -5,7 +5,7 @@
 // (LDA, LDC), batch strides STRIDE_A/B/C; M the runtime row count (ProductRows in
 // dsv4/tiling_data.h). A decode step's weight product (a few rows against megabytes of B)
 // is bound by how fast cores load B, so the vector cores load some of B while the cube
-// cores load the rest (dsv4/matmul_shared.h runs both in one launch).
+// cores load the rest (dsv4/matmul_group.h runs both in one launch).
 //
 // Work: units of UNIT_COLS columns of C (BATCH x N_SHARE / UNIT_COLS of them), contiguous
 // shares over the launch's vector cores (or a share of a group's, dsv4/matmul_group.h). A
@@ -63,6 +63,7 @@ class VectorMatmul {
     static_assert(P::IN_BUFFERS >= 2 && P::IN_BUFFERS <= 4, "2 to 4 slices' loads in UB");
     static constexpr uint32_t AHEAD = P::IN_BUFFERS - 1;  // slices loading while one computes
     static constexpr uint32_t J = P::K_LANES;
+    static constexpr uint32_t LANE = P::ROW_BATCH * R;  // f32 of one [K, N] accumulator
     static_assert(J == 0 || (!P::B_NK && KC % J == 0 && (J & (J - 1)) == 0 && J <= 255 &&
                              P::ROW_BATCH * R / 8 <= 255),
                   "k lanes: [K, N], a power of two dividing the slice, one call's repeats, a lane an 8-bit repeat stride");
@@ -105,24 +106,40 @@ public:
         if (begin >= end) {
             return;
         }
-        VectorMatmul op;
-        op.Init(a, b, c, tiling);
-        for (uint32_t u = begin; u < end; ++u) {
-            const uint32_t batch = u / (P::N_SHARE / R);
-            const uint32_t n = P::N_FIRST + u % (P::N_SHARE / R) * R;
-            for (uint32_t m = 0; m < op.m_; m += P::ROW_BATCH) {
-                op.Pass(batch, n, m, Min(P::ROW_BATCH, op.m_ - m));
-            }
+        AscendC::TPipe pipe;
+        VectorMatmul op(pipe, a, b, c, tiling, begin, end);
+        op.RunTo(op.Steps());
+    }
+
+    // Units [begin, end) a K slice at a time, on `pipe` (dsv4/matmul_group.h spreads a
+    // reader's DMAs among the slices): RunTo(s) runs the steps up to step s of Steps(), a
+    // pass's loads issued at its first slice and its C stored after its last.
+    __aicore__ inline VectorMatmul(AscendC::TPipe& pipe, GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling,
+                                   uint32_t begin, uint32_t end)
+        : pipe_(pipe), unit_(begin)
+    {
+        rows_ = ProductRows<P>(LoadTiling(tiling));
+        steps_ = begin < end ? (end - begin) * ((rows_ + P::ROW_BATCH - 1) / P::ROW_BATCH) * SLICES : 0;
+        a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
+        b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
+        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(c));
+        if (begin < end) {
+            InitBuffers();
+        }
+    }
+
+    __aicore__ inline uint32_t Steps() const { return steps_; }
+
+    __aicore__ inline void RunTo(uint32_t step)
+    {
+        for (; done_ < step; ++done_) {
+            Step();
         }
     }
 
 private:
-    __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR c, GM_ADDR tiling)
+    __aicore__ inline void InitBuffers()
     {
-        m_ = ProductRows<P>(LoadTiling(tiling));
-        a_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(a));
-        b_.SetGlobalBuffer(reinterpret_cast<__gm__ In*>(b));
-        c_.SetGlobalBuffer(reinterpret_cast<__gm__ Out*>(c));
         pipe_.InitBuffer(bIn_, P::IN_BUFFERS, P::B_IN_BYTES);
         pipe_.InitBuffer(aIn_, P::IN_BUFFERS, P::A_IN_BYTES);
         pipe_.InitBuffer(bWide_, P::B_WIDE_BYTES);
@@ -146,45 +163,70 @@ private:
         pipe_.InitBuffer(cOut_, 1, P::C_OUT_BYTES);
     }
 
-    // C[m .. m + rows, n .. n + R) of problem `batch`.
-    __aicore__ inline void Pass(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    // Slice s_ of the pass (unit unit_, rows m_ ..): C[m_ .. m_ + rows, n .. n + R) of its
+    // problem, begun at its first slice, stored after its last; then the next pass.
+    __aicore__ inline void Step()
     {
+        if (slice_ == 0) {
+            const uint32_t batch = unit_ / (P::N_SHARE / R);
+            const uint32_t n = P::N_FIRST + unit_ % (P::N_SHARE / R) * R;
+            pass_ = Pass{batch, n, m_, Min(P::ROW_BATCH, rows_ - m_),
+                         uint64_t(batch) * P::STRIDE_B + (P::B_NK ? uint64_t(n) * P::LDB : n),
+                         uint64_t(batch) * P::STRIDE_A + uint64_t(m_) * P::LDA};
+            if constexpr (!P::B_NK && J > 0) {
+                AscendC::Duplicate(acc_.Get<float>(), 0.0f, J * LANE);
+            }
+            LoadFirst();
+        }
         if constexpr (P::B_NK) {
-            PassNk(batch, n, m, rows);
+            SliceNk(slice_);
         } else {
-            PassKn(batch, n, m, rows);
+            SliceKn(slice_);
+        }
+        if (++slice_ < SLICES) {
+            return;
+        }
+        if constexpr (P::B_NK) {
+            EndNk();
+        } else {
+            EndKn();
+        }
+        slice_ = 0;
+        m_ += P::ROW_BATCH;
+        if (m_ >= rows_) {
+            m_ = 0;
+            ++unit_;
         }
     }
 
     // B [N, K]: per A row an accumulator of 64 lanes per B row, block-summed after K.
-    __aicore__ inline void PassNk(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    __aicore__ inline void SliceNk(uint32_t s)
     {
-        const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + uint64_t(n) * P::LDB;
-        const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
         AscendC::LocalTensor<float> acc = acc_.Get<float>();
-        AscendC::LocalTensor<float> sums8 = sums8_.Get<float>();
         AscendC::LocalTensor<float> bw = bWide_.Get<float>();
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
-        LoadFirst(bAt, aAt, rows);
-        for (uint32_t s = 0; s < SLICES; ++s) {
-            WidenSlice(bw, aw, bAt, aAt, s, rows);
-            // acc_r += B[:, col .. col + 64) * a_r[col .. col + 64), row by row (the first
-            // product of a pass is acc_r).
-            const AscendC::BinaryRepeatParams rowsTimesA(1, 1, 1, 8, KC / 8, 0);
-            for (uint32_t r = 0; r < rows; ++r) {
-                const AscendC::LocalTensor<float> accRow = acc[r * R * LANES];
-                for (uint32_t col = 0; col < KC; col += LANES) {
-                    if (s == 0 && col == 0) {
-                        AscendC::Mul(accRow, bw, aw[r * KC], LANES, R, rowsTimesA);
-                    } else {
-                        AscendC::MulAddDst(accRow, bw[col], aw[r * KC + col], LANES, R, rowsTimesA);
-                    }
+        WidenSlice(bw, aw, s);
+        // acc_r += B[:, col .. col + 64) * a_r[col .. col + 64), row by row (the first
+        // product of a pass is acc_r).
+        const AscendC::BinaryRepeatParams rowsTimesA(1, 1, 1, 8, KC / 8, 0);
+        for (uint32_t r = 0; r < pass_.rows; ++r) {
+            const AscendC::LocalTensor<float> accRow = acc[r * R * LANES];
+            for (uint32_t col = 0; col < KC; col += LANES) {
+                if (s == 0 && col == 0) {
+                    AscendC::Mul(accRow, bw, aw[r * KC], LANES, R, rowsTimesA);
+                } else {
+                    AscendC::MulAddDst(accRow, bw[col], aw[r * KC + col], LANES, R, rowsTimesA);
                 }
             }
         }
-        // acc_r's rows of 64 lanes to C: each 8-lane block summed (into sums8), then each
-        // row's 8 block sums; f32 C: the sums are C, int8: exact integers, rounded to
-        // int32 unchanged or scaled and rounded to half.
+    }
+
+    // acc_r's rows of 64 lanes to C: each 8-lane block summed (into sums8), then each
+    // row's 8 block sums; f32 C: the sums are C, int8: exact integers, rounded to
+    // int32 unchanged or scaled and rounded to half.
+    __aicore__ inline void EndNk()
+    {
+        const uint32_t rows = pass_.rows;
         AscendC::LocalTensor<Out> out = cOut_.AllocTensor<Out>();
         AscendC::LocalTensor<float> sums;
         if constexpr (P::INT8) {
@@ -192,23 +234,21 @@ private:
         } else {
             sums = out;
         }
-        BlockSums(sums8, acc, rows * R * LANES);
+        AscendC::LocalTensor<float> sums8 = sums8_.Get<float>();
+        BlockSums(sums8, acc_.Get<float>(), rows * R * LANES);
         BlockSums(sums, sums8, rows * R * 8);
         if constexpr (P::INT8) {
             ToOut(out, sums, rows);
         }
-        Store(out, batch, n, m, rows);
+        Store(out);
     }
 
     // B [K, N]: per k one MulAddDst over the pass's rows (a repeat's blocks) and the unit's
     // column blocks (its repeats) into acc, C's layout; or, with J k lanes, per column block
     // one MulAddDst over the rows and J k (its repeats), k into accumulator k mod J (lane i
     // at i * ROW_BATCH * R, C's layout), the lanes summed pairwise after K.
-    __aicore__ inline void PassKn(uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    __aicore__ inline void SliceKn(uint32_t s)
     {
-        constexpr uint32_t LANE = P::ROW_BATCH * R;  // f32 of one accumulator
-        const uint64_t bAt = uint64_t(batch) * P::STRIDE_B + n;
-        const uint64_t aAt = uint64_t(batch) * P::STRIDE_A + uint64_t(m) * P::LDA;
         AscendC::LocalTensor<float> acc = acc_.Get<float>();
         AscendC::LocalTensor<float> bw = bWide_.Get<float>();
         AscendC::LocalTensor<float> aw = aWide_.Get<float>();
@@ -218,50 +258,49 @@ private:
         // with lanes the next k (its lane, its A block, its B row).
         const AscendC::BinaryRepeatParams rowsTimesB = J > 0 ? AscendC::BinaryRepeatParams(R / 8, KC, 0, LANE / 8, 1, R / 8)
                                                              : AscendC::BinaryRepeatParams(R / 8, KC, 0, 1, 0, 1);
-        const uint64_t lanes = rows * 8;
+        const uint64_t lanes = pass_.rows * 8;
+        WidenSlice(bw, aw, s);
+        AscendC::Brcb(ab, aw, pass_.rows * KC / 8, AscendC::BrcbRepeatParams(1, 8));
         if constexpr (J > 0) {
-            AscendC::Duplicate(acc, 0.0f, J * LANE);
-        }
-        LoadFirst(bAt, aAt, rows);
-        for (uint32_t s = 0; s < SLICES; ++s) {
-            WidenSlice(bw, aw, bAt, aAt, s, rows);
-            AscendC::Brcb(ab, aw, rows * KC / 8, AscendC::BrcbRepeatParams(1, 8));
-            if constexpr (J > 0) {
-                for (uint32_t k = 0; k < KC; k += J) {
-                    for (uint32_t col = 0; col < R; col += 8) {
-                        AscendC::MulAddDst(acc[col], ab[k * 8], bw[k * R + col], lanes, J, rowsTimesB);
-                    }
+            for (uint32_t k = 0; k < KC; k += J) {
+                for (uint32_t col = 0; col < R; col += 8) {
+                    AscendC::MulAddDst(acc[col], ab[k * 8], bw[k * R + col], lanes, J, rowsTimesB);
                 }
-            } else {
-                for (uint32_t k = 0; k < KC; ++k) {
-                    if (s == 0 && k == 0) {
-                        AscendC::Mul(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
-                    } else {
-                        AscendC::MulAddDst(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
-                    }
+            }
+        } else {
+            for (uint32_t k = 0; k < KC; ++k) {
+                if (s == 0 && k == 0) {
+                    AscendC::Mul(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
+                } else {
+                    AscendC::MulAddDst(acc, ab[k * 8], bw[k * R], lanes, R / 8, rowsTimesB);
                 }
             }
         }
+    }
+
+    __aicore__ inline void EndKn()
+    {
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
         if constexpr (J > 0) {
             for (uint32_t width = J / 2; width >= 1; width /= 2) {
                 AscendC::Add(acc, acc, acc[width * LANE], width * LANE);
             }
         }
-        StoreSums(acc, batch, n, m, rows);
+        StoreSums(acc);
     }
 
     // The pass's sums (C's layout) out as C: f32 C the sums themselves; int8 exact
     // integers, rounded to int32 unchanged or scaled and rounded to half.
-    __aicore__ inline void StoreSums(const AscendC::LocalTensor<float>& sums, uint32_t batch, uint32_t n, uint32_t m,
-                                     uint32_t rows)
+    __aicore__ inline void StoreSums(const AscendC::LocalTensor<float>& sums)
     {
+        const uint32_t rows = pass_.rows;
         AscendC::LocalTensor<Out> out = cOut_.AllocTensor<Out>();
         if constexpr (P::INT8) {
             ToOut(out, sums, rows);
         } else {
             AscendC::Muls(out, sums, 1.0f, rows * R);
         }
-        Store(out, batch, n, m, rows);
+        Store(out);
     }
 
     // int8: the pass's exact sums as int32, or as DEQF16 writes them, acc * 2^-DEQ_SHIFT
@@ -276,42 +315,45 @@ private:
     }
 
     // The pass's C rows out, in whole blocks.
-    __aicore__ inline void Store(AscendC::LocalTensor<Out>& out, uint32_t batch, uint32_t n, uint32_t m, uint32_t rows)
+    __aicore__ inline void Store(AscendC::LocalTensor<Out>& out)
     {
         cOut_.EnQue(out);
         out = cOut_.DeQue<Out>();
-        const AscendC::DataCopyParams cp(rows, R * sizeof(Out) / 32, 0, (P::LDC - R) * sizeof(Out) / 32);
-        AscendC::DataCopy(c_[uint64_t(batch) * P::STRIDE_C + uint64_t(m) * P::LDC + n], out, cp);
+        const AscendC::DataCopyParams cp(pass_.rows, R * sizeof(Out) / 32, 0, (P::LDC - R) * sizeof(Out) / 32);
+        AscendC::DataCopy(c_[uint64_t(pass_.batch) * P::STRIDE_C + uint64_t(pass_.m) * P::LDC + pass_.n], out, cp);
         cOut_.FreeTensor(out);
     }
 
     // The first IN_BUFFERS - 1 slices' loads, queued.
-    __aicore__ inline void LoadFirst(uint64_t bAt, uint64_t aAt, uint32_t rows)
+    __aicore__ inline void LoadFirst()
     {
         for (uint32_t s = 0; s < AHEAD && s < SLICES; ++s) {
-            Load(bAt, aAt, s * KC, rows);
+            Load(s * KC);
         }
     }
 
     // Slice s's B tile and A rows (queued by Load) widened into bw and aw, the loads of
     // slice s + AHEAD issued first so they run under this and the next slices' calls.
     __aicore__ inline void WidenSlice(const AscendC::LocalTensor<float>& bw, const AscendC::LocalTensor<float>& aw,
-                                      uint64_t bAt, uint64_t aAt, uint32_t s, uint32_t rows)
+                                      uint32_t s)
     {
         if (s + AHEAD < SLICES) {
-            Load(bAt, aAt, (s + AHEAD) * KC, rows);
+            Load((s + AHEAD) * KC);
         }
         AscendC::LocalTensor<In> bt = bIn_.template DeQue<In>();
         AscendC::LocalTensor<In> at = aIn_.template DeQue<In>();
         Widen(bw, bt, R * KC);
-        Widen(aw, at, rows * KC);
+        Widen(aw, at, pass_.rows * KC);
         bIn_.FreeTensor(bt);
         aIn_.FreeTensor(at);
     }
 
-    // The B tile and the rows' A slice at k, queued.
-    __aicore__ inline void Load(uint64_t bAt, uint64_t aAt, uint32_t k, uint32_t rows)
+    // The pass's B tile and A rows' slice at k, queued.
+    __aicore__ inline void Load(uint32_t k)
     {
+        const uint64_t bAt = pass_.bAt;
+        const uint64_t aAt = pass_.aAt;
+        const uint32_t rows = pass_.rows;
         constexpr uint32_t SLICE_BLOCKS = KC * E / 32;
         AscendC::LocalTensor<In> bt = bIn_.template AllocTensor<In>();
         const uint64_t bk = P::B_NK ? k : uint64_t(k) * P::LDB;
@@ -337,13 +379,23 @@ private:
         }
     }
 
-    AscendC::TPipe pipe_;
+    // A pass: its problem, C columns n .. n + R, rows m .. m + rows, and where its B and A start.
+    struct Pass {
+        uint32_t batch, n, m, rows;
+        uint64_t bAt, aAt;
+    };
+
+    AscendC::TPipe& pipe_;
     AscendC::TQue<AscendC::TPosition::VECIN, P::IN_BUFFERS> bIn_, aIn_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 1> cOut_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bWide_, aWide_, f16_, acc_, sums8_, sums_, aBrcb_;
     AscendC::GlobalTensor<In> a_, b_;
     AscendC::GlobalTensor<Out> c_;
-    uint32_t m_ = 0;
+    uint32_t rows_ = 0;            // the product's rows
+    uint32_t unit_;                // the unit of the next step
+    uint32_t m_ = 0, slice_ = 0;   // the pass's first row and its next slice
+    uint32_t steps_, done_ = 0;    // steps in all, steps run
+    Pass pass_{};
 };
 
 }  // namespace dsv4

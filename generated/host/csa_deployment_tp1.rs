@@ -146,6 +146,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "rms_norm_d4096_t1_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
     Kernel { name: "beside2_d09d836afd65", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tile64x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_kn_n6912_k1024_ldb8192_ldc8192_tile16x32x1024_split16x1024x288_bufs4x2_vec1280_t32x64_l64_rd6", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
     Kernel { name: "matmul_bf16_kn_n128_k128_tokx64_tile512x32x128_split512x128x32_ak16_bufs4x2", cores: plan::Cores::Aic, args: &["a", "b", "c"] },
     Kernel { name: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, args: &["qh", "head_sums", "q", "q_scale", "weights"] },
     Kernel { name: "index_scores_h64_s2_r4_bs32_cap4096_kr128_d128_m64_n128_k128", cores: plan::Cores::Aic, args: &["q", "kv_seq_lens", "keys", "table", "raw"] },
@@ -153,17 +154,15 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "attn_window_max_h64_d512_w128_s2_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
     Kernel { name: "attn_indexed_h64_d512_s2_bs32_r4_k512_ht16_kv128_dk128_g24_rb3_st2_ph7", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "topk_idx", "scores", "probs", "part", "stats", "o", "denom", "row_max"] },
     Kernel { name: "attn_combine_finish_idx_h64_d512_u64_g24_s4_oh7_ht16_r64_hpg8_tpad16_positions", cores: plan::Cores::Aiv, args: &["row_max", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "positions", "packed"] },
+    Kernel { name: "matmul_i8_nk_n3936_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile16x32x1024_split16x1024x1312_bufs4x2_vec160_t32x256_rd7", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
     Kernel { name: "matmul_group7_bf16_k4096_n1024x1024x256x256x128x64x32_vec0x0x0x0x896x448x32_beca0aecdd09", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3", "b4", "c4", "b5", "c5", "b6", "c6"] },
     Kernel { name: "group_quant_g8_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "beside2_b92786a4a926", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_x_hc", "p1_post", "p1_comb", "p1_x_out"] },
-    Kernel { name: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside4_37a310a94234", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_positions", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_pooled", "p3_kvp", "p3_score", "p3_ape", "p3_positions", "p3_state_slots", "p3_cmp_slots", "p3_state_table", "p3_state", "p3_norm_w", "p3_cos", "p3_sin", "p3_rows"] },
     Kernel { name: "beside4_297756a0ffd5", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_positions", "p0_q", "p1_pooled", "p1_norm_w", "p1_cos", "p1_sin", "p1_positions", "p1_cmp_slots", "p1_cmp_kv", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state", "p3_kvp", "p3_score", "p3_ape", "p3_positions", "p3_state_slots", "p3_state"] },
     Kernel { name: "beside_index_key_write_r4_hd128_s2_on4__index_q_heads_h64_hd128_rd64_g2_s2_on32", cores: plan::Cores::Aiv, args: &["p0_kf", "p0_positions", "p0_idx_slots", "p0_keys", "p0_scales", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
     Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile64x64x512_split16x1024x704_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_kn_n8192_k1024_tile64x128x256_split16x1024x384_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa65536_sb4194304_sc8192_tile32x64x256_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile32x64x512_split16x1024x704_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -177,7 +176,7 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside2_d09d836afd65", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc", "q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside4_297756a0ffd5", cores: plan::Cores::Aiv, block_dim: 44, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q", "compress_pooled", "cmp_norm_w", "freqs_cos", "freqs_sin", "position_ids", "cmp_slot_mapping", "cmp_kv", "compress_kv", "compress_score", "cmp_ape", "position_ids", "state_slot_mapping", "compress_state", "inner_kv", "inner_score", "inner_ape", "position_ids", "inner_state_slot_mapping", "inner_compress_state"], also: &["compressor", "index_compressor"] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "matmul_bf16_kn_n128_k128_tile64x128x128_split16x128x128_bufs4x2", cores: plan::Cores::Aic, block_dim: 1, args: &["idx_rows", "hadamard_idx", "idx_kf"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_i8_kn_n8192_k1024_tile64x128x256_split16x1024x384_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 22, args: &["qr", "idx_wq_b", "idx_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_i8_kn_n6912_k1024_ldb8192_ldc8192_tile16x32x1024_split16x1024x288_bufs4x2_vec1280_t32x64_l64_rd6", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "idx_wq_b", "idx_acc"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_compressor", kernel: "beside_index_key_write_r4_hd128_s2_on4__index_q_heads_h64_hd128_rd64_g2_s2_on32", cores: plan::Cores::Aiv, block_dim: 36, args: &["idx_kf", "position_ids", "idx_slot_mapping", "idx_kv_cache", "idx_kv_scale", "idx_acc", "qr_scale", "idx_wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "idx_q_rot"], also: &["index_query"] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "matmul_bf16_kn_n128_k128_tokx64_tile512x32x128_split512x128x32_ak16_bufs4x2", cores: plan::Cores::Aic, block_dim: 4, args: &["idx_q_rot", "hadamard_idx", "idx_qh"], also: &[] }),
     Step::Launch(plan::Launch { stage: "index_query", kernel: "index_q_quant_h64_hd128_t2_ws1p1048543em2", cores: plan::Cores::Aiv, block_dim: 32, args: &["idx_qh", "idx_head_sums", "idx_q", "idx_q_scale", "idx_weights"], also: &[] }),
@@ -188,9 +187,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_combine_finish_idx_h64_d512_u64_g24_s4_oh7_ht16_r64_hpg8_tpad16_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["attn_max", "attn_idx_part", "attn_idx_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa65536_sb4194304_sc8192_tile32x64x256_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile32x64x512_split16x1024x704_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_b92786a4a926", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n3936_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile16x32x1024_split16x1024x1312_bufs4x2_vec160_t32x256_rd7", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.

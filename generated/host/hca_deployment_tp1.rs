@@ -125,15 +125,14 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "beside2_42d71c5176f5", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_q"] },
     Kernel { name: "attn_window_max_h64_d512_w128_s2_bs32_ht16_kv128_dk128_oh7", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "row_max", "o"] },
     Kernel { name: "attn_compressed_finish_h64_d512_s2_bs32_r128_max128_ht16_kv128_dk128_ch128_g16_ph7_r64_hpg8_tpad16", cores: plan::Cores::Mix, args: &["q", "cmp_kv", "cmp_table", "positions", "kv_seq_lens", "row_max", "scores", "probs", "part", "stats", "o", "denom", "freqs_cos", "freqs_sin", "packed"] },
+    Kernel { name: "matmul_i8_nk_n3936_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile16x32x1024_split16x1024x1312_bufs4x2_vec160_t32x256_rd7", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
     Kernel { name: "matmul_group4_bf16_k4096_n64x64x896x448_vec448x448x128x64_23f96483e11d", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1", "b2", "c2", "b3", "c3"] },
     Kernel { name: "group_quant_g8_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "beside2_b92786a4a926", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_x_hc", "p1_post", "p1_comb", "p1_x_out"] },
-    Kernel { name: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql1024_t8_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_insert_bs32_on8__compressor_pool_r128_hd512_s2_bs8_tw2048_c32_cap8_on32", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_slots", "p1_kv_cache", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_cmp_slots", "p2_state_table", "p2_state", "p2_pooled"] },
     Kernel { name: "beside_qkv_q_heads_h64_from32x32_hd512_rd64_g1_d9_eps1em6_on32__compressor_finish_r128_hd512_s2_rd64_eps1em6_cap8_on4__compressor_commit_r128_hd512_s2_on4", cores: plan::Cores::Aiv, args: &["p0_acc", "p0_qr_scale", "p0_wq_b_scale", "p0_cos", "p0_sin", "p0_q", "p1_pooled", "p1_norm_w", "p1_cos", "p1_sin", "p1_positions", "p1_cmp_slots", "p1_cmp_kv", "p2_kvp", "p2_score", "p2_ape", "p2_positions", "p2_state_slots", "p2_state"] },
     Kernel { name: "matmul_i8_kn_n16384_k1024_half_ldb32768_ldc32768_tile64x64x512_split16x1024x704_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
     Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa65536_sb4194304_sc8192_tile32x64x256_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile32x64x512_split16x1024x704_bufs4x2_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -150,9 +149,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_compressed_finish_h64_d512_s2_bs32_r128_max128_ht16_kv128_dk128_ch128_g16_ph7_r64_hpg8_tpad16", cores: plan::Cores::Mix, block_dim: 16, args: &["q", "cmp_kv", "cmp_block_table", "position_ids", "kv_seq_lens", "attn_max", "attn_cmp_scores", "attn_cmp_probs", "attn_cmp_part", "attn_cmp_stats", "attn_o", "attn_denom", "freqs_cos", "freqs_sin", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b8_sa65536_sb4194304_sc8192_tile32x64x256_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g8_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, block_dim: 8, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n2048_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile32x64x512_split16x1024x704_bufs4x2_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_b92786a4a926", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512_col2048n2048", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n3936_k1024_grouprows_ldb8192_ldc4096_b8_sa16384_sb1024_sc65536_tile16x32x1024_split16x1024x1312_bufs4x2_vec160_t32x256_rd7", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g8_r16_hc_post_hc4_d4096_t2_c512", cores: plan::Cores::Aiv, block_dim: 32, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.

@@ -99,14 +99,13 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "beside2_38a6daa4311b", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
     Kernel { name: "qkv_q_heads_h128_from64x64_hd512_rd64_g2_d9_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "attn_window_finish_h128_d512_w128_s2_bs128_ht16_kv128_dk128_oh7_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "positions", "packed"] },
+    Kernel { name: "matmul_bf16_nk_n944_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x320_bufs4x2_vec80_t40x128_rd6", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
+    Kernel { name: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
+    Kernel { name: "matmul_i8_nk_n6912_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x128x256_split16x1024x2304_bufs4x2_vec256_t32x256_rd7", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
     Kernel { name: "matmul_group2_bf16_k7168_n1152x384_vec384x128_61bbd26ff748", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1"] },
-    Kernel { name: "group_quant_g16_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, args: &["parts", "q", "scale"] },
-    Kernel { name: "beside2_d3e8c1ba3eac", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_p", "p1_scale", "p1_wo_b_scale", "p1_x_hc", "p1_post", "p1_comb", "p1_x_out"] },
-    Kernel { name: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512_col3584n3584", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
+    Kernel { name: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql1536_t4_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_positions_insert_bs128_on8", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_positions", "p1_slots", "p1_kv_cache"] },
     Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split16x1536x1408_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_bf16_nk_n1024_k4096_grouprows_b16_sa65536_sb4194304_sc8192_tile16x128x128_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
-    Kernel { name: "matmul_i8_nk_n3584_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x128x256_split16x1024x1280_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -120,11 +119,10 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside2_38a6daa4311b", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc", "q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_from64x64_hd512_rd64_g2_d9_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h128_d512_w128_s2_bs128_ht16_kv128_dk128_oh7_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n1024_k4096_grouprows_b16_sa65536_sb4194304_sc8192_tile16x128x128_split16x1408x1024_bufs4x2_parts_r8_runs_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "k_partials_o_latent"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k1024_t4_s3_pr8", cores: plan::Cores::Aiv, block_dim: 16, args: &["k_partials_o_latent", "o_i8", "o_scale"], also: &["o_proj"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n3584_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x128x256_split16x1024x1280_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "beside2_d3e8c1ba3eac", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc", "o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
-    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512_col3584n3584", cores: plan::Cores::Aiv, block_dim: 28, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n944_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x320_bufs4x2_vec80_t40x128_rd6", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_i8_nk_n6912_k1024_grouprows_ldb16384_ldc7168_b16_sa16384_sb1024_sc114688_tile16x128x256_split16x1024x2304_bufs4x2_vec256_t32x256_rd7", cores: plan::Cores::Mix, block_dim: 24, args: &["o_i8", "wo_b", "o_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, block_dim: 48, args: &["o_acc", "o_scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"], also: &["hc_post"] }),
 ];
 
 /// Per-rank buffers between the steps, allocated at capacity and poisoned before a run.
@@ -146,10 +144,10 @@ pub const WORKSPACES: &[TensorDecl] = &[
     TensorDecl { name: "attn_denom", shape: &[Var("t"), Const(128)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "attn_o", shape: &[Var("t"), Const(128), Const(576)], dtype: F16, dir: Out, placement: PerRank },
     TensorDecl { name: "o_packed_heads", shape: &[Const(256), Const(4096)], dtype: Bf16, dir: Out, placement: PerRank },
+    TensorDecl { name: "o_latent", shape: &[Const(16), Const(16), Const(1024)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_i8", shape: &[Const(16), Const(16), Const(1024)], dtype: I8, dir: Out, placement: PerRank },
     TensorDecl { name: "o_scale", shape: &[Const(16), Const(16)], dtype: F32, dir: Out, placement: PerRank },
     TensorDecl { name: "o_acc", shape: &[Const(16), Const(16), Const(7168)], dtype: I32, dir: Out, placement: PerRank },
-    TensorDecl { name: "k_partials_o_latent", shape: &[Const(393216)], dtype: F32, dir: Out, placement: PerRank },
 ];
 
 /// Stages of the spec without kernels yet: the variant renders but cannot run.

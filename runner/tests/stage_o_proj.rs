@@ -390,23 +390,28 @@ fn tp1_swa_small_unfused() {
     tp1("swa_small_unfused_tp1");
 }
 
-/// The reference's deployment (FLASH dims, 8 tokens): both products are weight streams, so
-/// each runs on every core, the vector cores taking the last columns (one mixed launch
-/// each, `dsv4/matmul_shared.h`); the int8 one must still be the exact int32 product
+/// The reference's deployment (FLASH dims, 8 tokens): both products are weight streams on
+/// every core, one mixed launch each: wo_a with its B read into L2 ahead of the cube by the
+/// vector cores (`dsv4/matmul_prefetch.h`), wo_b's last columns on the vector cores, which
+/// also read some of the cube's B ahead of it between their units' slices
+/// (`dsv4/matmul_group.h` ReadBeside); the int8 one must still be the exact int32 product
 /// (`check_intermediates`).
 #[test]
-fn tp1_swa_deployment_shares_both_products_with_the_vector_cores() {
+fn tp1_swa_deployment_runs_both_products_on_every_core() {
     let variant = "swa_deployment_tp1";
-    let shared: Vec<&str> = support::host(variant)
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Launch(l) if l.stage == "o_proj" && l.cores == Cores::Mix => Some(l.kernel),
-            _ => None,
-        })
+    let launches = o_proj_launches(variant);
+    let mixed: Vec<&Vec<&str>> = (launches.iter())
+        .filter(|(l, _)| l.cores == Cores::Mix)
+        .map(|(_, parts)| parts)
         .collect();
-    assert_eq!(shared.len(), 2, "{shared:?}");
-    assert!(shared.iter().all(|k| k.contains("_vec")), "{shared:?}");
+    assert_eq!(
+        mixed,
+        [
+            &vec!["Matmul", "BReader"],
+            &vec!["Matmul", "VectorMatmul", "BReader"]
+        ],
+        "{launches:?}"
+    );
     tp1_at(variant, &[8]);
 }
 

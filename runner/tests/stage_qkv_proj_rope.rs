@@ -371,18 +371,28 @@ fn swa_mini_tp2_matches_the_golden() {
 }
 
 /// The reference's deployment (FLASH dims, 8 tokens): wq_b (int8, B stored [K, N]) is a
-/// weight stream of 8 rows, so the vector cores take its last columns in one mixed launch
-/// (`dsv4/matmul_shared.h`); q_acc must still be the exact int32 product qr · wq_b, as
-/// half scaled by 2^-deq_shift(q_lora) (both cores' columns rounded once, to the same bits).
+/// weight stream of 8 rows on every core: in two column ranges, the first read into L2 ahead
+/// of the cube by the vector cores (`dsv4/matmul_prefetch.h`), the second beside QHeads on
+/// the first's columns; q_acc must still be the exact int32 product qr · wq_b, as half
+/// scaled by 2^-deq_shift(q_lora), and q the golden's.
 #[test]
-fn swa_deployment_tp1_shares_wq_b_with_the_vector_cores() {
+fn swa_deployment_tp1_reads_wq_b_ahead_beside_q_heads() {
     let variant = "swa_deployment_tp1";
     let p = plan(variant);
-    let shared = support::host(variant).steps.iter().any(|s| {
-        matches!(s, Step::Launch(l)
-            if l.stage == "qkv_proj_rope" && l.cores == Cores::Mix && l.kernel.contains("_vec"))
-    });
-    assert!(shared, "{variant}: wq_b runs on the cube and vector cores");
+    let kernels = &support::planned(variant).kernels.kernels;
+    let parts: Vec<Vec<&str>> = (support::host(variant).steps.iter())
+        .filter_map(|s| match s {
+            Step::Launch(l) if l.stage == "qkv_proj_rope" && l.args.contains(&"wq_b") => {
+                let k = kernels.iter().find(|k| k.name == l.kernel)?;
+                Some(k.parts.iter().map(|p| p.class).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [vec!["Matmul", "BReader"], vec!["MatmulAt", "QHeads"]]
+    );
     let rt = support::stages(variant, STAGE);
     let c = case(p, p.shape.local_t, 13);
     let mut tensors = c.inputs.clone();

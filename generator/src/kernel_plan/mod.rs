@@ -37,7 +37,6 @@ pub const PARTS_AT_ONCE: &[&str] = &[
     "attention_compressed.h",
     "attention_window_fused.h",
     "hc_pre.h",
-    "matmul_shared.h",
 ];
 
 /// A compile-time constant of a kernel specialisation.
@@ -138,16 +137,21 @@ impl Kernel {
 
     /// What a block of this kernel holds of `mem`: its buffers, or a fused kernel's
     /// largest part (a block runs its parts one after another, each on its own TPipe), or
-    /// all of them where they run at once ([`PARTS_AT_ONCE`]).
+    /// all of them where they run at once ([`PARTS_AT_ONCE`]); a matmul group's B reader
+    /// runs beside its other parts.
     pub fn bytes_in(&self, mem: Mem, chip: &Chip) -> usize {
-        let parts = self.parts.iter().map(|p| p.bytes_in(mem, chip));
-        if self.parts.is_empty() {
-            budget::bytes_in(&self.buffers, mem, chip)
-        } else if PARTS_AT_ONCE.contains(&self.block) {
-            parts.sum()
-        } else {
-            parts.max().unwrap_or(0)
-        }
+        let (beside, parts): (Vec<&Kernel>, Vec<&Kernel>) =
+            self.parts.iter().partition(|p| p.class == "BReader");
+        let beside: usize = beside.iter().map(|p| p.bytes_in(mem, chip)).sum();
+        let parts = parts.iter().map(|p| p.bytes_in(mem, chip));
+        beside
+            + if self.parts.is_empty() {
+                budget::bytes_in(&self.buffers, mem, chip)
+            } else if PARTS_AT_ONCE.contains(&self.block) {
+                parts.sum()
+            } else {
+                parts.max().unwrap_or(0)
+            }
     }
 
     /// The kernel on columns `[first, first + cols)` of the product it reads (its block

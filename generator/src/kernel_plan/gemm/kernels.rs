@@ -4,6 +4,7 @@
 use abi::DType;
 
 use super::matmul::{BLayout, Matmul, Operands};
+use super::prefetch;
 use super::share::{self, VectorShare};
 use super::split::{Deal, KSum, Split};
 use crate::budget::{self, Buffer, row};
@@ -196,16 +197,24 @@ pub fn buffers(mm: &Matmul, split: &Split) -> Vec<Buffer> {
     v
 }
 
-/// `dsv4/matmul_shared.h`: `cube` (the product's first columns) on the cube cores with
-/// `split`, the rest of `mm` on the vector cores, one mixed launch.
+/// `dsv4/matmul_group.h` of one product: `cube` (its first columns) on the cube cores with
+/// `split`, the rest of `mm` on the vector cores, one mixed launch; where the share says so,
+/// the vector cores also read some of each of the cube's strips of B ahead of it.
 pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorShare) -> Kernel {
     let cube = kernel(cube, split);
-    let vector = vector(mm, share);
+    let mut vector = vector(mm, share);
+    vector.params.push(("PART", Value::u32(0)));
     let unit = share.unit;
+    let mut parts = vec![cube, vector];
+    let mut read = String::new();
+    if let Some(beside) = share.read {
+        parts.push(prefetch::beside(beside));
+        read = format!("_rd{}", beside.eighths);
+    }
     Kernel {
         name: format!(
-            "{}_vec{}_t{}x{}{}",
-            cube.name,
+            "{}_vec{}_t{}x{}{}{read}",
+            parts[0].name,
             share.columns,
             unit.cols,
             unit.tile_k,
@@ -215,21 +224,28 @@ pub(super) fn shared(mm: &Matmul, cube: &Matmul, split: &Split, share: VectorSha
             }
         ),
         doc: format!(
-            "{} matmul C[M, {}] = A[M, {}] · B ({}): the first {} columns on the cube cores, the last {} on the vector cores",
+            "{} matmul C[M, {}] = A[M, {}] · B ({}): the first {} columns on the cube cores, the last {} on the vector cores{}",
             mm.operands.name(),
             mm.n,
             mm.k,
             mm.b_layout.name(),
             mm.n - share.columns,
-            share.columns
+            share.columns,
+            match share.read {
+                None => String::new(),
+                Some(r) => format!(
+                    ", which read {}/8 of the cube's B into L2 ahead of it",
+                    r.eighths
+                ),
+            }
         ),
-        block: "matmul_shared.h",
-        class: "MatmulShared",
+        block: "matmul_group.h",
+        class: "MatmulGroup",
         cores: Cores::Mix,
         params: Vec::new(),
-        args: vec!["a", "b", "c"],
+        args: vec!["a", "b0", "c0"],
         buffers: Vec::new(),
-        parts: vec![cube, vector],
+        parts,
     }
 }
 
@@ -259,59 +275,9 @@ pub(super) fn vector(mm: &Matmul, share: VectorShare) -> Kernel {
             ])
             .collect(),
         args: vec!["a", "b", "c"],
-        buffers: vector_buffers(mm, unit),
+        buffers: share::vector_buffers(mm, unit),
         parts: Vec::new(),
     }
-}
-
-/// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
-/// (int8 through an f16 stage, sized as bf16), the pass's accumulators and the pass's C
-/// rows; for B `[N, K]` the accumulators' 8-lane block sums (and for int8 their f32 sums),
-/// for B `[K, N]` the A slice spread one value per block.
-fn vector_buffers(mm: &Matmul, unit: share::Unit) -> Vec<Buffer> {
-    use DType::*;
-    use Mem::Ub;
-    let (operands, layout) = (mm.operands, mm.b_layout);
-    let share::Unit {
-        cols: r,
-        tile_k: kc,
-        k_lanes,
-    } = unit;
-    let rb = share::ROW_BATCH;
-    let input = match operands {
-        Operands::Bf16 => Bf16,
-        Operands::I8 => I8,
-    };
-    let b_run = match layout {
-        BLayout::Nk => kc,
-        BLayout::Kn => r,
-    };
-    let mut v = vec![
-        row("b_in", Ub, input, r * kc, unit.in_buffers(), Some(b_run)),
-        row("a_in", Ub, input, rb * kc, unit.in_buffers(), Some(kc)),
-        row("b_wide", Ub, F32, r * kc, 1, None),
-        row("a_wide", Ub, F32, rb * kc, 1, None),
-        row("c_out", Ub, mm.c_dtype(), rb * r, 1, Some(r)),
-    ];
-    if operands == Operands::I8 {
-        v.push(row("f16", Ub, Bf16, r * kc, 1, None));
-    }
-    match layout {
-        BLayout::Nk => {
-            v.extend([
-                row("acc", Ub, F32, rb * r * 64, 1, None),
-                row("sums8", Ub, F32, rb * r * 8, 1, None),
-            ]);
-            if operands == Operands::I8 {
-                v.push(row("sums", Ub, F32, rb * r, 1, None));
-            }
-        }
-        BLayout::Kn => v.extend([
-            row("acc", Ub, F32, rb * r * k_lanes.max(1), 1, None),
-            row("a_brcb", Ub, F32, rb * kc * 8, 1, None),
-        ]),
-    }
-    v
 }
 
 /// C as the vector launches around a split-K matmul see it: the kernel name's suffix and

@@ -6,6 +6,7 @@
 //! strip's B into L2 a few strips ahead of their cube core, which then finds it there
 //! (FLASH `wo_a` at 512 tokens, TP 1: 339.4 → 253.9 µs modeled).
 
+use super::share::Beside;
 use crate::budget::row;
 use crate::chip::Mem;
 use crate::kernel_plan::{Cores, Decision, Kernel, KernelPlan, Step, Value, intern};
@@ -26,11 +27,11 @@ pub(super) fn enough_strips(strips: usize, blocks: usize) -> bool {
     strips >= MIN_STRIPS * blocks
 }
 
-/// The vector cores' scratch: slots of one DMA's worth of B rows, filled in turn (a
-/// barrier before a slot is written again, once per round: three rounds of 60 KiB keep
-/// it to one GM read latency per 180 KiB).
-const CHUNK_BYTES: usize = 60 * 1024;
-const SLOTS: usize = 3;
+/// The vector cores' scratch: slots of one DMA's worth of B rows, in two halves a round of
+/// DMAs fills in turn (a half is filled again once its last round landed: rounds of 90 KiB
+/// outlast a GM read's latency).
+const CHUNK_BYTES: usize = 45 * 1024;
+const SLOTS: usize = 4;
 
 /// The products a launch of `kernel` runs alone on the cube cores: its own, or a matmul
 /// group's cube parts (None for anything else).
@@ -77,17 +78,7 @@ fn unfit(kernel: &Kernel, blocks: u32) -> Option<String> {
 /// cores reading B ahead of it: a matmul group of the products and `BReader` last (a
 /// product alone a group of one).
 pub fn prefetched(kernel: &Kernel) -> Kernel {
-    let reader = Kernel {
-        name: "b_reader".into(),
-        doc: format!("each strip's B into L2, {DEPTH} strips ahead of the cube"),
-        block: "matmul_prefetch.h",
-        class: "BReader",
-        cores: Cores::Aiv,
-        params: vec![("DEPTH", Value::u32(DEPTH)), ("SLOTS", Value::u32(SLOTS))],
-        args: Vec::new(),
-        buffers: vec![row("chunk", Mem::Ub, DType::I8, CHUNK_BYTES, SLOTS, None)],
-        parts: Vec::new(),
-    };
+    let reader = reader(8, CHUNK_BYTES, SLOTS);
     let mut parts = if kernel.class == "MatmulGroup" {
         kernel.parts.clone()
     } else {
@@ -107,6 +98,35 @@ pub fn prefetched(kernel: &Kernel) -> Kernel {
         args: kernel.args.clone(),
         buffers: Vec::new(),
         parts,
+    }
+}
+
+/// The reader of a product's strips beside its vector share's units (`dsv4/matmul_group.h`
+/// ReadBeside).
+pub(super) fn beside(read: Beside) -> Kernel {
+    reader(read.eighths, read.chunk, read.slots)
+}
+
+/// `dsv4/matmul_prefetch.h`'s BReader: `eighths` of each strip's B rows, DMAs of at most
+/// `chunk` bytes into `slots`.
+fn reader(eighths: usize, chunk: usize, slots: usize) -> Kernel {
+    let u = Value::u32;
+    Kernel {
+        name: "b_reader".into(),
+        doc: format!(
+            "{eighths}/8 of each strip's B into L2, {DEPTH} strips ahead of the cube at most"
+        ),
+        block: "matmul_prefetch.h",
+        class: "BReader",
+        cores: Cores::Aiv,
+        params: vec![
+            ("DEPTH", u(DEPTH)),
+            ("EIGHTHS", u(eighths)),
+            ("SLOTS", u(slots)),
+        ],
+        args: Vec::new(),
+        buffers: vec![row("chunk", Mem::Ub, DType::I8, chunk, slots, None)],
+        parts: Vec::new(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The vector cores' share of a weight-streaming product (`dsv4/matmul_shared.h`): a
+//! The vector cores' share of a weight-streaming product (`dsv4/matmul_group.h`): a
 //! decode step's projection of a few rows against megabytes of B is bound by how fast
 //! cores load B, and under hicann/ge's `Load` fit (`a·N + b` bytes per cycle for N cores)
 //! the 24 cube cores together load at most 457 GB/s. With the 48 vector cores loading
@@ -15,10 +15,13 @@
 //! A product launched alone gets [`plan`]; the parts of a matmul group (the fusion pass's
 //! products of one A) get [`plan_group`].
 
+use abi::DType;
+
 use super::matmul::{BLayout, Matmul, Operands};
 use super::rate::Rate;
-use super::split::{KSum, Room, Split, Tiles, back_and_forth, plan_split};
-use crate::chip::Chip;
+use super::split::{Deal, KSum, Room, Split, Tiles, back_and_forth, plan_split};
+use crate::budget::{self, Buffer, row};
+use crate::chip::{Chip, Mem};
 
 /// A rows per pass of the vector cores' accumulators.
 pub(super) const ROW_BATCH: usize = 8;
@@ -131,17 +134,31 @@ fn shares(mm: &Matmul, aiv: usize) -> Vec<(Unit, usize)> {
         .collect()
 }
 
-/// The vector cores' columns of a product: C's last `columns` of every batch.
+/// The vector cores' columns of a product: C's last `columns` of every batch; and, for a
+/// product launched alone, what they read of the cube's B into L2 ahead of it between
+/// their units' slices (`dsv4/matmul_group.h` ReadBeside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VectorShare {
     pub columns: usize,
     pub unit: Unit,
+    pub read: Option<Beside>,
+}
+
+/// The vector cores' reads beside their units: `eighths` of each of the cube's strips of
+/// B (its rows), in DMAs of at most `chunk` bytes into `slots` of UB (a GM read latency
+/// per round of them: the slots are written again only after a barrier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Beside {
+    pub eighths: usize,
+    pub chunk: usize,
+    pub slots: usize,
 }
 
 /// Cycles of one vector core's unit (its columns over all of K, `rows` A rows) on a launch
-/// of `cores` cores: per K tile the slower of its loads and its calls, then what turns the
-/// accumulators into C ([N, K]: the block sums).
-fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
+/// of `cores` cores: per K tile the slower of its loads (and `extra` cycles of the core's
+/// MTE2 for reads beside them) and its calls, then what turns the accumulators into C
+/// ([N, K]: the block sums).
+fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize, extra: f64) -> f64 {
     let e = mm.operands.bytes();
     let Unit {
         cols,
@@ -173,7 +190,7 @@ fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
     let calls = widen(cols * tile_k) + widen(rows * tile_k) + products;
     // a slice's loads stream at the core's rate; each waits a GM read latency, hidden
     // behind the slices loading ahead of it
-    let stream = ((cols + rows) * tile_k * e) as f64 / Rate::load(cores);
+    let stream = ((cols + rows) * tile_k * e) as f64 / Rate::load(cores) + extra;
     let loads = stream.max((Rate::GM_LATENCY + stream) / (unit.in_buffers() - 1) as f64);
     let finish = match mm.b_layout {
         BLayout::Nk => {
@@ -192,6 +209,56 @@ fn unit_cycles(mm: &Matmul, unit: Unit, rows: usize, cores: usize) -> f64 {
         }
     };
     (mm.k / tile_k) as f64 * calls.max(loads) + finish
+}
+
+/// `vector_matmul.h`'s UB: a B tile and a pass's A slice in (pairs), both widened to f32
+/// (int8 through an f16 stage, sized as bf16), the pass's accumulators and the pass's C
+/// rows; for B `[N, K]` the accumulators' 8-lane block sums (and for int8 their f32 sums),
+/// for B `[K, N]` the A slice spread one value per block.
+pub(super) fn vector_buffers(mm: &Matmul, unit: Unit) -> Vec<Buffer> {
+    use DType::*;
+    use Mem::Ub;
+    let (operands, layout) = (mm.operands, mm.b_layout);
+    let Unit {
+        cols: r,
+        tile_k: kc,
+        k_lanes,
+    } = unit;
+    let rb = ROW_BATCH;
+    let input = match operands {
+        Operands::Bf16 => Bf16,
+        Operands::I8 => I8,
+    };
+    let b_run = match layout {
+        BLayout::Nk => kc,
+        BLayout::Kn => r,
+    };
+    let mut v = vec![
+        row("b_in", Ub, input, r * kc, unit.in_buffers(), Some(b_run)),
+        row("a_in", Ub, input, rb * kc, unit.in_buffers(), Some(kc)),
+        row("b_wide", Ub, F32, r * kc, 1, None),
+        row("a_wide", Ub, F32, rb * kc, 1, None),
+        row("c_out", Ub, mm.c_dtype(), rb * r, 1, Some(r)),
+    ];
+    if operands == Operands::I8 {
+        v.push(row("f16", Ub, Bf16, r * kc, 1, None));
+    }
+    match layout {
+        BLayout::Nk => {
+            v.extend([
+                row("acc", Ub, F32, rb * r * 64, 1, None),
+                row("sums8", Ub, F32, rb * r * 8, 1, None),
+            ]);
+            if operands == Operands::I8 {
+                v.push(row("sums", Ub, F32, rb * r, 1, None));
+            }
+        }
+        BLayout::Kn => v.extend([
+            row("acc", Ub, F32, rb * r * k_lanes.max(1), 1, None),
+            row("a_brcb", Ub, F32, rb * kc * 8, 1, None),
+        ]),
+    }
+    v
 }
 
 /// Why `mm` gets no vector share, if it gets none.
@@ -231,22 +298,70 @@ pub(super) fn plan(
             let Some(split) = cube_split(mm, columns, tiles, halvings, chip) else {
                 continue;
             };
-            let share = VectorShare { columns, unit };
-            let part = GroupPart {
-                split,
-                share: Some(share),
-            };
-            let cycles = group_cycles(&[(mm, part)], aic, aiv, aic + aiv);
-            if cycles < best.0 {
-                let cube = Matmul {
-                    n: mm.n - columns,
-                    ..mm.clone()
+            // no reads, or 1 to 8 eighths of each strip where a reader fits
+            let room = reader_room(mm, unit, &split, chip);
+            let reads = std::iter::once(None).chain(room.into_iter().flat_map(|(chunk, slots)| {
+                (1..=8).map(move |eighths| {
+                    Some(Beside {
+                        eighths,
+                        chunk,
+                        slots,
+                    })
+                })
+            }));
+            for read in reads {
+                let share = VectorShare {
+                    columns,
+                    unit,
+                    read,
                 };
-                best = (cycles, Some((cube, split, share)));
+                let part = GroupPart {
+                    split,
+                    share: Some(share),
+                };
+                let cycles = group_cycles(&[(mm, part)], aic, aiv, aic + aiv)
+                    .max(moved(mm, part) / Rate::peak(chip));
+                if cycles < best.0 {
+                    let cube = Matmul {
+                        n: mm.n - columns,
+                        ..mm.clone()
+                    };
+                    best = (cycles, Some((cube, split, share)));
+                }
             }
         }
     }
     best.1
+}
+
+/// The reader's DMA size and slots beside the vector cores' `unit`s (`dsv4/matmul_prefetch.h`):
+/// DMAs of 8 KiB (a strip's B row at least), as many slots as fit in UB beside the units'
+/// buffers, an even count up to 8; None where fewer than two fit or the split's strips
+/// cannot be waited for (column ranges innermost).
+fn reader_room(mm: &Matmul, unit: Unit, split: &Split, chip: &Chip) -> Option<(usize, usize)> {
+    let row = match mm.b_layout {
+        BLayout::Nk => split.slice_k.min(mm.k),
+        BLayout::Kn => split.tiles.n,
+    } * mm.operands.bytes();
+    let chunk = row.next_multiple_of(32).max(8 * 1024);
+    let free = chip.capacity(Mem::Ub)
+        - budget::bytes_in(&vector_buffers(mm, unit), Mem::Ub, chip).min(chip.capacity(Mem::Ub));
+    let slots = (free / chunk).min(8) / 2 * 2;
+    (slots >= 2 && split.deal != Deal::ColumnsInner).then_some((chunk, slots))
+}
+
+/// GM bytes a launch of `part` of `mm` moves: A, B (and what the vector cores read of the
+/// cube's B ahead of it) and C.
+fn moved(mm: &Matmul, part: GroupPart) -> f64 {
+    let e = mm.operands.bytes();
+    let (columns, eighths) = part
+        .share
+        .map_or((0, 0), |s| (s.columns, s.read.map_or(0, |r| r.eighths)));
+    let a = mm.batch * mm.max_rows * mm.k * e;
+    let b = mm.batch * mm.n * mm.k * e;
+    let c = mm.batch * mm.max_rows * mm.n * mm.c_bytes();
+    let ahead = mm.batch * (mm.n - columns) * mm.k * e * eighths / 8;
+    (a + b + c + ahead) as f64
 }
 
 /// A part of a group as `dsv4/matmul_group.h` runs it: its cube split (of its columns
@@ -368,17 +483,22 @@ fn part_share(mm: &Matmul, step: usize, steps: usize) -> Option<VectorShare> {
         // the narrowest: a B tile row of one 32-byte block
         BLayout::Kn => Unit::kn_lanes(32 / mm.operands.bytes()),
     };
-    columns
-        .is_multiple_of(unit.cols)
-        .then_some(VectorShare { columns, unit })
+    columns.is_multiple_of(unit.cols).then_some(VectorShare {
+        columns,
+        unit,
+        read: None,
+    })
 }
 
 /// Cycles of a group's busiest core on `cores`: the cube parts' items dealt back and forth
 /// over `aic` cores, the shares' units in contiguous runs over `aiv` (as
-/// `dsv4/matmul_group.h` deals them; one part: a product launched alone).
+/// `dsv4/matmul_group.h` deals them; one part: a product launched alone). With reads beside
+/// (one product), a block's vector cores read their eighths of its cube core's B, their
+/// DMAs among their units' slices, and the cube core reads that part from L2.
 fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: usize) -> f64 {
     let mut units = Vec::new();
     let mut items = Vec::new();
+    let mut read = None;
     for (mm, part) in parts {
         let columns = part.share.map_or(0, |s| s.columns);
         let own = Matmul {
@@ -390,22 +510,42 @@ fn group_cycles(parts: &[(&Matmul, GroupPart)], aic: usize, aiv: usize, cores: u
             part.split.item_bytes(&own),
         ));
         if let Some(s) = part.share {
-            let unit = unit_cycles(mm, s.unit, mm.max_rows, cores);
+            read = read.or(s.read);
             units.extend(std::iter::repeat_n(
-                unit,
+                (*mm, s.unit),
                 mm.batch * s.columns / s.unit.cols,
             ));
         }
     }
-    let cube = back_and_forth(items, aic).into_iter().max().unwrap_or(0) as f64 / Rate::load(cores);
+    let blocks = back_and_forth(items, aic);
+    let f = read.map_or(0.0, |r| r.eighths as f64 / 8.0);
+    let cube = (blocks.iter())
+        .map(|&b| b as f64 * ((1.0 - f) / Rate::load(cores) + f / Rate::l2()))
+        .fold(0.0, f64::max);
     // ShareOf: the first `total % aiv` cores take one unit more
     let (base, extra) = (units.len() / aiv, units.len() % aiv);
     let mut at = 0;
     let mut vector: f64 = 0.0;
     for core in 0..aiv {
         let take = base + usize::from(core < extra);
-        vector = vector.max(units[at..at + take].iter().sum());
+        let mine = &units[at..at + take];
         at += take;
+        // half its block's reads; a round (half the slots) shorter than a GM read's latency
+        // waits for the rest of it
+        let reads = read.map_or(0.0, |r| {
+            let bytes = f * blocks.get(core / 2).copied().unwrap_or(0) as f64 / 2.0;
+            let round = (r.chunk * r.slots / 2) as f64 / Rate::load(cores);
+            let rounds = (bytes / Rate::load(cores) / round).ceil();
+            bytes / Rate::load(cores) + rounds * (Rate::GM_LATENCY - round).max(0.0)
+        });
+        let slices: usize = mine.iter().map(|(mm, u)| mm.k / u.tile_k).sum();
+        let busy = match slices {
+            0 => reads,
+            _ => (mine.iter())
+                .map(|(mm, u)| unit_cycles(mm, *u, mm.max_rows, cores, reads / slices as f64))
+                .sum(),
+        };
+        vector = vector.max(busy);
     }
     cube.max(vector)
 }
@@ -415,14 +555,23 @@ mod tests {
     use super::*;
     use crate::chip;
     use crate::kernel_plan::gemm::matmul::Rows;
+    use crate::kernel_plan::gemm::split::with_runs;
 
     /// The share of `mm` planned with spec tiles `tiles` on the 910B, beside the cube
-    /// split of the whole product: (cube alone, shared plan).
+    /// split of the whole product as `gemm::launch_alone` launches it (perhaps in runs):
+    /// (cube alone, shared plan).
     fn planned(mm: &Matmul, tiles: [usize; 3]) -> (Split, Option<(Matmul, Split, VectorShare)>) {
         let chip = chip::find("910b").unwrap();
         let [m, n, k] = tiles;
         let room = Room::for_tiles(m, n, k, chip);
-        let alone = plan_split(mm, &room, Tiles::spec(mm, tiles), chip).unwrap();
+        let spec = Tiles::spec(mm, tiles);
+        let alone = with_runs(
+            plan_split(mm, &room, spec, chip).unwrap(),
+            mm,
+            &room,
+            spec,
+            chip,
+        );
         let shared = plan(mm, tiles, &alone, chip);
         (alone, shared)
     }
@@ -449,49 +598,75 @@ mod tests {
 
     const O_PROJ_TILES: [usize; 3] = [64, 128, 128];
 
+    /// wo_a at the reference's deployment (FLASH, 8 rows of each of 8 groups, bf16): in runs
+    /// of three k slices with its B read ahead it loads quicker than with any share (the
+    /// units' accumulators leave a reader beside them two slots of UB, rounds shorter than a
+    /// GM read's latency).
     #[test]
-    fn deployment_wo_a_gives_the_vector_cores_the_last_columns() {
+    fn deployment_wo_a_is_read_ahead_in_runs() {
         let mm = deployment(Operands::Bf16, 1024, 4096, 4096, 1024 * 4096);
         let (alone, shared) = planned(&mm, O_PROJ_TILES);
-        let (cube, split, share) = shared.expect("a weight stream of 8 rows is shared");
-        assert_eq!(cube.n + share.columns, 1024);
-        assert_eq!(share.unit.k_lanes, 0);
-        assert!(share.columns.is_multiple_of(share.unit.cols) && cube.n.is_multiple_of(16));
-        assert_eq!(
-            (cube.ldc, cube.ldb),
-            (1024, 4096),
-            "C and B as the whole product's"
-        );
-        assert_eq!(split.sum, KSum::Whole);
-        // both sides busy: the busiest cube core moves less than alone, by at least a
-        // quarter, and the vector cores hold at least a fifth of B
+        assert!(shared.is_none(), "{:?}", shared.map(|s| s.2));
+        assert_eq!((alone.deal, alone.sum), (Deal::RowsInner, KSum::Partials));
         let chip = chip::find("910b").unwrap();
-        let (aic, all) = (chip.aic_cores, chip.aic_cores + chip.aiv_cores);
-        let before = on_the_cube_alone(&mm, alone, aic);
-        let after = on_the_cube_alone(&cube, split, all);
-        assert!(after < 0.75 * before, "{after} vs {before}");
-        assert!(5 * share.columns >= 1024, "{share:?}");
+        let cube = on_the_cube_alone(&mm, alone, chip.aic_cores);
+        assert!(alone.cycles(&mm, 8, chip) < 0.6 * cube);
     }
 
     /// wq_b and wo_b at the reference's deployment (FLASH, 8 rows, int8 over K = 1024:
-    /// exact on the vector cores) load quicker launched alone with their B read ahead by
-    /// the vector cores than with any share of their columns: a vector core multiplies an
-    /// int8 element slower than it loads one, so the cube cores reading from L2 win.
+    /// exact on the vector cores): a vector core multiplies an int8 element slower than it
+    /// loads one, so its MTE2 has room. A share alone is slower than the launch alone with
+    /// its B read ahead by the vector cores, which is slower than the share whose vector cores
+    /// also read part of the cube's B ahead of it between their units' slices.
     #[test]
-    fn deployment_int8_products_are_read_ahead_not_shared() {
+    fn deployment_int8_products_read_the_cube_s_b_beside_their_share() {
         let chip = chip::find("910b").unwrap();
+        let (aic, aiv) = (chip.aic_cores, chip.aiv_cores);
         let wo_b = deployment(Operands::I8, 4096, 1024, 8192, 1024);
         let wq_b = Matmul::new(Operands::I8, BLayout::Kn, Rows::Tokens, 8, 32768, 1024);
         for (mm, tiles) in [(wo_b, O_PROJ_TILES), (wq_b, [64, 64, 256])] {
             assert_eq!(unfit(&mm), None);
             let (alone, shared) = planned(&mm, tiles);
-            assert!(shared.is_none(), "{:?}", shared.map(|s| s.2));
-            // what makes it so: the B read ahead, the launch times under 0.6 of the cube
-            // cores alone
-            let cube = on_the_cube_alone(&mm, alone, chip.aic_cores);
+            let (_, split, share) = shared.expect("a weight stream of 8 rows is shared");
+            let read = share.read.expect("read beside");
+            assert!(read.slots >= 2 && read.slots.is_multiple_of(2));
+            let time = |share| {
+                let part = GroupPart {
+                    split,
+                    share: Some(share),
+                };
+                group_cycles(&[(&mm, part)], aic, aiv, aic + aiv)
+                    .max(moved(&mm, part) / Rate::peak(chip))
+            };
             let ahead = alone.cycles(&mm, 8, chip);
-            assert!(ahead < 0.6 * cube, "{ahead} vs {cube}");
+            let (beside, apart) = (
+                time(share),
+                time(VectorShare {
+                    read: None,
+                    ..share
+                }),
+            );
+            assert!(beside < ahead && ahead < apart, "{beside} {ahead} {apart}");
         }
+    }
+
+    /// A reader beside the vector cores' units fits in UB with them, in an even count of
+    /// slots (two halves), or there is none.
+    #[test]
+    fn a_reader_beside_the_units_fits_in_ub() {
+        let chip = chip::find("910b").unwrap();
+        let wo_a = deployment(Operands::Bf16, 1024, 4096, 4096, 1024 * 4096);
+        let (alone, _) = planned(&wo_a, O_PROJ_TILES);
+        let mut planned = 0;
+        for (unit, _) in shares(&wo_a, chip.aiv_cores) {
+            let units = budget::bytes_in(&vector_buffers(&wo_a, unit), Mem::Ub, chip);
+            if let Some((chunk, slots)) = reader_room(&wo_a, unit, &alone, chip) {
+                assert!(slots >= 2 && slots.is_multiple_of(2) && chunk >= 4096 * 2);
+                assert!(units + chunk * slots <= chip.capacity(Mem::Ub), "{unit:?}");
+                planned += 1;
+            }
+        }
+        assert!(planned > 0);
     }
 
     /// The projections of x_normed at the reference's deployment (FLASH, 8 tokens) as
