@@ -17,10 +17,10 @@
 // Arguments: A, then B and C of each part in order, then workspace and tiling.
 //
 // A mixed launch (1 AIC + 2 AIV a block) adds vector parts after the cube parts: the last
-// columns of a cube part's product on the vector cores (dsv4/vector_matmul.h; one product
-// so shared is a group of one cube part and its vector part). Their units are one sequence over the vector
-// parts in order, dealt in contiguous shares over the launch's vector cores while the cube
-// cores run the cube parts' items; C columns apart, so neither waits for the other.
+// columns of a cube part's product on the vector cores (dsv4/vector_matmul.h; one product so
+// shared is a group of its cube part and its vector part). Their units are one sequence over
+// the vector parts in order, dealt in contiguous shares over the launch's vector cores while
+// the cube cores run the cube parts' items; C columns apart, so neither waits for the other.
 //
 // Or the vector cores read the cube parts' B into L2 ahead of the cube (a last part naming
 // DEPTH: dsv4/matmul_prefetch.h's BReader over each cube part in turn, the cube GATED), for

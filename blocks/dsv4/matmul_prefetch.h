@@ -118,7 +118,8 @@ private:
     {
         Matmul<P>::ForItems(rows, deal, before, [&](uint32_t batch, uint32_t, uint32_t nr, uint32_t ks, bool freshB) {
             if (freshB) {
-                Matmul<P>::ForStrips(nr, nr + 1, [&](uint32_t n, uint32_t nLen) { f(Matmul<P>::StripB(batch, ks, n, nLen)); });
+                Matmul<P>::ForStrips(nr, nr + 1,
+                                     [&](uint32_t n, uint32_t nLen) { f(Matmul<P>::StripB(batch, ks, n, nLen)); });
             }
         });
     }

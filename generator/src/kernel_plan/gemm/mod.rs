@@ -262,7 +262,8 @@ fn launch_with(
             cores as u32,
             &[a, w, c],
         );
-        return Some(split);
+        // the cube's split: one k slice, C whole (no slice sum follows)
+        return Some(cube_split);
     }
     let cube_blocks = cores.min(split.items(mm, mm.max_rows)).max(1) as u32;
     // A cube kernel the fusion pass may group: launched with its product's origin kept, so

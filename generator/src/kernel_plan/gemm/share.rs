@@ -145,8 +145,8 @@ pub struct VectorShare {
 }
 
 /// The vector cores' reads beside their units: `eighths` of each of the cube's strips of
-/// B (its rows), in DMAs of at most `chunk` bytes into `slots` of UB (a GM read latency
-/// per round of them: the slots are written again only after a barrier).
+/// B (its rows), in DMAs of at most `chunk` bytes into `slots` of UB (two halves, a round of
+/// DMAs filling one: a round shorter than a GM read's latency waits for the rest of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Beside {
     pub eighths: usize,
@@ -277,8 +277,7 @@ fn unfit(mm: &Matmul) -> Option<&'static str> {
 
 /// The cube split of the first columns and the vector share of the rest that finish
 /// soonest, when that is sooner than the whole product launched alone on split `alone`
-/// (its B read ahead by the vector cores where `gemm::prefetch` will: at a decode step's
-/// 8 rows an int8 weight loads quicker so than the vector cores multiply it).
+/// (its B read ahead by the vector cores where `gemm::prefetch` will).
 pub(super) fn plan(
     mm: &Matmul,
     tiles: [usize; 3],
