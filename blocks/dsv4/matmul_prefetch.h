@@ -38,13 +38,9 @@ class BReader {
     static constexpr uint32_t HALF = PV::SLOTS / 2;
 
 public:
-    __aicore__ inline explicit BReader(AscendC::TPipe& pipe) : pipe_(pipe)
+    __aicore__ inline explicit BReader(AscendC::TPipe& pipe) : free_{Freed(pipe), Freed(pipe)}
     {
         pipe.InitBuffer(chunk_, PV::SLOTS * PV::CHUNK_BYTES);
-        for (uint32_t h = 0; h < 2; ++h) {
-            landed_[h] = pipe.AllocEventID<AscendC::HardEvent::MTE2_MTE3>();
-            free_[h] = pipe.AllocEventID<AscendC::HardEvent::MTE3_MTE2>();
-        }
     }
 
     // The strips of product P (B at `b`, `rows` rows) whose B this block's cube reads first,
@@ -100,11 +96,10 @@ public:
             CloseRound();
         }
         for (uint32_t r = round_ > 2 ? round_ - 2 : 0; r < round_; ++r) {
-            AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(free_[r % 2]);
+            free_[r % 2].Wait();
         }
-        for (uint32_t h = 0; h < 2; ++h) {
-            pipe_.ReleaseEventID<AscendC::HardEvent::MTE2_MTE3>(landed_[h]);
-            pipe_.ReleaseEventID<AscendC::HardEvent::MTE3_MTE2>(free_[h]);
+        for (Freed& f : free_) {
+            f.Release();
         }
         for (uint32_t i = 0; i < Min(strips_, PV::DEPTH); ++i) {
             AscendC::CrossCoreWaitFlag(BFlags::TAKEN);
@@ -150,7 +145,7 @@ private:
             pace();
             const uint32_t half = round_ % 2;
             if (used_ == 0 && round_ >= 2) {
-                AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(free_[half]);
+                free_[half].Wait();
             }
             const uint32_t count = Min(mine.perCopy, mine.end - row);
             AscendC::DataCopy(scratch[(half * HALF + used_) * PV::CHUNK_BYTES / sizeof(In)],
@@ -166,17 +161,16 @@ private:
     // that before filling it again).
     __aicore__ inline void CloseRound()
     {
-        const uint32_t half = round_ % 2;
-        AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE3>(landed_[half]);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE2_MTE3>(landed_[half]);
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(free_[half]);
+        Handshake<AscendC::HardEvent::MTE2_MTE3>();
+        free_[round_ % 2].Set();
         ++round_;
         used_ = 0;
     }
 
-    AscendC::TPipe& pipe_;
+    using Freed = LaterHandoff<AscendC::HardEvent::MTE3_MTE2>;
+
     AscendC::TBuf<AscendC::TPosition::VECCALC> chunk_;
-    AscendC::TEventID landed_[2], free_[2];  // per half of the slots
+    Freed free_[2];  // per half of the slots: the round that last filled it landed
     uint32_t strips_ = 0;  // strips read so far
     uint32_t round_ = 0;  // rounds of DMAs closed (the current one's number)
     uint32_t used_ = 0;   // slots of the current round filled

@@ -17,6 +17,22 @@ __aicore__ inline void Handshake()
     AscendC::WaitFlag<EVENT>(id);
 }
 
+// Orders the earlier work of pipe SRC (before Set) before what pipe DST issues after Wait,
+// the wait issued later than the set, other work between them (HardEvent SRC_DST): an id of
+// the TPipe's pool held from construction to Release.
+template <AscendC::HardEvent EVENT>
+class LaterHandoff {
+public:
+    __aicore__ inline explicit LaterHandoff(AscendC::TPipe& pipe) : pipe_(pipe), id_(pipe.AllocEventID<EVENT>()) {}
+    __aicore__ inline void Set() { AscendC::SetFlag<EVENT>(id_); }
+    __aicore__ inline void Wait() { AscendC::WaitFlag<EVENT>(id_); }
+    __aicore__ inline void Release() { pipe_.ReleaseEventID<EVENT>(id_); }
+
+private:
+    AscendC::TPipe& pipe_;
+    AscendC::TEventID id_;
+};
+
 // Vector results become readable by the scalar unit (LocalTensor::GetValue), and scalar
 // writes (LocalTensor::SetValue) visible to the vector unit.
 __aicore__ inline void VectorToScalar() { Handshake<AscendC::HardEvent::V_S>(); }
