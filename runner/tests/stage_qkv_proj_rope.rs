@@ -371,12 +371,13 @@ fn swa_mini_tp2_matches_the_golden() {
 }
 
 /// The reference's deployment (FLASH dims, 8 tokens): wq_b (int8, B stored [K, N]) is a
-/// weight stream of 8 rows on every core: in two column ranges, the first read into L2 ahead
-/// of the cube by the vector cores (`dsv4/matmul_prefetch.h`), the second beside QHeads on
-/// the first's columns; q_acc must still be the exact int32 product qr · wq_b, as half
-/// scaled by 2^-deq_shift(q_lora), and q the golden's.
+/// weight stream of 8 rows on every core in one mixed launch: the vector cores take its
+/// last columns and read part of the cube's B into L2 ahead of it between their units'
+/// slices (`dsv4/matmul_group.h` ReadBeside); q_acc must still be the exact int32 product
+/// qr · wq_b, as half scaled by 2^-deq_shift(q_lora) (both cores' columns rounded once, to
+/// the same bits), and q the golden's.
 #[test]
-fn swa_deployment_tp1_reads_wq_b_ahead_beside_q_heads() {
+fn swa_deployment_tp1_shares_wq_b_and_reads_beside() {
     let variant = "swa_deployment_tp1";
     let p = plan(variant);
     let kernels = &support::planned(variant).kernels.kernels;
@@ -389,10 +390,7 @@ fn swa_deployment_tp1_reads_wq_b_ahead_beside_q_heads() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        parts,
-        [vec!["Matmul", "BReader"], vec!["MatmulAt", "QHeads"]]
-    );
+    assert_eq!(parts, [vec!["Matmul", "VectorMatmul", "BReader"]]);
     let rt = support::stages(variant, STAGE);
     let c = case(p, p.shape.local_t, 13);
     let mut tensors = c.inputs.clone();

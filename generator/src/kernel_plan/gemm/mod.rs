@@ -175,11 +175,7 @@ pub fn launch_overlapped(
         .and_then(|_| overlap::range_split(mm, tiles, chip));
     let product = overlap::Product {
         fuse: plan.fuse,
-        // a share that reads the cube's B beside its units mostly reads, as the launch
-        // read ahead does: the consumer beside the second range hides more (FLASH deployment,
-        // wq_b and q_heads 46.9 -> 43.8 µs, wo_b and the group sum 45.9 -> 43.9)
-        shared: share::plan(mm, tiles, &with_runs(whole, mm, &room, spec, chip), chip)
-            .is_some_and(|(_, _, s)| s.read.is_none()),
+        shared: share::plan(mm, tiles, &with_runs(whole, mm, &room, spec, chip), chip).is_some(),
         range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
         consumer_blocks: ranges.as_ref().map_or(0, |rs| overlap::most_blocks(rs)),
         cube_cores: chip.aic_cores,

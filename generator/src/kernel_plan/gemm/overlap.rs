@@ -43,8 +43,7 @@ pub(super) fn cuts(n: usize, unit: usize) -> bool {
 pub(crate) struct Product {
     /// The fusion pass may fuse (`fuse: false` in a spec turns every overlap off).
     pub fuse: bool,
-    /// Alone, the product gives the vector cores a share of its columns to compute (they
-    /// are busy).
+    /// Alone, the product gives the vector cores a share of its columns (they are busy).
     pub shared: bool,
     /// Items of a range's product as launched (None: C does not [`cuts`] or a range cannot
     /// be planned), and blocks of a range's consumer.
