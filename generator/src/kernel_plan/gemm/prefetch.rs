@@ -6,7 +6,6 @@
 //! strip's B into L2 a few strips ahead of their cube core, which then finds it there
 //! (FLASH `wo_a` at 512 tokens, TP 1: 339.4 → 253.9 µs modeled).
 
-use super::share::Beside;
 use crate::budget::row;
 use crate::chip::Mem;
 use crate::kernel_plan::{Cores, Decision, Kernel, KernelPlan, Step, Value, intern};
@@ -99,6 +98,17 @@ pub fn prefetched(kernel: &Kernel) -> Kernel {
         buffers: Vec::new(),
         parts,
     }
+}
+
+/// The vector cores' reads beside their share's units (`share::VectorShare`): `eighths` of
+/// each of the cube's strips of B (its rows), in DMAs of at most `chunk` bytes into `slots`
+/// of UB (two halves, a round of DMAs filling one: a round shorter than a GM read's latency
+/// waits for the rest of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Beside {
+    pub eighths: usize,
+    pub chunk: usize,
+    pub slots: usize,
 }
 
 /// The reader of a product's strips beside its vector share's units (`dsv4/matmul_group.h`

@@ -18,6 +18,7 @@
 use abi::DType;
 
 use super::matmul::{BLayout, Matmul, Operands};
+use super::prefetch::Beside;
 use super::rate::Rate;
 use super::split::{Deal, KSum, Room, Split, Tiles, back_and_forth, plan_split};
 use crate::budget::{self, Buffer, row};
@@ -142,16 +143,6 @@ pub struct VectorShare {
     pub columns: usize,
     pub unit: Unit,
     pub read: Option<Beside>,
-}
-
-/// The vector cores' reads beside their units: `eighths` of each of the cube's strips of
-/// B (its rows), in DMAs of at most `chunk` bytes into `slots` of UB (two halves, a round of
-/// DMAs filling one: a round shorter than a GM read's latency waits for the rest of it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Beside {
-    pub eighths: usize,
-    pub chunk: usize,
-    pub slots: usize,
 }
 
 /// Cycles of one vector core's unit (its columns over all of K, `rows` A rows) on a launch
