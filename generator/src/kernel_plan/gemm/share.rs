@@ -20,7 +20,7 @@ use abi::DType;
 use super::matmul::{BLayout, Matmul, Operands};
 use super::prefetch::Beside;
 use super::rate::Rate;
-use super::split::{Deal, KSum, Room, Split, Tiles, back_and_forth, plan_split};
+use super::split::{Deal, KSum, Room, Split, Tiles, back_and_forth, plan_split, sizes};
 use crate::budget::{self, Buffer, row};
 use crate::chip::{Chip, Mem};
 
@@ -343,14 +343,11 @@ fn reader_room(mm: &Matmul, unit: Unit, split: &Split, chip: &Chip) -> Option<(u
 /// GM bytes a launch of `part` of `mm` moves: A, B (and what the vector cores read of the
 /// cube's B ahead of it) and C.
 fn moved(mm: &Matmul, part: GroupPart) -> f64 {
-    let e = mm.operands.bytes();
     let (columns, eighths) = part
         .share
         .map_or((0, 0), |s| (s.columns, s.read.map_or(0, |r| r.eighths)));
-    let a = mm.batch * mm.max_rows * mm.k * e;
-    let b = mm.batch * mm.n * mm.k * e;
-    let c = mm.batch * mm.max_rows * mm.n * mm.c_bytes();
-    let ahead = mm.batch * (mm.n - columns) * mm.k * e * eighths / 8;
+    let (a, b, c) = sizes(mm, mm.max_rows);
+    let ahead = b / mm.n * (mm.n - columns) * eighths / 8;
     (a + b + c + ahead) as f64
 }
 

@@ -738,7 +738,7 @@ pub fn traffic(mm: &Matmul, split: &Split, rows: usize) -> (usize, usize) {
 }
 
 /// Bytes of A, B and C at `rows` rows.
-fn sizes(mm: &Matmul, rows: usize) -> (usize, usize, usize) {
+pub(super) fn sizes(mm: &Matmul, rows: usize) -> (usize, usize, usize) {
     let e = mm.operands.bytes();
     (
         mm.batch * rows * mm.k * e,
