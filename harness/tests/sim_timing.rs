@@ -124,13 +124,14 @@ fn twenty_four_blocks_share_the_bandwidth_and_a_launch_uses_only_its_cores() {
 fn warm_reads_run_at_one_cores_rate_and_together_at_the_peak() {
     let blocks = 48;
     let mut x = vec![1f32; 16384 * blocks];
+    let every_line = vec![!0u64; (x.len() * 4).div_ceil(512 * 64)];
     let t = time(
         lib()
             .launch_measured(
                 "tm_one_copy",
                 CoreMode::Aiv,
                 blocks as u32,
-                &mut [GmArg::new("x", &mut x).warm(true)],
+                &mut [GmArg::new("x", &mut x).warm(Some(&every_line))],
             )
             .unwrap(),
     );
@@ -148,6 +149,46 @@ fn warm_reads_run_at_one_cores_rate_and_together_at_the_peak() {
         t.cycles(),
         OP_HEAD + floor
     );
+}
+
+/// A launch reports the L2 lines (512 bytes, asc-devkit's SIMT atomics page) it touched, and
+/// a later launch reads warm only those: 24 blocks read the first half of a buffer, then 48
+/// read all of it, the second half from HBM.
+#[test]
+fn only_the_lines_an_earlier_launch_touched_are_warm() {
+    let slice = 16384 * 4usize; // bytes per block
+    let mut x = vec![1f32; 16384 * 48];
+    let first = lib()
+        .launch_measured(
+            "tm_one_copy",
+            CoreMode::Aiv,
+            24,
+            &mut [GmArg::new("x", &mut x)],
+        )
+        .unwrap();
+    let lines = &first.lines[0];
+    assert_eq!(lines.len(), (48 * slice).div_ceil(512 * 64));
+    let ones: u32 = lines.iter().map(|w| w.count_ones()).sum();
+    assert_eq!(ones as usize, 24 * slice / 512);
+    assert!(lines[..ones as usize / 64].iter().all(|&w| w == !0));
+    let second = time(
+        lib()
+            .launch_measured(
+                "tm_one_copy",
+                CoreMode::Aiv,
+                48,
+                &mut [GmArg::new("x", &mut x).warm(Some(lines))],
+            )
+            .unwrap(),
+    );
+    for (b, c) in second.cores.iter().enumerate() {
+        let hbm = if b < 24 { 0 } else { slice as u64 };
+        assert_eq!(
+            (c.hbm_bytes, c.l2_bytes),
+            (hbm, slice as u64 - hbm),
+            "block {b}"
+        );
+    }
 }
 
 /// Every block reads the same bytes: the first to touch them pays the HBM read, the others

@@ -49,6 +49,7 @@ struct GmTraffic {
     uint64_t* readSinceWrite = nullptr;
     uint64_t* writtenSinceRead = nullptr;
     uint64_t words = 0;
+    uint64_t* lines = nullptr; // the caller's: L2 lines (kL2LineBytes) the launch touched, one bit each
 
     explicit GmTraffic(uint64_t len) : words((len + 63) / 64)
     {
@@ -80,14 +81,29 @@ struct GmTraffic {
         return sum;
     }
     // Sets bits [off, off+len) of `bits` (several cores may mark the same word); returns how
-    // many of them were clear before in `bits` and are clear in `other` (bytes this launch
-    // had not touched: the timeline's HBM bytes, sim/timing.h).
-    static uint64_t Mark(uint64_t* bits, const uint64_t* other, uint64_t off, uint64_t len)
+    // many of them were clear before in `bits` and are clear in `other`, outside the L2 lines
+    // `warm` holds (bytes neither this launch nor, in L2, an earlier one had touched: the
+    // timeline's HBM bytes, sim/timing.h).
+    static uint64_t Mark(uint64_t* bits, const uint64_t* other, const uint64_t* warm, uint64_t off, uint64_t len)
     {
+        static_assert(kL2LineBytes % 64 == 0, "a word of byte bits lies in one line");
         return OverWords(off, len, [&](uint64_t w, uint64_t mask) {
             uint64_t before = __atomic_fetch_or(&bits[w], mask, __ATOMIC_RELAXED);
             uint64_t seen = __atomic_load_n(&other[w], __ATOMIC_RELAXED);
+            uint64_t line = w * 64 / kL2LineBytes;
+            if (warm != nullptr && (warm[line / 64] >> (line % 64) & 1) != 0) {
+                return uint64_t{0};
+            }
             return static_cast<uint64_t>(__builtin_popcountll(mask & ~before & ~seen));
+        });
+    }
+    // Marks the L2 lines bytes [off, off+len) lie in.
+    static void MarkLines(uint64_t* lines, uint64_t off, uint64_t len)
+    {
+        uint64_t first = off / kL2LineBytes;
+        OverWords(first, (off + len - 1) / kL2LineBytes - first + 1, [&](uint64_t w, uint64_t mask) {
+            __atomic_fetch_or(&lines[w], mask, __ATOMIC_RELAXED);
+            return uint64_t{0};
         });
     }
     // One pass of [off, off+len) one way (`mine`: reads since the last write, or writes since
@@ -289,9 +305,13 @@ void NoteGm(int gm, const uint8_t* p, uint64_t len, bool write)
         .fetch_add(write ? GmTraffic::Pass(t.writtenSinceRead, t.readSinceWrite, off, len)
                          : GmTraffic::Pass(t.readSinceWrite, t.writtenSinceRead, off, len),
                    std::memory_order_relaxed);
-    uint64_t fresh = write ? GmTraffic::Mark(t.writeBits, t.readBits, off, len)
-                           : GmTraffic::Mark(t.readBits, t.writeBits, off, len);
-    WorkGm(p, len, write, L.gm[gm].warm ? 0 : fresh);
+    const uint64_t* warm = L.gm[gm].warm;
+    uint64_t fresh = write ? GmTraffic::Mark(t.writeBits, t.readBits, warm, off, len)
+                           : GmTraffic::Mark(t.readBits, t.writeBits, warm, off, len);
+    if (t.lines != nullptr) {
+        GmTraffic::MarkLines(t.lines, off, len);
+    }
+    WorkGm(p, len, write, fresh);
 }
 } // namespace
 
@@ -675,7 +695,11 @@ struct SimGmArg {
     uint8_t* ptr;
     uint64_t len;
     const char* name;
-    uint64_t warm; // 1: an earlier launch left it in L2 (the timeline reads it as hits)
+    // L2 lines (sim_l2_line_bytes each, one bit per line, bit i of word i / 64) of the
+    // buffer: `warm` those an earlier launch left in L2 (the timeline reads them as hits),
+    // `lines` receives those this launch touched (zeroed by the caller). Either may be null.
+    const uint64_t* warm;
+    uint64_t* lines;
 };
 
 struct SimStats {
@@ -728,18 +752,20 @@ struct SimChipTiming {
     double l2_bytes;
     double load_a, load_b;      // the shared GM rate: (load_a · N + load_b) bytes per cycle for N cores
     double gm_peak_bytes_per_s; // all GM traffic, L2 hits included, at most this
+    double l2_line_bytes;       // the granule of SimGmArg's `warm` and `lines`
 };
 
 // One call of a traced launch: its core, pipe (as in SimCoreTiming::busy), API, interval.
 typedef void (*SimCallFn)(void* ctx, uint32_t core, uint32_t pipe, const char* api, uint32_t start, uint32_t cycles);
 
-__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 5; }
+__attribute__((visibility("default"))) uint32_t sim_abi_version(void) { return 6; }
 
 __attribute__((visibility("default"))) void sim_chip_timing(SimChipTiming* out)
 {
     const AscendC::sim::ChipTiming& c = AscendC::sim::kDavC220;
     *out = SimChipTiming{c.clockHz,       c.opHead,  c.launchGapUs, c.hccsBytesPerS, c.collectiveLatencyUs,
-                         c.l2Bytes,       c.loadA,   c.loadB,       c.l2BytesPerS};
+                         c.l2Bytes,       c.loadA,   c.loadB,       c.l2BytesPerS,
+                         double(AscendC::sim::kL2LineBytes)};
 }
 
 // Bits of sim_launch's `checks`.
@@ -799,8 +825,9 @@ __attribute__((visibility("default"))) int32_t sim_launch(const char* kernel, vo
     std::vector<uint8_t*> gmArgs;
     for (uint32_t i = 0; i < nargs; ++i) {
         L.gm.push_back(GmBuffer{args[i].ptr, args[i].len, args[i].name ? args[i].name : ("arg" + std::to_string(i)),
-                                args[i].warm != 0});
+                                args[i].warm});
         L.traffic.push_back(std::make_unique<GmTraffic>(args[i].len));
+        L.traffic.back()->lines = args[i].lines;
         gmArgs.push_back(args[i].ptr);
     }
     auto addCore = [&](CoreKind kind, uint32_t block, uint32_t sub) {

@@ -95,12 +95,12 @@ impl Kernels for SimKernels {
         initial: Vec<Vec<Vec<u8>>>,
         names: &[&'static str],
     ) -> Result<Box<dyn Group + 'a>, BackendError> {
-        let l2 = self.lib.chip_timing().l2_bytes;
+        let chip = self.lib.chip_timing();
         Ok(Box::new(SimGroup {
             lib: &self.lib,
             names: names.to_vec(),
             l2: (0..initial.len())
-                .map(|_| Mutex::new(L2::new(l2)))
+                .map(|_| Mutex::new(L2::new(chip.l2_bytes, chip.l2_line_bytes)))
                 .collect(),
             ranks: initial
                 .into_iter()
@@ -184,8 +184,8 @@ impl Group for SimGroup<'_> {
             .map_err(|e| BackendError::Run(e.to_string()))?;
         drop(gm);
         drop(guards);
-        for (a, t) in args.iter().zip(&launched.args) {
-            l2.touch(*a, t.distinct_read_bytes + t.distinct_write_bytes);
+        for (a, lines) in args.iter().zip(launched.lines) {
+            l2.touch(*a, lines);
         }
         Ok(Some(LaunchCounters {
             stats: launched.stats,

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_void};
 
-pub(crate) const ABI_VERSION: u32 = 5;
+pub(crate) const ABI_VERSION: u32 = 6;
 
 /// Bits of `sim_launch`'s `checks` argument.
 pub(crate) const CHECK_HAZARDS: u32 = 1;
@@ -17,7 +17,10 @@ pub(crate) struct SimGmArg {
     pub ptr: *mut u8,
     pub len: u64,
     pub name: *const c_char,
-    pub warm: u64,
+    /// L2 lines an earlier launch left warm, one bit each (null: none).
+    pub warm: *const u64,
+    /// Receives the L2 lines the launch touched (zeroed; null: not wanted).
+    pub lines: *mut u64,
 }
 
 #[repr(C)]
@@ -76,6 +79,7 @@ pub(crate) struct SimChipTiming {
     pub load_a: f64,
     pub load_b: f64,
     pub gm_peak_bytes_per_s: f64,
+    pub l2_line_bytes: f64,
 }
 
 /// `onCall(ctx, core, pipe, api, start, cycles)`: one call of a traced launch.

@@ -59,7 +59,7 @@ pub struct GmArg<'a> {
     name: String,
     ptr: *mut u8,
     len: usize,
-    warm: bool,
+    warm: Option<&'a [u64]>,
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
@@ -70,7 +70,7 @@ impl<'a> GmArg<'a> {
             name: name.into(),
             ptr: buf.as_mut_ptr().cast::<u8>(),
             len: std::mem::size_of_val(buf),
-            warm: false,
+            warm: None,
             _borrow: PhantomData,
         }
     }
@@ -85,16 +85,22 @@ impl<'a> GmArg<'a> {
             name: name.into(),
             ptr,
             len,
-            warm: false,
+            warm: None,
             _borrow: PhantomData,
         }
     }
 
-    /// Marks the buffer as left in L2 by an earlier launch: the timeline serves its reads
-    /// at L2 speed (`harness/sim/include/sim/timing.h`).
-    pub fn warm(mut self, warm: bool) -> Self {
-        self.warm = warm;
-        self
+    /// The buffer's L2 lines an earlier launch left in L2 (one bit per
+    /// [`ChipTiming::l2_line_bytes`] of the buffer, bit i in word i / 64): the timeline
+    /// serves reads of them at L2 speed (`harness/sim/include/sim/timing.h`).
+    pub fn warm<'b>(self, lines: Option<&'b [u64]>) -> GmArg<'b>
+    where
+        'a: 'b,
+    {
+        GmArg {
+            warm: lines,
+            ..self
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -228,6 +234,9 @@ impl Checks {
 pub struct Launched {
     pub stats: LaunchStats,
     pub args: Vec<ArgTraffic>,
+    /// Per argument, the L2 lines the launch touched (one bit each, as [`GmArg::warm`]
+    /// takes them; empty without the timeline).
+    pub lines: Vec<Vec<u64>>,
     pub time: Option<KernelTime>,
 }
 
@@ -306,6 +315,7 @@ impl SimLibrary {
                     c.collective_latency_us * 1e-6,
                 ),
                 l2_bytes: c.l2_bytes as u64,
+                l2_line_bytes: c.l2_line_bytes as u64,
                 shared_gm: (c.load_a, c.load_b),
                 gm_peak_bytes_per_s: c.gm_peak_bytes_per_s,
             },
@@ -378,14 +388,36 @@ impl SimLibrary {
                     .map_err(|_| invalid(format!("argument name {:?}", a.name)))
             })
             .collect::<Result<_, _>>()?;
+        let timed = self.checks.hazards && self.checks.timeline;
+        let line_words = |len: usize| (len as u64).div_ceil(self.chip.l2_line_bytes).div_ceil(64);
+        if let Some(a) = args
+            .iter()
+            .find(|a| a.warm.is_some_and(|w| (w.len() as u64) < line_words(a.len)))
+        {
+            return Err(invalid(format!(
+                "argument {:?}: its warm lines cover less than its {} bytes",
+                a.name, a.len
+            )));
+        }
+        // The L2 lines each argument's launch touches, for the next launches' warm lines.
+        let mut lines: Vec<Vec<u64>> = args
+            .iter()
+            .map(|a| vec![0; if timed { line_words(a.len) as usize } else { 0 }])
+            .collect();
         let raw: Vec<ffi::SimGmArg> = args
             .iter()
             .zip(&names)
-            .map(|(a, n)| ffi::SimGmArg {
+            .zip(&mut lines)
+            .map(|((a, n), l)| ffi::SimGmArg {
                 ptr: a.ptr,
                 len: a.len as u64,
                 name: n.as_ptr(),
-                warm: u64::from(a.warm),
+                warm: a.warm.map_or(std::ptr::null(), <[u64]>::as_ptr),
+                lines: if timed {
+                    l.as_mut_ptr()
+                } else {
+                    std::ptr::null_mut()
+                },
             })
             .collect();
         let nargs = u32::try_from(raw.len()).map_err(|_| invalid("too many arguments".into()))?;
@@ -420,7 +452,6 @@ impl SimLibrary {
             let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
             String::from_utf8_lossy(&err[..end]).into_owned()
         };
-        let timed = self.checks.hazards && self.checks.timeline;
         match rc {
             ffi::LAUNCH_OK => Ok(Launched {
                 stats: LaunchStats {
@@ -456,6 +487,7 @@ impl SimLibrary {
                         min_write_bytes: t.min_write_bytes,
                     })
                     .collect(),
+                lines,
                 time: timed.then(|| KernelTime {
                     chip: self.chip,
                     cores: times

@@ -71,6 +71,8 @@ pub struct ChipTiming {
     pub collective_latency: Duration,
     /// What an earlier launch of a step can leave in L2 for a later one.
     pub l2_bytes: u64,
+    /// The L2 line: the granule of what a launch leaves warm ([`crate::kernel_library::GmArg::warm`]).
+    pub l2_line_bytes: u64,
     /// HBM shared by N cores moves `a · N + b` bytes per cycle ([ge] Load fit).
     pub shared_gm: (f64, f64),
     /// All GM traffic of a launch, L2 hits included, at most this (an assumption).
@@ -187,6 +189,7 @@ mod tests {
             hccs_bytes_per_s: 1e9,
             collective_latency: Duration::ZERO,
             l2_bytes: 0,
+            l2_line_bytes: 512,
             shared_gm: (10.0, 20.0),
             gm_peak_bytes_per_s: 100e9,
         }

@@ -859,7 +859,8 @@ struct gm_arg {
     uint8_t* ptr;
     uint64_t len;
     const char* name;
-    uint64_t warm;
+    const uint64_t* warm;
+    uint64_t* lines;
 };
 typedef int (*device_run_fn)(const char*, void*, uint32_t, uint32_t, const struct gm_arg*, uint32_t, char*, uint64_t);
 struct launch {
@@ -915,7 +916,7 @@ void fake_rt_launch(void* stream, uint32_t block_dim, uint32_t mode, const char*
             l = NULL;
             break;
         }
-        l->args[i] = (struct gm_arg){args[i], len, NULL, 0};
+        l->args[i] = (struct gm_arg){args[i], len, NULL, NULL, NULL};
     }
     if (l) {
         snprintf(l->kernel, sizeof l->kernel, "%s", kernel);

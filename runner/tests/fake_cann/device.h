@@ -10,7 +10,8 @@ struct FakeGmArg { // sim_launch's SimGmArg (harness/sim/src/runtime.cpp)
     uint8_t* ptr;
     uint64_t len;
     const char* name;
-    uint64_t warm;
+    const uint64_t* warm;
+    uint64_t* lines;
 };
 using FakeDeviceRun = int (*)(const char*, void*, uint32_t, uint32_t, const FakeGmArg*, uint32_t, char*, uint64_t);
 

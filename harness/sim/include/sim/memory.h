@@ -81,7 +81,9 @@ struct GmBuffer {
     uint8_t* base;
     uint64_t len;
     std::string name;
-    bool warm = false; // in L2 from an earlier launch (sim/timing.h): its reads are hits
+    // L2 lines (kL2LineBytes, one bit each) an earlier launch left in L2 (sim/timing.h): their
+    // reads are hits; null: none
+    const uint64_t* warm = nullptr;
 };
 
 struct Launch;        // defined in runtime.cpp

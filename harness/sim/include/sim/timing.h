@@ -13,10 +13,11 @@
 // Simple, stated models (README "Modeled time" lists what is omitted): GM bandwidth is
 // shared by the launch's cores through the published linear fit t(N) = a + b / N bytes per
 // cycle per core (the fit itself is Huawei's measurement of N cores loading at once); a
-// byte this launch already read or wrote, or any byte of a buffer the host marks warm (an
-// earlier launch of the step left it in L2: harness/src/backend/sim.rs), is an L2 hit at the
-// single-core rate t(1), the cores' hits together at most l2BytesPerS over the launch (not a
-// 1/N share per core: a launch's idle cores leave theirs to the others); a scalar GM read misses
+// byte this launch already read or wrote, or any byte of an L2 line the host marks warm (an
+// earlier launch of the step touched the line and left it in L2: harness/src/backend/l2.rs),
+// is an L2 hit at the single-core rate t(1), the cores' hits together at most l2BytesPerS
+// over the launch (not a 1/N share per core: a launch's idle cores leave theirs to the
+// others); a scalar GM read misses
 // once per 64-byte line and core, unless DataCachePreload asked for the line: then it hits,
 // waiting for the line if a GM read latency has not passed since the preload started; pipes
 // hold one instruction at a time and
@@ -73,6 +74,10 @@ struct ChipTiming {
 };
 
 extern const ChipTiming kDavC220;
+
+// The L2 cache line, the granule of the cross-launch L2 model (harness/src/backend/l2.rs):
+// [doc] asc-devkit docs, SIMT-API/原子操作/原子操作简介.md ("Cache Line大小为512B")
+constexpr uint64_t kL2LineBytes = 512;
 
 // What the open call did, reported while it runs (sim/hazard.cpp keeps one per core).
 struct OpWork {
