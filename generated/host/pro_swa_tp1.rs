@@ -96,8 +96,7 @@ pub const ABI: VariantAbi = VariantAbi {
 pub const KERNELS: &[Kernel] = &[
     Kernel { name: "hc_pre_hc4_d7168_m16_k128_s9_v128_p23_c1024_it20_rms1em6_hc1em6", cores: plan::Cores::Mix, args: &["x_hc", "hc_attn_fn", "hc_partials", "hc_attn_scale", "hc_attn_base", "x_mixed", "post", "comb"] },
     Kernel { name: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, args: &["x", "weight", "y"] },
-    Kernel { name: "beside2_38a6daa4311b", cores: plan::Cores::Mix, args: &["p0_a", "p0_b", "p0_c", "p1_acc", "p1_qr_scale", "p1_wq_b_scale", "p1_cos", "p1_sin", "p1_positions", "p1_q"] },
-    Kernel { name: "qkv_q_heads_h128_from64x64_hd512_rd64_g2_d9_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
+    Kernel { name: "qkv_q_heads_h128_hd512_rd64_g4_d9_eps1em6_positions", cores: plan::Cores::Aiv, args: &["acc", "qr_scale", "wq_b_scale", "cos", "sin", "positions", "q"] },
     Kernel { name: "attn_window_finish_h128_d512_w128_s2_bs128_ht16_kv128_dk128_oh7_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, args: &["q", "kv_cache", "swa_indices", "swa_lens", "scores", "attn_sink", "probs", "denom", "o", "freqs_cos", "freqs_sin", "positions", "packed"] },
     Kernel { name: "matmul_bf16_nk_n944_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x320_bufs4x2_vec80_t40x128_rd6", cores: plan::Cores::Mix, args: &["a", "b0", "c0"] },
     Kernel { name: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, args: &["x", "q", "scale"] },
@@ -105,7 +104,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel { name: "matmul_group2_bf16_k7168_n1152x384_vec384x128_61bbd26ff748", cores: plan::Cores::Mix, args: &["a", "b0", "c0", "b1", "c1"] },
     Kernel { name: "group_combine_g16_r16_hc_post_hc4_d7168_t2_c512", cores: plan::Cores::Aiv, args: &["p", "scale", "wo_b_scale", "x_hc", "post", "comb", "x_out"] },
     Kernel { name: "beside_qkv_q_latent_quant_ql1536_t4_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_positions_insert_bs128_on8", cores: plan::Cores::Aiv, args: &["p0_latent", "p0_gamma", "p0_qr", "p0_qr_scale", "p1_latent", "p1_gamma", "p1_cos", "p1_sin", "p1_positions", "p1_slots", "p1_kv_cache"] },
-    Kernel { name: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split16x1536x1408_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
+    Kernel { name: "matmul_i8_kn_n65536_k1536_half_tile16x128x256_split16x1536x2816_bufs4x2_pf", cores: plan::Cores::Mix, args: &["a", "b", "c"] },
 ];
 
 /// What the layer executes, in order: kernel launches and the TP collectives.
@@ -115,9 +114,8 @@ pub const STEPS: &[Step] = &[
     Step::Launch(plan::Launch { stage: "rms_norm", kernel: "rms_norm_d7168_t2_c1024_eps1em6", cores: plan::Cores::Aiv, block_dim: 4, args: &["x_mixed", "attn_norm_w", "x_normed"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_group2_bf16_k7168_n1152x384_vec384x128_61bbd26ff748", cores: plan::Cores::Mix, block_dim: 24, args: &["x_normed", "wq_a", "q_latent", "wkv", "kv_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside_qkv_q_latent_quant_ql1536_t4_eps1em6_on1__qkv_kv_finish_hd512_rd64_t1_eps1em6_positions_insert_bs128_on8", cores: plan::Cores::Aiv, block_dim: 9, args: &["q_latent", "gamma_cq", "qr", "qr_scale", "kv_latent", "gamma_ckv", "freqs_cos", "freqs_sin", "position_ids", "swa_slot_mapping", "kv_cache"], also: &["cache_insert"] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n32768_k1536_half_ldb65536_ldc65536_tile16x128x256_split16x1536x1408_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "beside2_38a6daa4311b", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc", "q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
-    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_from64x64_hd512_rd64_g2_d9_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "matmul_i8_kn_n65536_k1536_half_tile16x128x256_split16x1536x2816_bufs4x2_pf", cores: plan::Cores::Mix, block_dim: 24, args: &["qr", "wq_b", "q_acc"], also: &[] }),
+    Step::Launch(plan::Launch { stage: "qkv_proj_rope", kernel: "qkv_q_heads_h128_hd512_rd64_g4_d9_eps1em6_positions", cores: plan::Cores::Aiv, block_dim: 32, args: &["q_acc", "qr_scale", "wq_b_scale", "freqs_cos", "freqs_sin", "position_ids", "q"], also: &[] }),
     Step::Launch(plan::Launch { stage: "sparse_attention", kernel: "attn_window_finish_h128_d512_w128_s2_bs128_ht16_kv128_dk128_oh7_r64_hpg8_tpad16_positions", cores: plan::Cores::Mix, block_dim: 24, args: &["q", "kv_cache", "swa_indices", "swa_lens", "attn_scores", "attn_sink", "attn_probs", "attn_denom", "attn_o", "freqs_cos", "freqs_sin", "position_ids", "o_packed_heads"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "matmul_bf16_nk_n944_k4096_grouprows_ldc1024_b16_sa65536_sb4194304_sc16384_tile16x64x128_split16x4096x320_bufs4x2_vec80_t40x128_rd6", cores: plan::Cores::Mix, block_dim: 24, args: &["o_packed_heads", "wo_a", "o_latent"], also: &[] }),
     Step::Launch(plan::Launch { stage: "o_proj", kernel: "group_quant_g16_r16_k1024_t8", cores: plan::Cores::Aiv, block_dim: 16, args: &["o_latent", "o_i8", "o_scale"], also: &[] }),

@@ -16,7 +16,8 @@
 use super::group::described;
 use super::kernels::kernel;
 use super::matmul::Matmul;
-use super::split::{KSum, Room, Split, Tiles, plan_split, unfit, with_runs};
+use super::rate::Rate;
+use super::split::{KSum, Room, Split, Tiles, plan_split, sizes, unfit, with_runs};
 use crate::chip::Chip;
 use crate::kernel_plan::{ByColumns, Cores, Decision, KernelPlan, Launch, Step, together};
 use crate::kernel_plan::{Kernel, Value, intern, intern_list, serves_also};
@@ -51,16 +52,92 @@ pub(crate) struct Product {
     pub consumer_blocks: u32,
     pub cube_cores: usize,
     pub vector_cores: usize,
+    /// The modeled time of both ways (None where a range cannot be planned).
+    pub timing: Option<Timing>,
 }
 
-/// Whether a product runs in [`RANGES`] column ranges rather than whole: where the fusion
-/// pass may fuse, the product alone leaves the vector cores free, C cuts into ranges of
-/// whole consumer units, each range's product still gives every cube core an item (else a
-/// range's cube side takes as long as the whole product's) and a range's consumer fits the
-/// mixed launch's vector cores.
-pub(crate) fn overlaps(p: &Product) -> bool {
+/// Modeled cycles of a product and its consumer, whole or in ranges, at the row capacity
+/// and at a few rows (a decode step runs at either: [`Split::cycles`], as `with_runs` times
+/// a split).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    /// At the row capacity, then at a few rows.
+    pub at: [Cycles; 2],
+    /// One launch more.
+    pub launch: f64,
+}
+
+/// A product and its consumer at one row count.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cycles {
+    /// The product whole, launched alone (perhaps with B read ahead).
+    pub whole: f64,
+    /// The first range's product, launched alone.
+    pub range: f64,
+    /// A later range's product, beside a consumer's range (nothing read ahead).
+    pub beside: f64,
+    /// A consumer's range, at least: its C range read at the fit's rate for its blocks.
+    pub consumer: f64,
+}
+
+impl Timing {
+    /// `mm` whole with `whole`, and a range's `part` with `split`, before a consumer on
+    /// `consumer_blocks` vector cores.
+    pub(crate) fn of(
+        mm: &Matmul,
+        whole: &Split,
+        (part, split): (&Matmul, &Split),
+        consumer_blocks: u32,
+        chip: &Chip,
+    ) -> Timing {
+        let blocks = consumer_blocks.max(1) as usize;
+        let at = |rows: usize| {
+            let (_, _, c) = sizes(part, rows);
+            Cycles {
+                whole: whole.cycles(mm, rows, chip),
+                range: split.cycles(part, rows, chip),
+                beside: split.beside_cycles(part, rows, chip),
+                consumer: c as f64 / (blocks as f64 * Rate::load(blocks)),
+            }
+        };
+        Timing {
+            at: [at(mm.max_rows), at(mm.max_rows.min(16))],
+            launch: Rate::launch(chip),
+        }
+    }
+
+    /// Whether the ranges overlapped take less time than the product whole and then its
+    /// consumer at the row capacity plus at a few rows: the first range, each later one
+    /// beside (at least) a consumer's range, the last consumer's range and one launch more
+    /// per later range; against the product and every range's consumer. (At a few rows the
+    /// ranges lose what reading B ahead gains the whole product, so they must gain more at
+    /// the capacity; unlike `with_runs`, no veto at a few rows, or no product would ever
+    /// overlap.)
+    pub(crate) fn gains(&self) -> bool {
+        let later = (RANGES - 1) as f64;
+        let [(ranges, whole), (ranges_few, whole_few)] = self.at.map(|c| {
+            let ranges = c.range + later * (c.beside.max(c.consumer) + self.launch) + c.consumer;
+            (ranges, c.whole + RANGES as f64 * c.consumer)
+        });
+        ranges + ranges_few < whole + whole_few
+    }
+}
+
+/// Whether a product can run in [`RANGES`] column ranges: where the fusion pass may fuse,
+/// the product alone leaves the vector cores free, C cuts into ranges of whole consumer
+/// units, each range's product still gives every cube core an item (else a range's cube
+/// side takes as long as the whole product's) and a range's consumer fits the mixed
+/// launch's vector cores.
+pub(crate) fn fits(p: &Product) -> bool {
     let fills = p.range_items.is_some_and(|i| i >= p.cube_cores);
     p.fuse && !p.shared && fills && p.consumer_blocks <= p.vector_cores as u32
+}
+
+/// Whether a product runs in [`RANGES`] column ranges rather than whole: where it [`fits`]
+/// and the model has the ranges quicker ([`Timing::gains`]: a few rows' product read ahead
+/// whole streams its B on every core, a range beside a consumer on its cube cores only).
+pub(crate) fn overlaps(p: &Product) -> bool {
+    fits(p) && p.timing.is_some_and(|t| t.gains())
 }
 
 /// A column range's product of `mm` cut into [`RANGES`] ranges, and its split as the
@@ -181,7 +258,7 @@ fn overlapped(plan: &KernelPlan, i: usize, chip: &Chip) -> Option<Pair> {
     if cl.args.iter().any(|a| pl.args[..2].contains(a)) {
         return serial("the consumer binds the product's A or B");
     }
-    let (mm, _, tiles) = described(pk, origin);
+    let (mm, whole, tiles) = described(pk, origin);
     let w = mm.n / RANGES;
     let cut = entry.ranges.len() == RANGES
         && (entry.ranges.iter().enumerate()).all(|(r, (k, _))| {
@@ -191,18 +268,24 @@ fn overlapped(plan: &KernelPlan, i: usize, chip: &Chip) -> Option<Pair> {
         return serial("the consumer's ranges are not the product's columns cut in ranges");
     }
     let part = range_split(&mm, tiles, chip);
+    let consumer_blocks = most_blocks(&entry.ranges);
     let product = Product {
         fuse: true,
         shared: false,
         range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
-        consumer_blocks: most_blocks(&entry.ranges),
+        consumer_blocks,
         cube_cores: chip.aic_cores,
         vector_cores: chip.aiv_cores,
+        timing: (part.as_ref())
+            .map(|(p, s)| Timing::of(&mm, &whole, (p, s), consumer_blocks, chip)),
     };
     let Some((part, split)) = part.filter(|_| overlaps(&product)) else {
-        return serial(
-            "a range's product would leave cube cores idle or its consumer needs more vector cores",
-        );
+        return serial(match fits(&product) {
+            true => "the model has the product whole, then its consumer, quicker than in ranges",
+            false => {
+                "a range's product would leave cube cores idle or its consumer needs more vector cores"
+            }
+        });
     };
     let spreads = plan.spreads.contains(&entry.kernel);
     let also = serves_also(pl.stage, &[pl, cl]);
@@ -265,9 +348,23 @@ mod tests {
         blocks: u32,
         args: &[&str],
     ) -> (KernelPlan, Vec<Decision>) {
+        overlapped_wo_b_at(flash_wo_b().max_rows, ranges, blocks, args)
+    }
+
+    /// [`overlapped_wo_b`] at a row capacity of `rows` tokens.
+    fn overlapped_wo_b_at(
+        rows: usize,
+        ranges: &[(usize, usize)],
+        blocks: u32,
+        args: &[&str],
+    ) -> (KernelPlan, Vec<Decision>) {
         let chip = chip::find("910b").unwrap();
-        let mm = flash_wo_b();
-        let rows = mm.max_rows;
+        let mm = Matmul {
+            max_rows: rows,
+            stride_a: rows * 1024,
+            stride_c: rows * 4096,
+            ..flash_wo_b()
+        };
         let [m, n, k] = TILES;
         let room = Room::for_tiles(m, n, k, chip);
         let split = plan_split(&mm, &room, Tiles::spec(&mm, TILES), chip).unwrap();
@@ -320,13 +417,13 @@ mod tests {
         (plan, decisions)
     }
 
-    /// wo_b at 512 tokens runs in two column ranges, the consumer of the first beside the
-    /// cube's second (its product's arguments, then the consumer's), the second after it;
-    /// the last range's consumer still spreads.
+    /// wo_b at 512 tokens before a consumer on one vector core (C read at one core's rate,
+    /// longer than the product's second range) runs in two column ranges, the consumer of the first beside the cube's second (its product's arguments,
+    /// then the consumer's), the second after it; the last range's consumer still spreads.
     #[test]
     fn a_column_consumer_runs_beside_the_next_range_of_its_product() {
         let halves = [(0, 2048), (2048, 2048)];
-        let (plan, decisions) = overlapped_wo_b(&halves, 48, &["o_acc", "attn_out"]);
+        let (plan, decisions) = overlapped_wo_b(&halves, 1, &["o_acc", "attn_out"]);
         let sum = "sum".to_string();
         assert_eq!(
             decisions,
@@ -374,8 +471,10 @@ mod tests {
     }
 
     /// Serial where a range's consumer would need more blocks than the vector cores, where
-    /// the consumer's ranges are not the product's halves, or where it binds the product's B;
-    /// no decision where it reads another tensor.
+    /// the consumer's ranges are not the product's halves, where it binds the product's B,
+    /// or where the model has the ranges slower (wo_b at 16 rows before a consumer on 48
+    /// cores: the second range, beside it, reads its B on the cube cores only, and at 16
+    /// rows the consumer hides little); no decision where it reads another tensor.
     #[test]
     fn a_column_consumer_stays_after_its_product_where_ranges_do_not_fit() {
         let halves = [(0, 2048), (2048, 2048)];
@@ -396,6 +495,10 @@ mod tests {
             "ranges",
         );
         serial(overlapped_wo_b(&halves, 48, &["o_acc", "wo_b"]), "A or B");
+        serial(
+            overlapped_wo_b_at(16, &halves, 48, &["o_acc", "attn_out"]),
+            "quicker than in ranges",
+        );
         let (plan, decisions) = overlapped_wo_b(&halves, 48, &["o_scale", "attn_out"]);
         assert!(decisions.is_empty() && plan.steps.len() == 2);
     }
@@ -412,6 +515,13 @@ mod tests {
             consumer_blocks: 44,
             cube_cores: 24,
             vector_cores: 48,
+            timing: Some(Timing {
+                at: [
+                    cycles(100.0, 50.0, 60.0, 40.0),
+                    cycles(40.0, 20.0, 30.0, 20.0),
+                ],
+                launch: 1.0,
+            }),
         };
         assert!(overlaps(&flash));
         let not = |p: Product, why: &str| assert!(!overlaps(&p), "{why}");
@@ -450,6 +560,65 @@ mod tests {
             },
             "more blocks than vector cores",
         );
+        not(
+            Product {
+                timing: None,
+                ..flash
+            },
+            "not timed",
+        );
         assert!(cuts(32768, 512) && !cuts(512, 512) && !cuts(1536, 512));
+    }
+
+    fn cycles(whole: f64, range: f64, beside: f64, consumer: f64) -> Cycles {
+        Cycles {
+            whole,
+            range,
+            beside,
+            consumer,
+        }
+    }
+
+    /// The ranges must be quicker at the row capacity plus at a few rows: a range, a later
+    /// one beside (at least) a consumer's range, the last consumer's range and a launch,
+    /// against the product whole and both consumers' ranges.
+    #[test]
+    fn ranges_gain_where_quicker_over_both_row_counts_and_not_slower_at_few() {
+        let timing = |capacity, few| Timing {
+            at: [capacity, few],
+            launch: 2.0,
+        };
+        // 50 + 60 + 2 + 40 = 152 < 100 + 80 and 20 + 30 + 2 + 20 = 72 < 40 + 40
+        let gains = timing(
+            cycles(100.0, 50.0, 60.0, 40.0),
+            cycles(40.0, 20.0, 30.0, 20.0),
+        );
+        assert!(gains.gains());
+        // at a few rows the second range beside its consumer reads slower: 20 + 45 + 2 + 1
+        // = 68 > 40 + 2, but 152 + 68 < 180 + 42 over both
+        let few_slower = timing(
+            cycles(100.0, 50.0, 60.0, 40.0),
+            cycles(40.0, 20.0, 45.0, 1.0),
+        );
+        assert!(few_slower.gains());
+        // 20 + 60 + 2 + 1 = 83: 152 + 83 > 180 + 42
+        let much_slower = timing(
+            cycles(100.0, 50.0, 60.0, 40.0),
+            cycles(40.0, 20.0, 60.0, 1.0),
+        );
+        assert!(!much_slower.gains());
+        // a range's consumer outlasting the range beside it: 50 + 70 + 2 + 70 = 192 < 100 + 140
+        let long_consumer = timing(
+            cycles(100.0, 50.0, 40.0, 70.0),
+            cycles(40.0, 20.0, 30.0, 20.0),
+        );
+        assert!(long_consumer.gains());
+        // 50 + 49 + 2 + 1 = 102 = 100 + 2 and 20 + 19 + 2 + 1 = 42 = 40 + 2: the launch
+        // takes what the ranges gain
+        let equal = timing(
+            cycles(100.0, 50.0, 49.0, 1.0),
+            cycles(40.0, 20.0, 19.0, 1.0),
+        );
+        assert!(!equal.gains());
     }
 }

@@ -28,6 +28,13 @@ impl Rate {
         Self::STORE.0 + Self::STORE.1 / cores as f64
     }
 
+    /// What one launch more costs: the op head ([ge] `GetOpHeadCost`, 300 cycles) and the
+    /// gap between stream-ordered kernels (2 µs, the timing model's assumption:
+    /// `harness/sim/src/timing.cpp`).
+    pub(super) fn launch(chip: &Chip) -> f64 {
+        300.0 + 2.0 * f64::from(chip.clock_mhz)
+    }
+
     /// A vector call over `elems` elements: `k·elems + b`.
     pub(super) fn call((k, b): (f64, f64), elems: usize) -> f64 {
         k * elems as f64 + b

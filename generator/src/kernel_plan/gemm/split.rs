@@ -317,6 +317,12 @@ impl Split {
         launch_cycles(&[(mm, *self)], rows, chip)
     }
 
+    /// As [`Split::cycles`], the cube side of a mixed launch whose vector cores run a kernel
+    /// of their own beside (`overlap`): nothing read ahead, every core of the launch loading.
+    pub(super) fn beside_cycles(&self, mm: &Matmul, rows: usize, chip: &Chip) -> f64 {
+        cube_cycles(&[(mm, *self)], rows, chip, true)
+    }
+
     /// Bytes the busiest of `chip`'s cores moves: the cube cores' items dealt evenly,
     /// and a slice sum's partials read and C written, spread over the vector cores.
     fn busiest_bytes(&self, mm: &Matmul, chip: &Chip) -> usize {
@@ -345,6 +351,10 @@ impl Split {
 /// (`gemm::prefetch`: items of one panel's columns, strips enough), the block's vector
 /// cores load the B its cube core has not read yet from GM, and the cube finds it in L2.
 pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip) -> f64 {
+    cube_cycles(parts, rows, chip, false)
+}
+
+fn cube_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip, beside: bool) -> f64 {
     let runs = parts[0].1.deal != Deal::BackAndForth;
     let count = |rows: usize| -> usize { parts.iter().map(|(mm, s)| s.items(mm, rows)).sum() };
     let items = count(rows);
@@ -425,10 +435,12 @@ pub(super) fn launch_cycles(parts: &[(&Matmul, Split)], rows: usize, chip: &Chip
     let strips: usize = (parts.iter())
         .map(|(mm, s)| mm.batch * mm.n.div_ceil(s.tiles.n) * mm.k.div_ceil(s.slice_k))
         .sum();
-    let ahead = parts.iter().all(|(_, s)| s.deal != Deal::ColumnsInner)
+    let ahead = !beside
+        && parts.iter().all(|(_, s)| s.deal != Deal::ColumnsInner)
         && prefetch::enough_strips(strips, blocks);
-    // the launch's cores: with B read ahead a block's vector cores too
-    let n = if ahead { 3 * blocks } else { blocks };
+    // the launch's cores: with B read ahead or a vector kernel beside, a block's vector
+    // cores too
+    let n = if ahead || beside { 3 * blocks } else { blocks };
     // with B read ahead, the cube reads a strip from L2 after its readers have loaded it:
     // the last strip's read follows the readers' end
     let last_strip = (parts.iter())
