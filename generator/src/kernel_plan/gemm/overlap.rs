@@ -588,37 +588,23 @@ mod tests {
             at: [capacity, few],
             launch: 2.0,
         };
-        // 50 + 60 + 2 + 40 = 152 < 100 + 80 and 20 + 30 + 2 + 20 = 72 < 40 + 40
-        let gains = timing(
-            cycles(100.0, 50.0, 60.0, 40.0),
-            cycles(40.0, 20.0, 30.0, 20.0),
-        );
-        assert!(gains.gains());
-        // at a few rows the second range beside its consumer reads slower: 20 + 45 + 2 + 1
-        // = 68 > 40 + 2, but 152 + 68 < 180 + 42 over both
-        let few_slower = timing(
-            cycles(100.0, 50.0, 60.0, 40.0),
-            cycles(40.0, 20.0, 45.0, 1.0),
-        );
-        assert!(few_slower.gains());
-        // 20 + 60 + 2 + 1 = 83: 152 + 83 > 180 + 42
-        let much_slower = timing(
-            cycles(100.0, 50.0, 60.0, 40.0),
-            cycles(40.0, 20.0, 60.0, 1.0),
-        );
-        assert!(!much_slower.gains());
-        // a range's consumer outlasting the range beside it: 50 + 70 + 2 + 70 = 192 < 100 + 140
-        let long_consumer = timing(
-            cycles(100.0, 50.0, 40.0, 70.0),
-            cycles(40.0, 20.0, 30.0, 20.0),
-        );
-        assert!(long_consumer.gains());
-        // 50 + 49 + 2 + 1 = 102 = 100 + 2 and 20 + 19 + 2 + 1 = 42 = 40 + 2: the launch
-        // takes what the ranges gain
-        let equal = timing(
-            cycles(100.0, 50.0, 49.0, 1.0),
-            cycles(40.0, 20.0, 19.0, 1.0),
-        );
-        assert!(!equal.gains());
+        let cases = [
+            // 50 + 60 + 2 + 40 = 152 < 100 + 80 and 20 + 30 + 2 + 20 = 72 < 40 + 40
+            ([100.0, 50.0, 60.0, 40.0], [40.0, 20.0, 30.0, 20.0], true),
+            // at a few rows the second range beside its consumer reads slower: 20 + 45 + 2
+            // + 1 = 68 > 40 + 2, but 152 + 68 < 180 + 42 over both
+            ([100.0, 50.0, 60.0, 40.0], [40.0, 20.0, 45.0, 1.0], true),
+            // 20 + 60 + 2 + 1 = 83: 152 + 83 > 180 + 42
+            ([100.0, 50.0, 60.0, 40.0], [40.0, 20.0, 60.0, 1.0], false),
+            // a range's consumer outlasting the range beside it: 50 + 70 + 2 + 70 < 100 + 140
+            ([100.0, 50.0, 40.0, 70.0], [40.0, 20.0, 30.0, 20.0], true),
+            // 50 + 49 + 2 + 1 = 100 + 2 and 20 + 19 + 2 + 1 = 40 + 2: the launch takes what
+            // the ranges gain
+            ([100.0, 50.0, 49.0, 1.0], [40.0, 20.0, 19.0, 1.0], false),
+        ];
+        for (capacity, few, gains) in cases {
+            let [c, f] = [capacity, few].map(|[w, r, b, c]| cycles(w, r, b, c));
+            assert_eq!(timing(c, f).gains(), gains, "{capacity:?}, {few:?}");
+        }
     }
 }
