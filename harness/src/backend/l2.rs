@@ -9,8 +9,8 @@
 pub(crate) struct L2 {
     capacity: u64,
     line_bytes: u64,
-    /// (buffer, its lines touched: bit i of word i / 64), least recent first.
-    recent: Vec<(usize, Vec<u64>)>,
+    /// (buffer, its lines touched: bit i of word i / 64, their bytes), least recent first.
+    recent: Vec<(usize, Vec<u64>, u64)>,
 }
 
 impl L2 {
@@ -22,15 +22,11 @@ impl L2 {
         }
     }
 
-    fn bytes(&self, lines: &[u64]) -> u64 {
-        lines.iter().map(|w| u64::from(w.count_ones())).sum::<u64>() * self.line_bytes
-    }
-
     /// The lines of `buffer` an earlier launch left in L2, if any.
     pub fn warm(&self, buffer: usize) -> Option<&[u64]> {
         let mut since = 0u64;
-        for (b, lines) in self.recent.iter().rev() {
-            since += self.bytes(lines);
+        for (b, lines, bytes) in self.recent.iter().rev() {
+            since += bytes;
             if *b == buffer {
                 return (since <= self.capacity).then_some(lines.as_slice());
             }
@@ -43,13 +39,14 @@ impl L2 {
         if lines.iter().all(|&w| w == 0) {
             return;
         }
-        if let Some(i) = self.recent.iter().position(|(b, _)| *b == buffer) {
-            let (_, before) = self.recent.remove(i);
+        if let Some(i) = self.recent.iter().position(|(b, ..)| *b == buffer) {
+            let (_, before, _) = self.recent.remove(i);
             for (w, b) in lines.iter_mut().zip(before) {
                 *w |= b;
             }
         }
-        self.recent.push((buffer, lines));
+        let bytes = lines.iter().map(|w| u64::from(w.count_ones())).sum::<u64>() * self.line_bytes;
+        self.recent.push((buffer, lines, bytes));
     }
 }
 

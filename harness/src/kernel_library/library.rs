@@ -115,7 +115,7 @@ pub struct LaunchStats {
     pub gm_read_bytes: u64,
     pub gm_write_bytes: u64,
     /// Distinct GM bytes those transfers touched (each byte counted once per direction
-    /// and buffer; what they leave in L2 is [`Launched::lines`], by 512-byte line).
+    /// and buffer; what they leave in L2 is [`Launched::lines`], by L2 line).
     pub gm_distinct_read_bytes: u64,
     pub gm_distinct_write_bytes: u64,
     /// The launch's minimum: every value a GM byte holds read once and written once (a

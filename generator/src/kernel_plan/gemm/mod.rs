@@ -174,17 +174,15 @@ pub fn launch_overlapped(
         .as_ref()
         .and_then(|_| overlap::range_split(mm, tiles, chip));
     let whole = with_runs(whole, mm, &room, spec, chip);
-    let consumer_blocks = ranges.as_ref().map_or(0, |rs| overlap::most_blocks(rs));
-    let product = overlap::Product {
-        fuse: plan.fuse,
-        shared: share::plan(mm, tiles, &whole, chip).is_some(),
-        range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
-        consumer_blocks,
-        cube_cores: chip.aic_cores,
-        vector_cores: chip.aiv_cores,
-        timing: (part.as_ref())
-            .map(|(p, s)| overlap::Timing::of(mm, &whole, (p, s), consumer_blocks, chip)),
-    };
+    let shared = share::plan(mm, tiles, &whole, chip).is_some();
+    let blocks = ranges.as_ref().map_or(0, |rs| overlap::most_blocks(rs));
+    let product = overlap::Product::of(
+        (plan.fuse, shared),
+        (mm, &whole),
+        part.as_ref(),
+        blocks,
+        chip,
+    );
     let (Some(ranges), Some((part, split))) =
         (ranges, part.filter(|_| overlap::overlaps(&product)))
     else {

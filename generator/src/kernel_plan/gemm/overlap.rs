@@ -56,6 +56,29 @@ pub(crate) struct Product {
     pub timing: Option<Timing>,
 }
 
+impl Product {
+    /// `mm` launched whole with `whole` (`fuse`, `shared` as [`Product`] has them), or in
+    /// ranges of `part` (None where a range cannot be planned) before a consumer whose
+    /// ranges take `consumer_blocks` blocks.
+    pub(crate) fn of(
+        (fuse, shared): (bool, bool),
+        (mm, whole): (&Matmul, &Split),
+        part: Option<&(Matmul, Split)>,
+        consumer_blocks: u32,
+        chip: &Chip,
+    ) -> Product {
+        Product {
+            fuse,
+            shared,
+            range_items: part.map(|(p, s)| s.items(p, p.max_rows)),
+            consumer_blocks,
+            cube_cores: chip.aic_cores,
+            vector_cores: chip.aiv_cores,
+            timing: part.map(|(p, s)| Timing::of(mm, whole, (p, s), consumer_blocks, chip)),
+        }
+    }
+}
+
 /// Modeled cycles of a product and its consumer, whole or in ranges, at the row capacity
 /// and at a few rows (a decode step runs at either: [`Split::cycles`], as `with_runs` times
 /// a split).
@@ -83,7 +106,7 @@ pub(crate) struct Cycles {
 impl Timing {
     /// `mm` whole with `whole`, and a range's `part` with `split`, before a consumer on
     /// `consumer_blocks` vector cores.
-    pub(crate) fn of(
+    fn of(
         mm: &Matmul,
         whole: &Split,
         (part, split): (&Matmul, &Split),
@@ -268,17 +291,8 @@ fn overlapped(plan: &KernelPlan, i: usize, chip: &Chip) -> Option<Pair> {
         return serial("the consumer's ranges are not the product's columns cut in ranges");
     }
     let part = range_split(&mm, tiles, chip);
-    let consumer_blocks = most_blocks(&entry.ranges);
-    let product = Product {
-        fuse: true,
-        shared: false,
-        range_items: part.as_ref().map(|(p, s)| s.items(p, p.max_rows)),
-        consumer_blocks,
-        cube_cores: chip.aic_cores,
-        vector_cores: chip.aiv_cores,
-        timing: (part.as_ref())
-            .map(|(p, s)| Timing::of(&mm, &whole, (p, s), consumer_blocks, chip)),
-    };
+    let blocks = most_blocks(&entry.ranges);
+    let product = Product::of((true, false), (&mm, &whole), part.as_ref(), blocks, chip);
     let Some((part, split)) = part.filter(|_| overlaps(&product)) else {
         return serial(match fits(&product) {
             true => "the model has the product whole, then its consumer, quicker than in ranges",
@@ -418,8 +432,9 @@ mod tests {
     }
 
     /// wo_b at 512 tokens before a consumer on one vector core (C read at one core's rate,
-    /// longer than the product's second range) runs in two column ranges, the consumer of the first beside the cube's second (its product's arguments,
-    /// then the consumer's), the second after it; the last range's consumer still spreads.
+    /// longer than the product's second range) runs in two column ranges, the consumer of
+    /// the first beside the cube's second (its product's arguments, then the consumer's),
+    /// the second after it; the last range's consumer still spreads.
     #[test]
     fn a_column_consumer_runs_beside_the_next_range_of_its_product() {
         let halves = [(0, 2048), (2048, 2048)];
@@ -583,7 +598,7 @@ mod tests {
     /// one beside (at least) a consumer's range, the last consumer's range and a launch,
     /// against the product whole and both consumers' ranges.
     #[test]
-    fn ranges_gain_where_quicker_over_both_row_counts_and_not_slower_at_few() {
+    fn ranges_gain_where_quicker_over_both_row_counts() {
         let timing = |capacity, few| Timing {
             at: [capacity, few],
             launch: 2.0,
